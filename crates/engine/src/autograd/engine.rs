@@ -1,0 +1,174 @@
+//! The backward scheduler. See Note [The backward scheduler].
+//!
+//! 1. From the roots, walk the graph (only nodes that need gradients are in it: inputs
+//!    that do not require grad have no edge) and count each node's dependencies.
+//! 2. Run ready nodes (all dependencies delivered) in decreasing `sequence_nr`, i.e.
+//!    later-created first. Gradients arriving at a node are summed into its input
+//!    buffer in execution order, which is fixed by the sequence numbers, so fan-in
+//!    sums are bitwise reproducible.
+//! 3. Unless `retain_graph`, a node frees its saved tensors as soon as it has run.
+
+use super::formulas;
+use super::graph::{self, Edge, NodeId, NodeKind};
+use super::grad_mode::GradModeGuard;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use crate::variable::{EdgeSource, Variable};
+use smallvec::SmallVec;
+use std::collections::{BinaryHeap, HashMap};
+
+/// Per-node state during one backward pass.
+struct Pending {
+    dependencies: usize,
+    sequence_nr: u64,
+    inputs: SmallVec<[Option<Variable>; 1]>,
+}
+
+/// Computes gradients of `roots` and accumulates them into the leaves' `.grad`.
+///
+/// `grad_outputs[i]` is the gradient of `roots[i]` (`None`: implicit 1 for a scalar).
+/// With `create_graph`, the backward computation is itself recorded.
+pub fn backward(roots: &[Variable], grad_outputs: &[Option<Variable>], retain_graph: bool, create_graph: bool) -> Result<()> {
+    let retain_graph = retain_graph || create_graph;
+    let mut root_edges: Vec<(Edge, Variable, Option<graph::NodeRef>)> = Vec::with_capacity(roots.len());
+    for (index, root) in roots.iter().enumerate() {
+        if !root.requires_grad() {
+            return Err(Error::DoesNotRequireGrad { index });
+        }
+        let grad = match grad_outputs.get(index).cloned().flatten() {
+            Some(g) => {
+                if g.shape() != root.shape() {
+                    return Err(Error::GradShapeMismatch {
+                        index,
+                        grad_shape: g.shape().to_vec(),
+                        output_shape: root.shape().to_vec(),
+                    });
+                }
+                g
+            }
+            None => {
+                if root.numel() != 1 {
+                    return Err(Error::ImplicitGradNonScalar);
+                }
+                Variable::from_tensor(Tensor::ones(root.shape(), root.dtype()))
+            }
+        };
+        // Keep a reference so a leaf's AccumulateGrad node lives through the pass.
+        let (edge, keep) = match root.gradient_edge() {
+            Some(EdgeSource::Borrowed(e)) => (e, None),
+            Some(EdgeSource::Owned(n)) => (Edge { node: n.id(), input_nr: 0 }, Some(n)),
+            None => return Err(Error::DoesNotRequireGrad { index }),
+        };
+        root_edges.push((edge, grad, keep));
+    }
+
+    // 1. Dependency counts.
+    let mut pending: HashMap<NodeId, Pending> = HashMap::new();
+    let mut stack: Vec<NodeId> = Vec::new();
+    for (edge, _, _) in &root_edges {
+        if !pending.contains_key(&edge.node) {
+            let (_, seq) = graph::edges_and_sequence_nr(edge.node)?;
+            pending.insert(edge.node, Pending { dependencies: 0, sequence_nr: seq, inputs: SmallVec::new() });
+            stack.push(edge.node);
+        }
+    }
+    while let Some(id) = stack.pop() {
+        let (edges, _) = graph::edges_and_sequence_nr(id)?;
+        for e in edges.iter().flatten() {
+            match pending.get_mut(&e.node) {
+                Some(p) => p.dependencies += 1,
+                None => {
+                    let (_, seq) = graph::edges_and_sequence_nr(e.node)?;
+                    pending.insert(e.node, Pending { dependencies: 1, sequence_nr: seq, inputs: SmallVec::new() });
+                    stack.push(e.node);
+                }
+            }
+        }
+    }
+
+    // 2. Seed the roots' buffers and run.
+    let _mode = GradModeGuard::new(create_graph);
+    for (edge, grad, _) in &root_edges {
+        add_to_buffer(&mut pending, *edge, grad.clone())?;
+    }
+    let mut ready: BinaryHeap<(u64, NodeId)> = BinaryHeap::new();
+    let mut queued: Vec<NodeId> = Vec::new();
+    for (edge, _, _) in &root_edges {
+        let p = &pending[&edge.node];
+        if p.dependencies == 0 && !queued.contains(&edge.node) {
+            queued.push(edge.node);
+            ready.push((p.sequence_nr, edge.node));
+        }
+    }
+    while let Some((_, id)) = ready.pop() {
+        let inputs = pending
+            .get_mut(&id)
+            .map(|p| std::mem::take(&mut p.inputs))
+            .unwrap_or_default();
+        let task = graph::take_task(id, retain_graph)?;
+        let grad = match inputs.into_iter().next().flatten() {
+            Some(g) => g,
+            None => {
+                // Nothing flowed here (all contributions were None): still release deps.
+                release_dependencies(&mut pending, &mut ready, &task.next_edges);
+                continue;
+            }
+        };
+        match &task.kind {
+            NodeKind::AccumulateGrad(variable) => variable.accumulate_grad(grad, create_graph)?,
+            NodeKind::Op(op) => {
+                let saved = task
+                    .saved
+                    .iter()
+                    .map(|s| s.as_ref().map(|s| s.unpack()).transpose())
+                    .collect::<Result<SmallVec<[Option<Variable>; 3]>>>()?;
+                let needs: SmallVec<[bool; 3]> = task.next_edges.iter().map(Option::is_some).collect();
+                let grads = formulas::apply(op, &saved, &grad, &needs)?;
+                for (edge, g) in task.next_edges.iter().zip(grads) {
+                    if let (Some(edge), Some(g)) = (edge, g) {
+                        add_to_buffer(&mut pending, *edge, g)?;
+                    }
+                }
+            }
+        }
+        release_dependencies(&mut pending, &mut ready, &task.next_edges);
+    }
+    Ok(())
+}
+
+/// Adds a gradient to the input buffer of `edge.node`, converting its dtype to the one
+/// the node expects (ops on mixed dtypes promote).
+fn add_to_buffer(pending: &mut HashMap<NodeId, Pending>, edge: Edge, grad: Variable) -> Result<()> {
+    let (dtype, shape) = graph::input_meta(edge.node)?;
+    let grad = if grad.dtype() != dtype { grad.to_dtype(dtype)? } else { grad };
+    if grad.shape() != shape.as_slice() {
+        return Err(Error::NotImplemented(format!(
+            "rustgrad internal error: gradient of shape {:?} for a node expecting {:?}",
+            grad.shape(),
+            shape.as_slice()
+        )));
+    }
+    let p = pending
+        .get_mut(&edge.node)
+        .ok_or_else(|| Error::NotImplemented("rustgrad internal error: edge outside the graph".into()))?;
+    let slot = edge.input_nr as usize;
+    if p.inputs.len() <= slot {
+        p.inputs.resize(slot + 1, None);
+    }
+    p.inputs[slot] = Some(match p.inputs[slot].take() {
+        Some(acc) => acc.add(&grad)?,
+        None => grad,
+    });
+    Ok(())
+}
+
+fn release_dependencies(pending: &mut HashMap<NodeId, Pending>, ready: &mut BinaryHeap<(u64, NodeId)>, edges: &[Option<Edge>]) {
+    for e in edges.iter().flatten() {
+        if let Some(p) = pending.get_mut(&e.node) {
+            p.dependencies -= 1;
+            if p.dependencies == 0 {
+                ready.push((p.sequence_nr, e.node));
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! Saved tensors (PyTorch's `SavedVariable`): a tensor kept for backward together with
+//! the version of its storage at save time. See Note [Version counters].
+
+use crate::error::{Error, Result};
+use crate::variable::Variable;
+
+/// A tensor saved for backward.
+#[derive(Clone)]
+pub(crate) struct SavedTensor {
+    variable: Variable,
+    saved_version: u64,
+    /// `(grad_fn name, output_nr)` of the saved variable when it was saved, for the
+    /// error message.
+    origin: Option<(&'static str, u32)>,
+}
+
+impl SavedTensor {
+    /// Saves an input of the op (keeps its history, for double backward).
+    pub fn input(variable: &Variable) -> SavedTensor {
+        SavedTensor {
+            variable: variable.clone(),
+            saved_version: variable.tensor().version(),
+            origin: variable.grad_fn_origin(),
+        }
+    }
+
+    /// Saves the op's own output. It is stored without its `grad_fn`: the node would
+    /// otherwise own a reference to itself.
+    pub fn output(output: &Variable, op_name: &'static str) -> SavedTensor {
+        SavedTensor {
+            variable: Variable::from_tensor(output.tensor().clone()),
+            saved_version: output.tensor().version(),
+            origin: Some((op_name, 0)),
+        }
+    }
+
+    /// The saved variable, if it was not modified in place since it was saved.
+    pub fn unpack(&self) -> Result<Variable> {
+        let tensor = self.variable.tensor();
+        let version = tensor.version();
+        if version != self.saved_version {
+            let origin = match self.origin {
+                Some((name, nr)) => format!(", which is output {nr} of {name}"),
+                None => String::new(),
+            };
+            let site = match tensor.storage().last_write_site() {
+                Some(s) => format!(" The last in-place write to it happened at {s}."),
+                None => String::new(),
+            };
+            return Err(Error::ModifiedByInplace {
+                type_name: tensor.dtype().legacy_type_name(),
+                shape: tensor.shape().to_vec(),
+                origin,
+                version,
+                expected: self.saved_version,
+                site,
+            });
+        }
+        Ok(self.variable.clone())
+    }
+}

@@ -1,0 +1,164 @@
+//! The engine's one error type. Every variant carries what a user needs to find the
+//! mistake (op, shapes, dtypes, versions); messages contain PyTorch's key phrases.
+
+use crate::dtype::DType;
+
+/// Errors the engine reports to its callers. User-reachable failures are always an
+/// `Error`, never a panic.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// Two shapes cannot be broadcast together.
+    #[error("The size of tensor a ({size_a}) must match the size of tensor b ({size_b}) at non-singleton dimension {dim}")]
+    BroadcastMismatch {
+        /// Size of the first operand at the failing dimension.
+        size_a: usize,
+        /// Size of the second operand at the failing dimension.
+        size_b: usize,
+        /// The failing (right-aligned) dimension of the output.
+        dim: usize,
+    },
+    /// Shapes that are wrong for an op (matmul inner sizes, expand, ...).
+    #[error("{op}: {message}")]
+    ShapeMismatch {
+        /// The op that failed.
+        op: &'static str,
+        /// What was wrong, PyTorch's phrasing.
+        message: String,
+    },
+    /// A view or reshape to a shape with another number of elements.
+    #[error("shape '{shape:?}' is invalid for input of size {numel}")]
+    InvalidShape {
+        /// The requested shape as given (may contain -1).
+        shape: Vec<i64>,
+        /// The number of elements of the input.
+        numel: usize,
+    },
+    /// A view whose strides cannot express the requested shape.
+    #[error("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.")]
+    NonViewable,
+    /// A dimension argument outside `[-ndim, ndim-1]`.
+    #[error("Dimension out of range (expected to be in range of [{min}, {max}], but got {dim})")]
+    DimOutOfRange {
+        /// The dimension given.
+        dim: i64,
+        /// Smallest valid dimension.
+        min: i64,
+        /// Largest valid dimension.
+        max: i64,
+    },
+    /// An index outside a dimension.
+    #[error("index {index} is out of bounds for dimension {dim} with size {size}")]
+    IndexOutOfRange {
+        /// The index given.
+        index: i64,
+        /// The dimension indexed.
+        dim: usize,
+        /// The size of that dimension.
+        size: usize,
+    },
+    /// An op that does not support a dtype, or two dtypes that do not fit together.
+    #[error("{op}: {message}")]
+    DType {
+        /// The op that failed.
+        op: &'static str,
+        /// What was wrong, PyTorch's phrasing.
+        message: String,
+    },
+    /// An in-place op whose result dtype cannot be written into the destination.
+    #[error("result type {from} can't be cast to the desired output type {to}")]
+    CastError {
+        /// The dtype of the computed result.
+        from: &'static str,
+        /// The dtype of the destination.
+        to: &'static str,
+    },
+    /// A bad value for an argument (e.g. a negative size).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// An argument of the wrong type (raised as TypeError by the binding).
+    #[error("{0}")]
+    Type(String),
+    /// `item()` on a tensor that does not hold exactly one element.
+    #[error("a Tensor with {numel} elements cannot be converted to Scalar")]
+    NotAScalar {
+        /// Its number of elements.
+        numel: usize,
+    },
+    /// `backward()` on a non-scalar without an explicit gradient.
+    #[error("grad can be implicitly created only for scalar outputs")]
+    ImplicitGradNonScalar,
+    /// Backward reached a node whose saved tensors were already freed.
+    #[error("Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.")]
+    BackwardTwice,
+    /// `backward()` on a tensor outside any graph.
+    #[error("element {index} of tensors does not require grad and does not have a grad_fn")]
+    DoesNotRequireGrad {
+        /// Which root.
+        index: usize,
+    },
+    /// A gradient whose shape differs from its output's.
+    #[error("Mismatch in shape: grad_output[{index}] has a shape of torch.Size({grad_shape:?}) and output[{index}] has a shape of torch.Size({output_shape:?}).")]
+    GradShapeMismatch {
+        /// Which root.
+        index: usize,
+        /// The gradient's shape.
+        grad_shape: Vec<usize>,
+        /// The output's shape.
+        output_shape: Vec<usize>,
+    },
+    /// In-place op on a leaf that requires grad while grad mode is on.
+    #[error("a leaf Variable that requires grad is being used in an in-place operation.")]
+    LeafInplace,
+    /// In-place op on a view of a leaf that requires grad.
+    #[error("a view of a leaf Variable that requires grad is being used in an in-place operation.")]
+    ViewOfLeafInplace,
+    /// A saved tensor was written in place after being saved.
+    #[error("one of the variables needed for gradient computation has been modified by an inplace operation: [{type_name} {shape:?}]{origin}, is at version {version}; expected version {expected} instead.{site}")]
+    ModifiedByInplace {
+        /// Legacy type name, e.g. `torch.FloatTensor`.
+        type_name: &'static str,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// ", which is output 0 of ExpBackward0" or empty.
+        origin: String,
+        /// Its version now.
+        version: u64,
+        /// Its version when saved.
+        expected: u64,
+        /// " The in-place write happened at file:line." or empty.
+        site: String,
+    },
+    /// Setting requires_grad on a tensor whose dtype cannot hold gradients.
+    #[error("only Tensors of floating point and complex dtype can require gradients")]
+    RequiresGradNonFloat,
+    /// Changing requires_grad of a non-leaf.
+    #[error("you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")]
+    NonLeafRequiresGrad,
+    /// Something rustgrad does not implement yet, said plainly rather than computed wrong.
+    #[error("{0}")]
+    NotImplemented(String),
+    /// A graph node handle that outlived its node.
+    #[error("rustgrad: stale autograd node handle (the node was freed)")]
+    StaleNode,
+}
+
+/// The engine's result type.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// A dtype error for `op`.
+    pub(crate) fn dtype(op: &'static str, message: impl Into<String>) -> Self {
+        Error::DType {
+            op,
+            message: message.into(),
+        }
+    }
+
+    /// The error PyTorch raises for an op that has no kernel for `dtype`.
+    pub(crate) fn unsupported_dtype(op: &'static str, dtype: DType) -> Self {
+        Error::dtype(
+            op,
+            format!("\"{op}\" not implemented for '{}'", dtype.scalar_type_name()),
+        )
+    }
+}

@@ -1,0 +1,101 @@
+//! CPU kernels: pure functions over slices and layouts. Nothing here knows about
+//! autograd. Parallel work is split into fixed-size chunks (see `parallel`).
+
+pub mod elementwise;
+pub mod matmul;
+pub mod reduce;
+
+use smallvec::SmallVec;
+
+/// Calls `f(i, offsets)` for the logical (row-major) elements `start..end` of `shape`,
+/// where `offsets[k]` is element `i`'s storage index in operand `k`, whose layout is
+/// given by `strides[k]` and `base[k]`. Operands that are broadcast have stride 0.
+#[inline]
+pub fn for_each_strided<const N: usize>(
+    shape: &[usize],
+    strides: [&[usize]; N],
+    base: [usize; N],
+    start: usize,
+    end: usize,
+    mut f: impl FnMut(usize, [usize; N]),
+) {
+    if start >= end {
+        return;
+    }
+    let nd = shape.len();
+    if nd == 0 {
+        f(0, base);
+        return;
+    }
+    let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, nd);
+    let mut rem = start;
+    for d in (0..nd).rev() {
+        idx[d] = rem % shape[d];
+        rem /= shape[d];
+    }
+    let mut offs = base;
+    for k in 0..N {
+        for d in 0..nd {
+            offs[k] += idx[d] * strides[k][d];
+        }
+    }
+    let last = nd - 1;
+    let inner = shape[last];
+    let mut inner_strides = [0usize; N];
+    for k in 0..N {
+        inner_strides[k] = strides[k][last];
+    }
+    let mut i = start;
+    loop {
+        let run = (inner - idx[last]).min(end - i);
+        let mut o = offs;
+        for r in 0..run {
+            f(i + r, o);
+            for k in 0..N {
+                o[k] += inner_strides[k];
+            }
+        }
+        i += run;
+        if i >= end {
+            return;
+        }
+        for k in 0..N {
+            offs[k] -= idx[last] * inner_strides[k];
+        }
+        idx[last] = 0;
+        let mut d = last;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            for k in 0..N {
+                offs[k] += strides[k][d];
+            }
+            if idx[d] < shape[d] {
+                break;
+            }
+            for k in 0..N {
+                offs[k] -= idx[d] * strides[k][d];
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_walk_visits_transposed_offsets_in_logical_order() {
+        // A 2x3 row-major matrix viewed transposed (3x2, strides [1, 3]).
+        let mut seen = vec![];
+        for_each_strided(&[3, 2], [&[1, 3]], [0], 0, 6, |i, [o]| seen.push((i, o)));
+        assert_eq!(seen, vec![(0, 0), (1, 3), (2, 1), (3, 4), (4, 2), (5, 5)]);
+        let mut part = vec![];
+        for_each_strided(&[3, 2], [&[1, 3]], [0], 3, 5, |_, [o]| part.push(o));
+        assert_eq!(part, vec![4, 2]);
+    }
+}

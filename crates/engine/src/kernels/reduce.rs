@@ -1,0 +1,133 @@
+//! Sum reductions over any set of dims. See Note [Determinism]: every output element
+//! is reduced in fixed-size chunks combined left to right, so the result is bitwise
+//! the same for any number of threads.
+
+use super::for_each_strided;
+use crate::dtype::Num;
+use crate::layout::Layout;
+use crate::parallel::{self, CHUNK, PARALLEL_MIN_ELEMENTS};
+use rayon::prelude::*;
+
+/// Element types that sum into a wider accumulator (float32 sums in float64).
+pub trait Accumulate: Num {
+    /// The accumulator type.
+    type Acc: Num;
+    /// Widens into the accumulator.
+    fn widen(self) -> Self::Acc;
+    /// Narrows the accumulated sum back.
+    fn narrow(acc: Self::Acc) -> Self;
+}
+
+impl Accumulate for f32 {
+    type Acc = f64;
+    #[inline(always)]
+    fn widen(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn narrow(acc: f64) -> f32 {
+        acc as f32
+    }
+}
+
+impl Accumulate for f64 {
+    type Acc = f64;
+    #[inline(always)]
+    fn widen(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn narrow(acc: f64) -> f64 {
+        acc
+    }
+}
+
+impl Accumulate for i64 {
+    type Acc = i64;
+    #[inline(always)]
+    fn widen(self) -> i64 {
+        self
+    }
+    #[inline(always)]
+    fn narrow(acc: i64) -> i64 {
+        acc
+    }
+}
+
+/// Sums `src` over `reduce_dims` (sorted, distinct). Returns a contiguous buffer whose
+/// shape is the input shape without those dims.
+pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> Vec<T> {
+    // Kept dims first, then reduced ones: each output element is one contiguous run
+    // of `inner` logical elements of the permuted layout.
+    let mut order: Vec<usize> = (0..layout.ndim())
+        .filter(|d| !reduce_dims.contains(d))
+        .collect();
+    order.extend_from_slice(reduce_dims);
+    let permuted = layout.permute(&order);
+    let inner: usize = reduce_dims.iter().map(|&d| layout.shape()[d]).product();
+    let outer = if inner == 0 {
+        reduce_dims
+            .iter()
+            .fold(layout.shape().to_vec(), |mut s, &d| {
+                s[d] = 1;
+                s
+            })
+            .iter()
+            .product()
+    } else {
+        layout.numel() / inner
+    };
+    let chunks_per_output = inner.div_ceil(CHUNK).max(1);
+    let partial = |task: usize| -> T::Acc {
+        let (o, c) = (task / chunks_per_output, task % chunks_per_output);
+        let start = o * inner + c * CHUNK;
+        let end = (o * inner + inner).min(start + CHUNK);
+        let mut acc = T::Acc::ZERO;
+        for_each_strided(
+            permuted.shape(),
+            [permuted.strides()],
+            [permuted.offset()],
+            start,
+            end,
+            |_, [off]| acc += src[off].widen(),
+        );
+        acc
+    };
+    let tasks = outer * chunks_per_output;
+    let partials: Vec<T::Acc> = if layout.numel() < PARALLEL_MIN_ELEMENTS {
+        (0..tasks).map(partial).collect()
+    } else {
+        parallel::install(|| (0..tasks).into_par_iter().map(partial).collect())
+    };
+    partials
+        .chunks(chunks_per_output)
+        .map(|parts| {
+            let mut acc = T::Acc::ZERO;
+            for &p in parts {
+                acc += p;
+            }
+            T::narrow(acc)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_rows_columns_and_all() {
+        let data: Vec<f64> = (0..6).map(|x| x as f64).collect();
+        let l = Layout::contiguous(&[2, 3]);
+        assert_eq!(sum(&data, &l, &[0]), vec![3.0, 5.0, 7.0]);
+        assert_eq!(sum(&data, &l, &[1]), vec![3.0, 12.0]);
+        assert_eq!(sum(&data, &l, &[0, 1]), vec![15.0]);
+        assert_eq!(sum(&data, &l.transpose(0, 1), &[1]), vec![3.0, 5.0, 7.0]);
+    }
+
+    #[test]
+    fn empty_reduction_gives_zeros() {
+        let data: Vec<f32> = vec![];
+        assert_eq!(sum(&data, &Layout::contiguous(&[0, 3]), &[0]), vec![0.0; 3]);
+    }
+}

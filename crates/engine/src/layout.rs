@@ -1,0 +1,287 @@
+//! Layout: shape, strides and storage offset of a strided view. All view ops are pure
+//! functions from one layout to another; no data moves.
+
+use crate::error::{Error, Result};
+use crate::shape::{self, Dims};
+use smallvec::SmallVec;
+
+/// Where a tensor's elements live inside its storage: element `(i0, i1, ...)` is at
+/// `offset + i0 * strides[0] + i1 * strides[1] + ...`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    shape: Dims,
+    strides: Dims,
+    offset: usize,
+}
+
+/// Row-major strides of a shape.
+pub fn contiguous_strides(shape: &[usize]) -> Dims {
+    let mut strides: Dims = SmallVec::from_elem(1, shape.len());
+    let mut acc = 1usize;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc *= shape[i].max(1);
+    }
+    strides
+}
+
+impl Layout {
+    /// A row-major layout of `shape` starting at offset 0.
+    pub fn contiguous(shape: &[usize]) -> Self {
+        Layout {
+            shape: shape.into(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
+    }
+
+    /// A layout from explicit parts.
+    pub fn new(shape: Dims, strides: Dims, offset: usize) -> Self {
+        Layout {
+            shape,
+            strides,
+            offset,
+        }
+    }
+
+    /// Sizes of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Element strides of each dimension.
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    /// Offset of the first element in the storage.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        shape::numel(&self.shape)
+    }
+
+    /// Whether elements are laid out row-major without gaps (sizes-1 dims ignored).
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1usize;
+        for i in (0..self.shape.len()).rev() {
+            if self.shape[i] != 1 {
+                if self.strides[i] != expected {
+                    return false;
+                }
+                expected *= self.shape[i];
+            }
+        }
+        true
+    }
+
+    /// One past the largest storage index this layout touches (0 when empty).
+    pub fn storage_extent(&self) -> usize {
+        if self.numel() == 0 {
+            return self.offset;
+        }
+        self.offset
+            + self
+                .shape
+                .iter()
+                .zip(&self.strides)
+                .map(|(&s, &st)| (s - 1) * st)
+                .sum::<usize>()
+            + 1
+    }
+
+    /// Swaps two dimensions.
+    pub fn transpose(&self, dim0: usize, dim1: usize) -> Layout {
+        let mut out = self.clone();
+        out.shape.swap(dim0, dim1);
+        out.strides.swap(dim0, dim1);
+        out
+    }
+
+    /// Reorders dimensions; `dims` must be a permutation (checked by the caller).
+    pub fn permute(&self, dims: &[usize]) -> Layout {
+        Layout {
+            shape: dims.iter().map(|&d| self.shape[d]).collect(),
+            strides: dims.iter().map(|&d| self.strides[d]).collect(),
+            offset: self.offset,
+        }
+    }
+
+    /// Broadcasts to `target` by giving new and size-1 dims stride 0.
+    pub fn broadcast_to(&self, target: &[usize]) -> Result<Layout> {
+        let nd = target.len();
+        if nd < self.ndim() {
+            return Err(self.expand_error(target));
+        }
+        let lead = nd - self.ndim();
+        let mut strides: Dims = SmallVec::from_elem(0, nd);
+        for i in 0..nd {
+            if i < lead {
+                continue;
+            }
+            let (s, st) = (self.shape[i - lead], self.strides[i - lead]);
+            if s == target[i] {
+                strides[i] = st;
+            } else if s == 1 {
+                strides[i] = 0;
+            } else {
+                return Err(self.expand_error(target));
+            }
+        }
+        Ok(Layout {
+            shape: target.into(),
+            strides,
+            offset: self.offset,
+        })
+    }
+
+    fn expand_error(&self, target: &[usize]) -> Error {
+        Error::ShapeMismatch {
+            op: "expand",
+            message: format!(
+                "The expanded size of the tensor must match the existing size at non-singleton dimensions. Target sizes: {:?}. Tensor sizes: {:?}",
+                target,
+                self.shape.as_slice()
+            ),
+        }
+    }
+
+    /// Inserts a size-1 dimension at `dim` (already wrapped into `0..=ndim`).
+    pub fn unsqueeze(&self, dim: usize) -> Layout {
+        let mut out = self.clone();
+        let stride = if dim < self.ndim() {
+            self.strides[dim] * self.shape[dim]
+        } else {
+            1
+        };
+        out.shape.insert(dim, 1);
+        out.strides.insert(dim, stride);
+        out
+    }
+
+    /// Removes the given dims, which must all have size 1.
+    pub fn remove_unit_dims(&self, dims: &[usize]) -> Layout {
+        let mut out = Layout {
+            shape: SmallVec::new(),
+            strides: SmallVec::new(),
+            offset: self.offset,
+        };
+        for i in 0..self.ndim() {
+            if !dims.contains(&i) {
+                out.shape.push(self.shape[i]);
+                out.strides.push(self.strides[i]);
+            }
+        }
+        out
+    }
+
+    /// `start:end:step` along `dim`, with bounds already clamped by the caller.
+    pub fn slice(&self, dim: usize, start: usize, end: usize, step: usize) -> Layout {
+        let mut out = self.clone();
+        let len = if end > start { (end - start).div_ceil(step) } else { 0 };
+        out.offset += start * self.strides[dim];
+        out.shape[dim] = len;
+        out.strides[dim] *= step;
+        out
+    }
+
+    /// Element `index` of `dim`, removing the dim.
+    pub fn select(&self, dim: usize, index: usize) -> Layout {
+        let mut out = self.clone();
+        out.offset += index * self.strides[dim];
+        out.shape.remove(dim);
+        out.strides.remove(dim);
+        out
+    }
+
+    /// A layout of `new_shape` over the same elements without copying, when the
+    /// strides allow it (PyTorch's `computeStride`); `None` when a copy is needed.
+    pub fn view(&self, new_shape: &[usize]) -> Option<Layout> {
+        let old_numel = self.numel();
+        if old_numel == 0 || self.is_contiguous() {
+            let mut out = Layout::contiguous(new_shape);
+            out.offset = self.offset;
+            return Some(out);
+        }
+        // Walk chunks of old dims that are contiguous with each other and match them
+        // against runs of new dims with the same element count.
+        let mut new_strides: Dims = SmallVec::from_elem(0, new_shape.len());
+        let mut view_d = new_shape.len() as isize - 1;
+        let mut chunk_base_stride = *self.strides.last()?;
+        let mut tensor_numel = 1usize;
+        let mut view_numel = 1usize;
+        for tensor_d in (0..self.ndim()).rev() {
+            tensor_numel *= self.shape[tensor_d];
+            let chunk_ends = tensor_d == 0
+                || (self.shape[tensor_d - 1] != 1
+                    && self.strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+            if chunk_ends {
+                while view_d >= 0
+                    && (view_numel < tensor_numel || new_shape[view_d as usize] == 1)
+                {
+                    new_strides[view_d as usize] = view_numel * chunk_base_stride;
+                    view_numel *= new_shape[view_d as usize];
+                    view_d -= 1;
+                }
+                if view_numel != tensor_numel {
+                    return None;
+                }
+                if tensor_d > 0 {
+                    chunk_base_stride = self.strides[tensor_d - 1];
+                    tensor_numel = 1;
+                    view_numel = 1;
+                }
+            }
+        }
+        if view_d != -1 {
+            return None;
+        }
+        Some(Layout {
+            shape: new_shape.into(),
+            strides: new_strides,
+            offset: self.offset,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_is_not_contiguous_and_views_back() {
+        let l = Layout::contiguous(&[2, 3]);
+        let t = l.transpose(0, 1);
+        assert_eq!(t.strides(), &[1, 3]);
+        assert!(!t.is_contiguous());
+        assert!(t.view(&[6]).is_none());
+        // PyTorch gives (1, 3, 3) for `zeros(2, 3).t().view(3, 2, 1).stride()`.
+        assert_eq!(t.view(&[3, 2, 1]).unwrap().strides(), &[1, 3, 3]);
+    }
+
+    #[test]
+    fn slice_and_select_move_the_offset() {
+        let l = Layout::contiguous(&[4, 5]);
+        let s = l.slice(1, 1, 5, 2);
+        assert_eq!((s.shape(), s.strides(), s.offset()), (&[4, 2][..], &[5, 2][..], 1));
+        let r = l.select(0, 2);
+        assert_eq!((r.shape(), r.offset()), (&[5][..], 10));
+    }
+
+    #[test]
+    fn broadcast_gives_zero_strides() {
+        let l = Layout::contiguous(&[3, 1]);
+        let b = l.broadcast_to(&[2, 3, 4]).unwrap();
+        assert_eq!(b.strides(), &[0, 1, 0]);
+        assert!(l.broadcast_to(&[3, 2]).is_ok());
+        assert!(Layout::contiguous(&[3]).broadcast_to(&[4]).is_err());
+    }
+}

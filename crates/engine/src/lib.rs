@@ -1,0 +1,45 @@
+//! # rustgrad
+//!
+//! A CPU autograd engine with PyTorch's semantics: strided tensors that share storage,
+//! an arena-allocated autograd graph rebuilt on every forward pass, a backward
+//! scheduler whose results are bitwise identical for any thread count, version-counter
+//! checks of in-place writes, and optimizers. This crate has no Python dependency; the
+//! `rustgrad` Python package is a thin PyO3 layer over it.
+//!
+//! ```
+//! use rustgrad::{Tensor, Variable};
+//!
+//! // x = torch.ones(2, 2, requires_grad=True); out = ((x + 2) * (x + 2) * 3).mean()
+//! let x = Variable::new(Tensor::ones(&[2, 2], rustgrad::DType::F32), true)?;
+//! let y = x.add_scalar(2.0)?;
+//! let out = y.mul(&y)?.mul_scalar(3.0)?.mean()?;
+//! assert_eq!(out.to_string(), "tensor(27., grad_fn=<MeanBackward0>)");
+//! out.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f32>(), vec![4.5; 4]);
+//! # Ok::<(), rustgrad::Error>(())
+//! ```
+//!
+//! The main types are [`Tensor`] (data and views, no autograd), [`Variable`] (a tensor
+//! plus autograd state, with every differentiable op) and [`optim::Sgd`].
+#![warn(missing_docs)]
+
+pub mod autograd;
+pub mod dtype;
+pub mod error;
+pub mod format;
+pub mod kernels;
+pub mod layout;
+pub mod optim;
+pub mod parallel;
+pub mod random;
+pub mod shape;
+pub mod storage;
+pub mod tensor;
+pub mod variable;
+
+pub use dtype::DType;
+pub use error::{Error, Result};
+pub use parallel::{get_num_threads, set_num_threads};
+pub use random::manual_seed;
+pub use tensor::{Scalar, Tensor};
+pub use variable::Variable;

@@ -1,0 +1,5 @@
+//! Optimizers: in-place parameter updates under no-grad.
+
+mod sgd;
+
+pub use sgd::Sgd;

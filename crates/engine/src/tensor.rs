@@ -1,0 +1,890 @@
+//! `Tensor`: a strided view of a shared storage, with its dtype. No autograd state:
+//! that lives in `Variable`. Views share the storage (and so the version counter);
+//! compute ops return new contiguous tensors.
+
+use crate::dtype::{DType, Element, Float, Num};
+use crate::error::{Error, Result};
+use crate::kernels::{elementwise, matmul, reduce};
+use crate::layout::Layout;
+use crate::shape::{self, Dims};
+use crate::storage::{Buffer, Storage, WriteSite};
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+/// A strided, typed view of a [`Storage`].
+#[derive(Clone, Debug)]
+pub struct Tensor {
+    storage: Arc<Storage>,
+    layout: Layout,
+    dtype: DType,
+}
+
+/// A single element read out of a tensor.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Scalar {
+    /// A floating-point value.
+    Float(f64),
+    /// An integer value.
+    Int(i64),
+    /// A boolean value.
+    Bool(bool),
+}
+
+impl Scalar {
+    /// The value widened to f64.
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Float(v) => v,
+            Scalar::Int(v) => v as f64,
+            Scalar::Bool(v) => v as u8 as f64,
+        }
+    }
+}
+
+/// Elementwise functions of one tensor.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `e^x`
+    Exp,
+    /// `ln x`
+    Log,
+    /// `sqrt x`
+    Sqrt,
+    /// `tanh x`
+    Tanh,
+    /// `1 / (1 + e^-x)`
+    Sigmoid,
+    /// `max(x, 0)`
+    Relu,
+    /// `|x|`
+    Abs,
+    /// `-1, 0 or 1`
+    Sign,
+}
+
+impl UnaryOp {
+    fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Sign => "sign",
+        }
+    }
+
+    /// Whether integer inputs are computed in floating point (PyTorch promotes them).
+    fn promotes_integers(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Tanh | UnaryOp::Sigmoid
+        )
+    }
+}
+
+/// Elementwise functions of two broadcast tensors.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum BinaryOp {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b` (true division: integers give float32)
+    Div,
+    /// `a ** b`
+    Pow,
+}
+
+impl BinaryOp {
+    fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
+        }
+    }
+}
+
+/// Elementwise comparisons; results are bool tensors.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum CmpOp {
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+/// Runs `$body` with `$T` bound to the Rust element type of a dtype.
+macro_rules! dispatch {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::Bool => {
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+
+/// Like `dispatch!` for float dtypes only; other dtypes return `$err`.
+macro_rules! dispatch_float {
+    ($dtype:expr, $err:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            _ => return Err($err),
+        }
+    };
+}
+
+/// Like `dispatch!` for numeric dtypes (not bool).
+macro_rules! dispatch_num {
+    ($dtype:expr, $err:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::Bool => return Err($err),
+        }
+    };
+}
+
+/// Maps every element of `$src` through `|$x| $body` into a new contiguous tensor,
+/// for the dtypes `$dispatch` accepts (a closure cannot be generic over `T`).
+macro_rules! map_elems {
+    ($dispatch:ident, $src:expr, $err:expr, |$x:ident| $body:expr) => {{
+        let src: &Tensor = &$src;
+        $dispatch!(src.dtype, $err, T => {
+            let v = src.read(|s: &[T]| elementwise::map1(s, &src.layout, |$x: T| $body));
+            Ok(Tensor::from_buffer(T::into_buffer(v), src.shape()))
+        })
+    }};
+}
+
+fn internal_dtype() -> ! {
+    panic!("rustgrad internal error: storage dtype differs from tensor dtype")
+}
+
+impl Tensor {
+    // ----- construction -------------------------------------------------------------
+
+    /// A tensor owning `data`, reshaped to `shape`.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        if data.len() != shape::numel(shape) {
+            return Err(Error::InvalidShape {
+                shape: shape.iter().map(|&s| s as i64).collect(),
+                numel: data.len(),
+            });
+        }
+        Ok(Tensor::from_buffer(T::into_buffer(data), shape))
+    }
+
+    /// A contiguous tensor over a buffer whose length matches `shape`.
+    pub(crate) fn from_buffer(buffer: Buffer, shape: &[usize]) -> Tensor {
+        debug_assert_eq!(buffer.len(), shape::numel(shape));
+        let dtype = buffer.dtype();
+        Tensor {
+            storage: Storage::new(buffer),
+            layout: Layout::contiguous(shape),
+            dtype,
+        }
+    }
+
+    /// A 0-d tensor holding `value` converted to `dtype`.
+    pub fn scalar(value: f64, dtype: DType) -> Tensor {
+        Tensor::full(&[], value, dtype)
+    }
+
+    /// A tensor of `shape` filled with `value` converted to `dtype`.
+    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Tensor {
+        let n = shape::numel(shape);
+        dispatch!(dtype, T => Tensor::from_buffer(T::into_buffer(vec![T::from_f64(value); n]), shape))
+    }
+
+    /// A tensor of zeros.
+    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full(shape, 0.0, dtype)
+    }
+
+    /// A tensor of ones.
+    pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full(shape, 1.0, dtype)
+    }
+
+    /// `start, start + step, ...` up to (excluding) `end`, like `torch.arange`.
+    pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
+        if step == 0.0 {
+            return Err(Error::InvalidArgument("step must be nonzero".into()));
+        }
+        if !(start.is_finite() && end.is_finite()) {
+            return Err(Error::InvalidArgument("unsupported range: non-finite bound".into()));
+        }
+        if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
+            return Err(Error::InvalidArgument(
+                "upper bound and larger bound inconsistent with step sign".into(),
+            ));
+        }
+        let n = ((end - start) / step).ceil().max(0.0) as usize;
+        let shape = [n];
+        Ok(dispatch!(dtype, T => {
+            let v: Vec<T> = (0..n).map(|i| T::from_f64(start + i as f64 * step)).collect();
+            Tensor::from_buffer(T::into_buffer(v), &shape)
+        }))
+    }
+
+    // ----- accessors ----------------------------------------------------------------
+
+    /// Sizes of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        self.layout.shape()
+    }
+
+    /// Element strides of each dimension.
+    pub fn strides(&self) -> &[usize] {
+        self.layout.strides()
+    }
+
+    /// The layout (shape, strides, offset).
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Number of dimensions.
+    pub fn dim(&self) -> usize {
+        self.layout.ndim()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The shared storage.
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    /// The storage's version counter (shared with every view).
+    pub fn version(&self) -> u64 {
+        self.storage.version()
+    }
+
+    /// Whether the elements are row-major without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// Whether two tensors view the same storage.
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// The same storage seen through another layout.
+    fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+        }
+    }
+
+    /// Reads the elements as `T` while holding the storage's read lock.
+    fn read<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
+        let guard = self.storage.read();
+        match T::slice(&guard) {
+            Some(s) => f(s),
+            None => internal_dtype(),
+        }
+    }
+
+    /// Reads two tensors of the same dtype; one lock when they share storage.
+    fn read2<T: Element, R>(&self, other: &Tensor, f: impl FnOnce(&[T], &[T]) -> R) -> R {
+        if self.shares_storage(other) {
+            self.read(|s: &[T]| f(s, s))
+        } else {
+            self.read(|a: &[T]| other.read(|b: &[T]| f(a, b)))
+        }
+    }
+
+    /// The elements in logical row-major order, converted to `T`.
+    pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        dispatch!(self.dtype, S => self.read(|s: &[S]| {
+            elementwise::map1(s, &self.layout, |x: S| convert::<S, T>(x))
+        }))
+    }
+
+    /// The single element of a one-element tensor.
+    pub fn item(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            return Err(Error::NotAScalar { numel: self.numel() });
+        }
+        let off = self.layout.offset();
+        Ok(match self.dtype {
+            DType::F32 => Scalar::Float(self.read(|s: &[f32]| s[off]) as f64),
+            DType::F64 => Scalar::Float(self.read(|s: &[f64]| s[off])),
+            DType::I64 => Scalar::Int(self.read(|s: &[i64]| s[off])),
+            DType::Bool => Scalar::Bool(self.read(|s: &[bool]| s[off])),
+        })
+    }
+
+    // ----- copies and conversions ---------------------------------------------------
+
+    /// A contiguous tensor with the same values: `self` when already contiguous.
+    pub fn contiguous(&self) -> Tensor {
+        if self.is_contiguous() {
+            self.clone()
+        } else {
+            self.deep_clone()
+        }
+    }
+
+    /// A copy into new, contiguous storage.
+    pub fn deep_clone(&self) -> Tensor {
+        dispatch!(self.dtype, T => {
+            let v = self.read(|s: &[T]| elementwise::map1(s, &self.layout, |x| x));
+            Tensor::from_buffer(T::into_buffer(v), self.shape())
+        })
+    }
+
+    /// The values converted to `dtype` (`self` when it already has it).
+    pub fn to_dtype(&self, dtype: DType) -> Tensor {
+        if dtype == self.dtype {
+            return self.clone();
+        }
+        dispatch!(dtype, T => Tensor::from_buffer(T::into_buffer(self.to_vec::<T>()), self.shape()))
+    }
+
+    // ----- views --------------------------------------------------------------------
+
+    /// A view with another shape (one size may be -1); fails when strides forbid it.
+    pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
+        let shape = shape::infer_shape(shape, self.numel())?;
+        self.layout
+            .view(&shape)
+            .map(|l| self.with_layout(l))
+            .ok_or(Error::NonViewable)
+    }
+
+    /// Like `view`, copying when the strides do not allow a view.
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        let shape = shape::infer_shape(shape, self.numel())?;
+        Ok(match self.layout.view(&shape) {
+            Some(l) => self.with_layout(l),
+            None => self.deep_clone().with_layout(Layout::contiguous(&shape)),
+        })
+    }
+
+    /// Whether `reshape` to `shape` would be a view (no copy).
+    pub fn can_view(&self, shape: &[usize]) -> bool {
+        self.layout.view(shape).is_some()
+    }
+
+    /// Swaps two dims.
+    pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
+        let nd = self.dim();
+        let (d0, d1) = (shape::wrap_dim(dim0, nd)?, shape::wrap_dim(dim1, nd)?);
+        if nd == 0 {
+            return Ok(self.clone());
+        }
+        Ok(self.with_layout(self.layout.transpose(d0, d1)))
+    }
+
+    /// Transpose of a tensor with at most 2 dims.
+    pub fn t(&self) -> Result<Tensor> {
+        if self.dim() > 2 {
+            return Err(Error::InvalidArgument(format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {}D",
+                self.dim()
+            )));
+        }
+        if self.dim() < 2 {
+            return Ok(self.clone());
+        }
+        self.transpose(0, 1)
+    }
+
+    /// Reorders dims.
+    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
+        let nd = self.dim();
+        if dims.len() != nd {
+            return Err(Error::InvalidArgument(format!(
+                "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {}",
+                dims.len()
+            )));
+        }
+        let wrapped = dims
+            .iter()
+            .map(|&d| shape::wrap_dim(d, nd))
+            .collect::<Result<Dims>>()?;
+        let mut seen = vec![false; nd];
+        for &d in &wrapped {
+            if std::mem::replace(&mut seen[d], true) {
+                return Err(Error::InvalidArgument("permute(): duplicate dims are not allowed.".into()));
+            }
+        }
+        Ok(self.with_layout(self.layout.permute(&wrapped)))
+    }
+
+    /// Broadcasts to `sizes` (-1 keeps a size), without copying.
+    pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
+        if sizes.len() < self.dim() {
+            return Err(Error::ShapeMismatch {
+                op: "expand",
+                message: format!(
+                    "the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+                    sizes.len(),
+                    self.dim()
+                ),
+            });
+        }
+        let lead = sizes.len() - self.dim();
+        let mut target: Dims = SmallVec::with_capacity(sizes.len());
+        for (i, &s) in sizes.iter().enumerate() {
+            target.push(if s == -1 && i >= lead {
+                self.shape()[i - lead]
+            } else if s < 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "The expanded size of the tensor ({s}) isn't allowed in a leading, non-existing dimension {i}"
+                )));
+            } else {
+                s as usize
+            });
+        }
+        self.broadcast_to(&target)
+    }
+
+    /// Broadcasts to `shape` without copying.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout.broadcast_to(shape)?))
+    }
+
+    /// Inserts a size-1 dim.
+    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
+        let d = shape::wrap_insert_dim(dim, self.dim())?;
+        Ok(self.with_layout(self.layout.unsqueeze(d)))
+    }
+
+    /// Removes every size-1 dim.
+    pub fn squeeze(&self) -> Tensor {
+        let dims: Vec<usize> = (0..self.dim()).filter(|&d| self.shape()[d] == 1).collect();
+        self.with_layout(self.layout.remove_unit_dims(&dims))
+    }
+
+    /// Removes `dim` if it has size 1 (otherwise returns the same shape, as PyTorch).
+    pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
+        let d = shape::wrap_dim(dim, self.dim())?;
+        if self.dim() == 0 || self.shape()[d] != 1 {
+            return Ok(self.clone());
+        }
+        Ok(self.with_layout(self.layout.remove_unit_dims(&[d])))
+    }
+
+    /// `self[..., start:end:step, ...]` along `dim`, with Python's clamping of bounds.
+    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return Err(Error::IndexOutOfRange { index: 0, dim: 0, size: 0 });
+        }
+        let d = shape::wrap_dim(dim, self.dim())?;
+        if step <= 0 {
+            return Err(Error::InvalidArgument("slice step must be positive".into()));
+        }
+        let (s, e) = slice_bounds(self.shape()[d], start, end);
+        Ok(self.with_layout(self.layout.slice(d, s, e, step as usize)))
+    }
+
+    /// The resolved `(start, end, step)` that `slice` would use, for autograd.
+    pub fn slice_params(&self, dim: usize, start: Option<i64>, end: Option<i64>) -> (usize, usize) {
+        slice_bounds(self.shape()[dim], start, end)
+    }
+
+    /// `self[..., index, ...]` along `dim`, removing it.
+    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        if self.dim() == 0 {
+            return Err(Error::InvalidArgument("select() cannot be applied to a 0-dim tensor.".into()));
+        }
+        let d = shape::wrap_dim(dim, self.dim())?;
+        let size = self.shape()[d];
+        let i = if index < 0 { index + size as i64 } else { index };
+        if i < 0 || i >= size as i64 {
+            return Err(Error::IndexOutOfRange { index, dim: d, size });
+        }
+        Ok(self.with_layout(self.layout.select(d, i as usize)))
+    }
+
+    // ----- compute ------------------------------------------------------------------
+
+    /// An elementwise function; integer inputs to float functions are promoted to float32.
+    pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        let src = if op.promotes_integers() && !self.dtype.is_floating_point() {
+            self.to_dtype(DType::F32)
+        } else if self.dtype == DType::Bool {
+            if matches!(op, UnaryOp::Neg) {
+                return Err(Error::dtype(
+                    "neg",
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+                ));
+            }
+            self.to_dtype(DType::I64)
+        } else {
+            self.clone()
+        };
+        let err = Error::unsupported_dtype(op.name(), src.dtype);
+        match op {
+            UnaryOp::Neg => map_elems!(dispatch_num, src, err, |x| Num::neg(x)),
+            UnaryOp::Abs => map_elems!(dispatch_num, src, err, |x| Num::abs(x)),
+            UnaryOp::Sign => map_elems!(dispatch_num, src, err, |x| Num::sign(x)),
+            UnaryOp::Relu => map_elems!(dispatch_num, src, err, |x| if x > Num::ZERO { x } else { Num::ZERO }),
+            UnaryOp::Exp => map_elems!(dispatch_float, src, err, |x| Float::exp(x)),
+            UnaryOp::Log => map_elems!(dispatch_float, src, err, |x| Float::ln(x)),
+            UnaryOp::Sqrt => map_elems!(dispatch_float, src, err, |x| Float::sqrt(x)),
+            UnaryOp::Tanh => map_elems!(dispatch_float, src, err, |x| Float::tanh(x)),
+            UnaryOp::Sigmoid => map_elems!(dispatch_float, src, err, |x| Float::sigmoid(x)),
+        }
+    }
+
+    /// `x ** exponent` for a scalar exponent.
+    pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
+        if !self.dtype.is_floating_point() {
+            if exponent.fract() == 0.0 && exponent >= 0.0 {
+                return self.binary(&Tensor::scalar(exponent, DType::I64), BinaryOp::Pow);
+            }
+            if exponent.fract() == 0.0 {
+                return Err(Error::InvalidArgument(
+                    "Integers to negative integer powers are not allowed.".into(),
+                ));
+            }
+            return self.to_dtype(DType::F32).pow_scalar(exponent);
+        }
+        let err = Error::unsupported_dtype("pow", self.dtype);
+        if exponent == 2.0 {
+            return map_elems!(dispatch_float, self, err, |x| x * x);
+        }
+        map_elems!(dispatch_float, self, err, |x| Num::pow(x, Element::from_f64(exponent)))
+    }
+
+    /// The dtype a binary op computes in (PyTorch's promotion; `/` makes integers float).
+    pub fn result_dtype(a: DType, b: DType, op: BinaryOp) -> DType {
+        let promoted = DType::promote(a, b);
+        match (op, promoted) {
+            (BinaryOp::Div, DType::I64 | DType::Bool) => DType::F32,
+            (_, DType::Bool) if op != BinaryOp::Add && op != BinaryOp::Mul => DType::I64,
+            _ => promoted,
+        }
+    }
+
+    /// An elementwise binary op with broadcasting and type promotion.
+    pub fn binary(&self, other: &Tensor, op: BinaryOp) -> Result<Tensor> {
+        let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
+        let dtype = Tensor::result_dtype(self.dtype, other.dtype, op);
+        if op == BinaryOp::Pow && dtype == DType::I64 && other.to_vec::<i64>().iter().any(|&e| e < 0) {
+            return Err(Error::InvalidArgument(
+                "Integers to negative integer powers are not allowed.".into(),
+            ));
+        }
+        // Bool add/mul compute as integers and convert back (logical or / and).
+        let compute = if dtype == DType::Bool { DType::I64 } else { dtype };
+        let a = self.to_dtype(compute);
+        let b = other.to_dtype(compute);
+        let la = a.layout.broadcast_to(&out_shape)?;
+        let lb = b.layout.broadcast_to(&out_shape)?;
+        let err = Error::unsupported_dtype(op.name(), compute);
+        let out = dispatch_num!(compute, err, T => {
+            let v: Vec<T> = a.read2(&b, |sa: &[T], sb: &[T]| match op {
+                BinaryOp::Add => elementwise::map2(sa, &la, sb, &lb, |x, y| x + y),
+                BinaryOp::Sub => elementwise::map2(sa, &la, sb, &lb, |x, y| x - y),
+                BinaryOp::Mul => elementwise::map2(sa, &la, sb, &lb, |x, y| x * y),
+                BinaryOp::Div => elementwise::map2(sa, &la, sb, &lb, |x: T, y| Num::div(x, y)),
+                BinaryOp::Pow => elementwise::map2(sa, &la, sb, &lb, |x: T, y| Num::pow(x, y)),
+            });
+            Tensor::from_buffer(T::into_buffer(v), &out_shape)
+        });
+        Ok(out.to_dtype(dtype))
+    }
+
+    /// An elementwise comparison with broadcasting; the result is a bool tensor.
+    pub fn compare(&self, other: &Tensor, op: CmpOp) -> Result<Tensor> {
+        let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
+        let dtype = DType::promote(self.dtype, other.dtype);
+        let a = self.to_dtype(dtype);
+        let b = other.to_dtype(dtype);
+        let la = a.layout.broadcast_to(&out_shape)?;
+        let lb = b.layout.broadcast_to(&out_shape)?;
+        let v: Vec<bool> = dispatch!(dtype, T => a.read2(&b, |sa: &[T], sb: &[T]| match op {
+            CmpOp::Eq => elementwise::map2(sa, &la, sb, &lb, |x, y| x == y),
+            CmpOp::Ne => elementwise::map2(sa, &la, sb, &lb, |x, y| x != y),
+            CmpOp::Lt => elementwise::map2(sa, &la, sb, &lb, |x, y| x < y),
+            CmpOp::Le => elementwise::map2(sa, &la, sb, &lb, |x, y| x <= y),
+            CmpOp::Gt => elementwise::map2(sa, &la, sb, &lb, |x, y| x > y),
+            CmpOp::Ge => elementwise::map2(sa, &la, sb, &lb, |x, y| x >= y),
+        }));
+        Ok(Tensor::from_buffer(Buffer::Bool(v), &out_shape))
+    }
+
+    /// `cond ? a : b` elementwise, with broadcasting; `cond` must be bool.
+    pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        if cond.dtype != DType::Bool {
+            return Err(Error::dtype("where", format!(
+                "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+                cond.dtype.scalar_type_name()
+            )));
+        }
+        let shape = shape::broadcast_shapes(&shape::broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
+        let dtype = DType::promote(a.dtype, b.dtype);
+        let (a, b) = (a.to_dtype(dtype), b.to_dtype(dtype));
+        let (lc, la, lb) = (
+            cond.layout.broadcast_to(&shape)?,
+            a.layout.broadcast_to(&shape)?,
+            b.layout.broadcast_to(&shape)?,
+        );
+        // `cond` is bool and the others are not (or are separately locked copies), so
+        // three read locks never touch one storage twice unless `a` and `b` share it.
+        let a = if a.shares_storage(&b) || a.shares_storage(cond) { a.deep_clone() } else { a };
+        let b = if b.shares_storage(cond) { b.deep_clone() } else { b };
+        Ok(dispatch!(dtype, T => {
+            let v: Vec<T> = cond.read(|sc: &[bool]| a.read(|sa: &[T]| b.read(|sb: &[T]| {
+                elementwise::map3((sc, &lc), (sa, &la), (sb, &lb), |c, x, y| if c { x } else { y })
+            })));
+            Tensor::from_buffer(T::into_buffer(v), &shape)
+        }))
+    }
+
+    /// Clamps into `[min, max]` (either bound optional).
+    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(Error::InvalidArgument(
+                "torch.clamp: At least one of 'min' or 'max' must not be None".into(),
+            ));
+        }
+        let err = Error::unsupported_dtype("clamp", self.dtype);
+        dispatch_num!(self.dtype, err, T => {
+            let (lo, hi) = (min.map(T::from_f64), max.map(T::from_f64));
+            let v = self.read(|s: &[T]| elementwise::map1(s, &self.layout, |x: T| {
+                let x = match lo { Some(l) if x < l => l, _ => x };
+                match hi { Some(h) if x > h => h, _ => x }
+            }));
+            Ok(Tensor::from_buffer(T::into_buffer(v), self.shape()))
+        })
+    }
+
+    /// Sums over `dims` (all dims when empty and `all` is true); bool sums to int64.
+    pub fn sum_dims(&self, dims: &[usize], keepdim: bool) -> Tensor {
+        let src = if self.dtype == DType::Bool { self.to_dtype(DType::I64) } else { self.clone() };
+        let mut sorted: Dims = dims.iter().copied().collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let out_shape: Dims = (0..src.dim())
+            .filter_map(|d| {
+                if sorted.contains(&d) {
+                    keepdim.then_some(1)
+                } else {
+                    Some(src.shape()[d])
+                }
+            })
+            .collect();
+        let buffer = match src.dtype {
+            DType::F32 => Buffer::F32(src.read(|s: &[f32]| reduce::sum(s, &src.layout, &sorted))),
+            DType::F64 => Buffer::F64(src.read(|s: &[f64]| reduce::sum(s, &src.layout, &sorted))),
+            DType::I64 => Buffer::I64(src.read(|s: &[i64]| reduce::sum(s, &src.layout, &sorted))),
+            DType::Bool => internal_dtype(),
+        };
+        Tensor::from_buffer(buffer, &out_shape)
+    }
+
+    /// Sums broadcast dims away so the result has `shape` (the reverse of broadcasting).
+    pub fn sum_to_size(&self, shape: &[usize]) -> Result<Tensor> {
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        let lead = self.dim().checked_sub(shape.len()).ok_or_else(|| Error::ShapeMismatch {
+            op: "sum_to_size",
+            message: format!("size {{{:?}}} is not expandable to size {{{:?}}}.", shape, self.shape()),
+        })?;
+        let mut dims: Dims = (0..lead).collect();
+        for (i, &s) in shape.iter().enumerate() {
+            if s == 1 && self.shape()[lead + i] != 1 {
+                dims.push(lead + i);
+            } else if s != self.shape()[lead + i] {
+                return Err(Error::ShapeMismatch {
+                    op: "sum_to_size",
+                    message: format!("size {{{:?}}} is not expandable to size {{{:?}}}.", shape, self.shape()),
+                });
+            }
+        }
+        let summed = self.sum_dims(&dims, true);
+        let target: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        summed.reshape(&target)
+    }
+
+    /// Matrix product of two tensors with at least 2 dims each (batch dims broadcast).
+    pub fn matmul_nd(&self, other: &Tensor) -> Result<Tensor> {
+        let (a, b) = (self, other);
+        if a.dim() < 2 || b.dim() < 2 {
+            return Err(Error::InvalidArgument("rustgrad internal: matmul_nd needs >= 2 dims".into()));
+        }
+        if a.dtype != b.dtype {
+            return Err(Error::dtype(
+                "matmul",
+                format!(
+                    "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                    a.dtype.scalar_type_name().to_lowercase(),
+                    b.dtype.scalar_type_name().to_lowercase()
+                ),
+            ));
+        }
+        let (m, k) = (a.shape()[a.dim() - 2], a.shape()[a.dim() - 1]);
+        let (k2, n) = (b.shape()[b.dim() - 2], b.shape()[b.dim() - 1]);
+        if k != k2 {
+            return Err(Error::ShapeMismatch {
+                op: "matmul",
+                message: format!(
+                    "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                    a.shape()[..a.dim() - 1].iter().product::<usize>(),
+                    k,
+                    k2,
+                    n
+                ),
+            });
+        }
+        let batch = shape::broadcast_shapes(&a.shape()[..a.dim() - 2], &b.shape()[..b.dim() - 2])?;
+        let mut a_full: Dims = batch.clone();
+        a_full.extend_from_slice(&[m, k]);
+        let mut b_full: Dims = batch.clone();
+        b_full.extend_from_slice(&[k, n]);
+        let la = a.layout.broadcast_to(&a_full)?;
+        let lb = b.layout.broadcast_to(&b_full)?;
+        let nb = batch.len();
+        let mut out_shape = batch.clone();
+        out_shape.extend_from_slice(&[m, n]);
+        let err = Error::unsupported_dtype("matmul", a.dtype);
+        dispatch_float!(a.dtype, err, T => {
+            let v: Vec<T> = a.read2(b, |sa: &[T], sb: &[T]| {
+                let oa = matmul::MatOperand {
+                    data: sa,
+                    batch_strides: &la.strides()[..nb],
+                    offset: la.offset(),
+                    row_stride: la.strides()[nb],
+                    col_stride: la.strides()[nb + 1],
+                };
+                let ob = matmul::MatOperand {
+                    data: sb,
+                    batch_strides: &lb.strides()[..nb],
+                    offset: lb.offset(),
+                    row_stride: lb.strides()[nb],
+                    col_stride: lb.strides()[nb + 1],
+                };
+                matmul::matmul(&batch, (m, k, n), &oa, &ob)
+            });
+            Ok(Tensor::from_buffer(T::into_buffer(v), &out_shape))
+        })
+    }
+
+    // ----- in-place writes ----------------------------------------------------------
+
+    /// Writes `src` (broadcast to this shape, converted to this dtype) into this
+    /// tensor's elements; bumps the version counter once.
+    pub fn copy_from(&self, src: &Tensor, site: WriteSite) -> Result<()> {
+        let src = src.broadcast_to(self.shape()).map_err(|_| Error::ShapeMismatch {
+            op: "copy_",
+            message: format!(
+                "The size of tensor a ({:?}) must match the size of tensor b ({:?})",
+                self.shape(),
+                src.shape()
+            ),
+        })?;
+        // Materialise first: no read lock is held while the write lock is taken, even
+        // when `src` aliases `self`.
+        let values = dispatch!(self.dtype, T => T::into_buffer(src.to_vec::<T>()));
+        self.write_buffer(values, site);
+        Ok(())
+    }
+
+    /// Fills every element with `value`; bumps the version counter once.
+    pub fn fill(&self, value: f64, site: WriteSite) {
+        let n = self.numel();
+        let values = dispatch!(self.dtype, T => T::into_buffer(vec![T::from_f64(value); n]));
+        self.write_buffer(values, site);
+    }
+
+    fn write_buffer(&self, values: Buffer, site: WriteSite) {
+        let mut guard = self.storage.write(site);
+        dispatch!(self.dtype, T => {
+            match (T::slice_mut(&mut guard), T::slice(&values)) {
+                (Some(dst), Some(v)) => elementwise::scatter(dst, &self.layout, v),
+                _ => internal_dtype(),
+            }
+        })
+    }
+}
+
+/// Converts one element between element types (bool ↔ numbers via 0/1).
+#[inline(always)]
+fn convert<S: Element, T: Element>(x: S) -> T {
+    match T::DTYPE {
+        DType::Bool => T::from_bool(x.to_bool()),
+        DType::I64 if S::DTYPE != DType::F32 && S::DTYPE != DType::F64 => T::from_i64(x.to_i64()),
+        _ => T::from_f64(x.to_f64()),
+    }
+}
+
+/// Python's slice clamping for one dim of `size`.
+fn slice_bounds(size: usize, start: Option<i64>, end: Option<i64>) -> (usize, usize) {
+    let size_i = size as i64;
+    let clamp = |v: i64| -> usize {
+        let v = if v < 0 { v + size_i } else { v };
+        v.clamp(0, size_i) as usize
+    };
+    let s = start.map_or(0, clamp);
+    let e = end.map_or(size, clamp);
+    (s, e.max(s))
+}
+

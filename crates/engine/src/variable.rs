@@ -1,0 +1,971 @@
+//! `Variable`: a tensor plus its autograd state (requires_grad, grad, grad_fn, volatile).
+//! Every differentiable op lives here: it computes with `Tensor` and, when recording,
+//! creates a graph node holding the op's backward rule and saved tensors.
+
+use crate::autograd::formulas::OpKind;
+use crate::autograd::graph::{self, Edge, NodeId, NodeKind, NodeRef};
+use crate::autograd::saved::SavedTensor;
+use crate::autograd::{engine, grad_mode};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::shape::{self, Dims};
+use crate::storage::WriteSite;
+use crate::tensor::{BinaryOp, CmpOp, Scalar, Tensor, UnaryOp};
+use smallvec::{smallvec, SmallVec};
+use std::panic::Location;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A tensor that takes part in automatic differentiation.
+///
+/// Cloning a `Variable` is cheap and yields another handle to the same variable (the
+/// same `.grad`, the same history), like assigning a Python reference.
+#[derive(Clone)]
+pub struct Variable(Arc<VariableInner>);
+
+struct VariableInner {
+    tensor: Tensor,
+    meta: Mutex<AutogradMeta>,
+}
+
+#[derive(Default)]
+struct AutogradMeta {
+    /// Set by the user on leaves; non-leaves require grad iff they have a grad_fn.
+    requires_grad: bool,
+    volatile: bool,
+    grad_fn: Option<NodeRef>,
+    output_nr: u32,
+    grad: Option<Variable>,
+    /// Weak: the AccumulateGrad node owns the variable, not the other way round.
+    grad_accumulator: Option<NodeId>,
+    /// The variable this one is a view of (always the root base, never a view).
+    view_base: Option<Variable>,
+}
+
+/// Saved-tensor slots of a node: `None` where the rule will not need it.
+pub(crate) type SavedSlots = SmallVec<[Option<SavedTensor>; 2]>;
+
+/// An input's gradient edge, owning the reference when it created the node.
+pub(crate) enum EdgeSource {
+    /// An edge to an existing node, referenced by someone else.
+    Borrowed(Edge),
+    /// An edge to a node just created for it (a leaf's AccumulateGrad).
+    Owned(NodeRef),
+}
+
+impl std::fmt::Debug for Variable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.repr())
+    }
+}
+
+impl std::fmt::Display for Variable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.repr())
+    }
+}
+
+impl Variable {
+    // ----- construction and state ---------------------------------------------------
+
+    /// A leaf with no autograd history that does not require grad.
+    pub fn from_tensor(tensor: Tensor) -> Variable {
+        Variable(Arc::new(VariableInner {
+            tensor,
+            meta: Mutex::new(AutogradMeta::default()),
+        }))
+    }
+
+    /// A leaf; `requires_grad` needs a floating-point dtype.
+    pub fn new(tensor: Tensor, requires_grad: bool) -> Result<Variable> {
+        let v = Variable::from_tensor(tensor);
+        v.set_requires_grad(requires_grad)?;
+        Ok(v)
+    }
+
+    /// A volatile leaf (the legacy inference flag): every op with a volatile input
+    /// gives a volatile output that records nothing.
+    pub fn new_volatile(tensor: Tensor) -> Variable {
+        let v = Variable::from_tensor(tensor);
+        v.meta().volatile = true;
+        v
+    }
+
+    /// A leaf from a slice of values and a shape.
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Variable> {
+        Ok(Variable::from_tensor(Tensor::from_vec(data.to_vec(), shape)?))
+    }
+
+    fn meta(&self) -> MutexGuard<'_, AutogradMeta> {
+        // Meta updates are single assignments; a poisoned lock still holds valid state.
+        self.0.meta.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The data.
+    pub fn tensor(&self) -> &Tensor {
+        &self.0.tensor
+    }
+
+    /// Whether two handles name the same variable.
+    pub fn same(&self, other: &Variable) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Sizes of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        self.tensor().shape()
+    }
+
+    /// Number of dimensions.
+    pub fn dim(&self) -> usize {
+        self.tensor().dim()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.tensor().numel()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.tensor().dtype()
+    }
+
+    /// The single value of a one-element variable.
+    pub fn item(&self) -> Result<Scalar> {
+        self.tensor().item()
+    }
+
+    /// The values in row-major order, converted to `T`.
+    pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        self.tensor().to_vec()
+    }
+
+    /// Whether gradients flow to (leaf) or through (non-leaf) this variable.
+    pub fn requires_grad(&self) -> bool {
+        let m = self.meta();
+        m.requires_grad || m.grad_fn.is_some()
+    }
+
+    /// Sets requires_grad on a leaf (PyTorch's `requires_grad_`).
+    pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
+        let mut m = self.meta();
+        if m.grad_fn.is_some() {
+            if requires_grad {
+                return Ok(());
+            }
+            return Err(Error::NonLeafRequiresGrad);
+        }
+        if requires_grad && !self.dtype().is_floating_point() {
+            return Err(Error::RequiresGradNonFloat);
+        }
+        m.requires_grad = requires_grad;
+        Ok(())
+    }
+
+    /// The legacy volatile flag.
+    pub fn is_volatile(&self) -> bool {
+        self.meta().volatile
+    }
+
+    /// Whether this variable was created by the user rather than by a recorded op.
+    pub fn is_leaf(&self) -> bool {
+        self.meta().grad_fn.is_none()
+    }
+
+    /// The node that created this variable, if recorded.
+    pub fn grad_fn(&self) -> Option<NodeRef> {
+        self.meta().grad_fn.clone()
+    }
+
+    /// Which output of its grad_fn this variable is.
+    pub fn output_nr(&self) -> u32 {
+        self.meta().output_nr
+    }
+
+    /// `(grad_fn name, output_nr)`, for error messages about saved tensors.
+    pub(crate) fn grad_fn_origin(&self) -> Option<(&'static str, u32)> {
+        let m = self.meta();
+        let id = m.grad_fn.as_ref()?.id();
+        graph::node_name(id).ok().map(|n| (n, m.output_nr))
+    }
+
+    /// The accumulated gradient (leaves that require grad, after backward).
+    pub fn grad(&self) -> Option<Variable> {
+        self.meta().grad.clone()
+    }
+
+    /// Replaces the accumulated gradient (`x.grad = g` / `x.grad = None`).
+    pub fn set_grad(&self, grad: Option<Variable>) -> Result<()> {
+        if let Some(g) = &grad {
+            if g.shape() != self.shape() {
+                return Err(Error::ShapeMismatch {
+                    op: "grad",
+                    message: format!(
+                        "assigned grad has data of a different size: {:?} vs {:?}",
+                        g.shape(),
+                        self.shape()
+                    ),
+                });
+            }
+            if g.dtype() != self.dtype() {
+                return Err(Error::dtype("grad", "assigned grad has data of a different type"));
+            }
+        }
+        self.meta().grad = grad;
+        Ok(())
+    }
+
+    /// The variable this one views, if it is a view.
+    pub fn view_base(&self) -> Option<Variable> {
+        self.meta().view_base.clone()
+    }
+
+    /// A new leaf sharing this variable's data (and version counter), with no history.
+    pub fn detach(&self) -> Variable {
+        Variable::from_tensor(self.tensor().clone())
+    }
+
+    /// Turns this variable into a leaf that does not require grad.
+    pub fn detach_(&self) {
+        let old = {
+            let mut m = self.meta();
+            m.requires_grad = false;
+            m.output_nr = 0;
+            m.grad_fn.take()
+        };
+        drop(old);
+    }
+
+    /// The edge gradients of this variable flow along: its grad_fn, or for a leaf that
+    /// requires grad its AccumulateGrad node (created on first use, then reused while
+    /// alive).
+    pub(crate) fn gradient_edge(&self) -> Option<EdgeSource> {
+        let mut m = self.meta();
+        if let Some(f) = &m.grad_fn {
+            return Some(EdgeSource::Borrowed(Edge { node: f.id(), input_nr: m.output_nr }));
+        }
+        if !m.requires_grad {
+            return None;
+        }
+        if let Some(node) = m.grad_accumulator.and_then(NodeRef::upgrade) {
+            return Some(EdgeSource::Owned(node));
+        }
+        let node = graph::create_node(
+            NodeKind::AccumulateGrad(self.clone()),
+            SmallVec::new(),
+            SmallVec::new(),
+            (self.dtype(), self.shape().into()),
+        );
+        m.grad_accumulator = Some(node.id());
+        Some(EdgeSource::Owned(node))
+    }
+
+    // ----- recording ----------------------------------------------------------------
+
+    /// Wraps an op's result: volatile if any input is, recorded (with the node that
+    /// `build` describes) if grad mode is on and any input requires grad, plain otherwise.
+    pub(crate) fn record(
+        result: Tensor,
+        inputs: &[&Variable],
+        build: impl FnOnce(&[bool], &Variable) -> (OpKind, SavedSlots),
+    ) -> Variable {
+        let mut needs: SmallVec<[bool; 3]> = SmallVec::new();
+        let mut volatile = false;
+        for v in inputs {
+            let m = v.meta();
+            volatile |= m.volatile;
+            needs.push(m.requires_grad || m.grad_fn.is_some());
+        }
+        if volatile {
+            return Variable::new_volatile(result);
+        }
+        if !needs.iter().any(|&n| n) || !grad_mode::is_grad_enabled() {
+            return Variable::from_tensor(result);
+        }
+        let meta = (result.dtype(), result.shape().into());
+        let out = Variable::from_tensor(result);
+        let (op, saved) = build(&needs, &out);
+        let edges: SmallVec<[Option<EdgeSource>; 2]> = inputs
+            .iter()
+            .zip(&needs)
+            .map(|(v, &n)| if n { v.gradient_edge() } else { None })
+            .collect();
+        let node = graph::create_node_with_sources(NodeKind::Op(op), edges, saved, meta);
+        out.meta().grad_fn = Some(node);
+        out
+    }
+
+    /// Like `record` for a view: the output also remembers its base.
+    fn record_view(&self, result: Tensor, op: impl FnOnce() -> OpKind) -> Variable {
+        let out = Variable::record(result, &[self], |_, _| (op(), SmallVec::new()));
+        let base = self.view_base().unwrap_or_else(|| self.clone());
+        out.meta().view_base = Some(base);
+        out
+    }
+
+    // ----- elementwise ops ----------------------------------------------------------
+
+    fn unary(&self, op: UnaryOp, kind: OpKind, save: Save) -> Result<Variable> {
+        let result = self.tensor().unary(op)?;
+        Ok(Variable::record(result, &[self], |_, out| {
+            let saved = match save {
+                Save::Nothing => smallvec![],
+                Save::Input => smallvec![Some(SavedTensor::input(self))],
+                Save::Output => smallvec![Some(SavedTensor::output(out, kind.name()))],
+            };
+            (kind, saved)
+        }))
+    }
+
+    /// `-self`.
+    pub fn neg(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Neg, OpKind::Neg, Save::Nothing)
+    }
+
+    /// `e^self`.
+    pub fn exp(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Exp, OpKind::Exp, Save::Output)
+    }
+
+    /// Natural logarithm.
+    pub fn log(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Log, OpKind::Log, Save::Input)
+    }
+
+    /// Square root.
+    pub fn sqrt(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Sqrt, OpKind::Sqrt, Save::Output)
+    }
+
+    /// Hyperbolic tangent.
+    pub fn tanh(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Tanh, OpKind::Tanh, Save::Output)
+    }
+
+    /// Logistic sigmoid.
+    pub fn sigmoid(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Sigmoid, OpKind::Sigmoid, Save::Output)
+    }
+
+    /// `max(self, 0)`.
+    pub fn relu(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Relu, OpKind::Relu, Save::Output)
+    }
+
+    /// Absolute value.
+    pub fn abs(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Abs, OpKind::Abs, Save::Input)
+    }
+
+    /// Sign (-1, 0, 1); its gradient is zero.
+    pub fn sign(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Sign, OpKind::Sign, Save::Nothing)
+    }
+
+    /// `self ** exponent` for a scalar exponent.
+    pub fn pow_scalar(&self, exponent: f64) -> Result<Variable> {
+        let result = self.tensor().pow_scalar(exponent)?;
+        Ok(Variable::record(result, &[self], |_, _| {
+            (OpKind::PowScalar { exponent }, smallvec![Some(SavedTensor::input(self))])
+        }))
+    }
+
+    /// Clamps into `[min, max]`.
+    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Variable> {
+        let result = self.tensor().clamp(min, max)?;
+        Ok(Variable::record(result, &[self], |_, _| {
+            (OpKind::Clamp { min, max }, smallvec![Some(SavedTensor::input(self))])
+        }))
+    }
+
+    fn binary(&self, other: &Variable, op: BinaryOp) -> Result<Variable> {
+        let result = self.tensor().binary(other.tensor(), op)?;
+        let (a, b): (Dims, Dims) = (self.shape().into(), other.shape().into());
+        Ok(Variable::record(result, &[self, other], |needs, out| {
+            let save_if = |cond: bool, v: &Variable| cond.then(|| SavedTensor::input(v));
+            match op {
+                BinaryOp::Add => (OpKind::Add { a, b }, smallvec![]),
+                BinaryOp::Sub => (OpKind::Sub { a, b, reversed: false }, smallvec![]),
+                BinaryOp::Mul => (
+                    OpKind::Mul { a, b },
+                    smallvec![save_if(needs[1], self), save_if(needs[0], other)],
+                ),
+                BinaryOp::Div => (
+                    OpKind::Div { a, b },
+                    smallvec![save_if(needs[1], self), Some(SavedTensor::input(other))],
+                ),
+                BinaryOp::Pow => (
+                    OpKind::Pow { a, b },
+                    smallvec![
+                        Some(SavedTensor::input(self)),
+                        Some(SavedTensor::input(other)),
+                        save_if(needs[1], out).map(|_| SavedTensor::output(out, "PowBackward1")),
+                    ],
+                ),
+            }
+        }))
+    }
+
+    /// `self + other` with broadcasting.
+    pub fn add(&self, other: &Variable) -> Result<Variable> {
+        self.binary(other, BinaryOp::Add)
+    }
+
+    /// `self - other` with broadcasting.
+    pub fn sub(&self, other: &Variable) -> Result<Variable> {
+        self.binary(other, BinaryOp::Sub)
+    }
+
+    /// `self * other` with broadcasting.
+    pub fn mul(&self, other: &Variable) -> Result<Variable> {
+        self.binary(other, BinaryOp::Mul)
+    }
+
+    /// `self / other` with broadcasting (true division).
+    pub fn div(&self, other: &Variable) -> Result<Variable> {
+        self.binary(other, BinaryOp::Div)
+    }
+
+    /// `self ** other` with broadcasting.
+    pub fn pow(&self, other: &Variable) -> Result<Variable> {
+        self.binary(other, BinaryOp::Pow)
+    }
+
+    /// A 0-d constant for a Python-style scalar operand, with PyTorch's "wrapped
+    /// number" promotion: a scalar never widens a tensor of its own kind, so
+    /// `float32_tensor * 2.5` stays float32 and `int_tensor * 2.5` becomes float32.
+    pub fn wrap_scalar(&self, value: Scalar) -> Variable {
+        let dtype = match (self.dtype(), value) {
+            (d, _) if d.is_floating_point() => d,
+            (_, Scalar::Float(_)) => DType::F32,
+            (DType::Bool, Scalar::Int(_)) => DType::I64,
+            (d, _) => d,
+        };
+        Variable::from_tensor(Tensor::scalar(value.to_f64(), dtype))
+    }
+
+    /// `self + s`.
+    pub fn add_scalar(&self, s: f64) -> Result<Variable> {
+        self.add(&self.wrap_scalar(Scalar::Float(s)))
+    }
+
+    /// `self * s`.
+    pub fn mul_scalar(&self, s: f64) -> Result<Variable> {
+        self.mul(&self.wrap_scalar(Scalar::Float(s)))
+    }
+
+    /// `self / s`.
+    pub fn div_scalar(&self, s: f64) -> Result<Variable> {
+        self.div(&self.wrap_scalar(Scalar::Float(s)))
+    }
+
+    /// `s - self` (PyTorch's `rsub`).
+    pub fn rsub_scalar(&self, s: f64) -> Result<Variable> {
+        self.rsub(&self.wrap_scalar(Scalar::Float(s)))
+    }
+
+    /// `other - self`, recorded as RsubBackward1 (used for `scalar - tensor`).
+    pub fn rsub(&self, other: &Variable) -> Result<Variable> {
+        let result = other.tensor().binary(self.tensor(), BinaryOp::Sub)?;
+        let (a, b): (Dims, Dims) = (other.shape().into(), self.shape().into());
+        Ok(Variable::record(result, &[other, self], |_, _| {
+            (OpKind::Sub { a, b, reversed: true }, smallvec![])
+        }))
+    }
+
+    /// Elementwise comparison; the bool result never requires grad.
+    pub fn compare(&self, other: &Variable, op: CmpOp) -> Result<Variable> {
+        Ok(Variable::from_tensor(self.tensor().compare(other.tensor(), op)?))
+    }
+
+    /// `cond ? a : b` elementwise with broadcasting.
+    pub fn where_cond(cond: &Tensor, a: &Variable, b: &Variable) -> Result<Variable> {
+        let result = Tensor::where_cond(cond, a.tensor(), b.tensor())?;
+        let (sa, sb): (Dims, Dims) = (a.shape().into(), b.shape().into());
+        Ok(Variable::record(result, &[a, b], |_, _| {
+            (
+                OpKind::Where { a: sa, b: sb },
+                smallvec![Some(SavedTensor::input(&Variable::from_tensor(cond.clone())))],
+            )
+        }))
+    }
+
+    // ----- reductions ---------------------------------------------------------------
+
+    fn reduce_dims(&self, dims: Option<&[i64]>) -> Result<Dims> {
+        match dims {
+            None => Ok((0..self.dim()).collect()),
+            Some(ds) => {
+                let mut out: Dims = SmallVec::new();
+                for &d in ds {
+                    let w = shape::wrap_dim(d, self.dim())?;
+                    if out.contains(&w) {
+                        return Err(Error::InvalidArgument(format!(
+                            "dim {w} appears multiple times in the list of dims"
+                        )));
+                    }
+                    out.push(w);
+                }
+                // A 0-d tensor reduced over dim 0 / -1 reduces nothing.
+                if self.dim() == 0 {
+                    out.clear();
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Sum of all elements (a 0-d variable).
+    pub fn sum(&self) -> Result<Variable> {
+        self.sum_impl(None, false)
+    }
+
+    /// Sum over `dims` (negative dims allowed), keeping them as size 1 if `keepdim`.
+    pub fn sum_dims(&self, dims: &[i64], keepdim: bool) -> Result<Variable> {
+        self.sum_impl(Some(dims), keepdim)
+    }
+
+    fn sum_impl(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Variable> {
+        let wrapped = self.reduce_dims(dims)?;
+        let result = self.tensor().sum_dims(&wrapped, keepdim);
+        let input: Dims = self.shape().into();
+        Ok(Variable::record(result, &[self], |_, _| {
+            let dims = dims.map(|_| wrapped.clone());
+            (OpKind::Sum { input, dims, keepdim }, smallvec![])
+        }))
+    }
+
+    /// Mean of all elements.
+    pub fn mean(&self) -> Result<Variable> {
+        self.mean_impl(None, false)
+    }
+
+    /// Mean over `dims`, keeping them as size 1 if `keepdim`.
+    pub fn mean_dims(&self, dims: &[i64], keepdim: bool) -> Result<Variable> {
+        self.mean_impl(Some(dims), keepdim)
+    }
+
+    fn mean_impl(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Variable> {
+        if !self.dtype().is_floating_point() {
+            return Err(Error::dtype("mean", format!(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+                self.dtype().scalar_type_name()
+            )));
+        }
+        let wrapped = self.reduce_dims(dims)?;
+        let count: usize = wrapped.iter().map(|&d| self.shape()[d]).product();
+        let sum = self.tensor().sum_dims(&wrapped, keepdim);
+        let result = sum.binary(&Tensor::scalar(count as f64, self.dtype()), BinaryOp::Div)?;
+        let input: Dims = self.shape().into();
+        Ok(Variable::record(result, &[self], |_, _| {
+            let dims = dims.map(|_| wrapped.clone());
+            (OpKind::Mean { input, dims, keepdim, count }, smallvec![])
+        }))
+    }
+
+    /// Reduces a broadcast gradient back to `shape` by summing.
+    pub fn sum_to_size(&self, shape: &[usize]) -> Result<Variable> {
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        let lead = self.dim().saturating_sub(shape.len());
+        let mut dims: Vec<i64> = (0..lead as i64).collect();
+        for (i, &s) in shape.iter().enumerate() {
+            if s == 1 && self.shape().get(lead + i) != Some(&1) {
+                dims.push((lead + i) as i64);
+            }
+        }
+        let target: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        self.sum_dims(&dims, true)?.reshape(&target)
+    }
+
+    // ----- matmul -------------------------------------------------------------------
+
+    /// Matrix product with PyTorch's `matmul` semantics (1-D operands are promoted and
+    /// the added dim removed; batch dims broadcast).
+    pub fn matmul(&self, other: &Variable) -> Result<Variable> {
+        match (self.dim(), other.dim()) {
+            (0, _) | (_, 0) => Err(Error::InvalidArgument(format!(
+                "both arguments to matmul need to be at least 1D, but they are {}D and {}D",
+                self.dim(),
+                other.dim()
+            ))),
+            (1, 1) => {
+                if self.shape() != other.shape() {
+                    return Err(Error::ShapeMismatch {
+                        op: "dot",
+                        message: format!(
+                            "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
+                            self.numel(), other.numel(), self.numel(), other.numel()
+                        ),
+                    });
+                }
+                self.unsqueeze(0)?.matmul(&other.unsqueeze(1)?)?.reshape(&[])
+            }
+            (1, _) => self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2),
+            (_, 1) => self.matmul(&other.unsqueeze(1)?)?.squeeze_dim(-1),
+            (da, db) => {
+                let result = self.tensor().matmul_nd(other.tensor())?;
+                let (a, b): (Dims, Dims) = (self.shape().into(), other.shape().into());
+                let batched = da > 2 || db > 2;
+                Ok(Variable::record(result, &[self, other], |needs, _| {
+                    let save_if = |cond: bool, v: &Variable| cond.then(|| SavedTensor::input(v));
+                    (
+                        OpKind::Matmul { a, b, batched },
+                        smallvec![save_if(needs[1], self), save_if(needs[0], other)],
+                    )
+                }))
+            }
+        }
+    }
+
+    // ----- views and copies ---------------------------------------------------------
+
+    /// A view with another shape (one size may be -1).
+    pub fn view(&self, shape: &[i64]) -> Result<Variable> {
+        let result = self.tensor().view(shape)?;
+        let input: Dims = self.shape().into();
+        Ok(self.record_view(result, || OpKind::View { input, copied: false }))
+    }
+
+    /// Like `view`, copying when the strides do not allow a view.
+    pub fn reshape(&self, shape: &[i64]) -> Result<Variable> {
+        let target = shape::infer_shape(shape, self.numel())?;
+        if self.tensor().can_view(&target) {
+            return self.view(shape);
+        }
+        let result = self.tensor().reshape(shape)?;
+        let input: Dims = self.shape().into();
+        Ok(Variable::record(result, &[self], |_, _| {
+            (OpKind::View { input, copied: true }, smallvec![])
+        }))
+    }
+
+    /// Swaps two dims.
+    pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Variable> {
+        let result = self.tensor().transpose(dim0, dim1)?;
+        let nd = self.dim();
+        let (d0, d1) = (shape::wrap_dim(dim0, nd)?, shape::wrap_dim(dim1, nd)?);
+        Ok(self.record_view(result, || OpKind::Transpose { dim0: d0, dim1: d1, t: false }))
+    }
+
+    /// Transpose of a tensor with at most 2 dims.
+    pub fn t(&self) -> Result<Variable> {
+        let result = self.tensor().t()?;
+        let (d0, d1) = if self.dim() == 2 { (0, 1) } else { (0, 0) };
+        Ok(self.record_view(result, || OpKind::Transpose { dim0: d0, dim1: d1, t: true }))
+    }
+
+    /// Reorders dims.
+    pub fn permute(&self, dims: &[i64]) -> Result<Variable> {
+        let result = self.tensor().permute(dims)?;
+        let wrapped = dims
+            .iter()
+            .map(|&d| shape::wrap_dim(d, self.dim()))
+            .collect::<Result<Dims>>()?;
+        Ok(self.record_view(result, || OpKind::Permute { dims: wrapped }))
+    }
+
+    /// Broadcasts to `sizes` (-1 keeps a size) without copying.
+    pub fn expand(&self, sizes: &[i64]) -> Result<Variable> {
+        let result = self.tensor().expand(sizes)?;
+        let input: Dims = self.shape().into();
+        Ok(self.record_view(result, || OpKind::Expand { input }))
+    }
+
+    /// Inserts a size-1 dim.
+    pub fn unsqueeze(&self, dim: i64) -> Result<Variable> {
+        let result = self.tensor().unsqueeze(dim)?;
+        let d = shape::wrap_insert_dim(dim, self.dim())?;
+        Ok(self.record_view(result, || OpKind::Unsqueeze { dim: d }))
+    }
+
+    /// Removes every size-1 dim.
+    pub fn squeeze(&self) -> Result<Variable> {
+        let result = self.tensor().squeeze();
+        let input: Dims = self.shape().into();
+        Ok(self.record_view(result, || OpKind::Squeeze { input, all: true }))
+    }
+
+    /// Removes `dim` if it has size 1.
+    pub fn squeeze_dim(&self, dim: i64) -> Result<Variable> {
+        let result = self.tensor().squeeze_dim(dim)?;
+        let input: Dims = self.shape().into();
+        Ok(self.record_view(result, || OpKind::Squeeze { input, all: false }))
+    }
+
+    /// `self[..., start:end:step, ...]` along `dim` (Python's bound clamping).
+    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Variable> {
+        let result = self.tensor().slice(dim, start, end, step)?;
+        let d = shape::wrap_dim(dim, self.dim())?;
+        let (s, e) = self.tensor().slice_params(d, start, end);
+        let input: Dims = self.shape().into();
+        Ok(self.record_view(result, || OpKind::Slice { input, dim: d, start: s, end: e, step: step as usize }))
+    }
+
+    /// `self[..., index, ...]` along `dim`, removing the dim.
+    pub fn select(&self, dim: i64, index: i64) -> Result<Variable> {
+        let result = self.tensor().select(dim, index)?;
+        let d = shape::wrap_dim(dim, self.dim())?;
+        let i = if index < 0 { index + self.shape()[d] as i64 } else { index } as usize;
+        let input: Dims = self.shape().into();
+        Ok(self.record_view(result, || OpKind::Select { input, dim: d, index: i }))
+    }
+
+    /// A zero tensor of `shape` with `self` written into the slice (slice's backward).
+    pub(crate) fn slice_scatter(&self, shape: &[usize], dim: usize, start: usize, end: usize, step: usize) -> Result<Variable> {
+        let out = Tensor::zeros(shape, self.dtype());
+        out.slice(dim as i64, Some(start as i64), Some(end as i64), step as i64)?
+            .copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
+        Ok(Variable::record(out, &[self], |_, _| (OpKind::SliceScatter { dim, start, end, step }, smallvec![])))
+    }
+
+    /// A zero tensor of `shape` with `self` written at `index` of `dim` (select's backward).
+    pub(crate) fn select_scatter(&self, shape: &[usize], dim: usize, index: usize) -> Result<Variable> {
+        let out = Tensor::zeros(shape, self.dtype());
+        out.select(dim as i64, index as i64)?
+            .copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
+        Ok(Variable::record(out, &[self], |_, _| (OpKind::SelectScatter { dim, index }, smallvec![])))
+    }
+
+    /// A copy into new contiguous storage, differentiable.
+    pub fn clone_data(&self) -> Result<Variable> {
+        let result = self.tensor().deep_clone();
+        Ok(Variable::record(result, &[self], |_, _| (OpKind::Clone, smallvec![])))
+    }
+
+    /// `self` when contiguous, else a differentiable contiguous copy.
+    pub fn contiguous(&self) -> Result<Variable> {
+        if self.tensor().is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.clone_data()
+    }
+
+    /// The values converted to `dtype`, differentiable between float dtypes.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Variable> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let result = self.tensor().to_dtype(dtype);
+        let from = self.dtype();
+        if !dtype.is_floating_point() {
+            return Ok(Variable::from_tensor(result));
+        }
+        Ok(Variable::record(result, &[self], |_, _| (OpKind::ToCopy { from }, smallvec![])))
+    }
+
+    // ----- in-place ops -------------------------------------------------------------
+
+    /// Runs an in-place op: `compute(self_like)` gives the new value, which is written
+    /// into this variable's storage (one version bump); when recording, this variable's
+    /// history is rebased onto the op's node. See Note [In-place ops].
+    fn in_place(
+        &self,
+        other: Option<&Variable>,
+        site: WriteSite,
+        compute: impl FnOnce(&Variable) -> Result<Variable>,
+    ) -> Result<()> {
+        let volatile = self.is_volatile() || other.is_some_and(|o| o.is_volatile());
+        let recording = grad_mode::is_grad_enabled()
+            && !volatile
+            && (self.requires_grad() || other.is_some_and(|o| o.requires_grad()));
+        if recording {
+            if self.is_leaf() && self.requires_grad() {
+                return Err(Error::LeafInplace);
+            }
+            if let Some(base) = self.view_base() {
+                if base.is_leaf() && base.requires_grad() {
+                    return Err(Error::ViewOfLeafInplace);
+                }
+                return Err(Error::NotImplemented(
+                    "rustgrad does not support in-place operations on views that take part in autograd yet (PyTorch's CopySlices); use an out-of-place op".into(),
+                ));
+            }
+        }
+        // The op reads a private copy of the old value that carries this variable's
+        // history, so saved tensors never alias the storage about to be written.
+        let source = if recording { self.twin() } else { self.clone() };
+        let out = compute(&source)?;
+        if out.shape() != self.shape() {
+            return Err(Error::ShapeMismatch {
+                op: "in-place",
+                message: format!(
+                    "output with shape {:?} doesn't match the broadcast shape {:?}",
+                    self.shape(),
+                    out.shape()
+                ),
+            });
+        }
+        if !self.dtype().can_cast_from(out.dtype()) {
+            return Err(Error::CastError {
+                from: out.dtype().scalar_type_name(),
+                to: self.dtype().scalar_type_name(),
+            });
+        }
+        self.tensor().copy_from(out.tensor(), site)?;
+        if recording {
+            let node = out.meta().grad_fn.take();
+            let old = {
+                let mut m = self.meta();
+                m.output_nr = 0;
+                std::mem::replace(&mut m.grad_fn, node)
+            };
+            drop(old);
+        }
+        Ok(())
+    }
+
+    /// A variable with a private copy of this one's data and the same history.
+    fn twin(&self) -> Variable {
+        let m = self.meta();
+        let twin = Variable::from_tensor(self.tensor().deep_clone());
+        {
+            let mut t = twin.meta();
+            t.requires_grad = m.requires_grad;
+            t.grad_fn = m.grad_fn.clone();
+            t.output_nr = m.output_nr;
+        }
+        twin
+    }
+
+    /// In-place `self += other`.
+    #[track_caller]
+    pub fn add_(&self, other: &Variable) -> Result<()> {
+        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| s.add(other))
+    }
+
+    /// In-place `self -= other`.
+    #[track_caller]
+    pub fn sub_(&self, other: &Variable) -> Result<()> {
+        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| s.sub(other))
+    }
+
+    /// In-place `self *= other`.
+    #[track_caller]
+    pub fn mul_(&self, other: &Variable) -> Result<()> {
+        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| s.mul(other))
+    }
+
+    /// In-place `self /= other`.
+    #[track_caller]
+    pub fn div_(&self, other: &Variable) -> Result<()> {
+        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| s.div(other))
+    }
+
+    /// In-place clamp.
+    #[track_caller]
+    pub fn clamp_(&self, min: Option<f64>, max: Option<f64>) -> Result<()> {
+        self.in_place(None, WriteSite::Rust(Location::caller()), |s| s.clamp(min, max))
+    }
+
+    /// In-place relu.
+    #[track_caller]
+    pub fn relu_(&self) -> Result<()> {
+        self.in_place(None, WriteSite::Rust(Location::caller()), |s| s.relu())
+    }
+
+    /// Fills with `value`.
+    #[track_caller]
+    pub fn fill_(&self, value: f64) -> Result<()> {
+        self.fill_impl(value, false, WriteSite::Rust(Location::caller()))
+    }
+
+    /// Fills with zeros.
+    #[track_caller]
+    pub fn zero_(&self) -> Result<()> {
+        self.fill_impl(0.0, true, WriteSite::Rust(Location::caller()))
+    }
+
+    fn fill_impl(&self, value: f64, zero: bool, site: WriteSite) -> Result<()> {
+        self.in_place(None, site, |s| {
+            let filled = Tensor::full(s.shape(), value, s.dtype());
+            Ok(Variable::record(filled, &[s], |_, _| (OpKind::Fill { zero }, smallvec![])))
+        })
+    }
+
+    /// Copies `src` (broadcast, converted) into this variable.
+    #[track_caller]
+    pub fn copy_(&self, src: &Variable) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        let (src_shape, src_dtype): (Dims, DType) = (src.shape().into(), src.dtype());
+        let dtype = self.dtype();
+        self.in_place(Some(src), site, |s| {
+            let values = src.tensor().broadcast_to(s.shape()).map_err(|_| Error::ShapeMismatch {
+                op: "copy_",
+                message: format!(
+                    "The size of tensor a ({:?}) must match the size of tensor b ({:?})",
+                    s.shape(),
+                    src.shape()
+                ),
+            })?;
+            let values = values.to_dtype(dtype).contiguous();
+            Ok(Variable::record(values, &[s, src], |_, _| {
+                (OpKind::Copy { src: src_shape, src_dtype }, smallvec![])
+            }))
+        })
+    }
+
+    // ----- backward -----------------------------------------------------------------
+
+    /// Backpropagates from this scalar (gradient 1), accumulating into the leaves' `.grad`.
+    pub fn backward(&self) -> Result<()> {
+        engine::backward(std::slice::from_ref(self), &[None], false, false)
+    }
+
+    /// Backpropagates with an explicit `gradient` (needed for non-scalars).
+    pub fn backward_with(&self, gradient: Option<&Variable>, retain_graph: bool, create_graph: bool) -> Result<()> {
+        engine::backward(std::slice::from_ref(self), &[gradient.cloned()], retain_graph, create_graph)
+    }
+
+    /// Adds `grad` into `.grad` (the AccumulateGrad rule). Without `create_graph` the
+    /// stored gradient is detached, and later gradients are added to it in place.
+    pub(crate) fn accumulate_grad(&self, grad: Variable, create_graph: bool) -> Result<()> {
+        let mut m = self.meta();
+        match m.grad.take() {
+            None => {
+                let owned = !create_graph
+                    && Arc::strong_count(&grad.0) == 1
+                    && Arc::strong_count(grad.tensor().storage()) == 1
+                    && grad.tensor().is_contiguous()
+                    && grad.tensor().layout().offset() == 0
+                    && grad.tensor().storage().read().len() == grad.numel();
+                m.grad = Some(if create_graph {
+                    grad
+                } else if owned {
+                    grad.detach()
+                } else {
+                    Variable::from_tensor(grad.tensor().deep_clone())
+                });
+            }
+            Some(old) => {
+                if create_graph || grad_mode::is_grad_enabled() && old.requires_grad() {
+                    m.grad = Some(old.add(&grad)?);
+                } else {
+                    let sum = old.tensor().binary(grad.tensor(), BinaryOp::Add)?;
+                    old.tensor().copy_from(&sum, WriteSite::Rust(Location::caller()))?;
+                    m.grad = Some(old);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// PyTorch's repr: `tensor(..., grad_fn=<...>)` / `requires_grad=True`.
+    pub fn repr(&self) -> String {
+        let suffix = match self.grad_fn() {
+            Some(f) => graph::node_name(f.id()).ok().map(|n| format!("grad_fn=<{n}>")),
+            None if self.requires_grad() => Some("requires_grad=True".to_string()),
+            None => None,
+        };
+        crate::format::repr_tensor(self.tensor(), suffix.as_deref())
+    }
+}
+
+/// What a unary op saves for backward.
+#[derive(Copy, Clone)]
+enum Save {
+    Nothing,
+    Input,
+    Output,
+}

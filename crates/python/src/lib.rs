@@ -1,0 +1,1 @@
+//! Python bindings (placeholder while the engine lands).
