@@ -61,6 +61,27 @@ impl DType {
         }
     }
 
+    /// Kind of value: 0 bool, 1 integer, 2 floating point.
+    pub fn category(self) -> u8 {
+        match self {
+            DType::Bool => 0,
+            DType::I64 => 1,
+            DType::F32 | DType::F64 => 2,
+        }
+    }
+
+    /// The result dtype of an op between operands of dtypes `a` and `b`, where `a_0d` /
+    /// `b_0d` say whether an operand is a 0-d tensor: PyTorch's `result_type`, in which a
+    /// 0-d operand only decides the dtype when it is of a higher category (so
+    /// `float32_vector + float64_scalar_tensor` stays float32).
+    pub fn result_type(a: DType, a_0d: bool, b: DType, b_0d: bool) -> DType {
+        match (a_0d, b_0d) {
+            (true, false) if a.category() <= b.category() => b,
+            (false, true) if b.category() <= a.category() => a,
+            _ => DType::promote(a, b),
+        }
+    }
+
     /// The result dtype of a binary op between two tensors (PyTorch's `promote_types`).
     pub fn promote(a: DType, b: DType) -> DType {
         if a.rank() >= b.rank() {

@@ -613,8 +613,8 @@ impl Tensor {
     }
 
     /// The dtype a binary op computes in (PyTorch's promotion; `/` makes integers float).
-    pub fn result_dtype(a: DType, b: DType, op: BinaryOp) -> DType {
-        let promoted = DType::promote(a, b);
+    pub fn result_dtype(a: &Tensor, b: &Tensor, op: BinaryOp) -> DType {
+        let promoted = DType::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
         match (op, promoted) {
             (BinaryOp::Div, DType::I64 | DType::Bool) => DType::F32,
             (_, DType::Bool) if op != BinaryOp::Add && op != BinaryOp::Mul => DType::I64,
@@ -625,7 +625,7 @@ impl Tensor {
     /// An elementwise binary op with broadcasting and type promotion.
     pub fn binary(&self, other: &Tensor, op: BinaryOp) -> Result<Tensor> {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
-        let dtype = Tensor::result_dtype(self.dtype, other.dtype, op);
+        let dtype = Tensor::result_dtype(self, other, op);
         if op == BinaryOp::Pow && dtype == DType::I64 && other.to_vec::<i64>().iter().any(|&e| e < 0) {
             return Err(Error::InvalidArgument(
                 "Integers to negative integer powers are not allowed.".into(),
@@ -654,7 +654,7 @@ impl Tensor {
     /// An elementwise comparison with broadcasting; the result is a bool tensor.
     pub fn compare(&self, other: &Tensor, op: CmpOp) -> Result<Tensor> {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
-        let dtype = DType::promote(self.dtype, other.dtype);
+        let dtype = DType::result_type(self.dtype, self.dim() == 0, other.dtype, other.dim() == 0);
         let a = self.to_dtype(dtype);
         let b = other.to_dtype(dtype);
         let la = a.layout.broadcast_to(&out_shape)?;
@@ -679,7 +679,7 @@ impl Tensor {
             )));
         }
         let shape = shape::broadcast_shapes(&shape::broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
-        let dtype = DType::promote(a.dtype, b.dtype);
+        let dtype = DType::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
         let (a, b) = (a.to_dtype(dtype), b.to_dtype(dtype));
         let (lc, la, lb) = (
             cond.layout.broadcast_to(&shape)?,

@@ -1,1 +1,196 @@
-//! Python bindings (placeholder while the engine lands).
+//! PyO3 bindings: the `rustgrad._rustgrad` extension module. All Python-facing code is
+//! here; the engine crate knows nothing of Python. See Note [The GIL].
+
+mod convert;
+mod dtype;
+mod errors;
+mod node;
+mod tensor;
+
+use crate::convert::{extract_sizes, tensor_from_data};
+use crate::dtype::{extract_opt_dtype, PyDType};
+use crate::errors::IntoPyResult;
+use crate::tensor::PyTensor;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use rustgrad::{DType, Tensor, Variable};
+
+fn leaf(tensor: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
+    Ok(PyTensor::wrap(Variable::new(tensor, requires_grad).py()?))
+}
+
+fn shape_of(size: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
+    Ok(rustgrad::shape::checked_shape(&extract_sizes(size)?).py()?.to_vec())
+}
+
+/// `tensor(data, dtype=None, requires_grad=False)`: a new tensor copying `data`.
+#[pyfunction(name = "tensor")]
+#[pyo3(signature = (data, *, dtype = None, device = None, requires_grad = false))]
+fn tensor_fn(data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+    let _ = device;
+    leaf(tensor_from_data(data, extract_opt_dtype(dtype)?)?, requires_grad)
+}
+
+/// `zeros(*size, dtype=None, requires_grad=False)`.
+#[pyfunction]
+#[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
+fn zeros(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+    let _ = device;
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    leaf(Tensor::zeros(&shape_of(size)?, dtype), requires_grad)
+}
+
+/// `ones(*size, dtype=None, requires_grad=False)`.
+#[pyfunction]
+#[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
+fn ones(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+    let _ = device;
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    leaf(Tensor::ones(&shape_of(size)?, dtype), requires_grad)
+}
+
+/// `full(size, fill_value, dtype=None, requires_grad=False)`; the dtype follows the
+/// fill value (float → float32, int → int64, bool → bool) when not given.
+#[pyfunction]
+#[pyo3(signature = (size, fill_value, *, dtype = None, device = None, requires_grad = false))]
+fn full(size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+    let _ = device;
+    let value = convert::extract_scalar(fill_value).ok_or_else(|| PyValueError::new_err("fill_value must be a number"))?;
+    let inferred = match value {
+        rustgrad::Scalar::Float(_) => DType::F32,
+        rustgrad::Scalar::Int(_) => DType::I64,
+        rustgrad::Scalar::Bool(_) => DType::Bool,
+    };
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(inferred);
+    let size = PyTuple::new(size.py(), [size])?;
+    leaf(Tensor::full(&shape_of(&size)?, value.to_f64(), dtype), requires_grad)
+}
+
+/// `arange(end)`, `arange(start, end[, step])`; int64 when all bounds are ints.
+#[pyfunction]
+#[pyo3(signature = (*args, dtype = None, device = None, requires_grad = false))]
+fn arange(args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+    let _ = device;
+    let nums = args
+        .iter()
+        .map(|a| convert::extract_scalar(&a).ok_or_else(|| PyValueError::new_err("arange() bounds must be numbers")))
+        .collect::<PyResult<Vec<_>>>()?;
+    let all_int = nums.iter().all(|s| !matches!(s, rustgrad::Scalar::Float(_)));
+    let v: Vec<f64> = nums.iter().map(|s| s.to_f64()).collect();
+    let (start, end, step) = match v.as_slice() {
+        [end] => (0.0, *end, 1.0),
+        [start, end] => (*start, *end, 1.0),
+        [start, end, step] => (*start, *end, *step),
+        _ => return Err(PyValueError::new_err("arange() takes 1 to 3 positional arguments")),
+    };
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+    leaf(Tensor::arange(start, end, step, dtype).py()?, requires_grad)
+}
+
+/// `rand(*size)`: uniform samples in [0, 1) from the default generator.
+#[pyfunction]
+#[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
+fn rand(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+    let _ = device;
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    leaf(rustgrad::random::rand(&shape_of(size)?, dtype), requires_grad)
+}
+
+/// `randn(*size)`: standard normal samples from the default generator.
+#[pyfunction]
+#[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
+fn randn(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+    let _ = device;
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    leaf(rustgrad::random::randn(&shape_of(size)?, dtype), requires_grad)
+}
+
+/// Seeds the default random generator.
+#[pyfunction]
+fn manual_seed(seed: u64) {
+    rustgrad::manual_seed(seed);
+}
+
+/// A tensor holding a copy of a numpy array's values.
+#[pyfunction]
+fn from_numpy(array: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    match convert::from_numpy_array(array)? {
+        Some(t) => leaf(t, false),
+        None => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "expected np.ndarray (got {})",
+            array.get_type().name()?
+        ))),
+    }
+}
+
+/// A new leaf sharing `data`'s storage, with the given flags (`Variable(...)`).
+#[pyfunction]
+#[pyo3(signature = (data, requires_grad = false, volatile = false))]
+fn _make_variable(data: &Bound<'_, PyTensor>, requires_grad: bool, volatile: bool) -> PyResult<PyTensor> {
+    let t = data.get().var.tensor().clone();
+    if volatile {
+        return Ok(PyTensor::wrap(Variable::new_volatile(t)));
+    }
+    leaf(t, requires_grad)
+}
+
+/// Sets the number of threads kernels use.
+#[pyfunction]
+fn set_num_threads(n: usize) -> PyResult<()> {
+    if n == 0 {
+        return Err(PyValueError::new_err("set_num_threads expects a positive integer"));
+    }
+    rustgrad::set_num_threads(n);
+    Ok(())
+}
+
+/// The number of threads kernels use.
+#[pyfunction]
+fn get_num_threads() -> usize {
+    rustgrad::get_num_threads()
+}
+
+/// Whether this thread records autograd history.
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    rustgrad::autograd::is_grad_enabled()
+}
+
+/// Switches this thread's grad mode (the context managers are in Python).
+#[pyfunction]
+fn _set_grad_enabled(enabled: bool) {
+    rustgrad::autograd::set_grad_enabled(enabled);
+}
+
+/// Number of autograd graph nodes alive in the process (for leak tests).
+#[pyfunction]
+fn _live_nodes() -> usize {
+    rustgrad::autograd::live_nodes()
+}
+
+#[pymodule]
+fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTensor>()?;
+    m.add_class::<PyDType>()?;
+    m.add_class::<node::PyNode>()?;
+    for (name, dtype) in [("float32", DType::F32), ("float64", DType::F64), ("int64", DType::I64), ("bool", DType::Bool)] {
+        m.add(name, PyDType { inner: dtype })?;
+    }
+    m.add_function(wrap_pyfunction!(tensor_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(ones, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(rand, m)?)?;
+    m.add_function(wrap_pyfunction!(randn, m)?)?;
+    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(_make_variable, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
+    Ok(())
+}

@@ -185,14 +185,15 @@ pub(crate) fn apply(op: &OpKind, saved: &[Option<Variable>], grad: &Variable, ne
             if need(1) { Some(g.mul(saved_at(saved, 0)?)?.sum_to_size(b)?) } else { None },
         ],
         OpKind::Div { a, b } => {
-            let (x, y) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
+            let y = saved_at(saved, 1)?;
             smallvec![
                 if need(0) { Some(g.div(y)?.sum_to_size(a)?) } else { None },
-                if need(1) { Some(g.mul(x)?.div(&y.mul(y)?)?.neg()?.sum_to_size(b)?) } else { None },
+                if need(1) { Some(g.mul(saved_at(saved, 0)?)?.div(&y.mul(y)?)?.neg()?.sum_to_size(b)?) } else { None },
             ]
         }
         OpKind::Pow { a, b } => {
-            let (x, e, out) = (saved_at(saved, 0)?, saved_at(saved, 1)?, saved_at(saved, 2)?);
+            // `out` is saved only when the exponent needs a gradient.
+            let (x, e) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
             let ga = if need(0) {
                 let one = Variable::from_tensor(Tensor::scalar(1.0, e.dtype()));
                 Some(g.mul(e)?.mul(&x.pow(&e.sub(&one)?)?)?.sum_to_size(a)?)
@@ -206,7 +207,7 @@ pub(crate) fn apply(op: &OpKind, saved: &[Option<Variable>], grad: &Variable, ne
                     &e.tensor().compare(&Tensor::scalar(0.0, e.dtype()), CmpOp::Ge)?,
                     crate::tensor::BinaryOp::Mul,
                 )?;
-                let term = out.mul(&x.log()?)?;
+                let term = saved_at(saved, 2)?.mul(&x.log()?)?;
                 Some(g.mul(&Variable::where_cond(&cond, &zero_like(&term), &term)?)?.sum_to_size(b)?)
             } else {
                 None

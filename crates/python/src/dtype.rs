@@ -1,0 +1,76 @@
+//! The Python `dtype` objects (`rustgrad.float32`, ...).
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+use rustgrad::DType;
+
+/// A tensor element type, `rustgrad.float32` etc. Its repr is PyTorch's (`torch.float32`),
+/// matching what tensor reprs print.
+#[pyclass(name = "dtype", module = "rustgrad", frozen, eq, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyDType {
+    pub inner: DType,
+}
+
+#[pymethods]
+impl PyDType {
+    fn __repr__(&self) -> &'static str {
+        self.inner.torch_name()
+    }
+
+    /// Whether this dtype is a floating-point type.
+    #[getter]
+    fn is_floating_point(&self) -> bool {
+        self.inner.is_floating_point()
+    }
+
+    /// Size of one element in bytes.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        match self.inner {
+            DType::F32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
+        }
+    }
+
+    fn __reduce__(&self) -> (&'static str,) {
+        (match self.inner {
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::I64 => "int64",
+            DType::Bool => "bool",
+        },)
+    }
+}
+
+/// Reads a dtype argument: a `rustgrad.dtype`, or the Python types float/int/bool
+/// (which PyTorch maps to float64/int64/bool).
+pub fn extract_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
+    if let Ok(d) = obj.cast::<PyDType>() {
+        return Ok(d.get().inner);
+    }
+    if let Ok(t) = obj.cast::<PyType>() {
+        let name = t.name()?;
+        match name.to_str()? {
+            "float" => return Ok(DType::F64),
+            "int" => return Ok(DType::I64),
+            "bool" => return Ok(DType::Bool),
+            _ => {}
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "dtype must be a rustgrad.dtype (e.g. rustgrad.float32), got {}",
+        obj.repr()?
+    )))
+}
+
+/// Reads an optional dtype argument.
+pub fn extract_opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => extract_dtype(o).map(Some),
+    }
+}

@@ -1,0 +1,47 @@
+//! Engine errors → Python exceptions. One exhaustive `match`: a new engine error
+//! variant without a mapping does not compile.
+
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError};
+use pyo3::PyErr;
+use rustgrad::Error;
+
+/// Converts an engine error into the Python exception PyTorch raises for it.
+pub fn to_py(err: Error) -> PyErr {
+    let msg = err.to_string();
+    match err {
+        Error::DimOutOfRange { .. } | Error::IndexOutOfRange { .. } => PyIndexError::new_err(msg),
+        Error::Type(_) => PyTypeError::new_err(msg),
+        // PyTorch's C++ argument checks (TORCH_CHECK) raise RuntimeError, not ValueError.
+        Error::InvalidArgument(_)
+        | Error::BroadcastMismatch { .. }
+        | Error::ShapeMismatch { .. }
+        | Error::InvalidShape { .. }
+        | Error::NonViewable
+        | Error::DType { .. }
+        | Error::CastError { .. }
+        | Error::NotAScalar { .. }
+        | Error::ImplicitGradNonScalar
+        | Error::BackwardTwice
+        | Error::DoesNotRequireGrad { .. }
+        | Error::GradShapeMismatch { .. }
+        | Error::LeafInplace
+        | Error::ViewOfLeafInplace
+        | Error::ModifiedByInplace { .. }
+        | Error::RequiresGradNonFloat
+        | Error::NonLeafRequiresGrad
+        | Error::NotImplemented(_)
+        | Error::StaleNode => PyRuntimeError::new_err(msg),
+    }
+}
+
+/// `Result<T, rustgrad::Error>` → `PyResult<T>`.
+pub trait IntoPyResult<T> {
+    /// Maps the error with [`to_py`].
+    fn py(self) -> pyo3::PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for Result<T, Error> {
+    fn py(self) -> pyo3::PyResult<T> {
+        self.map_err(to_py)
+    }
+}

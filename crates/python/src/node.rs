@@ -1,0 +1,100 @@
+//! Python `grad_fn` objects. Each node is an instance of a per-name Python subclass of
+//! `rustgrad.autograd.graph.Node` (`MeanBackward0`, `AccumulateGrad`, ...), so that
+//! `type(t.grad_fn).__name__` is PyTorch's class name.
+
+use crate::errors::IntoPyResult;
+use crate::tensor::PyTensor;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTuple;
+use rustgrad::autograd::{self, NodeRef};
+use std::sync::OnceLock;
+
+/// A node of the autograd graph (PyTorch's `torch.autograd.graph.Node`).
+#[pyclass(name = "Node", module = "rustgrad.autograd.graph", subclass, frozen)]
+pub struct PyNode {
+    node: OnceLock<NodeRef>,
+}
+
+impl PyNode {
+    /// The Python object for `node`, an instance of its named subclass.
+    pub fn create(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
+        static NODE_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let factory = NODE_CLASS.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            Ok(py.import("rustgrad.autograd.graph")?.getattr("_node_class")?.unbind())
+        })?;
+        let name = autograd::node_name(node.id()).py()?;
+        let cls = factory.bind(py).call1((name,))?;
+        let obj = cls.call0()?;
+        let _ = obj.cast::<PyNode>()?.get().node.set(node);
+        Ok(obj.unbind())
+    }
+
+    fn node(&self) -> PyResult<&NodeRef> {
+        self.node
+            .get()
+            .ok_or_else(|| PyRuntimeError::new_err("autograd Node objects are created by rustgrad only"))
+    }
+}
+
+#[pymethods]
+impl PyNode {
+    #[new]
+    fn py_new() -> Self {
+        PyNode { node: OnceLock::new() }
+    }
+
+    /// PyTorch's class name of the node, e.g. `MulBackward0`.
+    fn name(&self) -> PyResult<&'static str> {
+        autograd::node_name(self.node()?.id()).py()
+    }
+
+    /// For each input of the op: `(node, input_nr)`, or `(None, 0)` when that input
+    /// does not require grad.
+    #[getter]
+    fn next_functions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let items = autograd::next_functions(self.node()?.id())
+            .py()?
+            .into_iter()
+            .map(|e| -> PyResult<Bound<'py, PyTuple>> {
+                match e {
+                    Some((n, nr)) => PyTuple::new(py, [PyNode::create(py, n)?.into_bound(py), nr.into_pyobject(py)?.into_any()]),
+                    None => PyTuple::new(py, [py.None().into_bound(py), 0u32.into_pyobject(py)?.into_any()]),
+                }
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, items)
+    }
+
+    /// For an `AccumulateGrad` node, the leaf tensor it accumulates into.
+    #[getter]
+    fn variable(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        match autograd::graph::accumulate_grad_variable(self.node()?.id()).py()? {
+            Some(v) => Py::new(py, PyTensor::wrap(v)),
+            None => Err(pyo3::exceptions::PyAttributeError::new_err(
+                "'variable' exists only on AccumulateGrad nodes",
+            )),
+        }
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        match (other.cast::<PyNode>(), self.node.get()) {
+            (Ok(o), Some(a)) => o.get().node.get().is_some_and(|b| a.id() == b.id()),
+            _ => false,
+        }
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        if let Some(n) = self.node.get() {
+            n.id().hash(&mut h);
+        }
+        h.finish()
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        Ok(format!("<{} object at {:#x}>", slf.get().name()?, slf.as_ptr() as usize))
+    }
+}

@@ -1,0 +1,1006 @@
+//! The Python tensor class (`rustgrad.Tensor`), a frozen handle on an engine `Variable`.
+
+use crate::convert::{self, extract_dims, extract_int, extract_scalar, extract_sizes};
+use crate::dtype::{extract_dtype, extract_opt_dtype, PyDType};
+use crate::errors::IntoPyResult;
+use crate::node::PyNode;
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
+use pyo3::IntoPyObjectExt;
+use rustgrad::storage::WriteSite;
+use rustgrad::tensor::CmpOp;
+use rustgrad::{DType, Scalar, Tensor, Variable};
+use std::sync::Arc;
+
+/// Elements above which a kernel call releases the GIL: below it, releasing and
+/// retaking the GIL costs more than the work. See Note [The GIL].
+const RELEASE_GIL_ELEMENTS: usize = 1 << 16;
+
+/// A multi-dimensional array that takes part in automatic differentiation
+/// (PyTorch's `torch.Tensor`; `rustgrad.autograd.Variable` is the same class).
+#[pyclass(name = "Tensor", module = "rustgrad", subclass, frozen, weakref, dict)]
+pub struct PyTensor {
+    pub var: Variable,
+}
+
+impl PyTensor {
+    pub fn wrap(var: Variable) -> PyTensor {
+        PyTensor { var }
+    }
+}
+
+/// An operand of a binary op: another tensor or a Python number.
+pub enum Operand {
+    Tensor(Variable),
+    Scalar(Scalar),
+}
+
+impl Operand {
+    /// Reads an operand; `None` when the type is not supported (→ NotImplemented).
+    pub fn extract(obj: &Bound<'_, PyAny>) -> Option<Operand> {
+        if let Ok(t) = obj.cast::<PyTensor>() {
+            return Some(Operand::Tensor(t.get().var.clone()));
+        }
+        extract_scalar(obj).map(Operand::Scalar)
+    }
+
+    /// The operand as a variable; scalars are wrapped relative to `like`.
+    pub fn to_var(&self, like: &Variable) -> Variable {
+        match self {
+            Operand::Tensor(v) => v.clone(),
+            Operand::Scalar(s) => like.wrap_scalar(*s),
+        }
+    }
+}
+
+/// Runs `f` without the GIL when `work` elements make it worth it.
+fn maybe_detach<T: Send>(py: Python<'_>, work: usize, f: impl FnOnce() -> T + Send) -> T {
+    if work >= RELEASE_GIL_ELEMENTS {
+        py.detach(f)
+    } else {
+        f()
+    }
+}
+
+fn new_tensor(py: Python<'_>, var: Variable) -> PyResult<Py<PyTensor>> {
+    Py::new(py, PyTensor::wrap(var))
+}
+
+/// The Python `file:line` of the innermost Python frame, for in-place write sites.
+fn python_site(py: Python<'_>) -> Option<WriteSite> {
+    static GETFRAME: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let getframe = GETFRAME
+        .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            Ok(py.import("sys")?.getattr("_getframe")?.unbind())
+        })
+        .ok()?;
+    let frame = getframe.bind(py).call1((0,)).ok()?;
+    let line: i64 = frame.getattr("f_lineno").ok()?.extract().ok()?;
+    let file: String = frame.getattr("f_code").ok()?.getattr("co_filename").ok()?.extract().ok()?;
+    Some(WriteSite::External(Arc::from(format!("{file}:{line}"))))
+}
+
+/// Records the Python caller as the site of the write that just happened to `var`.
+fn mark_python_site(py: Python<'_>, var: &Variable) {
+    if let Some(site) = python_site(py) {
+        var.tensor().storage().set_last_write_site(site);
+    }
+}
+
+/// The `torch.Size` class, defined in Python.
+fn size_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static SIZE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    Ok(SIZE
+        .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            Ok(py.import("rustgrad._size")?.getattr("Size")?.unbind())
+        })?
+        .bind(py))
+}
+
+/// A `torch.Size` of `shape`.
+pub fn make_size<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    size_class(py)?.call1((PyTuple::new(py, shape)?,))
+}
+
+/// Nested Python lists of a tensor's values (`tolist()`).
+pub fn to_list<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    fn build<'py, T: Copy + IntoPyObjectExt<'py>>(py: Python<'py>, shape: &[usize], values: &[T]) -> PyResult<Bound<'py, PyAny>> {
+        if shape.is_empty() {
+            return values[0].into_bound_py_any(py);
+        }
+        let inner: usize = shape[1..].iter().product();
+        let items = (0..shape[0])
+            .map(|i| build(py, &shape[1..], &values[i * inner..(i + 1) * inner]))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyList::new(py, items)?.into_any())
+    }
+    match t.dtype() {
+        DType::F32 | DType::F64 => build(py, t.shape(), &t.to_vec::<f64>()),
+        DType::I64 => build(py, t.shape(), &t.to_vec::<i64>()),
+        DType::Bool => build(py, t.shape(), &t.to_vec::<bool>()),
+    }
+}
+
+fn binary(py: Python<'_>, a: &Variable, other: &Bound<'_, PyAny>, f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send) -> PyResult<Py<PyAny>> {
+    let Some(op) = Operand::extract(other) else {
+        return Ok(py.NotImplemented());
+    };
+    let b = op.to_var(a);
+    let work = a.numel().max(b.numel());
+    let out = maybe_detach(py, work, || f(a, &b)).py()?;
+    Ok(new_tensor(py, out)?.into_any())
+}
+
+fn reflected(py: Python<'_>, a: &Variable, other: &Bound<'_, PyAny>, f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send) -> PyResult<Py<PyAny>> {
+    let Some(op) = Operand::extract(other) else {
+        return Ok(py.NotImplemented());
+    };
+    let b = op.to_var(a);
+    let out = maybe_detach(py, a.numel(), || f(&b, a)).py()?;
+    Ok(new_tensor(py, out)?.into_any())
+}
+
+fn operand_var(obj: &Bound<'_, PyAny>, like: &Variable) -> PyResult<Variable> {
+    Operand::extract(obj).map(|o| o.to_var(like)).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "expected a Tensor or a number, but got {}",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+fn compare(py: Python<'_>, a: &Variable, other: &Bound<'_, PyAny>, op: CmpOp) -> PyResult<Py<PyAny>> {
+    binary(py, a, other, move |x, y| x.compare(y, op))
+}
+
+/// An optional float bound (`clamp(min=None, max=...)`), accepting ints and floats.
+fn opt_f64(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => match extract_scalar(o) {
+            Some(s) => Ok(Some(s.to_f64())),
+            None => Err(PyTypeError::new_err("clamp bounds must be numbers")),
+        },
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `Tensor(data)` (a float32 copy of nested sequences), `Tensor(2, 3)` (zeros of that
+    /// size), or `Tensor()` (an empty tensor).
+    #[new]
+    #[pyo3(signature = (*args, requires_grad = false, _share = None, volatile = false))]
+    fn py_new(args: &Bound<'_, PyTuple>, requires_grad: bool, _share: Option<&Bound<'_, PyTensor>>, volatile: bool) -> PyResult<Self> {
+        let tensor = if let Some(src) = _share {
+            src.get().var.tensor().clone()
+        } else if args.is_empty() {
+            Tensor::zeros(&[0], DType::F32)
+        } else if args.len() == 1 && !args.get_item(0)?.is_instance_of::<pyo3::types::PyInt>() {
+            convert::tensor_from_data(&args.get_item(0)?, Some(DType::F32))?
+        } else {
+            let sizes = rustgrad::shape::checked_shape(&extract_sizes(args)?).py()?;
+            Tensor::zeros(&sizes, DType::F32)
+        };
+        let var = if volatile {
+            Variable::new_volatile(tensor)
+        } else {
+            Variable::new(tensor, requires_grad).py()?
+        };
+        Ok(PyTensor::wrap(var))
+    }
+
+    // ----- metadata -----------------------------------------------------------------
+
+    /// The size of each dimension, as a `rustgrad.Size`.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        make_size(py, self.var.shape())
+    }
+
+    /// `size()` → the shape; `size(dim)` → one dimension's size.
+    #[pyo3(signature = (dim = None))]
+    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+        match dim {
+            None => make_size(py, self.var.shape()),
+            Some(d) => {
+                let d = rustgrad::shape::wrap_dim(d, self.var.dim()).py()?;
+                self.var.shape().get(d).copied().unwrap_or(1).into_bound_py_any(py)
+            }
+        }
+    }
+
+    /// Number of dimensions.
+    fn dim(&self) -> usize {
+        self.var.dim()
+    }
+
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.var.dim()
+    }
+
+    /// Number of elements.
+    fn numel(&self) -> usize {
+        self.var.numel()
+    }
+
+    /// Element strides, or one dim's stride.
+    #[pyo3(signature = (dim = None))]
+    fn stride<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+        let strides = self.var.tensor().strides();
+        match dim {
+            None => Ok(PyTuple::new(py, strides)?.into_any()),
+            Some(d) => {
+                let d = rustgrad::shape::wrap_dim(d, self.var.dim()).py()?;
+                strides[d].into_bound_py_any(py)
+            }
+        }
+    }
+
+    /// Offset of the first element in the storage.
+    fn storage_offset(&self) -> usize {
+        self.var.tensor().layout().offset()
+    }
+
+    /// Whether the elements are laid out row-major without gaps.
+    fn is_contiguous(&self) -> bool {
+        self.var.tensor().is_contiguous()
+    }
+
+    /// The element type.
+    #[getter]
+    fn dtype(&self) -> PyDType {
+        PyDType { inner: self.var.dtype() }
+    }
+
+    /// Always `cpu`.
+    #[getter]
+    fn device(&self) -> &'static str {
+        "cpu"
+    }
+
+    /// Whether the dtype is floating point.
+    fn is_floating_point(&self) -> bool {
+        self.var.dtype().is_floating_point()
+    }
+
+    // ----- autograd state -----------------------------------------------------------
+
+    /// Whether gradients are computed for this tensor.
+    #[getter]
+    fn get_requires_grad(&self) -> bool {
+        self.var.requires_grad()
+    }
+
+    #[setter(requires_grad)]
+    fn set_requires_grad_attr(&self, value: bool) -> PyResult<()> {
+        self.var.set_requires_grad(value).py()
+    }
+
+    /// Sets requires_grad in place and returns self.
+    #[pyo3(signature = (requires_grad = true))]
+    fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
+        slf.get().var.set_requires_grad(requires_grad).py()?;
+        Ok(slf)
+    }
+
+    /// The legacy volatile flag: an op with any volatile input records nothing.
+    #[getter]
+    fn volatile(&self) -> bool {
+        self.var.is_volatile()
+    }
+
+    /// Whether this tensor was created by the user (not by a recorded op).
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        self.var.is_leaf()
+    }
+
+    /// The accumulated gradient, or None.
+    #[getter(grad)]
+    fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        self.var.grad().map(|g| new_tensor(py, g)).transpose()
+    }
+
+    #[setter(grad)]
+    fn set_grad(&self, value: Option<&Bound<'_, PyTensor>>) -> PyResult<()> {
+        self.var.set_grad(value.map(|v| v.get().var.clone())).py()
+    }
+
+    /// The node that created this tensor, or None for leaves.
+    #[getter]
+    fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.var.grad_fn().map(|n| PyNode::create(py, n)).transpose()
+    }
+
+    /// The version counter: in-place writes to this tensor's storage so far.
+    #[getter]
+    fn _version(&self) -> u64 {
+        self.var.tensor().version()
+    }
+
+    /// A tensor sharing this one's data, outside the graph (`x.data`).
+    #[getter]
+    fn data(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.detach())
+    }
+
+    /// The base tensor of a view, or None.
+    #[getter]
+    fn _base(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        self.var.view_base().map(|b| new_tensor(py, b)).transpose()
+    }
+
+    /// A new leaf sharing this tensor's data and version counter, with no history.
+    fn detach(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.detach())
+    }
+
+    /// Turns this tensor into a leaf that does not require grad.
+    fn detach_(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf.get().var.detach_();
+        slf
+    }
+
+    /// Computes the gradient of this tensor w.r.t. graph leaves.
+    #[pyo3(signature = (gradient = None, retain_graph = None, create_graph = false))]
+    fn backward(&self, py: Python<'_>, gradient: Option<&Bound<'_, PyAny>>, retain_graph: Option<bool>, create_graph: bool) -> PyResult<()> {
+        let grad = match gradient {
+            None => None,
+            Some(g) if g.is_none() => None,
+            Some(g) => Some(match g.cast::<PyTensor>() {
+                Ok(t) => t.get().var.clone(),
+                Err(_) => Variable::from_tensor(convert::tensor_from_data(g, Some(self.var.dtype()))?),
+            }),
+        };
+        let var = self.var.clone();
+        let retain = retain_graph.unwrap_or(create_graph);
+        py.detach(move || var.backward_with(grad.as_ref(), retain, create_graph)).py()
+    }
+
+    // ----- conversion ---------------------------------------------------------------
+
+    /// The value of a one-element tensor as a Python number.
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::scalar_to_py(py, self.var.item().py()?)
+    }
+
+    /// The values as (nested) Python lists.
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_list(py, self.var.tensor())
+    }
+
+    /// A numpy array holding a copy of the values.
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.var.requires_grad() {
+            return Err(PyRuntimeError::new_err(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+            ));
+        }
+        convert::to_numpy(py, self.var.tensor())
+    }
+
+    fn __array__<'py>(&self, py: Python<'py>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy;
+        let arr = convert::to_numpy(py, self.var.tensor())?;
+        match dtype {
+            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
+            _ => Ok(arr),
+        }
+    }
+
+    /// Converts to `dtype` (differentiable between float dtypes); device strings are
+    /// accepted and ignored ("cpu").
+    #[pyo3(signature = (*args, **kwargs))]
+    fn to(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, pyo3::types::PyDict>>) -> PyResult<Py<PyTensor>> {
+        let mut dtype = None;
+        for a in args.iter() {
+            if let Ok(d) = extract_dtype(&a) {
+                dtype = Some(d);
+            } else if let Ok(s) = a.extract::<String>() {
+                if s != "cpu" {
+                    return Err(PyRuntimeError::new_err(format!("rustgrad runs on the CPU only, got device '{s}'")));
+                }
+            } else if let Ok(t) = a.cast::<PyTensor>() {
+                dtype = Some(t.get().var.dtype());
+            }
+        }
+        if let Some(kw) = kwargs {
+            if let Some(d) = kw.get_item("dtype")? {
+                dtype = extract_opt_dtype(Some(&d))?;
+            }
+        }
+        let out = match dtype {
+            Some(d) => self.var.to_dtype(d).py()?,
+            None => self.var.clone(),
+        };
+        new_tensor(py, out)
+    }
+
+    /// Converts to float32.
+    fn float(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.to_dtype(DType::F32).py()?)
+    }
+
+    /// Converts to float64.
+    fn double(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.to_dtype(DType::F64).py()?)
+    }
+
+    /// Converts to int64.
+    fn long(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.to_dtype(DType::I64).py()?)
+    }
+
+    /// Converts to bool.
+    fn bool(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.to_dtype(DType::Bool).py()?)
+    }
+
+    /// A contiguous tensor (self when already contiguous).
+    fn contiguous(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        let v = &slf.get().var;
+        if v.tensor().is_contiguous() {
+            return Ok(slf.into_any());
+        }
+        Ok(new_tensor(slf.py(), v.contiguous().py()?)?.into_bound(slf.py()).into_any())
+    }
+
+    /// A copy with its own storage (differentiable).
+    fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.clone_data().py()?)
+    }
+
+    fn __repr__(&self) -> String {
+        self.var.repr()
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        match self.var.shape().first() {
+            Some(&n) => Ok(n),
+            None => Err(PyTypeError::new_err("len() of a 0-d tensor")),
+        }
+    }
+
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.var.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "Boolean value of Tensor with {} values is ambiguous",
+                if self.var.numel() == 0 { "no" } else { "more than one" }
+            )));
+        }
+        Ok(self.var.item().py()?.to_f64() != 0.0)
+    }
+
+    fn __float__(&self) -> PyResult<f64> {
+        Ok(self.var.item().py()?.to_f64())
+    }
+
+    fn __int__(&self) -> PyResult<i64> {
+        Ok(match self.var.item().py()? {
+            Scalar::Float(v) => v.trunc() as i64,
+            Scalar::Int(v) => v,
+            Scalar::Bool(v) => v as i64,
+        })
+    }
+
+    fn __index__(&self) -> PyResult<i64> {
+        if self.var.dtype().is_floating_point() || self.var.numel() != 1 {
+            return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
+        }
+        self.__int__()
+    }
+
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+
+    // ----- arithmetic ---------------------------------------------------------------
+
+    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.add(b))
+    }
+
+    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.add(b))
+    }
+
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.sub(b))
+    }
+
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.rsub(b))
+    }
+
+    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.mul(b))
+    }
+
+    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.mul(b))
+    }
+
+    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.div(b))
+    }
+
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        reflected(py, &self.var, other, |a, b| a.div(b))
+    }
+
+    fn __pow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = modulo;
+        match extract_scalar(other) {
+            Some(Scalar::Float(e)) => Ok(new_tensor(py, self.var.pow_scalar(e).py()?)?.into_any()),
+            Some(Scalar::Int(e)) => Ok(new_tensor(py, self.var.pow_scalar(e as f64).py()?)?.into_any()),
+            _ => binary(py, &self.var, other, |a, b| a.pow(b)),
+        }
+    }
+
+    fn __rpow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = modulo;
+        reflected(py, &self.var, other, |a, b| a.pow(b))
+    }
+
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if other.cast::<PyTensor>().is_err() {
+            return Ok(py.NotImplemented());
+        }
+        binary(py, &self.var, other, |a, b| a.matmul(b))
+    }
+
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if other.cast::<PyTensor>().is_err() {
+            return Ok(py.NotImplemented());
+        }
+        reflected(py, &self.var, other, |a, b| a.matmul(b))
+    }
+
+    fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.neg().py()?)
+    }
+
+    fn __pos__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.abs().py()?)
+    }
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Eq)
+    }
+
+    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Ne)
+    }
+
+    fn __lt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Lt)
+    }
+
+    fn __le__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Le)
+    }
+
+    fn __gt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Gt)
+    }
+
+    fn __ge__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Ge)
+    }
+
+    /// `self + alpha * other`.
+    #[pyo3(signature = (other, *, alpha = None))]
+    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<f64>) -> PyResult<Py<PyTensor>> {
+        let b = operand_var(other, &self.var)?;
+        let b = match alpha {
+            Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
+            _ => b,
+        };
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.add(&b)).py()?)
+    }
+
+    /// `self - alpha * other`.
+    #[pyo3(signature = (other, *, alpha = None))]
+    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<f64>) -> PyResult<Py<PyTensor>> {
+        let b = operand_var(other, &self.var)?;
+        let b = match alpha {
+            Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
+            _ => b,
+        };
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.sub(&b)).py()?)
+    }
+
+    /// `self * other`.
+    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = operand_var(other, &self.var)?;
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.mul(&b)).py()?)
+    }
+
+    /// `self / other`.
+    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = operand_var(other, &self.var)?;
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.div(&b)).py()?)
+    }
+
+    /// `self ** exponent` (scalar or tensor exponent).
+    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let out = match extract_scalar(exponent) {
+            Some(s) => self.var.pow_scalar(s.to_f64()),
+            None => self.var.pow(&operand_var(exponent, &self.var)?),
+        };
+        new_tensor(py, out.py()?)
+    }
+
+    /// Matrix product (`@`).
+    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
+        let b = other.get().var.clone();
+        let work = self.var.numel().max(b.numel());
+        new_tensor(py, maybe_detach(py, work, || self.var.matmul(&b)).py()?)
+    }
+
+    /// 2-D matrix product.
+    fn mm(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
+        if self.var.dim() != 2 || other.get().var.dim() != 2 {
+            return Err(PyRuntimeError::new_err("self must be a matrix"));
+        }
+        self.matmul(py, other)
+    }
+
+    fn neg(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.neg().py()?)
+    }
+
+    fn exp(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.exp()).py()?)
+    }
+
+    fn log(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.log()).py()?)
+    }
+
+    fn sqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.sqrt()).py()?)
+    }
+
+    fn tanh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.tanh()).py()?)
+    }
+
+    fn sigmoid(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.sigmoid()).py()?)
+    }
+
+    fn relu(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.relu()).py()?)
+    }
+
+    fn abs(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.abs().py()?)
+    }
+
+    fn sign(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.sign().py()?)
+    }
+
+    /// Clamps into `[min, max]`.
+    #[pyo3(signature = (min = None, max = None))]
+    fn clamp(&self, py: Python<'_>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.clamp(opt_f64(min)?, opt_f64(max)?).py()?)
+    }
+
+    fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Eq)
+    }
+
+    fn ne(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Ne)
+    }
+
+    fn lt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Lt)
+    }
+
+    fn le(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Le)
+    }
+
+    fn gt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Gt)
+    }
+
+    fn ge(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Ge)
+    }
+
+    // ----- reductions ---------------------------------------------------------------
+
+    /// Sum of all elements, or over `dim` (int or tuple), keeping dims if `keepdim`.
+    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
+    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let src = match extract_opt_dtype(dtype)? {
+            Some(d) => self.var.to_dtype(d).py()?,
+            None => self.var.clone(),
+        };
+        let dims = extract_dims(dim)?;
+        let out = maybe_detach(py, src.numel(), || match &dims {
+            None => src.sum(),
+            Some(d) => src.sum_dims(d, keepdim),
+        });
+        new_tensor(py, out.py()?)
+    }
+
+    /// Mean of all elements, or over `dim`.
+    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
+    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let src = match extract_opt_dtype(dtype)? {
+            Some(d) => self.var.to_dtype(d).py()?,
+            None => self.var.clone(),
+        };
+        let dims = extract_dims(dim)?;
+        let out = maybe_detach(py, src.numel(), || match &dims {
+            None => src.mean(),
+            Some(d) => src.mean_dims(d, keepdim),
+        });
+        new_tensor(py, out.py()?)
+    }
+
+    // ----- views --------------------------------------------------------------------
+
+    /// A view with another shape (`view(2, 3)` or `view((2, 3))`); one size may be -1.
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        if shape.len() == 1 {
+            if let Ok(d) = extract_dtype(&shape.get_item(0)?) {
+                if d != self.var.dtype() {
+                    return Err(PyRuntimeError::new_err("view(dtype) reinterpretation is not supported by rustgrad"));
+                }
+                return new_tensor(py, self.var.clone());
+            }
+        }
+        new_tensor(py, self.var.view(&extract_sizes(shape)?).py()?)
+    }
+
+    /// Like view, copying when needed.
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.reshape(&extract_sizes(shape)?).py()?)
+    }
+
+    /// Swaps two dims.
+    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.transpose(dim0, dim1).py()?)
+    }
+
+    /// Transpose of a <= 2-D tensor.
+    fn t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.t().py()?)
+    }
+
+    /// Reorders dims (`permute(1, 0)` or `permute((1, 0))`).
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.permute(&extract_sizes(dims)?).py()?)
+    }
+
+    /// Broadcasts to a larger size without copying (-1 keeps a size).
+    #[pyo3(signature = (*sizes))]
+    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.expand(&extract_sizes(sizes)?).py()?)
+    }
+
+    /// Inserts a size-1 dim.
+    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.unsqueeze(dim).py()?)
+    }
+
+    /// Removes size-1 dims (all, or the given one).
+    #[pyo3(signature = (dim = None))]
+    fn squeeze(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyTensor>> {
+        let out = match dim {
+            None => self.var.squeeze(),
+            Some(d) => self.var.squeeze_dim(d),
+        };
+        new_tensor(py, out.py()?)
+    }
+
+    /// Basic indexing: ints, slices, None, Ellipsis, or tuples of them.
+    fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, index_variable(&self.var, index)?)
+    }
+
+    /// `x[index] = value`: copies into the indexed view.
+    fn __setitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let view = index_variable(&self.var, index)?;
+        let src = operand_var(value, &view)?;
+        view.copy_(&src).py()?;
+        mark_python_site(py, &view);
+        Ok(())
+    }
+
+    // ----- in-place ops -------------------------------------------------------------
+
+    /// In-place `self += alpha * other`.
+    #[pyo3(signature = (other, *, alpha = None))]
+    fn add_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<f64>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        let b = operand_var(other, v)?;
+        let b = match alpha {
+            Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
+            _ => b,
+        };
+        v.add_(&b).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// In-place `self -= alpha * other`.
+    #[pyo3(signature = (other, *, alpha = None))]
+    fn sub_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<f64>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        let b = operand_var(other, v)?;
+        let b = match alpha {
+            Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
+            _ => b,
+        };
+        v.sub_(&b).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// In-place `self *= other`.
+    fn mul_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        v.mul_(&operand_var(other, v)?).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// In-place `self /= other`.
+    fn div_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        v.div_(&operand_var(other, v)?).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Fills with zeros.
+    fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        v.zero_().py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Fills with `value`.
+    fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        let value = match extract_scalar(value) {
+            Some(s) => s.to_f64(),
+            None => match value.cast::<PyTensor>() {
+                Ok(t) => t.get().var.item().py()?.to_f64(),
+                Err(_) => return Err(PyTypeError::new_err("fill_() expects a number or a 0-d tensor")),
+            },
+        };
+        v.fill_(value).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Copies `src` (broadcast and converted) into this tensor.
+    fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        v.copy_(&src.get().var).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Clamps in place.
+    #[pyo3(signature = (min = None, max = None))]
+    fn clamp_<'py>(slf: Bound<'py, Self>, min: Option<&Bound<'py, PyAny>>, max: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        v.clamp_(opt_f64(min)?, opt_f64(max)?).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// relu in place.
+    fn relu_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        v.relu_().py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    fn __iadd__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::add_(slf, other, None).map(|_| ())
+    }
+
+    fn __isub__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::sub_(slf, other, None).map(|_| ())
+    }
+
+    fn __imul__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::mul_(slf, other).map(|_| ())
+    }
+
+    fn __itruediv__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::div_(slf, other).map(|_| ())
+    }
+}
+
+/// Applies a Python index (int, slice, None, Ellipsis or a tuple of them) as views.
+pub fn index_variable(var: &Variable, index: &Bound<'_, PyAny>) -> PyResult<Variable> {
+    let items: Vec<Bound<'_, PyAny>> = match index.cast::<PyTuple>() {
+        Ok(t) => t.iter().collect(),
+        Err(_) => vec![index.clone()],
+    };
+    let consumes = |o: &Bound<'_, PyAny>| !(o.is_none() || o.is_instance_of::<PyEllipsis>());
+    let used = items.iter().filter(|o| consumes(o)).count();
+    if used > var.dim() {
+        return Err(PyIndexError::new_err(format!(
+            "too many indices for tensor of dimension {}",
+            var.dim()
+        )));
+    }
+    let mut out = var.clone();
+    let mut dim: i64 = 0;
+    // The dim of `var` the current item indexes (for error messages: selecting removes
+    // dims from `out`, so `dim` alone would misreport it).
+    let mut source_dim: usize = 0;
+    let mut seen_ellipsis = false;
+    for item in &items {
+        if item.is_none() {
+            out = out.unsqueeze(dim).py()?;
+            dim += 1;
+        } else if item.is_instance_of::<PyEllipsis>() {
+            if seen_ellipsis {
+                return Err(PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
+            }
+            seen_ellipsis = true;
+            dim += (var.dim() - used) as i64;
+            source_dim += var.dim() - used;
+        } else if let Ok(s) = item.cast::<PySlice>() {
+            let start = opt_index(&s.getattr("start")?)?;
+            let stop = opt_index(&s.getattr("stop")?)?;
+            let step = opt_index(&s.getattr("step")?)?.unwrap_or(1);
+            if step <= 0 {
+                return Err(PyValueError::new_err("step must be greater than zero"));
+            }
+            out = out.slice(dim, start, stop, step).py()?;
+            dim += 1;
+            source_dim += 1;
+        } else if let Ok(i) = extract_int(item) {
+            let size = out.shape()[dim as usize] as i64;
+            if i >= size || i < -size {
+                return Err(PyIndexError::new_err(format!(
+                    "index {i} is out of bounds for dimension {source_dim} with size {size}"
+                )));
+            }
+            out = out.select(dim, i).py()?;
+            source_dim += 1;
+        } else {
+            return Err(PyIndexError::new_err(format!(
+                "only integers, slices (`:`), ellipsis (`...`) and None are valid indices (got {})",
+                item.get_type().name()?
+            )));
+        }
+    }
+    Ok(out)
+}
+
+fn opt_index(obj: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
+    if obj.is_none() {
+        Ok(None)
+    } else {
+        extract_int(obj).map(Some)
+    }
+}

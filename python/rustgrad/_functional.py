@@ -1,0 +1,149 @@
+"""Function forms of tensor methods (``rustgrad.exp(x)`` is ``x.exp()``)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from ._rustgrad import Tensor, full
+
+
+def _t(x: Any) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+def abs(input: Tensor) -> Tensor:
+    """Elementwise absolute value."""
+    return _t(input).abs()
+
+
+def neg(input: Tensor) -> Tensor:
+    """Elementwise negation."""
+    return _t(input).neg()
+
+
+def exp(input: Tensor) -> Tensor:
+    """Elementwise exponential."""
+    return _t(input).exp()
+
+
+def log(input: Tensor) -> Tensor:
+    """Elementwise natural logarithm."""
+    return _t(input).log()
+
+
+def sqrt(input: Tensor) -> Tensor:
+    """Elementwise square root."""
+    return _t(input).sqrt()
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
+    return _t(input).tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """Elementwise logistic sigmoid."""
+    return _t(input).sigmoid()
+
+
+def relu(input: Tensor) -> Tensor:
+    """Elementwise ``max(x, 0)``."""
+    return _t(input).relu()
+
+
+def add(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input + alpha * other`` with broadcasting."""
+    return _t(input).add(other, alpha=alpha)
+
+
+def sub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input - alpha * other`` with broadcasting."""
+    return _t(input).sub(other, alpha=alpha)
+
+
+def mul(input: Tensor, other: Any) -> Tensor:
+    """``input * other`` with broadcasting."""
+    return _t(input).mul(other)
+
+
+def div(input: Tensor, other: Any) -> Tensor:
+    """``input / other`` (true division) with broadcasting."""
+    return _t(input).div(other)
+
+
+def pow(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent``; either may be a number."""
+    return input**exponent
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with broadcasting (``input @ other``)."""
+    return _t(input).matmul(other)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two 2-D matrices."""
+    return _t(input).mm(mat2)
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+    """Sum of all elements, or over ``dim``."""
+    return _t(input).sum(dim, keepdim)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+    """Mean of all elements, or over ``dim``."""
+    return _t(input).mean(dim, keepdim)
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Clamps every element into ``[min, max]``."""
+    return _t(input).clamp(min, max)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swaps two dims (a view)."""
+    return _t(input).transpose(dim0, dim1)
+
+
+def eq(input: Tensor, other: Any) -> Tensor:
+    """Elementwise ``==`` (bool tensor)."""
+    return _t(input).eq(other)
+
+
+def ne(input: Tensor, other: Any) -> Tensor:
+    """Elementwise ``!=`` (bool tensor)."""
+    return _t(input).ne(other)
+
+
+def lt(input: Tensor, other: Any) -> Tensor:
+    """Elementwise ``<`` (bool tensor)."""
+    return _t(input).lt(other)
+
+
+def le(input: Tensor, other: Any) -> Tensor:
+    """Elementwise ``<=`` (bool tensor)."""
+    return _t(input).le(other)
+
+
+def gt(input: Tensor, other: Any) -> Tensor:
+    """Elementwise ``>`` (bool tensor)."""
+    return _t(input).gt(other)
+
+
+def ge(input: Tensor, other: Any) -> Tensor:
+    """Elementwise ``>=`` (bool tensor)."""
+    return _t(input).ge(other)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    """A tensor of zeros with ``input``'s shape (and dtype unless given)."""
+    return full(tuple(input.shape), 0, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    """A tensor of ones with ``input``'s shape (and dtype unless given)."""
+    return full(tuple(input.shape), 1, dtype=dtype or input.dtype, requires_grad=requires_grad)

@@ -1,0 +1,72 @@
+"""Tensor methods written in Python (not hot): iteration, ``*_as`` helpers, ``flatten``.
+The native class allows attribute assignment, so these are added to it directly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ._rustgrad import Tensor
+
+
+def _iter(self: Tensor) -> Iterator[Tensor]:
+    if self.dim() == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(len(self)))
+
+
+def _view_as(self: Tensor, other: Tensor) -> Tensor:
+    """A view with ``other``'s shape."""
+    return self.view(other.shape)
+
+
+def _expand_as(self: Tensor, other: Tensor) -> Tensor:
+    """Broadcasts to ``other``'s shape."""
+    return self.expand(other.shape)
+
+
+def _type_as(self: Tensor, other: Tensor) -> Tensor:
+    """Converts to ``other``'s dtype."""
+    return self.to(other.dtype)
+
+
+def _flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merges dims ``start_dim..end_dim`` into one."""
+    nd = self.dim()
+    if nd == 0:
+        return self.reshape(1)
+    s, e = start_dim % nd, end_dim % nd
+    shape = list(self.shape)
+    merged = 1
+    for d in shape[s : e + 1]:
+        merged *= d
+    return self.reshape(*shape[:s], merged, *shape[e + 1 :])
+
+
+def _T(self: Tensor) -> Tensor:
+    return self.permute(*reversed(range(self.dim())))
+
+
+def _str(self: Tensor) -> str:
+    return repr(self)
+
+
+def _format(self: Tensor, spec: str) -> str:
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    return repr(self)
+
+
+_METHODS: dict[str, Any] = {
+    "__iter__": _iter,
+    "view_as": _view_as,
+    "expand_as": _expand_as,
+    "type_as": _type_as,
+    "flatten": _flatten,
+    "T": property(_T),
+    "__str__": _str,
+    "__format__": _format,
+}
+
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)

@@ -1,0 +1,22 @@
+"""Shared pytest configuration for the rustgrad Python suite."""
+
+import pytest
+import rustgrad as torch
+
+
+def pytest_configure(config):
+    # Registered here because the suite runs with --strict-markers.
+    config.addinivalue_line(
+        "markers",
+        "rustgrad_only: checks a feature PyTorch does not have (volatile, _live_nodes, "
+        "RUSTGRAD_NUM_THREADS, the file:line of an in-place write, thread-count determinism)",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _grad_mode_is_restored():
+    """Every test must leave grad mode on; restore it so one leak fails one test only."""
+    yield
+    enabled = torch.is_grad_enabled()
+    torch.set_grad_enabled(True)
+    assert enabled, "this test left grad mode off"

@@ -1,0 +1,238 @@
+"""Check rustgrad against the PyTorch-generated vectors in tests/vectors/*.json.
+
+Every case builds its inputs through the public, PyTorch-style API, applies the input
+view, runs the op with the same method or operator a PyTorch user would write, then
+compares the output and, after ``out.backward(grad_output)``, every leaf's ``.grad``.
+The schema and the meaning of every op and kwarg are in tests/vectors/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import rustgrad
+
+VECTORS_DIR = Path(__file__).resolve().parents[1] / "vectors"
+
+# A broken generator must not pass by writing empty or truncated files: each group has
+# a floor on its case count (a little under what generate.py writes today).
+MIN_CASES = {
+    "unary": 40,
+    "binary": 60,
+    "compare": 30,
+    "scalar": 30,
+    "reduce": 30,
+    "matmul": 15,
+    "views": 40,
+}
+
+TOLERANCES = {
+    "float64": {"rtol": 1e-6, "atol": 1e-9},
+    "float32": {"rtol": 1e-5, "atol": 1e-6},
+}
+
+NUMPY_DTYPES = {"float64": np.float64, "float32": np.float32, "bool": np.bool_}
+
+
+def _load_groups() -> dict[str, list[dict[str, Any]]]:
+    return {
+        path.stem: json.loads(path.read_text())["cases"]
+        for path in sorted(VECTORS_DIR.glob("*.json"))
+    }
+
+
+GROUPS = _load_groups()
+CASES = [case for cases in GROUPS.values() for case in cases]
+
+
+# ---------------------------------------------------------------- ops, as a user writes them
+
+
+def _slice_index(spec: dict[str, Any]) -> tuple[slice, ...]:
+    return (slice(None),) * spec["dim"] + (slice(spec["start"], spec["end"], spec["step"]),)
+
+
+def _reduce_dim(dims: list[int]) -> Any:
+    # One dim goes in as an int, several as a tuple: both forms of PyTorch's `dim=`.
+    return dims[0] if len(dims) == 1 else tuple(dims)
+
+
+def _reduce(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    def run(xs: list[Any], kw: dict[str, Any]) -> Any:
+        method = getattr(xs[0], op)
+        if "dim" in kw:
+            return method(dim=_reduce_dim(kw["dim"]), keepdim=kw["keepdim"])
+        return method()
+
+    return run
+
+
+def _unary(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    return lambda xs, kw: getattr(xs[0], op)()
+
+
+def _pow(xs: list[Any], kw: dict[str, Any]) -> Any:
+    if "exponent" in kw:
+        return xs[0] ** kw["exponent"]
+    return xs[0] ** xs[1]
+
+
+def _squeeze(xs: list[Any], kw: dict[str, Any]) -> Any:
+    return xs[0].squeeze(kw["dim"]) if "dim" in kw else xs[0].squeeze()
+
+
+OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
+    **{op: _unary(op) for op in ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"]},
+    "pow": _pow,
+    "add": lambda xs, kw: xs[0] + xs[1],
+    "sub": lambda xs, kw: xs[0] - xs[1],
+    "mul": lambda xs, kw: xs[0] * xs[1],
+    "div": lambda xs, kw: xs[0] / xs[1],
+    "eq": lambda xs, kw: xs[0] == xs[1],
+    "ne": lambda xs, kw: xs[0] != xs[1],
+    "lt": lambda xs, kw: xs[0] < xs[1],
+    "le": lambda xs, kw: xs[0] <= xs[1],
+    "gt": lambda xs, kw: xs[0] > xs[1],
+    "ge": lambda xs, kw: xs[0] >= xs[1],
+    "add_scalar": lambda xs, kw: xs[0] + kw["other"],
+    "radd_scalar": lambda xs, kw: kw["other"] + xs[0],
+    "sub_scalar": lambda xs, kw: xs[0] - kw["other"],
+    "rsub_scalar": lambda xs, kw: kw["other"] - xs[0],
+    "mul_scalar": lambda xs, kw: xs[0] * kw["other"],
+    "rmul_scalar": lambda xs, kw: kw["other"] * xs[0],
+    "div_scalar": lambda xs, kw: xs[0] / kw["other"],
+    "rdiv_scalar": lambda xs, kw: kw["other"] / xs[0],
+    "pow_scalar_base": lambda xs, kw: kw["other"] ** xs[0],
+    "sum": _reduce("sum"),
+    "mean": _reduce("mean"),
+    "matmul": lambda xs, kw: xs[0] @ xs[1],
+    "view": lambda xs, kw: xs[0].view(tuple(kw["shape"])),
+    "reshape": lambda xs, kw: xs[0].reshape(tuple(kw["shape"])),
+    "transpose": lambda xs, kw: xs[0].transpose(kw["dim0"], kw["dim1"]),
+    "t": lambda xs, kw: xs[0].t(),
+    "permute": lambda xs, kw: xs[0].permute(*kw["dims"]),
+    "expand": lambda xs, kw: xs[0].expand(*kw["shape"]),
+    "unsqueeze": lambda xs, kw: xs[0].unsqueeze(kw["dim"]),
+    "squeeze": _squeeze,
+    "slice": lambda xs, kw: xs[0][_slice_index(kw)],
+}
+
+
+def _apply_view(x: Any, view: dict[str, Any] | None) -> Any:
+    if view is None:
+        return x
+    kind = view["kind"]
+    if kind == "transpose":
+        return x.transpose(view["dim0"], view["dim1"])
+    if kind == "slice":
+        return x[_slice_index(view)]
+    if kind == "expand":
+        return x.expand(*view["shape"])
+    if kind == "permute":
+        return x.permute(*view["dims"])
+    raise AssertionError(f"unknown view kind {kind!r}")
+
+
+# ------------------------------------------------------------------------ comparing
+
+
+def _leaf(spec: dict[str, Any]) -> Any:
+    dtype = getattr(rustgrad, spec["dtype"])
+    t = rustgrad.tensor(spec["data"], dtype=dtype).reshape(tuple(spec["shape"]))
+    return t.requires_grad_(spec["requires_grad"])
+
+
+def _assert_matches(actual: Any, expected: dict[str, Any], what: str) -> None:
+    assert tuple(actual.shape) == tuple(expected["shape"]), f"{what}: shape"
+    assert actual.dtype == getattr(rustgrad, expected["dtype"]), f"{what}: dtype"
+    values = actual.detach().numpy()
+    assert values.dtype == NUMPY_DTYPES[expected["dtype"]], f"{what}: numpy dtype"
+    want = np.array(expected["data"], dtype=values.dtype).reshape(tuple(expected["shape"]))
+    if expected["dtype"] == "bool":
+        np.testing.assert_array_equal(values, want, err_msg=what)
+    else:
+        np.testing.assert_allclose(values, want, err_msg=what, **TOLERANCES[expected["dtype"]])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+def test_vector(case: dict[str, Any]) -> None:
+    leaves = [_leaf(spec) for spec in case["inputs"]]
+    viewed = [_apply_view(x, spec["view"]) for x, spec in zip(leaves, case["inputs"])]
+    out = OPS[case["op"]](viewed, case["kwargs"])
+
+    _assert_matches(out, case["output"], "output")
+
+    grad_output = case["grad_output"]
+    assert out.requires_grad == (grad_output is not None), "output requires_grad"
+    if grad_output is None:
+        return
+    out.backward(_leaf({**grad_output, "requires_grad": False}))
+    for input_nr, (leaf, expected) in enumerate(zip(leaves, case["grads"])):
+        if expected is None:
+            assert leaf.grad is None, f"grad of input {input_nr} should be None"
+        else:
+            assert leaf.grad is not None, f"grad of input {input_nr} is None"
+            _assert_matches(leaf.grad, expected, f"grad of input {input_nr}")
+
+
+# ------------------------------------------------------------- the vectors themselves
+
+REQUIRED_OPS = {
+    "unary": {"neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs", "pow"},
+    "binary": {"add", "sub", "mul", "div", "pow"},
+    "compare": {"eq", "ne", "lt", "le", "gt", "ge"},
+    "scalar": {
+        "add_scalar",
+        "radd_scalar",
+        "sub_scalar",
+        "rsub_scalar",
+        "mul_scalar",
+        "rmul_scalar",
+        "div_scalar",
+        "rdiv_scalar",
+        "pow_scalar_base",
+    },
+    "reduce": {"sum", "mean"},
+    "matmul": {"matmul"},
+    "views": {
+        "view",
+        "reshape",
+        "transpose",
+        "t",
+        "permute",
+        "expand",
+        "unsqueeze",
+        "squeeze",
+        "slice",
+    },
+}
+
+
+@pytest.mark.parametrize("group", sorted(MIN_CASES))
+def test_group_is_complete(group: str) -> None:
+    assert group in GROUPS, f"tests/vectors/{group}.json is missing"
+    cases = GROUPS[group]
+    assert len(cases) >= MIN_CASES[group], f"{group}.json has only {len(cases)} cases"
+    missing = REQUIRED_OPS[group] - {case["op"] for case in cases}
+    assert not missing, f"{group}.json covers no case of {sorted(missing)}"
+
+
+def test_vectors_are_well_formed() -> None:
+    names = [case["name"] for case in CASES]
+    assert len(names) == len(set(names)), "case names must be unique across files"
+    assert set(GROUPS) == set(MIN_CASES), "a vector file is not listed in MIN_CASES"
+    dtypes = set()
+    for case in CASES:
+        assert case["op"] in OPS, f"{case['name']}: unknown op {case['op']!r}"
+        assert len(case["grads"]) == len(case["inputs"]), case["name"]
+        for spec in case["inputs"]:
+            assert len(spec["data"]) == int(np.prod(spec["shape"])), case["name"]
+            dtypes.add(spec["dtype"])
+    # Both float dtypes appear, and the views of inputs reach non-contiguous layouts.
+    assert dtypes == {"float64", "float32"}
+    view_kinds = {spec["view"]["kind"] for case in CASES for spec in case["inputs"] if spec["view"]}
+    assert view_kinds == {"transpose", "slice", "expand", "permute"}

@@ -1,0 +1,647 @@
+"""Generate the cross-language test vectors in tests/vectors/*.json with PyTorch.
+
+Run from the repository root with the separate PyTorch environment:
+
+    .torch-venv/bin/python tests/vectors/generate.py
+
+PyTorch is never a test dependency: the JSON files are committed, and both the Rust
+integration tests and tests/python/test_vectors.py read them. The schema and the exact
+meaning of every op and kwarg are in tests/vectors/README.md; keep the two in sync.
+
+Determinism: every case draws its inputs from its own numpy generator seeded with the
+CRC32 of the case name, so adding or removing a case never changes the others, and
+rerunning the script rewrites byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import zlib
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+OUT_DIR = Path(__file__).resolve().parent
+
+# Inputs and grad_outputs are rounded to this many decimals: the JSON stays small, and
+# the decimal text parses to the same f64 in Python and Rust, so both sides start from
+# bit-identical inputs. Outputs and gradients are written at full precision.
+INPUT_DECIMALS = 4
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+UNARY_OPS = ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"]
+BINARY_OPS = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": operator.truediv,
+    "pow": operator.pow,
+}
+COMPARE_OPS = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+}
+# op name -> f(x, other) with x the tensor and other the Python scalar kwarg.
+SCALAR_OPS: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {
+    "add_scalar": lambda x, other: x + other,
+    "radd_scalar": lambda x, other: other + x,
+    "sub_scalar": lambda x, other: x - other,
+    "rsub_scalar": lambda x, other: other - x,
+    "mul_scalar": lambda x, other: x * other,
+    "rmul_scalar": lambda x, other: other * x,
+    "div_scalar": lambda x, other: x / other,
+    "rdiv_scalar": lambda x, other: other / x,
+    "pow_scalar_base": lambda x, other: other**x,
+}
+REDUCE_OPS = ["sum", "mean"]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def inp(
+    shape: list[int],
+    dist: str = "normal",
+    requires_grad: bool = True,
+    view: dict[str, Any] | None = None,
+    dtype: str = "float64",
+) -> dict[str, Any]:
+    """Describe one input: its base (leaf) shape, value distribution and optional view."""
+    return {
+        "shape": list(shape),
+        "dist": dist,
+        "requires_grad": requires_grad,
+        "view": view,
+        "dtype": dtype,
+    }
+
+
+def transpose(dim0: int, dim1: int) -> dict[str, Any]:
+    return {"kind": "transpose", "dim0": dim0, "dim1": dim1}
+
+
+def slice_(dim: int, start: int | None, end: int | None, step: int = 1) -> dict[str, Any]:
+    return {"kind": "slice", "dim": dim, "start": start, "end": end, "step": step}
+
+
+def expand(shape: list[int]) -> dict[str, Any]:
+    return {"kind": "expand", "shape": list(shape)}
+
+
+def permute(dims: list[int]) -> dict[str, Any]:
+    return {"kind": "permute", "dims": list(dims)}
+
+
+def draw(rng: np.random.Generator, shape: list[int], dist: str) -> np.ndarray:
+    n = int(np.prod(shape)) if shape else 1
+    if dist == "normal":
+        values = rng.normal(0.0, 1.0, n)
+    elif dist == "positive":
+        # log, sqrt, pow bases, negative exponents: keep well inside the domain.
+        values = rng.uniform(0.5, 2.0, n)
+    elif dist == "nonzero":
+        # relu, abs, divisors: keep away from the kink / pole at 0.
+        values = rng.choice([-1.0, 1.0], n) * rng.uniform(0.2, 2.0, n)
+    elif dist == "ties":
+        # comparisons: a small value set so that eq/le/ge see many exact ties.
+        values = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], n)
+    else:
+        raise ValueError(f"unknown dist {dist!r}")
+    values = np.round(values, INPUT_DECIMALS)
+    if dist in ("positive", "nonzero"):
+        assert np.all(values != 0.0)
+    return values
+
+
+# ------------------------------------------------------------------------ applying
+
+
+def apply_view(t: torch.Tensor, view: dict[str, Any] | None) -> torch.Tensor:
+    if view is None:
+        return t
+    kind = view["kind"]
+    if kind == "transpose":
+        return t.transpose(view["dim0"], view["dim1"])
+    if kind == "slice":
+        return t[slice_index(view)]
+    if kind == "expand":
+        return t.expand(*view["shape"])
+    if kind == "permute":
+        return t.permute(*view["dims"])
+    raise ValueError(f"unknown view kind {kind!r}")
+
+
+def slice_index(spec: dict[str, Any]) -> tuple[slice, ...]:
+    return (slice(None),) * spec["dim"] + (slice(spec["start"], spec["end"], spec["step"]),)
+
+
+def reduce_dim(dims: list[int]) -> Any:
+    # Same convention as the pytest module: one dim is passed as an int, several as a
+    # tuple, so both forms of PyTorch's `dim=` argument are exercised.
+    return dims[0] if len(dims) == 1 else tuple(dims)
+
+
+def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> torch.Tensor:
+    if op in UNARY_OPS:
+        return getattr(xs[0], op)()
+    if op == "pow" and "exponent" in kwargs:
+        return xs[0] ** kwargs["exponent"]
+    if op in BINARY_OPS:
+        return BINARY_OPS[op](xs[0], xs[1])
+    if op in COMPARE_OPS:
+        return COMPARE_OPS[op](xs[0], xs[1])
+    if op in SCALAR_OPS:
+        return SCALAR_OPS[op](xs[0], kwargs["other"])
+    if op in REDUCE_OPS:
+        if "dim" in kwargs:
+            return getattr(xs[0], op)(dim=reduce_dim(kwargs["dim"]), keepdim=kwargs["keepdim"])
+        return getattr(xs[0], op)()
+    if op == "matmul":
+        return xs[0] @ xs[1]
+    x = xs[0]
+    if op == "view":
+        return x.view(tuple(kwargs["shape"]))
+    if op == "reshape":
+        return x.reshape(tuple(kwargs["shape"]))
+    if op == "transpose":
+        return x.transpose(kwargs["dim0"], kwargs["dim1"])
+    if op == "t":
+        return x.t()
+    if op == "permute":
+        return x.permute(*kwargs["dims"])
+    if op == "expand":
+        return x.expand(*kwargs["shape"])
+    if op == "unsqueeze":
+        return x.unsqueeze(kwargs["dim"])
+    if op == "squeeze":
+        return x.squeeze(kwargs["dim"]) if "dim" in kwargs else x.squeeze()
+    if op == "slice":
+        return x[slice_index(kwargs)]
+    raise ValueError(f"unknown op {op!r}")
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def to_json_values(t: torch.Tensor) -> list[Any]:
+    flat = t.detach().contiguous().reshape(-1)
+    if t.dtype == torch.bool:
+        return [bool(v) for v in flat.tolist()]
+    values = [float(v) for v in flat.tolist()]
+    assert all(math.isfinite(v) for v in values), "non-finite value in a vector"
+    return values
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def tensor_json(t: torch.Tensor) -> dict[str, Any]:
+    return {"data": to_json_values(t), "shape": list(t.shape), "dtype": dtype_name(t.dtype)}
+
+
+def make_case(
+    name: str, op: str, inputs: list[dict[str, Any]], kwargs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    kwargs = kwargs or {}
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+
+    leaves = []
+    inputs_json = []
+    for spec in inputs:
+        values = draw(rng, spec["shape"], spec["dist"])
+        leaf = (
+            torch.tensor(values.tolist(), dtype=DTYPES[spec["dtype"]])
+            .reshape(tuple(spec["shape"]))
+            .requires_grad_(spec["requires_grad"])
+        )
+        leaves.append(leaf)
+        inputs_json.append(
+            {
+                "data": values.tolist(),
+                "shape": spec["shape"],
+                "dtype": spec["dtype"],
+                "requires_grad": spec["requires_grad"],
+                "view": spec["view"],
+            }
+        )
+
+    out = apply_op(op, kwargs, [apply_view(t, s["view"]) for t, s in zip(leaves, inputs)])
+    case: dict[str, Any] = {
+        "name": name,
+        "op": op,
+        "kwargs": kwargs,
+        "inputs": inputs_json,
+        "output": tensor_json(out),
+    }
+
+    if out.requires_grad:
+        go_values = np.round(rng.normal(0.0, 1.0, out.numel()), INPUT_DECIMALS)
+        grad_output = torch.tensor(go_values.tolist(), dtype=out.dtype).reshape(out.shape)
+        out.backward(grad_output)
+        case["grad_output"] = tensor_json(grad_output)
+        grads = []
+        for leaf in leaves:
+            if leaf.requires_grad:
+                assert leaf.grad is not None, f"{name}: leaf got no gradient"
+                grads.append(tensor_json(leaf.grad))
+            else:
+                grads.append(None)
+        case["grads"] = grads
+    else:
+        case["grad_output"] = None
+        case["grads"] = [None] * len(leaves)
+    return case
+
+
+def f32(spec: dict[str, Any]) -> dict[str, Any]:
+    return {**spec, "dtype": "float32"}
+
+
+UNARY_DIST = {
+    "neg": "normal",
+    "exp": "normal",
+    "log": "positive",
+    "sqrt": "positive",
+    "tanh": "normal",
+    "sigmoid": "normal",
+    "relu": "nonzero",
+    "abs": "nonzero",
+}
+
+
+def unary_cases() -> list[dict[str, Any]]:
+    cases = []
+    for op in UNARY_OPS:
+        d = UNARY_DIST[op]
+        cases += [
+            make_case(f"{op}_2d", op, [inp([3, 4], d)]),
+            make_case(f"{op}_transposed", op, [inp([4, 3], d, view=transpose(0, 1))]),
+            make_case(f"{op}_sliced", op, [inp([3, 6], d, view=slice_(1, 0, 6, 2))]),
+            make_case(f"{op}_f32", op, [inp([2, 5], d, dtype="float32")]),
+        ]
+    cases += [
+        make_case("neg_0d", "neg", [inp([])]),
+        make_case("exp_0d", "exp", [inp([])]),
+        make_case("relu_expanded", "relu", [inp([3, 1], "nonzero", view=expand([3, 4]))]),
+        make_case("sqrt_permuted", "sqrt", [inp([2, 3, 4], "positive", view=permute([2, 0, 1]))]),
+        make_case("tanh_no_grad", "tanh", [inp([3, 4], requires_grad=False)]),
+        # pow with a Python-number exponent (x ** exponent).
+        make_case("pow_exponent_2_5", "pow", [inp([3, 4], "positive")], {"exponent": 2.5}),
+        make_case("pow_exponent_int_2", "pow", [inp([3, 4], "normal")], {"exponent": 2}),
+        make_case("pow_exponent_int_3", "pow", [inp([3, 4], "normal")], {"exponent": 3}),
+        make_case("pow_exponent_int_neg1", "pow", [inp([3, 4], "positive")], {"exponent": -1}),
+        make_case("pow_exponent_0_5", "pow", [inp([3, 4], "positive")], {"exponent": 0.5}),
+        make_case("pow_exponent_0", "pow", [inp([3, 4], "positive")], {"exponent": 0.0}),
+        make_case(
+            "pow_exponent_2_5_transposed",
+            "pow",
+            [inp([4, 3], "positive", view=transpose(0, 1))],
+            {"exponent": 2.5},
+        ),
+        make_case(
+            "pow_exponent_neg1_5_sliced",
+            "pow",
+            [inp([4, 6], "positive", view=slice_(0, 1, 4, 2))],
+            {"exponent": -1.5},
+        ),
+        make_case(
+            "pow_exponent_2_5_f32",
+            "pow",
+            [inp([2, 5], "positive", dtype="float32")],
+            {"exponent": 2.5},
+        ),
+    ]
+    return cases
+
+
+def binary_cases() -> list[dict[str, Any]]:
+    cases = []
+    for op in BINARY_OPS:
+        # a's distribution: pow needs a positive base; b's: div needs a nonzero divisor.
+        da = "positive" if op == "pow" else "normal"
+        db = "nonzero" if op == "div" else "normal"
+        cases += [
+            make_case(f"{op}_same_shape", op, [inp([3, 4], da), inp([3, 4], db)]),
+            make_case(f"{op}_broadcast_row", op, [inp([3, 4], da), inp([4], db)]),
+            make_case(f"{op}_broadcast_col", op, [inp([3, 4], da), inp([3, 1], db)]),
+            make_case(f"{op}_broadcast_scalar_0d", op, [inp([3, 4], da), inp([], db)]),
+            make_case(f"{op}_broadcast_0d_lhs", op, [inp([], da), inp([3, 4], db)]),
+            make_case(f"{op}_broadcast_3d_2d", op, [inp([2, 3, 4], da), inp([3, 4], db)]),
+            make_case(f"{op}_broadcast_both", op, [inp([2, 1, 4], da), inp([3, 1], db)]),
+            make_case(
+                f"{op}_transposed_lhs",
+                op,
+                [inp([4, 3], da, view=transpose(0, 1)), inp([3, 4], db)],
+            ),
+            make_case(
+                f"{op}_sliced_rhs",
+                op,
+                [inp([3, 4], da), inp([3, 8], db, view=slice_(1, 1, 8, 2))],
+            ),
+            make_case(
+                f"{op}_expanded_lhs",
+                op,
+                [inp([3, 1], da, view=expand([3, 4])), inp([3, 4], db)],
+            ),
+            make_case(
+                f"{op}_rhs_no_grad",
+                op,
+                [inp([3, 4], da), inp([3, 4], db, requires_grad=False)],
+            ),
+            make_case(
+                f"{op}_f32",
+                op,
+                [inp([3, 4], da, dtype="float32"), inp([3, 4], db, dtype="float32")],
+            ),
+            make_case(
+                f"{op}_f32_broadcast_row",
+                op,
+                [inp([2, 3], da, dtype="float32"), inp([3], db, dtype="float32")],
+            ),
+        ]
+    return cases
+
+
+def compare_cases() -> list[dict[str, Any]]:
+    cases = []
+    for op in COMPARE_OPS:
+        cases += [
+            make_case(
+                f"{op}_same_shape",
+                op,
+                [inp([3, 4], "ties", False), inp([3, 4], "ties", False)],
+            ),
+            make_case(
+                f"{op}_broadcast_row",
+                op,
+                [inp([3, 4], "ties", False), inp([4], "ties", False)],
+            ),
+            make_case(
+                f"{op}_broadcast_scalar_0d",
+                op,
+                [inp([3, 4], "ties", False), inp([], "ties", False)],
+            ),
+            make_case(
+                f"{op}_transposed_lhs",
+                op,
+                [inp([4, 3], "ties", False, view=transpose(0, 1)), inp([3, 4], "ties", False)],
+            ),
+            make_case(
+                f"{op}_f32",
+                op,
+                [
+                    inp([3, 4], "ties", False, dtype="float32"),
+                    inp([3, 4], "ties", False, dtype="float32"),
+                ],
+            ),
+        ]
+    return cases
+
+
+SCALAR_OTHER = {
+    "add_scalar": 2.5,
+    "radd_scalar": 2.5,
+    "sub_scalar": 2.5,
+    "rsub_scalar": 2.5,
+    "mul_scalar": 2.5,
+    "rmul_scalar": 2.5,
+    "div_scalar": 2.5,
+    "rdiv_scalar": 2.5,
+    "pow_scalar_base": 2.5,
+}
+
+
+def scalar_cases() -> list[dict[str, Any]]:
+    cases = []
+    for op, other in SCALAR_OTHER.items():
+        d = "nonzero" if op == "rdiv_scalar" else "normal"
+        kw = {"other": other}
+        cases += [
+            make_case(f"{op}_2d", op, [inp([3, 4], d)], kw),
+            make_case(f"{op}_transposed", op, [inp([4, 3], d, view=transpose(0, 1))], kw),
+            make_case(f"{op}_f32", op, [inp([2, 5], d, dtype="float32")], kw),
+        ]
+    cases += [
+        make_case("add_scalar_int", "add_scalar", [inp([3, 4])], {"other": 2}),
+        make_case("mul_scalar_int_negative", "mul_scalar", [inp([3, 4])], {"other": -3}),
+        make_case("rsub_scalar_int", "rsub_scalar", [inp([3, 4])], {"other": 1}),
+        make_case("div_scalar_negative", "div_scalar", [inp([3, 4])], {"other": -0.75}),
+        make_case(
+            "rdiv_scalar_sliced",
+            "rdiv_scalar",
+            [inp([3, 8], "nonzero", view=slice_(1, 0, 8, 3))],
+            {"other": -1.5},
+        ),
+        make_case("pow_scalar_base_0_5", "pow_scalar_base", [inp([3, 4])], {"other": 0.5}),
+        make_case("mul_scalar_0d", "mul_scalar", [inp([])], {"other": 2.5}),
+    ]
+    return cases
+
+
+def reduce_cases() -> list[dict[str, Any]]:
+    cases = []
+    for op in REDUCE_OPS:
+        cases += [
+            make_case(f"{op}_all_2d", op, [inp([3, 4])]),
+            make_case(f"{op}_all_3d", op, [inp([2, 3, 4])]),
+            make_case(f"{op}_all_1d", op, [inp([5])]),
+            make_case(f"{op}_all_0d", op, [inp([])]),
+            make_case(f"{op}_dim0", op, [inp([3, 4])], {"dim": [0], "keepdim": False}),
+            make_case(f"{op}_dim1_keepdim", op, [inp([3, 4])], {"dim": [1], "keepdim": True}),
+            make_case(f"{op}_dim_neg1", op, [inp([2, 3, 4])], {"dim": [-1], "keepdim": False}),
+            make_case(
+                f"{op}_dims_0_2_keepdim", op, [inp([2, 3, 4])], {"dim": [0, 2], "keepdim": True}
+            ),
+            make_case(
+                f"{op}_dims_neg1_neg3", op, [inp([2, 3, 4])], {"dim": [-1, -3], "keepdim": False}
+            ),
+            make_case(
+                f"{op}_dims_all_listed", op, [inp([3, 4])], {"dim": [0, 1], "keepdim": False}
+            ),
+            make_case(
+                f"{op}_dim1_transposed",
+                op,
+                [inp([4, 3], view=transpose(0, 1))],
+                {"dim": [1], "keepdim": False},
+            ),
+            make_case(f"{op}_all_transposed", op, [inp([4, 3], view=transpose(0, 1))]),
+            make_case(
+                f"{op}_dim0_sliced",
+                op,
+                [inp([3, 8], view=slice_(1, 0, 7, 2))],
+                {"dim": [0], "keepdim": True},
+            ),
+            make_case(f"{op}_all_expanded", op, [inp([3, 1], view=expand([2, 3, 4]))]),
+            make_case(
+                f"{op}_dim_neg2_permuted",
+                op,
+                [inp([2, 3, 4], view=permute([2, 0, 1]))],
+                {"dim": [-2], "keepdim": False},
+            ),
+            make_case(f"{op}_all_f32", op, [inp([3, 4], dtype="float32")]),
+            make_case(
+                f"{op}_dim1_f32", op, [inp([3, 4], dtype="float32")], {"dim": [1], "keepdim": False}
+            ),
+        ]
+    return cases
+
+
+def matmul_cases() -> list[dict[str, Any]]:
+    def mm(name: str, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        return make_case(name, "matmul", [a, b])
+
+    return [
+        mm("matmul_2d_2d", inp([3, 4]), inp([4, 5])),
+        mm("matmul_batched_3d_3d", inp([2, 3, 4]), inp([2, 4, 5])),
+        mm("matmul_broadcast_3d_2d", inp([2, 3, 4]), inp([4, 5])),
+        mm("matmul_broadcast_2d_3d", inp([3, 4]), inp([2, 4, 5])),
+        mm("matmul_broadcast_batch_1", inp([1, 3, 4]), inp([2, 4, 5])),
+        mm("matmul_broadcast_4d_3d", inp([2, 1, 3, 4]), inp([3, 4, 2])),
+        mm("matmul_1d_2d", inp([4]), inp([4, 5])),
+        mm("matmul_2d_1d", inp([3, 4]), inp([4])),
+        mm("matmul_1d_1d", inp([4]), inp([4])),
+        mm("matmul_3d_1d", inp([2, 3, 4]), inp([4])),
+        mm("matmul_1d_3d", inp([4]), inp([2, 4, 5])),
+        mm("matmul_transposed_lhs", inp([4, 3], view=transpose(0, 1)), inp([4, 5])),
+        mm("matmul_transposed_rhs", inp([3, 4]), inp([5, 4], view=transpose(0, 1))),
+        mm("matmul_sliced_lhs", inp([6, 4], view=slice_(0, 0, 6, 2)), inp([4, 5])),
+        mm(
+            "matmul_permuted_batched",
+            inp([4, 2, 3], view=permute([1, 2, 0])),
+            inp([2, 4, 5]),
+        ),
+        mm("matmul_expanded_batch", inp([3, 4], view=expand([2, 3, 4])), inp([2, 4, 5])),
+        mm("matmul_rhs_no_grad", inp([3, 4]), inp([4, 5], requires_grad=False)),
+        mm("matmul_f32_2d", inp([3, 4], dtype="float32"), inp([4, 5], dtype="float32")),
+        mm(
+            "matmul_f32_batched",
+            inp([2, 3, 4], dtype="float32"),
+            inp([2, 4, 5], dtype="float32"),
+        ),
+    ]
+
+
+def views_cases() -> list[dict[str, Any]]:
+    def v(name: str, op: str, spec: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return make_case(name, op, [spec], kwargs)
+
+    return [
+        v("view_2d_to_2d", "view", inp([2, 6]), shape=[3, 4]),
+        v("view_infer_dim", "view", inp([2, 3, 4]), shape=[-1, 4]),
+        v("view_flatten", "view", inp([3, 4]), shape=[-1]),
+        v("view_to_0d", "view", inp([1, 1]), shape=[]),
+        v("view_row_slice", "view", inp([4, 3], view=slice_(0, 1, 3)), shape=[6]),
+        # Splitting the stride-1 dim of a transposed tensor is a valid view (no copy).
+        v(
+            "view_split_dim_of_transposed",
+            "view",
+            inp([4, 6], view=transpose(0, 1)),
+            shape=[2, 3, 4],
+        ),
+        v("reshape_contiguous", "reshape", inp([2, 6]), shape=[4, 3]),
+        v("reshape_infer_dim", "reshape", inp([2, 3, 4]), shape=[3, -1]),
+        v("reshape_transposed_copy", "reshape", inp([4, 3], view=transpose(0, 1)), shape=[12]),
+        v("reshape_sliced", "reshape", inp([3, 8], view=slice_(1, 0, 8, 2)), shape=[2, 6]),
+        v("reshape_f32", "reshape", inp([2, 6], dtype="float32"), shape=[3, 2, 2]),
+        v("transpose_2d", "transpose", inp([3, 4]), dim0=0, dim1=1),
+        v("transpose_3d_0_2", "transpose", inp([2, 3, 4]), dim0=0, dim1=2),
+        v("transpose_negative_dims", "transpose", inp([2, 3, 4]), dim0=-1, dim1=-3),
+        v("transpose_same_dim", "transpose", inp([3, 4]), dim0=1, dim1=1),
+        v(
+            "transpose_of_transposed",
+            "transpose",
+            inp([4, 3], view=transpose(0, 1)),
+            dim0=0,
+            dim1=1,
+        ),
+        v("transpose_f32", "transpose", inp([3, 4], dtype="float32"), dim0=0, dim1=1),
+        v("t_2d", "t", inp([3, 4])),
+        v("t_1d", "t", inp([4])),
+        v("t_sliced", "t", inp([3, 8], view=slice_(1, 2, 8, 3))),
+        v("permute_3d", "permute", inp([2, 3, 4]), dims=[2, 0, 1]),
+        v("permute_negative_dims", "permute", inp([2, 3, 4]), dims=[-1, 0, -2]),
+        v("permute_of_transposed", "permute", inp([4, 3, 2], view=transpose(0, 2)), dims=[1, 2, 0]),
+        v("expand_col", "expand", inp([3, 1]), shape=[3, 4]),
+        v("expand_new_leading_dims", "expand", inp([4]), shape=[2, 3, 4]),
+        v("expand_minus_one", "expand", inp([3, 1]), shape=[-1, 4]),
+        v("expand_0d", "expand", inp([]), shape=[2, 3]),
+        v("expand_transposed", "expand", inp([1, 3], view=transpose(0, 1)), shape=[2, 3, 4]),
+        v("unsqueeze_0", "unsqueeze", inp([3, 4]), dim=0),
+        v("unsqueeze_last", "unsqueeze", inp([3, 4]), dim=-1),
+        v("unsqueeze_middle_transposed", "unsqueeze", inp([4, 3], view=transpose(0, 1)), dim=1),
+        v("unsqueeze_0d", "unsqueeze", inp([]), dim=0),
+        v("squeeze_dim", "squeeze", inp([3, 1, 4]), dim=1),
+        v("squeeze_all", "squeeze", inp([1, 3, 1, 4])),
+        v("squeeze_non_one_dim_noop", "squeeze", inp([3, 4]), dim=0),
+        v("squeeze_negative_dim", "squeeze", inp([3, 1, 4]), dim=-2),
+        v("slice_dim0", "slice", inp([4, 3]), dim=0, start=1, end=3, step=1),
+        v("slice_dim1_step2", "slice", inp([3, 8]), dim=1, start=0, end=8, step=2),
+        v("slice_negative_start", "slice", inp([5, 3]), dim=0, start=-3, end=None, step=1),
+        v("slice_negative_end", "slice", inp([3, 6]), dim=1, start=None, end=-2, step=1),
+        v("slice_end_past_size", "slice", inp([4, 3]), dim=0, start=1, end=100, step=1),
+        v("slice_3d_last_dim_step3", "slice", inp([2, 3, 7]), dim=2, start=1, end=None, step=3),
+        v(
+            "slice_of_transposed",
+            "slice",
+            inp([6, 3], view=transpose(0, 1)),
+            dim=1,
+            start=1,
+            end=6,
+            step=2,
+        ),
+        v(
+            "slice_of_slice",
+            "slice",
+            inp([4, 10], view=slice_(1, 1, 10, 2)),
+            dim=1,
+            start=1,
+            end=None,
+            step=2,
+        ),
+        v("slice_f32", "slice", inp([4, 6], dtype="float32"), dim=1, start=1, end=5, step=3),
+    ]
+
+
+GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
+    "unary": unary_cases,
+    "binary": binary_cases,
+    "compare": compare_cases,
+    "scalar": scalar_cases,
+    "reduce": reduce_cases,
+    "matmul": matmul_cases,
+    "views": views_cases,
+}
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)  # fixed reduction order, so reruns are byte-identical
+    names: set[str] = set()
+    total = 0
+    for group, build in GROUPS.items():
+        cases = build()
+        for case in cases:
+            assert case["name"] not in names, f"duplicate case name {case['name']}"
+            names.add(case["name"])
+        # One case per line: compact, and a regenerated file diffs case by case.
+        lines = [json.dumps(case, allow_nan=False) for case in cases]
+        text = '{"cases": [\n' + ",\n".join(lines) + "\n]}\n"
+        path = OUT_DIR / f"{group}.json"
+        path.write_text(text)
+        total += len(text)
+        print(f"{path.name}: {len(cases)} cases, {len(text)} bytes")
+    print(f"total: {len(names)} cases, {total} bytes")
+
+
+if __name__ == "__main__":
+    main()
