@@ -561,6 +561,36 @@ impl Tensor {
         Ok(self.with_layout(self.layout.select(d, i as usize)))
     }
 
+    /// The layout of `self` relative to the first element of `base`, when both view one
+    /// storage and `base` is contiguous: replaying it on a contiguous tensor of `base`'s
+    /// shape selects the elements `self` views.
+    pub fn layout_within(&self, base: &Tensor) -> Option<Layout> {
+        if !self.shares_storage(base) || !base.is_contiguous() || self.layout.offset() < base.layout.offset() {
+            return None;
+        }
+        Some(Layout::new(
+            self.shape().into(),
+            self.strides().into(),
+            self.layout.offset() - base.layout.offset(),
+        ))
+    }
+
+    /// A view of this tensor's elements (made contiguous first) through `layout`.
+    pub fn as_strided(&self, layout: &Layout) -> Result<Tensor> {
+        let t = self.contiguous();
+        if layout.storage_extent() > t.numel() {
+            return Err(Error::InvalidArgument(format!(
+                "setStorage: sizes {:?}, strides {:?}, storage offset {} require more elements than the {} available",
+                layout.shape(),
+                layout.strides(),
+                layout.offset(),
+                t.numel()
+            )));
+        }
+        let shifted = Layout::new(layout.shape().into(), layout.strides().into(), layout.offset() + t.layout.offset());
+        Ok(t.with_layout(shifted))
+    }
+
     // ----- compute ------------------------------------------------------------------
 
     /// An elementwise function; integer inputs to float functions are promoted to float32.

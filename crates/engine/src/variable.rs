@@ -8,6 +8,7 @@ use crate::autograd::saved::SavedTensor;
 use crate::autograd::{engine, grad_mode};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::shape::{self, Dims};
 use crate::storage::WriteSite;
 use crate::tensor::{BinaryOp, CmpOp, Scalar, Tensor, UnaryOp};
@@ -39,6 +40,13 @@ struct AutogradMeta {
     grad_accumulator: Option<NodeId>,
     /// The variable this one is a view of (always the root base, never a view).
     view_base: Option<Variable>,
+    /// For views: the storage version when `grad_fn` was last derived. A different
+    /// version means the base's history may have changed since (an in-place write), so
+    /// the view's history is re-derived from the base's. See Note [In-place ops].
+    view_version: u64,
+    /// For views: whether the view was made while recording (views made under no_grad
+    /// never acquire history, as in PyTorch).
+    view_created_with_grad: bool,
 }
 
 /// Saved-tensor slots of a node: `None` where the rule will not need it.
@@ -100,6 +108,47 @@ impl Variable {
         self.0.meta.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The meta, after re-deriving a stale view's history from its base.
+    fn meta_fresh(&self) -> MutexGuard<'_, AutogradMeta> {
+        let m = self.meta();
+        let stale = match &m.view_base {
+            Some(base) if m.view_version != self.tensor().version() => Some((base.clone(), m.view_created_with_grad)),
+            _ => None,
+        };
+        let Some((base, created_with_grad)) = stale else { return m };
+        drop(m);
+        let version = self.tensor().version();
+        if created_with_grad && base.requires_grad() {
+            self.derive_view_history(&base, version);
+        } else {
+            self.meta().view_version = version;
+        }
+        self.meta()
+    }
+
+    /// Sets this view's grad_fn to "the elements of `base`'s current history at this
+    /// view's place" (AsStridedBackward0).
+    fn derive_view_history(&self, base: &Variable, version: u64) {
+        let Some(layout) = self.tensor().layout_within(base.tensor()) else {
+            self.meta().view_version = version;
+            return;
+        };
+        let edge = base.gradient_edge();
+        let node = graph::create_node_with_sources(
+            NodeKind::Op(OpKind::AsStrided { base: base.shape().into(), layout }),
+            smallvec![edge],
+            SmallVec::new(),
+            (self.dtype(), self.shape().into()),
+        );
+        let old = {
+            let mut m = self.meta();
+            m.view_version = version;
+            m.output_nr = 0;
+            std::mem::replace(&mut m.grad_fn, Some(node))
+        };
+        drop(old);
+    }
+
     /// The data.
     pub fn tensor(&self) -> &Tensor {
         &self.0.tensor
@@ -142,7 +191,7 @@ impl Variable {
 
     /// Whether gradients flow to (leaf) or through (non-leaf) this variable.
     pub fn requires_grad(&self) -> bool {
-        let m = self.meta();
+        let m = self.meta_fresh();
         m.requires_grad || m.grad_fn.is_some()
     }
 
@@ -169,12 +218,12 @@ impl Variable {
 
     /// Whether this variable was created by the user rather than by a recorded op.
     pub fn is_leaf(&self) -> bool {
-        self.meta().grad_fn.is_none()
+        self.meta_fresh().grad_fn.is_none()
     }
 
     /// The node that created this variable, if recorded.
     pub fn grad_fn(&self) -> Option<NodeRef> {
-        self.meta().grad_fn.clone()
+        self.meta_fresh().grad_fn.clone()
     }
 
     /// Which output of its grad_fn this variable is.
@@ -240,7 +289,7 @@ impl Variable {
     /// requires grad its AccumulateGrad node (created on first use, then reused while
     /// alive).
     pub(crate) fn gradient_edge(&self) -> Option<EdgeSource> {
-        let mut m = self.meta();
+        let mut m = self.meta_fresh();
         if let Some(f) = &m.grad_fn {
             return Some(EdgeSource::Borrowed(Edge { node: f.id(), input_nr: m.output_nr }));
         }
@@ -272,7 +321,7 @@ impl Variable {
         let mut needs: SmallVec<[bool; 3]> = SmallVec::new();
         let mut volatile = false;
         for v in inputs {
-            let m = v.meta();
+            let m = v.meta_fresh();
             volatile |= m.volatile;
             needs.push(m.requires_grad || m.grad_fn.is_some());
         }
@@ -297,9 +346,15 @@ impl Variable {
 
     /// Like `record` for a view: the output also remembers its base.
     fn record_view(&self, result: Tensor, op: impl FnOnce() -> OpKind) -> Variable {
+        let version = result.version();
         let out = Variable::record(result, &[self], |_, _| (op(), SmallVec::new()));
         let base = self.view_base().unwrap_or_else(|| self.clone());
-        out.meta().view_base = Some(base);
+        {
+            let mut m = out.meta();
+            m.view_created_with_grad = grad_mode::is_grad_enabled() && !m.volatile;
+            m.view_base = Some(base);
+            m.view_version = version;
+        }
         out
     }
 
@@ -728,6 +783,21 @@ impl Variable {
         Ok(Variable::record(out, &[self], |_, _| (OpKind::SelectScatter { dim, index }, smallvec![])))
     }
 
+    /// The elements of this tensor (made contiguous) seen through `layout`.
+    pub(crate) fn as_strided(&self, layout: &Layout) -> Result<Variable> {
+        let c = self.contiguous()?;
+        let result = c.tensor().as_strided(layout)?;
+        let base: Dims = c.shape().into();
+        Ok(Variable::record(result, &[&c], |_, _| (OpKind::AsStrided { base, layout: layout.clone() }, smallvec![])))
+    }
+
+    /// Zeros of `shape` with `self` written at the elements `layout` selects.
+    pub(crate) fn as_strided_scatter(&self, shape: &[usize], layout: &Layout) -> Result<Variable> {
+        let out = Tensor::zeros(shape, self.dtype());
+        out.as_strided(layout)?.copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
+        Ok(Variable::record(out, &[self], |_, _| (OpKind::AsStridedScatter { layout: layout.clone() }, smallvec![])))
+    }
+
     /// A copy into new contiguous storage, differentiable.
     pub fn clone_data(&self) -> Result<Variable> {
         let result = self.tensor().deep_clone();
@@ -778,15 +848,59 @@ impl Variable {
                 if base.is_leaf() && base.requires_grad() {
                     return Err(Error::ViewOfLeafInplace);
                 }
-                return Err(Error::NotImplemented(
-                    "rustgrad does not support in-place operations on views that take part in autograd yet (PyTorch's CopySlices); use an out-of-place op".into(),
-                ));
+                return self.in_place_on_view(&base, site, compute);
             }
         }
         // The op reads a private copy of the old value that carries this variable's
         // history, so saved tensors never alias the storage about to be written.
         let source = if recording { self.twin() } else { self.clone() };
         let out = compute(&source)?;
+        self.write_result(&out, site)?;
+        if recording {
+            let node = out.meta().grad_fn.take();
+            let old = {
+                let mut m = self.meta();
+                m.output_nr = 0;
+                std::mem::replace(&mut m.grad_fn, node)
+            };
+            drop(old);
+        }
+        Ok(())
+    }
+
+    /// An in-place op on a view while recording: the base's history becomes CopySlices
+    /// (the old base history, with the op applied at the view's place), and the view's
+    /// history is re-derived from it.
+    fn in_place_on_view(&self, base: &Variable, site: WriteSite, compute: impl FnOnce(&Variable) -> Result<Variable>) -> Result<()> {
+        let layout = self.tensor().layout_within(base.tensor()).ok_or_else(|| {
+            Error::NotImplemented("rustgrad: in-place operation on a view of a non-contiguous tensor that takes part in autograd".into())
+        })?;
+        if layout.shape().iter().zip(layout.strides()).any(|(&size, &stride)| stride == 0 && size > 1) {
+            return Err(Error::InvalidArgument(
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.".into(),
+            ));
+        }
+        let out = compute(&self.twin())?;
+        self.write_result(&out, site)?;
+        let version = self.tensor().version();
+        let Some(inner) = out.meta().grad_fn.take() else { return Ok(()) };
+        let (inner_edges, _) = graph::edges_and_sequence_nr(inner.id())?;
+        let mut sources: SmallVec<[Option<EdgeSource>; 2]> = SmallVec::new();
+        sources.push(base.gradient_edge());
+        sources.extend(inner_edges.iter().skip(1).map(|e| e.map(EdgeSource::Borrowed)));
+        let node = graph::create_copy_slices(layout, inner, sources, (base.dtype(), base.shape().into()));
+        let old = {
+            let mut m = base.meta();
+            m.output_nr = 0;
+            std::mem::replace(&mut m.grad_fn, Some(node))
+        };
+        drop(old);
+        self.derive_view_history(base, version);
+        Ok(())
+    }
+
+    /// Checks an in-place result against this variable and writes it (one version bump).
+    fn write_result(&self, out: &Variable, site: WriteSite) -> Result<()> {
         if out.shape() != self.shape() {
             return Err(Error::ShapeMismatch {
                 op: "in-place",
@@ -803,22 +917,12 @@ impl Variable {
                 to: self.dtype().scalar_type_name(),
             });
         }
-        self.tensor().copy_from(out.tensor(), site)?;
-        if recording {
-            let node = out.meta().grad_fn.take();
-            let old = {
-                let mut m = self.meta();
-                m.output_nr = 0;
-                std::mem::replace(&mut m.grad_fn, node)
-            };
-            drop(old);
-        }
-        Ok(())
+        self.tensor().copy_from(out.tensor(), site)
     }
 
     /// A variable with a private copy of this one's data and the same history.
     fn twin(&self) -> Variable {
-        let m = self.meta();
+        let m = self.meta_fresh();
         let twin = Variable::from_tensor(self.tensor().deep_clone());
         {
             let mut t = twin.meta();

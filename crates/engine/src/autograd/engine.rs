@@ -12,8 +12,11 @@ use super::formulas;
 use super::graph::{self, Edge, NodeId, NodeKind};
 use super::grad_mode::GradModeGuard;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::storage::WriteSite;
 use crate::tensor::Tensor;
-use crate::variable::{EdgeSource, Variable};
+use crate::variable::{EdgeSource, SavedSlots, Variable};
+use std::panic::Location;
 use smallvec::SmallVec;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -117,23 +120,57 @@ pub fn backward(roots: &[Variable], grad_outputs: &[Option<Variable>], retain_gr
         match &task.kind {
             NodeKind::AccumulateGrad(variable) => variable.accumulate_grad(grad, create_graph)?,
             NodeKind::Op(op) => {
-                let saved = task
-                    .saved
-                    .iter()
-                    .map(|s| s.as_ref().map(|s| s.unpack()).transpose())
-                    .collect::<Result<SmallVec<[Option<Variable>; 3]>>>()?;
                 let needs: SmallVec<[bool; 3]> = task.next_edges.iter().map(Option::is_some).collect();
-                let grads = formulas::apply(op, &saved, &grad, &needs)?;
-                for (edge, g) in task.next_edges.iter().zip(grads) {
-                    if let (Some(edge), Some(g)) = (edge, g) {
-                        add_to_buffer(&mut pending, *edge, g)?;
-                    }
-                }
+                let grads = formulas::apply(op, &unpack(&task.saved)?, &grad, &needs)?;
+                route(&mut pending, &task.next_edges, grads)?;
+            }
+            NodeKind::CopySlices { layout, inner } => {
+                let grads = copy_slices(layout, *inner, &grad, &task.next_edges, retain_graph)?;
+                route(&mut pending, &task.next_edges, grads)?;
             }
         }
         release_dependencies(&mut pending, &mut ready, &task.next_edges);
     }
     Ok(())
+}
+
+fn unpack(saved: &SavedSlots) -> Result<SmallVec<[Option<Variable>; 3]>> {
+    saved.iter().map(|s| s.as_ref().map(|s| s.unpack()).transpose()).collect()
+}
+
+fn route(pending: &mut HashMap<NodeId, Pending>, edges: &[Option<Edge>], grads: formulas::Grads) -> Result<()> {
+    for (edge, g) in edges.iter().zip(grads) {
+        if let (Some(edge), Some(g)) = (edge, g) {
+            add_to_buffer(pending, *edge, g)?;
+        }
+    }
+    Ok(())
+}
+
+/// PyTorch's CopySlices backward: `grad` is the gradient of the whole base. The part
+/// at the view goes through the in-place op's rule (`inner`); its gradient w.r.t. the
+/// view's old values replaces that part, and its other inputs get theirs.
+fn copy_slices(layout: &Layout, inner: NodeId, grad: &Variable, next_edges: &[Option<Edge>], retain_graph: bool) -> Result<formulas::Grads> {
+    let site = WriteSite::Rust(Location::caller());
+    let result = grad.tensor().deep_clone();
+    let grad_slice = Variable::from_tensor(result.as_strided(layout)?.deep_clone());
+    let inner_task = graph::take_task(inner, retain_graph)?;
+    let NodeKind::Op(op) = &inner_task.kind else {
+        return Err(Error::NotImplemented("rustgrad internal error: CopySlices wraps a non-op node".into()));
+    };
+    let mut needs: SmallVec<[bool; 3]> = SmallVec::new();
+    needs.push(true);
+    needs.extend(next_edges.iter().skip(1).map(Option::is_some));
+    let mut grads = formulas::apply(op, &unpack(&inner_task.saved)?, &grad_slice, &needs)?.into_iter();
+    let region = result.as_strided(layout)?;
+    match grads.next().flatten() {
+        Some(view_grad) => region.copy_from(view_grad.tensor(), site)?,
+        None => region.fill(0.0, site),
+    }
+    let mut out: formulas::Grads = SmallVec::new();
+    out.push(Some(Variable::from_tensor(result)));
+    out.extend(grads);
+    Ok(out)
 }
 
 /// Adds a gradient to the input buffer of `edge.node`, converting its dtype to the one

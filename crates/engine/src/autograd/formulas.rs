@@ -4,6 +4,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::shape::Dims;
 use crate::tensor::{CmpOp, Tensor};
 use crate::variable::Variable;
@@ -77,6 +78,12 @@ pub(crate) enum OpKind {
     SliceScatter { dim: usize, start: usize, end: usize, step: usize },
     /// The backward of `Select` as an op.
     SelectScatter { dim: usize, index: usize },
+    /// A view of a contiguous tensor of shape `base` through `layout` (how a view is
+    /// re-derived from its base's current history).
+    AsStrided { base: Dims, layout: Layout },
+    /// The backward of `AsStrided` as an op: zeros of the base shape with the view's
+    /// elements filled.
+    AsStridedScatter { layout: Layout },
     /// `clone()` / `contiguous()` copy.
     Clone,
     /// A dtype conversion from `from`.
@@ -128,6 +135,8 @@ impl OpKind {
             OpKind::Select { .. } => "SelectBackward0",
             OpKind::SliceScatter { .. } => "SliceBackwardBackward0",
             OpKind::SelectScatter { .. } => "SelectBackwardBackward0",
+            OpKind::AsStrided { .. } => "AsStridedBackward0",
+            OpKind::AsStridedScatter { .. } => "AsStridedScatterBackward0",
             OpKind::Clone => "CloneBackward0",
             OpKind::ToCopy { .. } => "ToCopyBackward0",
             OpKind::Fill { zero: false } => "FillBackward0",
@@ -290,6 +299,8 @@ pub(crate) fn apply(op: &OpKind, saved: &[Option<Variable>], grad: &Variable, ne
             *step as i64
         )?)],
         OpKind::SelectScatter { dim, index } => smallvec![Some(g.select(*dim as i64, *index as i64)?)],
+        OpKind::AsStrided { base, layout } => smallvec![Some(g.as_strided_scatter(base, layout)?)],
+        OpKind::AsStridedScatter { layout } => smallvec![Some(g.as_strided(layout)?)],
         OpKind::Clone => smallvec![Some(g.clone())],
         OpKind::ToCopy { from } => smallvec![Some(g.to_dtype(*from)?)],
         OpKind::Fill { .. } => smallvec![Some(g.mul(&zero_like(g))?)],

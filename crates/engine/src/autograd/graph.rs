@@ -11,6 +11,7 @@
 use super::formulas::OpKind;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::shape::Dims;
 use crate::variable::{EdgeSource, SavedSlots, Variable};
 use smallvec::SmallVec;
@@ -42,6 +43,9 @@ pub(crate) enum NodeKind {
     Op(OpKind),
     /// Add the incoming gradient to a leaf's `.grad`.
     AccumulateGrad(Variable),
+    /// PyTorch's CopySlices: the history of a base whose view was written in place by
+    /// the op of node `inner` (owned by this node). See Note [In-place ops].
+    CopySlices { layout: Layout, inner: NodeId },
 }
 
 /// One recorded op.
@@ -123,6 +127,9 @@ impl Arena {
             self.free.push(id.index);
             self.live -= 1;
             work.extend(node.next_edges.iter().flatten().map(|e| e.node));
+            if let NodeKind::CopySlices { inner, .. } = node.kind {
+                work.push(inner);
+            }
             freed.push(node);
         }
     }
@@ -280,6 +287,19 @@ pub(crate) fn create_node_with_sources(
     }
 }
 
+/// Records a CopySlices node that takes over the reference `inner` holds.
+pub(crate) fn create_copy_slices(
+    layout: Layout,
+    inner: NodeRef,
+    sources: SmallVec<[Option<EdgeSource>; 2]>,
+    input_meta: (DType, Dims),
+) -> NodeRef {
+    let kind = NodeKind::CopySlices { layout, inner: inner.id };
+    // The node owns `inner`'s reference from now on (released in `Arena::decref`).
+    std::mem::forget(inner);
+    create_node_with_sources(kind, sources, SmallVec::new(), input_meta)
+}
+
 /// What backward needs from a node to run it.
 pub(crate) struct NodeTask {
     pub kind: NodeKind,
@@ -329,6 +349,7 @@ pub fn node_name(id: NodeId) -> Result<&'static str> {
     Ok(match &n.kind {
         NodeKind::Op(op) => op.name(),
         NodeKind::AccumulateGrad(_) => "AccumulateGrad",
+        NodeKind::CopySlices { .. } => "CopySlices",
     })
 }
 
@@ -354,7 +375,7 @@ pub fn accumulate_grad_variable(id: NodeId) -> Result<Option<Variable>> {
     let n = a.slot(id)?.node.as_ref().ok_or(Error::StaleNode)?;
     Ok(match &n.kind {
         NodeKind::AccumulateGrad(v) => Some(v.clone()),
-        NodeKind::Op(_) => None,
+        NodeKind::Op(_) | NodeKind::CopySlices { .. } => None,
     })
 }
 

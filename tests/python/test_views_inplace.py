@@ -1,0 +1,68 @@
+"""In-place writes through views (PyTorch's CopySlices) and views whose base was
+written in place after they were made. Expected gradients were printed by PyTorch 2.15
+for the same programs (and follow from the chain rule by hand: e.g. in the first test
+y[0] = 5 * x[0], so d/dx[0] sum(y*y) = 2 * 25 * x[0])."""
+
+import rustgrad as torch
+
+
+def _x():
+    return torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+
+
+def test_inplace_on_view_of_non_leaf_routes_gradient_through_base():
+    x = _x()
+    y = x * 1
+    y[0].mul_(5)
+    assert type(y.grad_fn).__name__ == "CopySlices"
+    (y * y).sum().backward()
+    assert x.grad.tolist() == [[50.0, 100.0, 150.0], [8.0, 10.0, 12.0]]
+
+
+def test_view_made_before_inplace_write_to_base_sees_new_history():
+    x = _x()
+    y = x * 2
+    v = y[1]
+    y.mul_(3)
+    v.sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0], [6.0, 6.0, 6.0]]
+
+
+def test_setitem_of_tensor_requiring_grad_into_plain_buffer():
+    w = torch.tensor([7.0, 8.0], requires_grad=True)
+    buf = torch.zeros(2, 3)
+    buf[:, 1] = w
+    assert buf.requires_grad and not buf.is_leaf
+    assert type(buf.grad_fn).__name__ == "CopySlices"
+    (buf * torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()
+    assert w.grad.tolist() == [2.0, 5.0]
+
+
+def test_inplace_on_one_view_backward_through_another():
+    x = _x()
+    y = x * 3
+    a = y[:, 0]
+    b = y[:, 1:]
+    b.add_(a.unsqueeze(1))
+    (y.sum() + a.sum() * 2).backward()
+    assert x.grad.tolist() == [[15.0, 3.0, 3.0], [15.0, 3.0, 3.0]]
+
+
+def test_inplace_on_expanded_view_is_rejected():
+    x = _x()
+    y = (x * 1)[0:1].expand(3, 3)
+    try:
+        y.add_(1)
+    except RuntimeError as e:
+        assert "more than one element of the written-to tensor" in str(e)
+    else:
+        raise AssertionError("in-place on an expanded view must raise")
+
+
+def test_view_made_under_no_grad_stays_out_of_the_graph():
+    x = _x()
+    y = x * 1
+    with torch.no_grad():
+        v = y[0]
+    y.mul_(2)
+    assert not v.requires_grad
