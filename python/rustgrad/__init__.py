@@ -18,8 +18,11 @@ Example:
 
 from __future__ import annotations
 
-from . import _tensor_methods  # noqa: F401  (adds Python-level Tensor methods)
-from . import autograd, nn
+from . import (
+    _tensor_methods,  # noqa: F401  (adds Python-level Tensor methods)
+    autograd,
+    nn,
+)
 from ._functional import (
     abs,
     add,

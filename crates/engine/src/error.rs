@@ -110,7 +110,9 @@ pub enum Error {
     #[error("a leaf Variable that requires grad is being used in an in-place operation.")]
     LeafInplace,
     /// In-place op on a view of a leaf that requires grad.
-    #[error("a view of a leaf Variable that requires grad is being used in an in-place operation.")]
+    #[error(
+        "a view of a leaf Variable that requires grad is being used in an in-place operation."
+    )]
     ViewOfLeafInplace,
     /// A saved tensor was written in place after being saved.
     #[error("one of the variables needed for gradient computation has been modified by an inplace operation: [{type_name} {shape:?}]{origin}, is at version {version}; expected version {expected} instead.{site}")]
@@ -158,7 +160,10 @@ impl Error {
     pub(crate) fn unsupported_dtype(op: &'static str, dtype: DType) -> Self {
         Error::dtype(
             op,
-            format!("\"{op}\" not implemented for '{}'", dtype.scalar_type_name()),
+            format!(
+                "\"{op}\" not implemented for '{}'",
+                dtype.scalar_type_name()
+            ),
         )
     }
 }

@@ -368,11 +368,24 @@ pub fn repr_tensor(tensor: &crate::tensor::Tensor, autograd_suffix: Option<&str>
     let shape = tensor.shape();
     let name = tensor.dtype().torch_name();
     match tensor.dtype() {
-        DType::F32 | DType::F64 => {
-            tensor_repr(shape, FormatValues::Float(&tensor.to_vec::<f64>()), name, autograd_suffix)
-        }
-        DType::I64 => tensor_repr(shape, FormatValues::Int(&tensor.to_vec::<i64>()), name, autograd_suffix),
-        DType::Bool => tensor_repr(shape, FormatValues::Bool(&tensor.to_vec::<bool>()), name, autograd_suffix),
+        DType::F32 | DType::F64 => tensor_repr(
+            shape,
+            FormatValues::Float(&tensor.to_vec::<f64>()),
+            name,
+            autograd_suffix,
+        ),
+        DType::I64 => tensor_repr(
+            shape,
+            FormatValues::Int(&tensor.to_vec::<i64>()),
+            name,
+            autograd_suffix,
+        ),
+        DType::Bool => tensor_repr(
+            shape,
+            FormatValues::Bool(&tensor.to_vec::<bool>()),
+            name,
+            autograd_suffix,
+        ),
     }
 }
 

@@ -186,7 +186,11 @@ impl Layout {
     /// `start:end:step` along `dim`, with bounds already clamped by the caller.
     pub fn slice(&self, dim: usize, start: usize, end: usize, step: usize) -> Layout {
         let mut out = self.clone();
-        let len = if end > start { (end - start).div_ceil(step) } else { 0 };
+        let len = if end > start {
+            (end - start).div_ceil(step)
+        } else {
+            0
+        };
         out.offset += start * self.strides[dim];
         out.shape[dim] = len;
         out.strides[dim] *= step;
@@ -224,8 +228,7 @@ impl Layout {
                 || (self.shape[tensor_d - 1] != 1
                     && self.strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
             if chunk_ends {
-                while view_d >= 0
-                    && (view_numel < tensor_numel || new_shape[view_d as usize] == 1)
+                while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1)
                 {
                     new_strides[view_d as usize] = view_numel * chunk_base_stride;
                     view_numel *= new_shape[view_d as usize];
@@ -271,7 +274,10 @@ mod tests {
     fn slice_and_select_move_the_offset() {
         let l = Layout::contiguous(&[4, 5]);
         let s = l.slice(1, 1, 5, 2);
-        assert_eq!((s.shape(), s.strides(), s.offset()), (&[4, 2][..], &[5, 2][..], 1));
+        assert_eq!(
+            (s.shape(), s.strides(), s.offset()),
+            (&[4, 2][..], &[5, 2][..], 1)
+        );
         let r = l.select(0, 2);
         assert_eq!((r.shape(), r.offset()), (&[5][..], 10));
     }

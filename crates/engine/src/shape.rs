@@ -35,8 +35,16 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Dims> {
     let ndim = a.len().max(b.len());
     let mut out: Dims = SmallVec::from_elem(0, ndim);
     for i in 0..ndim {
-        let da = if i + a.len() >= ndim { a[i + a.len() - ndim] } else { 1 };
-        let db = if i + b.len() >= ndim { b[i + b.len() - ndim] } else { 1 };
+        let da = if i + a.len() >= ndim {
+            a[i + a.len() - ndim]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= ndim {
+            b[i + b.len() - ndim]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -114,7 +122,11 @@ mod tests {
         assert_eq!(broadcast_shapes(&[], &[2, 2]).unwrap().as_slice(), &[2, 2]);
         assert!(matches!(
             broadcast_shapes(&[3], &[4]),
-            Err(Error::BroadcastMismatch { size_a: 3, size_b: 4, dim: 0 })
+            Err(Error::BroadcastMismatch {
+                size_a: 3,
+                size_b: 4,
+                dim: 0
+            })
         ));
     }
 
@@ -122,7 +134,14 @@ mod tests {
     fn wrap_dim_accepts_negative_and_rejects_out_of_range() {
         assert_eq!(wrap_dim(-1, 3).unwrap(), 2);
         assert_eq!(wrap_dim(0, 0).unwrap(), 0);
-        assert!(matches!(wrap_dim(3, 3), Err(Error::DimOutOfRange { min: -3, max: 2, .. })));
+        assert!(matches!(
+            wrap_dim(3, 3),
+            Err(Error::DimOutOfRange {
+                min: -3,
+                max: 2,
+                ..
+            })
+        ));
     }
 
     #[test]

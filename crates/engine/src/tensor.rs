@@ -262,7 +262,9 @@ impl Tensor {
             return Err(Error::InvalidArgument("step must be nonzero".into()));
         }
         if !(start.is_finite() && end.is_finite()) {
-            return Err(Error::InvalidArgument("unsupported range: non-finite bound".into()));
+            return Err(Error::InvalidArgument(
+                "unsupported range: non-finite bound".into(),
+            ));
         }
         if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
             return Err(Error::InvalidArgument(
@@ -366,7 +368,9 @@ impl Tensor {
     /// The single element of a one-element tensor.
     pub fn item(&self) -> Result<Scalar> {
         if self.numel() != 1 {
-            return Err(Error::NotAScalar { numel: self.numel() });
+            return Err(Error::NotAScalar {
+                numel: self.numel(),
+            });
         }
         let off = self.layout.offset();
         Ok(match self.dtype {
@@ -469,7 +473,9 @@ impl Tensor {
         let mut seen = vec![false; nd];
         for &d in &wrapped {
             if std::mem::replace(&mut seen[d], true) {
-                return Err(Error::InvalidArgument("permute(): duplicate dims are not allowed.".into()));
+                return Err(Error::InvalidArgument(
+                    "permute(): duplicate dims are not allowed.".into(),
+                ));
             }
         }
         Ok(self.with_layout(self.layout.permute(&wrapped)))
@@ -530,9 +536,19 @@ impl Tensor {
     }
 
     /// `self[..., start:end:step, ...]` along `dim`, with Python's clamping of bounds.
-    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+    pub fn slice(
+        &self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
         if self.dim() == 0 {
-            return Err(Error::IndexOutOfRange { index: 0, dim: 0, size: 0 });
+            return Err(Error::IndexOutOfRange {
+                index: 0,
+                dim: 0,
+                size: 0,
+            });
         }
         let d = shape::wrap_dim(dim, self.dim())?;
         if step <= 0 {
@@ -550,13 +566,23 @@ impl Tensor {
     /// `self[..., index, ...]` along `dim`, removing it.
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
         if self.dim() == 0 {
-            return Err(Error::InvalidArgument("select() cannot be applied to a 0-dim tensor.".into()));
+            return Err(Error::InvalidArgument(
+                "select() cannot be applied to a 0-dim tensor.".into(),
+            ));
         }
         let d = shape::wrap_dim(dim, self.dim())?;
         let size = self.shape()[d];
-        let i = if index < 0 { index + size as i64 } else { index };
+        let i = if index < 0 {
+            index + size as i64
+        } else {
+            index
+        };
         if i < 0 || i >= size as i64 {
-            return Err(Error::IndexOutOfRange { index, dim: d, size });
+            return Err(Error::IndexOutOfRange {
+                index,
+                dim: d,
+                size,
+            });
         }
         Ok(self.with_layout(self.layout.select(d, i as usize)))
     }
@@ -565,7 +591,10 @@ impl Tensor {
     /// storage and `base` is contiguous: replaying it on a contiguous tensor of `base`'s
     /// shape selects the elements `self` views.
     pub fn layout_within(&self, base: &Tensor) -> Option<Layout> {
-        if !self.shares_storage(base) || !base.is_contiguous() || self.layout.offset() < base.layout.offset() {
+        if !self.shares_storage(base)
+            || !base.is_contiguous()
+            || self.layout.offset() < base.layout.offset()
+        {
             return None;
         }
         Some(Layout::new(
@@ -587,7 +616,11 @@ impl Tensor {
                 t.numel()
             )));
         }
-        let shifted = Layout::new(layout.shape().into(), layout.strides().into(), layout.offset() + t.layout.offset());
+        let shifted = Layout::new(
+            layout.shape().into(),
+            layout.strides().into(),
+            layout.offset() + t.layout.offset(),
+        );
         Ok(t.with_layout(shifted))
     }
 
@@ -613,7 +646,11 @@ impl Tensor {
             UnaryOp::Neg => map_elems!(dispatch_num, src, err, |x| Num::neg(x)),
             UnaryOp::Abs => map_elems!(dispatch_num, src, err, |x| Num::abs(x)),
             UnaryOp::Sign => map_elems!(dispatch_num, src, err, |x| Num::sign(x)),
-            UnaryOp::Relu => map_elems!(dispatch_num, src, err, |x| if x > Num::ZERO { x } else { Num::ZERO }),
+            UnaryOp::Relu => map_elems!(dispatch_num, src, err, |x| if x > Num::ZERO {
+                x
+            } else {
+                Num::ZERO
+            }),
             UnaryOp::Exp => map_elems!(dispatch_float, src, err, |x| Float::exp(x)),
             UnaryOp::Log => map_elems!(dispatch_float, src, err, |x| Float::ln(x)),
             UnaryOp::Sqrt => map_elems!(dispatch_float, src, err, |x| Float::sqrt(x)),
@@ -639,7 +676,10 @@ impl Tensor {
         if exponent == 2.0 {
             return map_elems!(dispatch_float, self, err, |x| x * x);
         }
-        map_elems!(dispatch_float, self, err, |x| Num::pow(x, Element::from_f64(exponent)))
+        map_elems!(dispatch_float, self, err, |x| Num::pow(
+            x,
+            Element::from_f64(exponent)
+        ))
     }
 
     /// The dtype a binary op computes in (PyTorch's promotion; `/` makes integers float).
@@ -656,13 +696,20 @@ impl Tensor {
     pub fn binary(&self, other: &Tensor, op: BinaryOp) -> Result<Tensor> {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
         let dtype = Tensor::result_dtype(self, other, op);
-        if op == BinaryOp::Pow && dtype == DType::I64 && other.to_vec::<i64>().iter().any(|&e| e < 0) {
+        if op == BinaryOp::Pow
+            && dtype == DType::I64
+            && other.to_vec::<i64>().iter().any(|&e| e < 0)
+        {
             return Err(Error::InvalidArgument(
                 "Integers to negative integer powers are not allowed.".into(),
             ));
         }
         // Bool add/mul compute as integers and convert back (logical or / and).
-        let compute = if dtype == DType::Bool { DType::I64 } else { dtype };
+        let compute = if dtype == DType::Bool {
+            DType::I64
+        } else {
+            dtype
+        };
         let a = self.to_dtype(compute);
         let b = other.to_dtype(compute);
         let la = a.layout.broadcast_to(&out_shape)?;
@@ -682,6 +729,8 @@ impl Tensor {
     }
 
     /// An elementwise comparison with broadcasting; the result is a bool tensor.
+    // The comparison closures are instantiated for every dtype, bool included.
+    #[allow(clippy::bool_comparison)]
     pub fn compare(&self, other: &Tensor, op: CmpOp) -> Result<Tensor> {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
         let dtype = DType::result_type(self.dtype, self.dim() == 0, other.dtype, other.dim() == 0);
@@ -703,12 +752,18 @@ impl Tensor {
     /// `cond ? a : b` elementwise, with broadcasting; `cond` must be bool.
     pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         if cond.dtype != DType::Bool {
-            return Err(Error::dtype("where", format!(
+            return Err(Error::dtype(
+                "where",
+                format!(
                 "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
                 cond.dtype.scalar_type_name()
-            )));
+            ),
+            ));
         }
-        let shape = shape::broadcast_shapes(&shape::broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
+        let shape = shape::broadcast_shapes(
+            &shape::broadcast_shapes(cond.shape(), a.shape())?,
+            b.shape(),
+        )?;
         let dtype = DType::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
         let (a, b) = (a.to_dtype(dtype), b.to_dtype(dtype));
         let (lc, la, lb) = (
@@ -718,8 +773,16 @@ impl Tensor {
         );
         // `cond` is bool and the others are not (or are separately locked copies), so
         // three read locks never touch one storage twice unless `a` and `b` share it.
-        let a = if a.shares_storage(&b) || a.shares_storage(cond) { a.deep_clone() } else { a };
-        let b = if b.shares_storage(cond) { b.deep_clone() } else { b };
+        let a = if a.shares_storage(&b) || a.shares_storage(cond) {
+            a.deep_clone()
+        } else {
+            a
+        };
+        let b = if b.shares_storage(cond) {
+            b.deep_clone()
+        } else {
+            b
+        };
         Ok(dispatch!(dtype, T => {
             let v: Vec<T> = cond.read(|sc: &[bool]| a.read(|sa: &[T]| b.read(|sb: &[T]| {
                 elementwise::map3((sc, &lc), (sa, &la), (sb, &lb), |c, x, y| if c { x } else { y })
@@ -748,7 +811,11 @@ impl Tensor {
 
     /// Sums over `dims` (all dims when empty and `all` is true); bool sums to int64.
     pub fn sum_dims(&self, dims: &[usize], keepdim: bool) -> Tensor {
-        let src = if self.dtype == DType::Bool { self.to_dtype(DType::I64) } else { self.clone() };
+        let src = if self.dtype == DType::Bool {
+            self.to_dtype(DType::I64)
+        } else {
+            self.clone()
+        };
         let mut sorted: Dims = dims.iter().copied().collect();
         sorted.sort_unstable();
         sorted.dedup();
@@ -775,10 +842,17 @@ impl Tensor {
         if self.shape() == shape {
             return Ok(self.clone());
         }
-        let lead = self.dim().checked_sub(shape.len()).ok_or_else(|| Error::ShapeMismatch {
-            op: "sum_to_size",
-            message: format!("size {{{:?}}} is not expandable to size {{{:?}}}.", shape, self.shape()),
-        })?;
+        let lead = self
+            .dim()
+            .checked_sub(shape.len())
+            .ok_or_else(|| Error::ShapeMismatch {
+                op: "sum_to_size",
+                message: format!(
+                    "size {{{:?}}} is not expandable to size {{{:?}}}.",
+                    shape,
+                    self.shape()
+                ),
+            })?;
         let mut dims: Dims = (0..lead).collect();
         for (i, &s) in shape.iter().enumerate() {
             if s == 1 && self.shape()[lead + i] != 1 {
@@ -786,7 +860,11 @@ impl Tensor {
             } else if s != self.shape()[lead + i] {
                 return Err(Error::ShapeMismatch {
                     op: "sum_to_size",
-                    message: format!("size {{{:?}}} is not expandable to size {{{:?}}}.", shape, self.shape()),
+                    message: format!(
+                        "size {{{:?}}} is not expandable to size {{{:?}}}.",
+                        shape,
+                        self.shape()
+                    ),
                 });
             }
         }
@@ -799,7 +877,9 @@ impl Tensor {
     pub fn matmul_nd(&self, other: &Tensor) -> Result<Tensor> {
         let (a, b) = (self, other);
         if a.dim() < 2 || b.dim() < 2 {
-            return Err(Error::InvalidArgument("rustgrad internal: matmul_nd needs >= 2 dims".into()));
+            return Err(Error::InvalidArgument(
+                "rustgrad internal: matmul_nd needs >= 2 dims".into(),
+            ));
         }
         if a.dtype != b.dtype {
             return Err(Error::dtype(
@@ -863,14 +943,16 @@ impl Tensor {
     /// Writes `src` (broadcast to this shape, converted to this dtype) into this
     /// tensor's elements; bumps the version counter once.
     pub fn copy_from(&self, src: &Tensor, site: WriteSite) -> Result<()> {
-        let src = src.broadcast_to(self.shape()).map_err(|_| Error::ShapeMismatch {
-            op: "copy_",
-            message: format!(
-                "The size of tensor a ({:?}) must match the size of tensor b ({:?})",
-                self.shape(),
-                src.shape()
-            ),
-        })?;
+        let src = src
+            .broadcast_to(self.shape())
+            .map_err(|_| Error::ShapeMismatch {
+                op: "copy_",
+                message: format!(
+                    "The size of tensor a ({:?}) must match the size of tensor b ({:?})",
+                    self.shape(),
+                    src.shape()
+                ),
+            })?;
         // Materialise first: no read lock is held while the write lock is taken, even
         // when `src` aliases `self`.
         let values = dispatch!(self.dtype, T => T::into_buffer(src.to_vec::<T>()));
@@ -917,4 +999,3 @@ fn slice_bounds(size: usize, start: Option<i64>, end: Option<i64>) -> (usize, us
     let e = end.map_or(size, clamp);
     (s, e.max(s))
 }
-

@@ -100,7 +100,10 @@ impl Variable {
 
     /// A leaf from a slice of values and a shape.
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Variable> {
-        Ok(Variable::from_tensor(Tensor::from_vec(data.to_vec(), shape)?))
+        Ok(Variable::from_tensor(Tensor::from_vec(
+            data.to_vec(),
+            shape,
+        )?))
     }
 
     fn meta(&self) -> MutexGuard<'_, AutogradMeta> {
@@ -112,10 +115,14 @@ impl Variable {
     fn meta_fresh(&self) -> MutexGuard<'_, AutogradMeta> {
         let m = self.meta();
         let stale = match &m.view_base {
-            Some(base) if m.view_version != self.tensor().version() => Some((base.clone(), m.view_created_with_grad)),
+            Some(base) if m.view_version != self.tensor().version() => {
+                Some((base.clone(), m.view_created_with_grad))
+            }
             _ => None,
         };
-        let Some((base, created_with_grad)) = stale else { return m };
+        let Some((base, created_with_grad)) = stale else {
+            return m;
+        };
         drop(m);
         let version = self.tensor().version();
         if created_with_grad && base.requires_grad() {
@@ -135,7 +142,10 @@ impl Variable {
         };
         let edge = base.gradient_edge();
         let node = graph::create_node_with_sources(
-            NodeKind::Op(OpKind::AsStrided { base: base.shape().into(), layout }),
+            NodeKind::Op(OpKind::AsStrided {
+                base: base.shape().into(),
+                layout,
+            }),
             smallvec![edge],
             SmallVec::new(),
             (self.dtype(), self.shape().into()),
@@ -144,7 +154,7 @@ impl Variable {
             let mut m = self.meta();
             m.view_version = version;
             m.output_nr = 0;
-            std::mem::replace(&mut m.grad_fn, Some(node))
+            m.grad_fn.replace(node)
         };
         drop(old);
     }
@@ -257,7 +267,10 @@ impl Variable {
                 });
             }
             if g.dtype() != self.dtype() {
-                return Err(Error::dtype("grad", "assigned grad has data of a different type"));
+                return Err(Error::dtype(
+                    "grad",
+                    "assigned grad has data of a different type",
+                ));
             }
         }
         self.meta().grad = grad;
@@ -291,7 +304,10 @@ impl Variable {
     pub(crate) fn gradient_edge(&self) -> Option<EdgeSource> {
         let mut m = self.meta_fresh();
         if let Some(f) = &m.grad_fn {
-            return Some(EdgeSource::Borrowed(Edge { node: f.id(), input_nr: m.output_nr }));
+            return Some(EdgeSource::Borrowed(Edge {
+                node: f.id(),
+                input_nr: m.output_nr,
+            }));
         }
         if !m.requires_grad {
             return None;
@@ -421,7 +437,10 @@ impl Variable {
     pub fn pow_scalar(&self, exponent: f64) -> Result<Variable> {
         let result = self.tensor().pow_scalar(exponent)?;
         Ok(Variable::record(result, &[self], |_, _| {
-            (OpKind::PowScalar { exponent }, smallvec![Some(SavedTensor::input(self))])
+            (
+                OpKind::PowScalar { exponent },
+                smallvec![Some(SavedTensor::input(self))],
+            )
         }))
     }
 
@@ -429,7 +448,10 @@ impl Variable {
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Variable> {
         let result = self.tensor().clamp(min, max)?;
         Ok(Variable::record(result, &[self], |_, _| {
-            (OpKind::Clamp { min, max }, smallvec![Some(SavedTensor::input(self))])
+            (
+                OpKind::Clamp { min, max },
+                smallvec![Some(SavedTensor::input(self))],
+            )
         }))
     }
 
@@ -440,7 +462,14 @@ impl Variable {
             let save_if = |cond: bool, v: &Variable| cond.then(|| SavedTensor::input(v));
             match op {
                 BinaryOp::Add => (OpKind::Add { a, b }, smallvec![]),
-                BinaryOp::Sub => (OpKind::Sub { a, b, reversed: false }, smallvec![]),
+                BinaryOp::Sub => (
+                    OpKind::Sub {
+                        a,
+                        b,
+                        reversed: false,
+                    },
+                    smallvec![],
+                ),
                 BinaryOp::Mul => (
                     OpKind::Mul { a, b },
                     smallvec![save_if(needs[1], self), save_if(needs[0], other)],
@@ -524,13 +553,22 @@ impl Variable {
         let result = other.tensor().binary(self.tensor(), BinaryOp::Sub)?;
         let (a, b): (Dims, Dims) = (other.shape().into(), self.shape().into());
         Ok(Variable::record(result, &[other, self], |_, _| {
-            (OpKind::Sub { a, b, reversed: true }, smallvec![])
+            (
+                OpKind::Sub {
+                    a,
+                    b,
+                    reversed: true,
+                },
+                smallvec![],
+            )
         }))
     }
 
     /// Elementwise comparison; the bool result never requires grad.
     pub fn compare(&self, other: &Variable, op: CmpOp) -> Result<Variable> {
-        Ok(Variable::from_tensor(self.tensor().compare(other.tensor(), op)?))
+        Ok(Variable::from_tensor(
+            self.tensor().compare(other.tensor(), op)?,
+        ))
     }
 
     /// `cond ? a : b` elementwise with broadcasting.
@@ -540,7 +578,9 @@ impl Variable {
         Ok(Variable::record(result, &[a, b], |_, _| {
             (
                 OpKind::Where { a: sa, b: sb },
-                smallvec![Some(SavedTensor::input(&Variable::from_tensor(cond.clone())))],
+                smallvec![Some(SavedTensor::input(&Variable::from_tensor(
+                    cond.clone()
+                )))],
             )
         }))
     }
@@ -586,7 +626,14 @@ impl Variable {
         let input: Dims = self.shape().into();
         Ok(Variable::record(result, &[self], |_, _| {
             let dims = dims.map(|_| wrapped.clone());
-            (OpKind::Sum { input, dims, keepdim }, smallvec![])
+            (
+                OpKind::Sum {
+                    input,
+                    dims,
+                    keepdim,
+                },
+                smallvec![],
+            )
         }))
     }
 
@@ -614,7 +661,15 @@ impl Variable {
         let input: Dims = self.shape().into();
         Ok(Variable::record(result, &[self], |_, _| {
             let dims = dims.map(|_| wrapped.clone());
-            (OpKind::Mean { input, dims, keepdim, count }, smallvec![])
+            (
+                OpKind::Mean {
+                    input,
+                    dims,
+                    keepdim,
+                    count,
+                },
+                smallvec![],
+            )
         }))
     }
 
@@ -655,7 +710,9 @@ impl Variable {
                         ),
                     });
                 }
-                self.unsqueeze(0)?.matmul(&other.unsqueeze(1)?)?.reshape(&[])
+                self.unsqueeze(0)?
+                    .matmul(&other.unsqueeze(1)?)?
+                    .reshape(&[])
             }
             (1, _) => self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2),
             (_, 1) => self.matmul(&other.unsqueeze(1)?)?.squeeze_dim(-1),
@@ -680,7 +737,10 @@ impl Variable {
     pub fn view(&self, shape: &[i64]) -> Result<Variable> {
         let result = self.tensor().view(shape)?;
         let input: Dims = self.shape().into();
-        Ok(self.record_view(result, || OpKind::View { input, copied: false }))
+        Ok(self.record_view(result, || OpKind::View {
+            input,
+            copied: false,
+        }))
     }
 
     /// Like `view`, copying when the strides do not allow a view.
@@ -692,7 +752,13 @@ impl Variable {
         let result = self.tensor().reshape(shape)?;
         let input: Dims = self.shape().into();
         Ok(Variable::record(result, &[self], |_, _| {
-            (OpKind::View { input, copied: true }, smallvec![])
+            (
+                OpKind::View {
+                    input,
+                    copied: true,
+                },
+                smallvec![],
+            )
         }))
     }
 
@@ -701,14 +767,22 @@ impl Variable {
         let result = self.tensor().transpose(dim0, dim1)?;
         let nd = self.dim();
         let (d0, d1) = (shape::wrap_dim(dim0, nd)?, shape::wrap_dim(dim1, nd)?);
-        Ok(self.record_view(result, || OpKind::Transpose { dim0: d0, dim1: d1, t: false }))
+        Ok(self.record_view(result, || OpKind::Transpose {
+            dim0: d0,
+            dim1: d1,
+            t: false,
+        }))
     }
 
     /// Transpose of a tensor with at most 2 dims.
     pub fn t(&self) -> Result<Variable> {
         let result = self.tensor().t()?;
         let (d0, d1) = if self.dim() == 2 { (0, 1) } else { (0, 0) };
-        Ok(self.record_view(result, || OpKind::Transpose { dim0: d0, dim1: d1, t: true }))
+        Ok(self.record_view(result, || OpKind::Transpose {
+            dim0: d0,
+            dim1: d1,
+            t: true,
+        }))
     }
 
     /// Reorders dims.
@@ -750,37 +824,86 @@ impl Variable {
     }
 
     /// `self[..., start:end:step, ...]` along `dim` (Python's bound clamping).
-    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Variable> {
+    pub fn slice(
+        &self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Variable> {
         let result = self.tensor().slice(dim, start, end, step)?;
         let d = shape::wrap_dim(dim, self.dim())?;
         let (s, e) = self.tensor().slice_params(d, start, end);
         let input: Dims = self.shape().into();
-        Ok(self.record_view(result, || OpKind::Slice { input, dim: d, start: s, end: e, step: step as usize }))
+        Ok(self.record_view(result, || OpKind::Slice {
+            input,
+            dim: d,
+            start: s,
+            end: e,
+            step: step as usize,
+        }))
     }
 
     /// `self[..., index, ...]` along `dim`, removing the dim.
     pub fn select(&self, dim: i64, index: i64) -> Result<Variable> {
         let result = self.tensor().select(dim, index)?;
         let d = shape::wrap_dim(dim, self.dim())?;
-        let i = if index < 0 { index + self.shape()[d] as i64 } else { index } as usize;
+        let i = if index < 0 {
+            index + self.shape()[d] as i64
+        } else {
+            index
+        } as usize;
         let input: Dims = self.shape().into();
-        Ok(self.record_view(result, || OpKind::Select { input, dim: d, index: i }))
+        Ok(self.record_view(result, || OpKind::Select {
+            input,
+            dim: d,
+            index: i,
+        }))
     }
 
     /// A zero tensor of `shape` with `self` written into the slice (slice's backward).
-    pub(crate) fn slice_scatter(&self, shape: &[usize], dim: usize, start: usize, end: usize, step: usize) -> Result<Variable> {
+    pub(crate) fn slice_scatter(
+        &self,
+        shape: &[usize],
+        dim: usize,
+        start: usize,
+        end: usize,
+        step: usize,
+    ) -> Result<Variable> {
         let out = Tensor::zeros(shape, self.dtype());
-        out.slice(dim as i64, Some(start as i64), Some(end as i64), step as i64)?
-            .copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
-        Ok(Variable::record(out, &[self], |_, _| (OpKind::SliceScatter { dim, start, end, step }, smallvec![])))
+        out.slice(
+            dim as i64,
+            Some(start as i64),
+            Some(end as i64),
+            step as i64,
+        )?
+        .copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
+        Ok(Variable::record(out, &[self], |_, _| {
+            (
+                OpKind::SliceScatter {
+                    dim,
+                    start,
+                    end,
+                    step,
+                },
+                smallvec![],
+            )
+        }))
     }
 
     /// A zero tensor of `shape` with `self` written at `index` of `dim` (select's backward).
-    pub(crate) fn select_scatter(&self, shape: &[usize], dim: usize, index: usize) -> Result<Variable> {
+    pub(crate) fn select_scatter(
+        &self,
+        shape: &[usize],
+        dim: usize,
+        index: usize,
+    ) -> Result<Variable> {
         let out = Tensor::zeros(shape, self.dtype());
         out.select(dim as i64, index as i64)?
             .copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
-        Ok(Variable::record(out, &[self], |_, _| (OpKind::SelectScatter { dim, index }, smallvec![])))
+        Ok(Variable::record(out, &[self], |_, _| {
+            (OpKind::SelectScatter { dim, index }, smallvec![])
+        }))
     }
 
     /// The elements of this tensor (made contiguous) seen through `layout`.
@@ -788,20 +911,38 @@ impl Variable {
         let c = self.contiguous()?;
         let result = c.tensor().as_strided(layout)?;
         let base: Dims = c.shape().into();
-        Ok(Variable::record(result, &[&c], |_, _| (OpKind::AsStrided { base, layout: layout.clone() }, smallvec![])))
+        Ok(Variable::record(result, &[&c], |_, _| {
+            (
+                OpKind::AsStrided {
+                    base,
+                    layout: layout.clone(),
+                },
+                smallvec![],
+            )
+        }))
     }
 
     /// Zeros of `shape` with `self` written at the elements `layout` selects.
     pub(crate) fn as_strided_scatter(&self, shape: &[usize], layout: &Layout) -> Result<Variable> {
         let out = Tensor::zeros(shape, self.dtype());
-        out.as_strided(layout)?.copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
-        Ok(Variable::record(out, &[self], |_, _| (OpKind::AsStridedScatter { layout: layout.clone() }, smallvec![])))
+        out.as_strided(layout)?
+            .copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
+        Ok(Variable::record(out, &[self], |_, _| {
+            (
+                OpKind::AsStridedScatter {
+                    layout: layout.clone(),
+                },
+                smallvec![],
+            )
+        }))
     }
 
     /// A copy into new contiguous storage, differentiable.
     pub fn clone_data(&self) -> Result<Variable> {
         let result = self.tensor().deep_clone();
-        Ok(Variable::record(result, &[self], |_, _| (OpKind::Clone, smallvec![])))
+        Ok(Variable::record(result, &[self], |_, _| {
+            (OpKind::Clone, smallvec![])
+        }))
     }
 
     /// `self` when contiguous, else a differentiable contiguous copy.
@@ -822,7 +963,9 @@ impl Variable {
         if !dtype.is_floating_point() {
             return Ok(Variable::from_tensor(result));
         }
-        Ok(Variable::record(result, &[self], |_, _| (OpKind::ToCopy { from }, smallvec![])))
+        Ok(Variable::record(result, &[self], |_, _| {
+            (OpKind::ToCopy { from }, smallvec![])
+        }))
     }
 
     // ----- in-place ops -------------------------------------------------------------
@@ -871,11 +1014,21 @@ impl Variable {
     /// An in-place op on a view while recording: the base's history becomes CopySlices
     /// (the old base history, with the op applied at the view's place), and the view's
     /// history is re-derived from it.
-    fn in_place_on_view(&self, base: &Variable, site: WriteSite, compute: impl FnOnce(&Variable) -> Result<Variable>) -> Result<()> {
+    fn in_place_on_view(
+        &self,
+        base: &Variable,
+        site: WriteSite,
+        compute: impl FnOnce(&Variable) -> Result<Variable>,
+    ) -> Result<()> {
         let layout = self.tensor().layout_within(base.tensor()).ok_or_else(|| {
             Error::NotImplemented("rustgrad: in-place operation on a view of a non-contiguous tensor that takes part in autograd".into())
         })?;
-        if layout.shape().iter().zip(layout.strides()).any(|(&size, &stride)| stride == 0 && size > 1) {
+        if layout
+            .shape()
+            .iter()
+            .zip(layout.strides())
+            .any(|(&size, &stride)| stride == 0 && size > 1)
+        {
             return Err(Error::InvalidArgument(
                 "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.".into(),
             ));
@@ -883,16 +1036,24 @@ impl Variable {
         let out = compute(&self.twin())?;
         self.write_result(&out, site)?;
         let version = self.tensor().version();
-        let Some(inner) = out.meta().grad_fn.take() else { return Ok(()) };
+        let Some(inner) = out.meta().grad_fn.take() else {
+            return Ok(());
+        };
         let (inner_edges, _) = graph::edges_and_sequence_nr(inner.id())?;
         let mut sources: SmallVec<[Option<EdgeSource>; 2]> = SmallVec::new();
         sources.push(base.gradient_edge());
-        sources.extend(inner_edges.iter().skip(1).map(|e| e.map(EdgeSource::Borrowed)));
-        let node = graph::create_copy_slices(layout, inner, sources, (base.dtype(), base.shape().into()));
+        sources.extend(
+            inner_edges
+                .iter()
+                .skip(1)
+                .map(|e| e.map(EdgeSource::Borrowed)),
+        );
+        let node =
+            graph::create_copy_slices(layout, inner, sources, (base.dtype(), base.shape().into()));
         let old = {
             let mut m = base.meta();
             m.output_nr = 0;
-            std::mem::replace(&mut m.grad_fn, Some(node))
+            m.grad_fn.replace(node)
         };
         drop(old);
         self.derive_view_history(base, version);
@@ -936,31 +1097,41 @@ impl Variable {
     /// In-place `self += other`.
     #[track_caller]
     pub fn add_(&self, other: &Variable) -> Result<()> {
-        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| s.add(other))
+        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| {
+            s.add(other)
+        })
     }
 
     /// In-place `self -= other`.
     #[track_caller]
     pub fn sub_(&self, other: &Variable) -> Result<()> {
-        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| s.sub(other))
+        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| {
+            s.sub(other)
+        })
     }
 
     /// In-place `self *= other`.
     #[track_caller]
     pub fn mul_(&self, other: &Variable) -> Result<()> {
-        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| s.mul(other))
+        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| {
+            s.mul(other)
+        })
     }
 
     /// In-place `self /= other`.
     #[track_caller]
     pub fn div_(&self, other: &Variable) -> Result<()> {
-        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| s.div(other))
+        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| {
+            s.div(other)
+        })
     }
 
     /// In-place clamp.
     #[track_caller]
     pub fn clamp_(&self, min: Option<f64>, max: Option<f64>) -> Result<()> {
-        self.in_place(None, WriteSite::Rust(Location::caller()), |s| s.clamp(min, max))
+        self.in_place(None, WriteSite::Rust(Location::caller()), |s| {
+            s.clamp(min, max)
+        })
     }
 
     /// In-place relu.
@@ -984,7 +1155,9 @@ impl Variable {
     fn fill_impl(&self, value: f64, zero: bool, site: WriteSite) -> Result<()> {
         self.in_place(None, site, |s| {
             let filled = Tensor::full(s.shape(), value, s.dtype());
-            Ok(Variable::record(filled, &[s], |_, _| (OpKind::Fill { zero }, smallvec![])))
+            Ok(Variable::record(filled, &[s], |_, _| {
+                (OpKind::Fill { zero }, smallvec![])
+            }))
         })
     }
 
@@ -995,17 +1168,26 @@ impl Variable {
         let (src_shape, src_dtype): (Dims, DType) = (src.shape().into(), src.dtype());
         let dtype = self.dtype();
         self.in_place(Some(src), site, |s| {
-            let values = src.tensor().broadcast_to(s.shape()).map_err(|_| Error::ShapeMismatch {
-                op: "copy_",
-                message: format!(
-                    "The size of tensor a ({:?}) must match the size of tensor b ({:?})",
-                    s.shape(),
-                    src.shape()
-                ),
-            })?;
+            let values =
+                src.tensor()
+                    .broadcast_to(s.shape())
+                    .map_err(|_| Error::ShapeMismatch {
+                        op: "copy_",
+                        message: format!(
+                            "The size of tensor a ({:?}) must match the size of tensor b ({:?})",
+                            s.shape(),
+                            src.shape()
+                        ),
+                    })?;
             let values = values.to_dtype(dtype).contiguous();
             Ok(Variable::record(values, &[s, src], |_, _| {
-                (OpKind::Copy { src: src_shape, src_dtype }, smallvec![])
+                (
+                    OpKind::Copy {
+                        src: src_shape,
+                        src_dtype,
+                    },
+                    smallvec![],
+                )
             }))
         })
     }
@@ -1018,8 +1200,18 @@ impl Variable {
     }
 
     /// Backpropagates with an explicit `gradient` (needed for non-scalars).
-    pub fn backward_with(&self, gradient: Option<&Variable>, retain_graph: bool, create_graph: bool) -> Result<()> {
-        engine::backward(std::slice::from_ref(self), &[gradient.cloned()], retain_graph, create_graph)
+    pub fn backward_with(
+        &self,
+        gradient: Option<&Variable>,
+        retain_graph: bool,
+        create_graph: bool,
+    ) -> Result<()> {
+        engine::backward(
+            std::slice::from_ref(self),
+            &[gradient.cloned()],
+            retain_graph,
+            create_graph,
+        )
     }
 
     /// Adds `grad` into `.grad` (the AccumulateGrad rule). Without `create_graph` the
@@ -1047,7 +1239,8 @@ impl Variable {
                     m.grad = Some(old.add(&grad)?);
                 } else {
                     let sum = old.tensor().binary(grad.tensor(), BinaryOp::Add)?;
-                    old.tensor().copy_from(&sum, WriteSite::Rust(Location::caller()))?;
+                    old.tensor()
+                        .copy_from(&sum, WriteSite::Rust(Location::caller()))?;
                     m.grad = Some(old);
                 }
             }
@@ -1058,7 +1251,9 @@ impl Variable {
     /// PyTorch's repr: `tensor(..., grad_fn=<...>)` / `requires_grad=True`.
     pub fn repr(&self) -> String {
         let suffix = match self.grad_fn() {
-            Some(f) => graph::node_name(f.id()).ok().map(|n| format!("grad_fn=<{n}>")),
+            Some(f) => graph::node_name(f.id())
+                .ok()
+                .map(|n| format!("grad_fn=<{n}>")),
             None if self.requires_grad() => Some("requires_grad=True".to_string()),
             None => None,
         };

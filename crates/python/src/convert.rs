@@ -84,7 +84,10 @@ fn collect(obj: &Bound<'_, PyAny>, depth: usize, out: &mut Collected) -> PyResul
     let seq = obj.cast::<PySequence>().map_err(|_| {
         PyTypeError::new_err(format!(
             "new(): invalid data type '{}'",
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
         ))
     })?;
     let len = seq.len()?;
@@ -174,7 +177,8 @@ pub fn from_numpy_array(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         let data: Vec<i64> = view.iter().map(|&x| x as i64).collect();
         return Ok(Some(Tensor::from_vec(data, &shape).py()?));
     }
-    if obj.hasattr("__array_interface__").unwrap_or(false) && obj.hasattr("dtype").unwrap_or(false) {
+    if obj.hasattr("__array_interface__").unwrap_or(false) && obj.hasattr("dtype").unwrap_or(false)
+    {
         return Err(PyTypeError::new_err(format!(
             "can't convert np.ndarray of type {}. The only supported types are: float64, float32, int64, int32, and bool.",
             obj.getattr("dtype")?.str()?
@@ -242,7 +246,10 @@ pub fn extract_int(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
     obj.extract::<i64>().map_err(|_| {
         PyTypeError::new_err(format!(
             "expected an int, but got {}",
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
         ))
     })
 }

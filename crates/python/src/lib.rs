@@ -21,21 +21,36 @@ fn leaf(tensor: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
 }
 
 fn shape_of(size: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
-    Ok(rustgrad::shape::checked_shape(&extract_sizes(size)?).py()?.to_vec())
+    Ok(rustgrad::shape::checked_shape(&extract_sizes(size)?)
+        .py()?
+        .to_vec())
 }
 
 /// `tensor(data, dtype=None, requires_grad=False)`: a new tensor copying `data`.
 #[pyfunction(name = "tensor")]
 #[pyo3(signature = (data, *, dtype = None, device = None, requires_grad = false))]
-fn tensor_fn(data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+fn tensor_fn(
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
     let _ = device;
-    leaf(tensor_from_data(data, extract_opt_dtype(dtype)?)?, requires_grad)
+    leaf(
+        tensor_from_data(data, extract_opt_dtype(dtype)?)?,
+        requires_grad,
+    )
 }
 
 /// `zeros(*size, dtype=None, requires_grad=False)`.
 #[pyfunction]
 #[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
-fn zeros(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+fn zeros(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
     let _ = device;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
     leaf(Tensor::zeros(&shape_of(size)?, dtype), requires_grad)
@@ -44,7 +59,12 @@ fn zeros(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Op
 /// `ones(*size, dtype=None, requires_grad=False)`.
 #[pyfunction]
 #[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
-fn ones(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+fn ones(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
     let _ = device;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
     leaf(Tensor::ones(&shape_of(size)?, dtype), requires_grad)
@@ -54,9 +74,16 @@ fn ones(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Opt
 /// fill value (float → float32, int → int64, bool → bool) when not given.
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype = None, device = None, requires_grad = false))]
-fn full(size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+fn full(
+    size: &Bound<'_, PyAny>,
+    fill_value: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
     let _ = device;
-    let value = convert::extract_scalar(fill_value).ok_or_else(|| PyValueError::new_err("fill_value must be a number"))?;
+    let value = convert::extract_scalar(fill_value)
+        .ok_or_else(|| PyValueError::new_err("fill_value must be a number"))?;
     let inferred = match value {
         rustgrad::Scalar::Float(_) => DType::F32,
         rustgrad::Scalar::Int(_) => DType::I64,
@@ -64,25 +91,42 @@ fn full(size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&B
     };
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(inferred);
     let size = PyTuple::new(size.py(), [size])?;
-    leaf(Tensor::full(&shape_of(&size)?, value.to_f64(), dtype), requires_grad)
+    leaf(
+        Tensor::full(&shape_of(&size)?, value.to_f64(), dtype),
+        requires_grad,
+    )
 }
 
 /// `arange(end)`, `arange(start, end[, step])`; int64 when all bounds are ints.
 #[pyfunction]
 #[pyo3(signature = (*args, dtype = None, device = None, requires_grad = false))]
-fn arange(args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+fn arange(
+    args: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
     let _ = device;
     let nums = args
         .iter()
-        .map(|a| convert::extract_scalar(&a).ok_or_else(|| PyValueError::new_err("arange() bounds must be numbers")))
+        .map(|a| {
+            convert::extract_scalar(&a)
+                .ok_or_else(|| PyValueError::new_err("arange() bounds must be numbers"))
+        })
         .collect::<PyResult<Vec<_>>>()?;
-    let all_int = nums.iter().all(|s| !matches!(s, rustgrad::Scalar::Float(_)));
+    let all_int = nums
+        .iter()
+        .all(|s| !matches!(s, rustgrad::Scalar::Float(_)));
     let v: Vec<f64> = nums.iter().map(|s| s.to_f64()).collect();
     let (start, end, step) = match v.as_slice() {
         [end] => (0.0, *end, 1.0),
         [start, end] => (*start, *end, 1.0),
         [start, end, step] => (*start, *end, *step),
-        _ => return Err(PyValueError::new_err("arange() takes 1 to 3 positional arguments")),
+        _ => {
+            return Err(PyValueError::new_err(
+                "arange() takes 1 to 3 positional arguments",
+            ))
+        }
     };
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
     leaf(Tensor::arange(start, end, step, dtype).py()?, requires_grad)
@@ -91,19 +135,35 @@ fn arange(args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: O
 /// `rand(*size)`: uniform samples in [0, 1) from the default generator.
 #[pyfunction]
 #[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
-fn rand(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+fn rand(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
     let _ = device;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
-    leaf(rustgrad::random::rand(&shape_of(size)?, dtype), requires_grad)
+    leaf(
+        rustgrad::random::rand(&shape_of(size)?, dtype),
+        requires_grad,
+    )
 }
 
 /// `randn(*size)`: standard normal samples from the default generator.
 #[pyfunction]
 #[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
-fn randn(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<PyTensor> {
+fn randn(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
     let _ = device;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
-    leaf(rustgrad::random::randn(&shape_of(size)?, dtype), requires_grad)
+    leaf(
+        rustgrad::random::randn(&shape_of(size)?, dtype),
+        requires_grad,
+    )
 }
 
 /// Seeds the default random generator.
@@ -127,7 +187,11 @@ fn from_numpy(array: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
 /// A new leaf sharing `data`'s storage, with the given flags (`Variable(...)`).
 #[pyfunction]
 #[pyo3(signature = (data, requires_grad = false, volatile = false))]
-fn _make_variable(data: &Bound<'_, PyTensor>, requires_grad: bool, volatile: bool) -> PyResult<PyTensor> {
+fn _make_variable(
+    data: &Bound<'_, PyTensor>,
+    requires_grad: bool,
+    volatile: bool,
+) -> PyResult<PyTensor> {
     let t = data.get().var.tensor().clone();
     if volatile {
         return Ok(PyTensor::wrap(Variable::new_volatile(t)));
@@ -135,11 +199,39 @@ fn _make_variable(data: &Bound<'_, PyTensor>, requires_grad: bool, volatile: boo
     leaf(t, requires_grad)
 }
 
+/// One backward pass from several roots (`rustgrad.autograd.backward`).
+#[pyfunction]
+#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph))]
+fn _backward(
+    py: Python<'_>,
+    tensors: Vec<Bound<'_, PyTensor>>,
+    grad_tensors: Vec<Option<Bound<'_, PyTensor>>>,
+    retain_graph: bool,
+    create_graph: bool,
+) -> PyResult<()> {
+    if tensors.len() != grad_tensors.len() {
+        return Err(PyValueError::new_err(format!(
+            "got {} tensors and {} gradients",
+            tensors.len(),
+            grad_tensors.len()
+        )));
+    }
+    let roots: Vec<Variable> = tensors.iter().map(|t| t.get().var.clone()).collect();
+    let grads: Vec<Option<Variable>> = grad_tensors
+        .iter()
+        .map(|g| g.as_ref().map(|g| g.get().var.clone()))
+        .collect();
+    py.detach(move || rustgrad::autograd::backward(&roots, &grads, retain_graph, create_graph))
+        .py()
+}
+
 /// Sets the number of threads kernels use.
 #[pyfunction]
 fn set_num_threads(n: usize) -> PyResult<()> {
     if n == 0 {
-        return Err(PyValueError::new_err("set_num_threads expects a positive integer"));
+        return Err(PyValueError::new_err(
+            "set_num_threads expects a positive integer",
+        ));
     }
     rustgrad::set_num_threads(n);
     Ok(())
@@ -174,7 +266,12 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTensor>()?;
     m.add_class::<PyDType>()?;
     m.add_class::<node::PyNode>()?;
-    for (name, dtype) in [("float32", DType::F32), ("float64", DType::F64), ("int64", DType::I64), ("bool", DType::Bool)] {
+    for (name, dtype) in [
+        ("float32", DType::F32),
+        ("float64", DType::F64),
+        ("int64", DType::I64),
+        ("bool", DType::Bool),
+    ] {
         m.add(name, PyDType { inner: dtype })?;
     }
     m.add_function(wrap_pyfunction!(tensor_fn, m)?)?;
@@ -187,6 +284,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_make_variable, m)?)?;
+    m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;

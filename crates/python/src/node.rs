@@ -22,7 +22,10 @@ impl PyNode {
     pub fn create(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
         static NODE_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let factory = NODE_CLASS.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            Ok(py.import("rustgrad.autograd.graph")?.getattr("_node_class")?.unbind())
+            Ok(py
+                .import("rustgrad.autograd.graph")?
+                .getattr("_node_class")?
+                .unbind())
         })?;
         let name = autograd::node_name(node.id()).py()?;
         let cls = factory.bind(py).call1((name,))?;
@@ -32,9 +35,9 @@ impl PyNode {
     }
 
     fn node(&self) -> PyResult<&NodeRef> {
-        self.node
-            .get()
-            .ok_or_else(|| PyRuntimeError::new_err("autograd Node objects are created by rustgrad only"))
+        self.node.get().ok_or_else(|| {
+            PyRuntimeError::new_err("autograd Node objects are created by rustgrad only")
+        })
     }
 }
 
@@ -42,7 +45,9 @@ impl PyNode {
 impl PyNode {
     #[new]
     fn py_new() -> Self {
-        PyNode { node: OnceLock::new() }
+        PyNode {
+            node: OnceLock::new(),
+        }
     }
 
     /// PyTorch's class name of the node, e.g. `MulBackward0`.
@@ -59,8 +64,17 @@ impl PyNode {
             .into_iter()
             .map(|e| -> PyResult<Bound<'py, PyTuple>> {
                 match e {
-                    Some((n, nr)) => PyTuple::new(py, [PyNode::create(py, n)?.into_bound(py), nr.into_pyobject(py)?.into_any()]),
-                    None => PyTuple::new(py, [py.None().into_bound(py), 0u32.into_pyobject(py)?.into_any()]),
+                    Some((n, nr)) => PyTuple::new(
+                        py,
+                        [
+                            PyNode::create(py, n)?.into_bound(py),
+                            nr.into_pyobject(py)?.into_any(),
+                        ],
+                    ),
+                    None => PyTuple::new(
+                        py,
+                        [py.None().into_bound(py), 0u32.into_pyobject(py)?.into_any()],
+                    ),
                 }
             })
             .collect::<PyResult<Vec<_>>>()?;
@@ -95,6 +109,10 @@ impl PyNode {
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        Ok(format!("<{} object at {:#x}>", slf.get().name()?, slf.as_ptr() as usize))
+        Ok(format!(
+            "<{} object at {:#x}>",
+            slf.get().name()?,
+            slf.as_ptr() as usize
+        ))
     }
 }

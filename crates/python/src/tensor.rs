@@ -78,7 +78,13 @@ fn python_site(py: Python<'_>) -> Option<WriteSite> {
         .ok()?;
     let frame = getframe.bind(py).call1((0,)).ok()?;
     let line: i64 = frame.getattr("f_lineno").ok()?.extract().ok()?;
-    let file: String = frame.getattr("f_code").ok()?.getattr("co_filename").ok()?.extract().ok()?;
+    let file: String = frame
+        .getattr("f_code")
+        .ok()?
+        .getattr("co_filename")
+        .ok()?
+        .extract()
+        .ok()?;
     Some(WriteSite::External(Arc::from(format!("{file}:{line}"))))
 }
 
@@ -106,7 +112,11 @@ pub fn make_size<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, P
 
 /// Nested Python lists of a tensor's values (`tolist()`).
 pub fn to_list<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
-    fn build<'py, T: Copy + IntoPyObjectExt<'py>>(py: Python<'py>, shape: &[usize], values: &[T]) -> PyResult<Bound<'py, PyAny>> {
+    fn build<'py, T: Copy + IntoPyObjectExt<'py>>(
+        py: Python<'py>,
+        shape: &[usize],
+        values: &[T],
+    ) -> PyResult<Bound<'py, PyAny>> {
         if shape.is_empty() {
             return values[0].into_bound_py_any(py);
         }
@@ -123,7 +133,12 @@ pub fn to_list<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> 
     }
 }
 
-fn binary(py: Python<'_>, a: &Variable, other: &Bound<'_, PyAny>, f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send) -> PyResult<Py<PyAny>> {
+fn binary(
+    py: Python<'_>,
+    a: &Variable,
+    other: &Bound<'_, PyAny>,
+    f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send,
+) -> PyResult<Py<PyAny>> {
     let Some(op) = Operand::extract(other) else {
         return Ok(py.NotImplemented());
     };
@@ -133,7 +148,12 @@ fn binary(py: Python<'_>, a: &Variable, other: &Bound<'_, PyAny>, f: impl FnOnce
     Ok(new_tensor(py, out)?.into_any())
 }
 
-fn reflected(py: Python<'_>, a: &Variable, other: &Bound<'_, PyAny>, f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send) -> PyResult<Py<PyAny>> {
+fn reflected(
+    py: Python<'_>,
+    a: &Variable,
+    other: &Bound<'_, PyAny>,
+    f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send,
+) -> PyResult<Py<PyAny>> {
     let Some(op) = Operand::extract(other) else {
         return Ok(py.NotImplemented());
     };
@@ -143,15 +163,25 @@ fn reflected(py: Python<'_>, a: &Variable, other: &Bound<'_, PyAny>, f: impl FnO
 }
 
 fn operand_var(obj: &Bound<'_, PyAny>, like: &Variable) -> PyResult<Variable> {
-    Operand::extract(obj).map(|o| o.to_var(like)).ok_or_else(|| {
-        PyTypeError::new_err(format!(
-            "expected a Tensor or a number, but got {}",
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-        ))
-    })
+    Operand::extract(obj)
+        .map(|o| o.to_var(like))
+        .ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "expected a Tensor or a number, but got {}",
+                obj.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })
 }
 
-fn compare(py: Python<'_>, a: &Variable, other: &Bound<'_, PyAny>, op: CmpOp) -> PyResult<Py<PyAny>> {
+fn compare(
+    py: Python<'_>,
+    a: &Variable,
+    other: &Bound<'_, PyAny>,
+    op: CmpOp,
+) -> PyResult<Py<PyAny>> {
     binary(py, a, other, move |x, y| x.compare(y, op))
 }
 
@@ -173,7 +203,12 @@ impl PyTensor {
     /// size), or `Tensor()` (an empty tensor).
     #[new]
     #[pyo3(signature = (*args, requires_grad = false, _share = None, volatile = false))]
-    fn py_new(args: &Bound<'_, PyTuple>, requires_grad: bool, _share: Option<&Bound<'_, PyTensor>>, volatile: bool) -> PyResult<Self> {
+    fn py_new(
+        args: &Bound<'_, PyTuple>,
+        requires_grad: bool,
+        _share: Option<&Bound<'_, PyTensor>>,
+        volatile: bool,
+    ) -> PyResult<Self> {
         let tensor = if let Some(src) = _share {
             src.get().var.tensor().clone()
         } else if args.is_empty() {
@@ -207,7 +242,12 @@ impl PyTensor {
             None => make_size(py, self.var.shape()),
             Some(d) => {
                 let d = rustgrad::shape::wrap_dim(d, self.var.dim()).py()?;
-                self.var.shape().get(d).copied().unwrap_or(1).into_bound_py_any(py)
+                self.var
+                    .shape()
+                    .get(d)
+                    .copied()
+                    .unwrap_or(1)
+                    .into_bound_py_any(py)
             }
         }
     }
@@ -254,7 +294,9 @@ impl PyTensor {
     /// The element type.
     #[getter]
     fn dtype(&self) -> PyDType {
-        PyDType { inner: self.var.dtype() }
+        PyDType {
+            inner: self.var.dtype(),
+        }
     }
 
     /// Always `cpu`.
@@ -314,7 +356,10 @@ impl PyTensor {
     /// The node that created this tensor, or None for leaves.
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.var.grad_fn().map(|n| PyNode::create(py, n)).transpose()
+        self.var
+            .grad_fn()
+            .map(|n| PyNode::create(py, n))
+            .transpose()
     }
 
     /// The version counter: in-place writes to this tensor's storage so far.
@@ -348,18 +393,27 @@ impl PyTensor {
 
     /// Computes the gradient of this tensor w.r.t. graph leaves.
     #[pyo3(signature = (gradient = None, retain_graph = None, create_graph = false))]
-    fn backward(&self, py: Python<'_>, gradient: Option<&Bound<'_, PyAny>>, retain_graph: Option<bool>, create_graph: bool) -> PyResult<()> {
+    fn backward(
+        &self,
+        py: Python<'_>,
+        gradient: Option<&Bound<'_, PyAny>>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+    ) -> PyResult<()> {
         let grad = match gradient {
             None => None,
             Some(g) if g.is_none() => None,
             Some(g) => Some(match g.cast::<PyTensor>() {
                 Ok(t) => t.get().var.clone(),
-                Err(_) => Variable::from_tensor(convert::tensor_from_data(g, Some(self.var.dtype()))?),
+                Err(_) => {
+                    Variable::from_tensor(convert::tensor_from_data(g, Some(self.var.dtype()))?)
+                }
             }),
         };
         let var = self.var.clone();
         let retain = retain_graph.unwrap_or(create_graph);
-        py.detach(move || var.backward_with(grad.as_ref(), retain, create_graph)).py()
+        py.detach(move || var.backward_with(grad.as_ref(), retain, create_graph))
+            .py()
     }
 
     // ----- conversion ---------------------------------------------------------------
@@ -384,7 +438,12 @@ impl PyTensor {
         convert::to_numpy(py, self.var.tensor())
     }
 
-    fn __array__<'py>(&self, py: Python<'py>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let _ = copy;
         let arr = convert::to_numpy(py, self.var.tensor())?;
         match dtype {
@@ -396,14 +455,21 @@ impl PyTensor {
     /// Converts to `dtype` (differentiable between float dtypes); device strings are
     /// accepted and ignored ("cpu").
     #[pyo3(signature = (*args, **kwargs))]
-    fn to(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, pyo3::types::PyDict>>) -> PyResult<Py<PyTensor>> {
+    fn to(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<Py<PyTensor>> {
         let mut dtype = None;
         for a in args.iter() {
             if let Ok(d) = extract_dtype(&a) {
                 dtype = Some(d);
             } else if let Ok(s) = a.extract::<String>() {
                 if s != "cpu" {
-                    return Err(PyRuntimeError::new_err(format!("rustgrad runs on the CPU only, got device '{s}'")));
+                    return Err(PyRuntimeError::new_err(format!(
+                        "rustgrad runs on the CPU only, got device '{s}'"
+                    )));
                 }
             } else if let Ok(t) = a.cast::<PyTensor>() {
                 dtype = Some(t.get().var.dtype());
@@ -447,7 +513,9 @@ impl PyTensor {
         if v.tensor().is_contiguous() {
             return Ok(slf.into_any());
         }
-        Ok(new_tensor(slf.py(), v.contiguous().py()?)?.into_bound(slf.py()).into_any())
+        Ok(new_tensor(slf.py(), v.contiguous().py()?)?
+            .into_bound(slf.py())
+            .into_any())
     }
 
     /// A copy with its own storage (differentiable).
@@ -470,7 +538,11 @@ impl PyTensor {
         if self.var.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
                 "Boolean value of Tensor with {} values is ambiguous",
-                if self.var.numel() == 0 { "no" } else { "more than one" }
+                if self.var.numel() == 0 {
+                    "no"
+                } else {
+                    "more than one"
+                }
             )));
         }
         Ok(self.var.item().py()?.to_f64() != 0.0)
@@ -490,7 +562,9 @@ impl PyTensor {
 
     fn __index__(&self) -> PyResult<i64> {
         if self.var.dtype().is_floating_point() || self.var.numel() != 1 {
-            return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
+            return Err(PyTypeError::new_err(
+                "only integer tensors of a single element can be converted to an index",
+            ));
         }
         self.__int__()
     }
@@ -533,16 +607,28 @@ impl PyTensor {
         reflected(py, &self.var, other, |a, b| a.div(b))
     }
 
-    fn __pow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn __pow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let _ = modulo;
         match extract_scalar(other) {
             Some(Scalar::Float(e)) => Ok(new_tensor(py, self.var.pow_scalar(e).py()?)?.into_any()),
-            Some(Scalar::Int(e)) => Ok(new_tensor(py, self.var.pow_scalar(e as f64).py()?)?.into_any()),
+            Some(Scalar::Int(e)) => {
+                Ok(new_tensor(py, self.var.pow_scalar(e as f64).py()?)?.into_any())
+            }
             _ => binary(py, &self.var, other, |a, b| a.pow(b)),
         }
     }
 
-    fn __rpow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn __rpow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let _ = modulo;
         reflected(py, &self.var, other, |a, b| a.pow(b))
     }
@@ -599,36 +685,58 @@ impl PyTensor {
 
     /// `self + alpha * other`.
     #[pyo3(signature = (other, *, alpha = None))]
-    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<f64>) -> PyResult<Py<PyTensor>> {
+    fn add(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<f64>,
+    ) -> PyResult<Py<PyTensor>> {
         let b = operand_var(other, &self.var)?;
         let b = match alpha {
             Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
             _ => b,
         };
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.add(&b)).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.add(&b)).py()?,
+        )
     }
 
     /// `self - alpha * other`.
     #[pyo3(signature = (other, *, alpha = None))]
-    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<f64>) -> PyResult<Py<PyTensor>> {
+    fn sub(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<f64>,
+    ) -> PyResult<Py<PyTensor>> {
         let b = operand_var(other, &self.var)?;
         let b = match alpha {
             Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
             _ => b,
         };
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.sub(&b)).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.sub(&b)).py()?,
+        )
     }
 
     /// `self * other`.
     fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = operand_var(other, &self.var)?;
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.mul(&b)).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.mul(&b)).py()?,
+        )
     }
 
     /// `self / other`.
     fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = operand_var(other, &self.var)?;
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.div(&b)).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.div(&b)).py()?,
+        )
     }
 
     /// `self ** exponent` (scalar or tensor exponent).
@@ -660,27 +768,45 @@ impl PyTensor {
     }
 
     fn exp(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.exp()).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.exp()).py()?,
+        )
     }
 
     fn log(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.log()).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.log()).py()?,
+        )
     }
 
     fn sqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.sqrt()).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.sqrt()).py()?,
+        )
     }
 
     fn tanh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.tanh()).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.tanh()).py()?,
+        )
     }
 
     fn sigmoid(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.sigmoid()).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.sigmoid()).py()?,
+        )
     }
 
     fn relu(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, maybe_detach(py, self.var.numel(), || self.var.relu()).py()?)
+        new_tensor(
+            py,
+            maybe_detach(py, self.var.numel(), || self.var.relu()).py()?,
+        )
     }
 
     fn abs(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
@@ -693,7 +819,12 @@ impl PyTensor {
 
     /// Clamps into `[min, max]`.
     #[pyo3(signature = (min = None, max = None))]
-    fn clamp(&self, py: Python<'_>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn clamp(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         new_tensor(py, self.var.clamp(opt_f64(min)?, opt_f64(max)?).py()?)
     }
 
@@ -725,7 +856,13 @@ impl PyTensor {
 
     /// Sum of all elements, or over `dim` (int or tuple), keeping dims if `keepdim`.
     #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let src = match extract_opt_dtype(dtype)? {
             Some(d) => self.var.to_dtype(d).py()?,
             None => self.var.clone(),
@@ -740,7 +877,13 @@ impl PyTensor {
 
     /// Mean of all elements, or over `dim`.
     #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let src = match extract_opt_dtype(dtype)? {
             Some(d) => self.var.to_dtype(d).py()?,
             None => self.var.clone(),
@@ -761,7 +904,9 @@ impl PyTensor {
         if shape.len() == 1 {
             if let Ok(d) = extract_dtype(&shape.get_item(0)?) {
                 if d != self.var.dtype() {
-                    return Err(PyRuntimeError::new_err("view(dtype) reinterpretation is not supported by rustgrad"));
+                    return Err(PyRuntimeError::new_err(
+                        "view(dtype) reinterpretation is not supported by rustgrad",
+                    ));
                 }
                 return new_tensor(py, self.var.clone());
             }
@@ -818,7 +963,12 @@ impl PyTensor {
     }
 
     /// `x[index] = value`: copies into the indexed view.
-    fn __setitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        index: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let view = index_variable(&self.var, index)?;
         let src = operand_var(value, &view)?;
         view.copy_(&src).py()?;
@@ -830,7 +980,11 @@ impl PyTensor {
 
     /// In-place `self += alpha * other`.
     #[pyo3(signature = (other, *, alpha = None))]
-    fn add_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<f64>) -> PyResult<Bound<'py, Self>> {
+    fn add_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        alpha: Option<f64>,
+    ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
         let b = operand_var(other, v)?;
         let b = match alpha {
@@ -844,7 +998,11 @@ impl PyTensor {
 
     /// In-place `self -= alpha * other`.
     #[pyo3(signature = (other, *, alpha = None))]
-    fn sub_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<f64>) -> PyResult<Bound<'py, Self>> {
+    fn sub_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        alpha: Option<f64>,
+    ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
         let b = operand_var(other, v)?;
         let b = match alpha {
@@ -887,7 +1045,11 @@ impl PyTensor {
             Some(s) => s.to_f64(),
             None => match value.cast::<PyTensor>() {
                 Ok(t) => t.get().var.item().py()?.to_f64(),
-                Err(_) => return Err(PyTypeError::new_err("fill_() expects a number or a 0-d tensor")),
+                Err(_) => {
+                    return Err(PyTypeError::new_err(
+                        "fill_() expects a number or a 0-d tensor",
+                    ))
+                }
             },
         };
         v.fill_(value).py()?;
@@ -905,7 +1067,11 @@ impl PyTensor {
 
     /// Clamps in place.
     #[pyo3(signature = (min = None, max = None))]
-    fn clamp_<'py>(slf: Bound<'py, Self>, min: Option<&Bound<'py, PyAny>>, max: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
+    fn clamp_<'py>(
+        slf: Bound<'py, Self>,
+        min: Option<&Bound<'py, PyAny>>,
+        max: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
         v.clamp_(opt_f64(min)?, opt_f64(max)?).py()?;
         mark_python_site(slf.py(), v);
@@ -963,7 +1129,9 @@ pub fn index_variable(var: &Variable, index: &Bound<'_, PyAny>) -> PyResult<Vari
             dim += 1;
         } else if item.is_instance_of::<PyEllipsis>() {
             if seen_ellipsis {
-                return Err(PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
+                return Err(PyIndexError::new_err(
+                    "an index can only have a single ellipsis ('...')",
+                ));
             }
             seen_ellipsis = true;
             dim += (var.dim() - used) as i64;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .. import _rustgrad
 from .._rustgrad import Tensor
 from . import graph
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -45,6 +46,5 @@ def backward(
         tensors = [tensors]
     if grad_tensors is None or isinstance(grad_tensors, Tensor):
         grad_tensors = [grad_tensors] * len(tensors)
-    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
-        t.backward(g, retain_graph=True if i + 1 < len(tensors) else retain_graph,
-                   create_graph=create_graph)
+    retain = create_graph if retain_graph is None else retain_graph
+    _rustgrad._backward(list(tensors), list(grad_tensors), retain, create_graph)

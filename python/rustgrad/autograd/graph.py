@@ -9,7 +9,7 @@ from .._rustgrad import Node
 __all__ = ["Node"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _node_class(name: str) -> type:
     """Returns the ``Node`` subclass named ``name`` (created once, then cached)."""
     return type(name, (Node,), {"__module__": "rustgrad.autograd.graph", "__slots__": ()})

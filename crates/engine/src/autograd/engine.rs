@@ -9,16 +9,16 @@
 //! 3. Unless `retain_graph`, a node frees its saved tensors as soon as it has run.
 
 use super::formulas;
-use super::graph::{self, Edge, NodeId, NodeKind};
 use super::grad_mode::GradModeGuard;
+use super::graph::{self, Edge, NodeId, NodeKind};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::storage::WriteSite;
 use crate::tensor::Tensor;
 use crate::variable::{EdgeSource, SavedSlots, Variable};
-use std::panic::Location;
 use smallvec::SmallVec;
 use std::collections::{BinaryHeap, HashMap};
+use std::panic::Location;
 
 /// Per-node state during one backward pass.
 struct Pending {
@@ -31,9 +31,15 @@ struct Pending {
 ///
 /// `grad_outputs[i]` is the gradient of `roots[i]` (`None`: implicit 1 for a scalar).
 /// With `create_graph`, the backward computation is itself recorded.
-pub fn backward(roots: &[Variable], grad_outputs: &[Option<Variable>], retain_graph: bool, create_graph: bool) -> Result<()> {
+pub fn backward(
+    roots: &[Variable],
+    grad_outputs: &[Option<Variable>],
+    retain_graph: bool,
+    create_graph: bool,
+) -> Result<()> {
     let retain_graph = retain_graph || create_graph;
-    let mut root_edges: Vec<(Edge, Variable, Option<graph::NodeRef>)> = Vec::with_capacity(roots.len());
+    let mut root_edges: Vec<(Edge, Variable, Option<graph::NodeRef>)> =
+        Vec::with_capacity(roots.len());
     for (index, root) in roots.iter().enumerate() {
         if !root.requires_grad() {
             return Err(Error::DoesNotRequireGrad { index });
@@ -59,7 +65,13 @@ pub fn backward(roots: &[Variable], grad_outputs: &[Option<Variable>], retain_gr
         // Keep a reference so a leaf's AccumulateGrad node lives through the pass.
         let (edge, keep) = match root.gradient_edge() {
             Some(EdgeSource::Borrowed(e)) => (e, None),
-            Some(EdgeSource::Owned(n)) => (Edge { node: n.id(), input_nr: 0 }, Some(n)),
+            Some(EdgeSource::Owned(n)) => (
+                Edge {
+                    node: n.id(),
+                    input_nr: 0,
+                },
+                Some(n),
+            ),
             None => return Err(Error::DoesNotRequireGrad { index }),
         };
         root_edges.push((edge, grad, keep));
@@ -69,9 +81,13 @@ pub fn backward(roots: &[Variable], grad_outputs: &[Option<Variable>], retain_gr
     let mut pending: HashMap<NodeId, Pending> = HashMap::new();
     let mut stack: Vec<NodeId> = Vec::new();
     for (edge, _, _) in &root_edges {
-        if !pending.contains_key(&edge.node) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = pending.entry(edge.node) {
             let (_, seq) = graph::edges_and_sequence_nr(edge.node)?;
-            pending.insert(edge.node, Pending { dependencies: 0, sequence_nr: seq, inputs: SmallVec::new() });
+            slot.insert(Pending {
+                dependencies: 0,
+                sequence_nr: seq,
+                inputs: SmallVec::new(),
+            });
             stack.push(edge.node);
         }
     }
@@ -82,7 +98,14 @@ pub fn backward(roots: &[Variable], grad_outputs: &[Option<Variable>], retain_gr
                 Some(p) => p.dependencies += 1,
                 None => {
                     let (_, seq) = graph::edges_and_sequence_nr(e.node)?;
-                    pending.insert(e.node, Pending { dependencies: 1, sequence_nr: seq, inputs: SmallVec::new() });
+                    pending.insert(
+                        e.node,
+                        Pending {
+                            dependencies: 1,
+                            sequence_nr: seq,
+                            inputs: SmallVec::new(),
+                        },
+                    );
                     stack.push(e.node);
                 }
             }
@@ -120,7 +143,8 @@ pub fn backward(roots: &[Variable], grad_outputs: &[Option<Variable>], retain_gr
         match &task.kind {
             NodeKind::AccumulateGrad(variable) => variable.accumulate_grad(grad, create_graph)?,
             NodeKind::Op(op) => {
-                let needs: SmallVec<[bool; 3]> = task.next_edges.iter().map(Option::is_some).collect();
+                let needs: SmallVec<[bool; 3]> =
+                    task.next_edges.iter().map(Option::is_some).collect();
                 let grads = formulas::apply(op, &unpack(&task.saved)?, &grad, &needs)?;
                 route(&mut pending, &task.next_edges, grads)?;
             }
@@ -135,10 +159,17 @@ pub fn backward(roots: &[Variable], grad_outputs: &[Option<Variable>], retain_gr
 }
 
 fn unpack(saved: &SavedSlots) -> Result<SmallVec<[Option<Variable>; 3]>> {
-    saved.iter().map(|s| s.as_ref().map(|s| s.unpack()).transpose()).collect()
+    saved
+        .iter()
+        .map(|s| s.as_ref().map(|s| s.unpack()).transpose())
+        .collect()
 }
 
-fn route(pending: &mut HashMap<NodeId, Pending>, edges: &[Option<Edge>], grads: formulas::Grads) -> Result<()> {
+fn route(
+    pending: &mut HashMap<NodeId, Pending>,
+    edges: &[Option<Edge>],
+    grads: formulas::Grads,
+) -> Result<()> {
     for (edge, g) in edges.iter().zip(grads) {
         if let (Some(edge), Some(g)) = (edge, g) {
             add_to_buffer(pending, *edge, g)?;
@@ -150,18 +181,27 @@ fn route(pending: &mut HashMap<NodeId, Pending>, edges: &[Option<Edge>], grads: 
 /// PyTorch's CopySlices backward: `grad` is the gradient of the whole base. The part
 /// at the view goes through the in-place op's rule (`inner`); its gradient w.r.t. the
 /// view's old values replaces that part, and its other inputs get theirs.
-fn copy_slices(layout: &Layout, inner: NodeId, grad: &Variable, next_edges: &[Option<Edge>], retain_graph: bool) -> Result<formulas::Grads> {
+fn copy_slices(
+    layout: &Layout,
+    inner: NodeId,
+    grad: &Variable,
+    next_edges: &[Option<Edge>],
+    retain_graph: bool,
+) -> Result<formulas::Grads> {
     let site = WriteSite::Rust(Location::caller());
     let result = grad.tensor().deep_clone();
     let grad_slice = Variable::from_tensor(result.as_strided(layout)?.deep_clone());
     let inner_task = graph::take_task(inner, retain_graph)?;
     let NodeKind::Op(op) = &inner_task.kind else {
-        return Err(Error::NotImplemented("rustgrad internal error: CopySlices wraps a non-op node".into()));
+        return Err(Error::NotImplemented(
+            "rustgrad internal error: CopySlices wraps a non-op node".into(),
+        ));
     };
     let mut needs: SmallVec<[bool; 3]> = SmallVec::new();
     needs.push(true);
     needs.extend(next_edges.iter().skip(1).map(Option::is_some));
-    let mut grads = formulas::apply(op, &unpack(&inner_task.saved)?, &grad_slice, &needs)?.into_iter();
+    let mut grads =
+        formulas::apply(op, &unpack(&inner_task.saved)?, &grad_slice, &needs)?.into_iter();
     let region = result.as_strided(layout)?;
     match grads.next().flatten() {
         Some(view_grad) => region.copy_from(view_grad.tensor(), site)?,
@@ -177,7 +217,11 @@ fn copy_slices(layout: &Layout, inner: NodeId, grad: &Variable, next_edges: &[Op
 /// the node expects (ops on mixed dtypes promote).
 fn add_to_buffer(pending: &mut HashMap<NodeId, Pending>, edge: Edge, grad: Variable) -> Result<()> {
     let (dtype, shape) = graph::input_meta(edge.node)?;
-    let grad = if grad.dtype() != dtype { grad.to_dtype(dtype)? } else { grad };
+    let grad = if grad.dtype() != dtype {
+        grad.to_dtype(dtype)?
+    } else {
+        grad
+    };
     if grad.shape() != shape.as_slice() {
         return Err(Error::NotImplemented(format!(
             "rustgrad internal error: gradient of shape {:?} for a node expecting {:?}",
@@ -185,9 +229,9 @@ fn add_to_buffer(pending: &mut HashMap<NodeId, Pending>, edge: Edge, grad: Varia
             shape.as_slice()
         )));
     }
-    let p = pending
-        .get_mut(&edge.node)
-        .ok_or_else(|| Error::NotImplemented("rustgrad internal error: edge outside the graph".into()))?;
+    let p = pending.get_mut(&edge.node).ok_or_else(|| {
+        Error::NotImplemented("rustgrad internal error: edge outside the graph".into())
+    })?;
     let slot = edge.input_nr as usize;
     if p.inputs.len() <= slot {
         p.inputs.resize(slot + 1, None);
@@ -199,7 +243,11 @@ fn add_to_buffer(pending: &mut HashMap<NodeId, Pending>, edge: Edge, grad: Varia
     Ok(())
 }
 
-fn release_dependencies(pending: &mut HashMap<NodeId, Pending>, ready: &mut BinaryHeap<(u64, NodeId)>, edges: &[Option<Edge>]) {
+fn release_dependencies(
+    pending: &mut HashMap<NodeId, Pending>,
+    ready: &mut BinaryHeap<(u64, NodeId)>,
+    edges: &[Option<Edge>],
+) {
     for e in edges.iter().flatten() {
         if let Some(p) = pending.get_mut(&e.node) {
             p.dependencies -= 1;

@@ -52,9 +52,18 @@ pub(crate) enum OpKind {
     /// `where(cond, a, b)`; saved `[cond]`.
     Where { a: Dims, b: Dims },
     /// Sum over all dims (`dims: None`) or some dims.
-    Sum { input: Dims, dims: Option<Dims>, keepdim: bool },
+    Sum {
+        input: Dims,
+        dims: Option<Dims>,
+        keepdim: bool,
+    },
     /// Mean over all dims (`dims: None`) or some dims, of `count` elements each.
-    Mean { input: Dims, dims: Option<Dims>, keepdim: bool, count: usize },
+    Mean {
+        input: Dims,
+        dims: Option<Dims>,
+        keepdim: bool,
+        count: usize,
+    },
     /// Matrix product; saved `[a if b needs grad, b if a needs grad]`. `batched`
     /// distinguishes BmmBackward0 from MmBackward0.
     Matmul { a: Dims, b: Dims, batched: bool },
@@ -71,11 +80,26 @@ pub(crate) enum OpKind {
     /// `squeeze()` / `squeeze(dim)` of an input of shape `input`.
     Squeeze { input: Dims, all: bool },
     /// `input[..., start:end:step, ...]` along `dim`.
-    Slice { input: Dims, dim: usize, start: usize, end: usize, step: usize },
+    Slice {
+        input: Dims,
+        dim: usize,
+        start: usize,
+        end: usize,
+        step: usize,
+    },
     /// `input[..., index, ...]` along `dim`.
-    Select { input: Dims, dim: usize, index: usize },
+    Select {
+        input: Dims,
+        dim: usize,
+        index: usize,
+    },
     /// The backward of `Slice` as an op (zero tensor with the slice filled), for double backward.
-    SliceScatter { dim: usize, start: usize, end: usize, step: usize },
+    SliceScatter {
+        dim: usize,
+        start: usize,
+        end: usize,
+        step: usize,
+    },
     /// The backward of `Select` as an op.
     SelectScatter { dim: usize, index: usize },
     /// A view of a contiguous tensor of shape `base` through `layout` (how a view is
@@ -99,7 +123,9 @@ impl OpKind {
     pub fn name(&self) -> &'static str {
         match self {
             OpKind::Add { .. } => "AddBackward0",
-            OpKind::Sub { reversed: false, .. } => "SubBackward0",
+            OpKind::Sub {
+                reversed: false, ..
+            } => "SubBackward0",
             OpKind::Sub { reversed: true, .. } => "RsubBackward1",
             OpKind::Mul { .. } => "MulBackward0",
             OpKind::Div { .. } => "DivBackward0",
@@ -147,10 +173,9 @@ impl OpKind {
 }
 
 fn saved_at(saved: &[Option<Variable>], i: usize) -> Result<&Variable> {
-    saved
-        .get(i)
-        .and_then(|s| s.as_ref())
-        .ok_or_else(|| Error::NotImplemented(format!("rustgrad internal error: saved tensor {i} missing")))
+    saved.get(i).and_then(|s| s.as_ref()).ok_or_else(|| {
+        Error::NotImplemented(format!("rustgrad internal error: saved tensor {i} missing"))
+    })
 }
 
 fn ints(dims: &[usize]) -> Vec<i64> {
@@ -163,7 +188,12 @@ fn zero_like(grad: &Variable) -> Variable {
 }
 
 /// Expands the gradient of a reduction back to the input shape.
-fn expand_reduced(grad: &Variable, input: &[usize], dims: &Option<Dims>, keepdim: bool) -> Result<Variable> {
+fn expand_reduced(
+    grad: &Variable,
+    input: &[usize],
+    dims: &Option<Dims>,
+    keepdim: bool,
+) -> Result<Variable> {
     let mut g = grad.clone();
     if let (Some(dims), false) = (dims, keepdim) {
         let mut sorted = dims.clone();
@@ -177,27 +207,69 @@ fn expand_reduced(grad: &Variable, input: &[usize], dims: &Option<Dims>, keepdim
 
 /// Applies the backward rule of `op` to `grad` (the gradient of the op's output).
 /// `needs[i]` says whether input `i` wants a gradient.
-pub(crate) fn apply(op: &OpKind, saved: &[Option<Variable>], grad: &Variable, needs: &[bool]) -> Result<Grads> {
+pub(crate) fn apply(
+    op: &OpKind,
+    saved: &[Option<Variable>],
+    grad: &Variable,
+    needs: &[bool],
+) -> Result<Grads> {
     let need = |i: usize| needs.get(i).copied().unwrap_or(false);
     let g = grad;
     Ok(match op {
         OpKind::Add { a, b } => smallvec![
-            if need(0) { Some(g.sum_to_size(a)?) } else { None },
-            if need(1) { Some(g.sum_to_size(b)?) } else { None },
+            if need(0) {
+                Some(g.sum_to_size(a)?)
+            } else {
+                None
+            },
+            if need(1) {
+                Some(g.sum_to_size(b)?)
+            } else {
+                None
+            },
         ],
         OpKind::Sub { a, b, .. } => smallvec![
-            if need(0) { Some(g.sum_to_size(a)?) } else { None },
-            if need(1) { Some(g.neg()?.sum_to_size(b)?) } else { None },
+            if need(0) {
+                Some(g.sum_to_size(a)?)
+            } else {
+                None
+            },
+            if need(1) {
+                Some(g.neg()?.sum_to_size(b)?)
+            } else {
+                None
+            },
         ],
         OpKind::Mul { a, b } => smallvec![
-            if need(0) { Some(g.mul(saved_at(saved, 1)?)?.sum_to_size(a)?) } else { None },
-            if need(1) { Some(g.mul(saved_at(saved, 0)?)?.sum_to_size(b)?) } else { None },
+            if need(0) {
+                Some(g.mul(saved_at(saved, 1)?)?.sum_to_size(a)?)
+            } else {
+                None
+            },
+            if need(1) {
+                Some(g.mul(saved_at(saved, 0)?)?.sum_to_size(b)?)
+            } else {
+                None
+            },
         ],
         OpKind::Div { a, b } => {
             let y = saved_at(saved, 1)?;
             smallvec![
-                if need(0) { Some(g.div(y)?.sum_to_size(a)?) } else { None },
-                if need(1) { Some(g.mul(saved_at(saved, 0)?)?.div(&y.mul(y)?)?.neg()?.sum_to_size(b)?) } else { None },
+                if need(0) {
+                    Some(g.div(y)?.sum_to_size(a)?)
+                } else {
+                    None
+                },
+                if need(1) {
+                    Some(
+                        g.mul(saved_at(saved, 0)?)?
+                            .div(&y.mul(y)?)?
+                            .neg()?
+                            .sum_to_size(b)?,
+                    )
+                } else {
+                    None
+                },
             ]
         }
         OpKind::Pow { a, b } => {
@@ -213,11 +285,15 @@ pub(crate) fn apply(op: &OpKind, saved: &[Option<Variable>], grad: &Variable, ne
                 // d/db a^b = a^b ln a, defined as 0 where a == 0 and b >= 0 (PyTorch).
                 let zero = Tensor::scalar(0.0, x.dtype());
                 let cond = x.tensor().compare(&zero, CmpOp::Eq)?.binary(
-                    &e.tensor().compare(&Tensor::scalar(0.0, e.dtype()), CmpOp::Ge)?,
+                    &e.tensor()
+                        .compare(&Tensor::scalar(0.0, e.dtype()), CmpOp::Ge)?,
                     crate::tensor::BinaryOp::Mul,
                 )?;
                 let term = saved_at(saved, 2)?.mul(&x.log()?)?;
-                Some(g.mul(&Variable::where_cond(&cond, &zero_like(&term), &term)?)?.sum_to_size(b)?)
+                Some(
+                    g.mul(&Variable::where_cond(&cond, &zero_like(&term), &term)?)?
+                        .sum_to_size(b)?,
+                )
             } else {
                 None
             };
@@ -246,7 +322,9 @@ pub(crate) fn apply(op: &OpKind, saved: &[Option<Variable>], grad: &Variable, ne
         }
         OpKind::Relu => {
             let y = saved_at(saved, 0)?;
-            let mask = y.tensor().compare(&Tensor::scalar(0.0, y.dtype()), CmpOp::Gt)?;
+            let mask = y
+                .tensor()
+                .compare(&Tensor::scalar(0.0, y.dtype()), CmpOp::Gt)?;
             smallvec![Some(Variable::where_cond(&mask, g, &zero_like(g))?)]
         }
         OpKind::Abs => smallvec![Some(g.mul(&saved_at(saved, 0)?.sign()?)?)],
@@ -255,30 +333,75 @@ pub(crate) fn apply(op: &OpKind, saved: &[Option<Variable>], grad: &Variable, ne
             let x = saved_at(saved, 0)?.tensor();
             let mut mask = Tensor::full(x.shape(), 1.0, DType::Bool);
             if let Some(lo) = min {
-                mask = mask.binary(&x.compare(&Tensor::scalar(*lo, x.dtype()), CmpOp::Ge)?, crate::tensor::BinaryOp::Mul)?;
+                mask = mask.binary(
+                    &x.compare(&Tensor::scalar(*lo, x.dtype()), CmpOp::Ge)?,
+                    crate::tensor::BinaryOp::Mul,
+                )?;
             }
             if let Some(hi) = max {
-                mask = mask.binary(&x.compare(&Tensor::scalar(*hi, x.dtype()), CmpOp::Le)?, crate::tensor::BinaryOp::Mul)?;
+                mask = mask.binary(
+                    &x.compare(&Tensor::scalar(*hi, x.dtype()), CmpOp::Le)?,
+                    crate::tensor::BinaryOp::Mul,
+                )?;
             }
             smallvec![Some(Variable::where_cond(&mask, g, &zero_like(g))?)]
         }
         OpKind::Where { a, b } => {
             let cond = saved_at(saved, 0)?.tensor().clone();
             smallvec![
-                if need(0) { Some(Variable::where_cond(&cond, g, &zero_like(g))?.sum_to_size(a)?) } else { None },
-                if need(1) { Some(Variable::where_cond(&cond, &zero_like(g), g)?.sum_to_size(b)?) } else { None },
+                if need(0) {
+                    Some(Variable::where_cond(&cond, g, &zero_like(g))?.sum_to_size(a)?)
+                } else {
+                    None
+                },
+                if need(1) {
+                    Some(Variable::where_cond(&cond, &zero_like(g), g)?.sum_to_size(b)?)
+                } else {
+                    None
+                },
             ]
         }
-        OpKind::Sum { input, dims, keepdim } => smallvec![Some(expand_reduced(g, input, dims, *keepdim)?)],
-        OpKind::Mean { input, dims, keepdim, count } => {
-            smallvec![Some(expand_reduced(g, input, dims, *keepdim)?.div_scalar(*count as f64)?)]
+        OpKind::Sum {
+            input,
+            dims,
+            keepdim,
+        } => smallvec![Some(expand_reduced(g, input, dims, *keepdim)?)],
+        OpKind::Mean {
+            input,
+            dims,
+            keepdim,
+            count,
+        } => {
+            smallvec![Some(
+                expand_reduced(g, input, dims, *keepdim)?.div_scalar(*count as f64)?
+            )]
         }
         OpKind::Matmul { a, b, .. } => smallvec![
-            if need(0) { Some(g.matmul(&saved_at(saved, 1)?.transpose(-1, -2)?)?.sum_to_size(a)?) } else { None },
-            if need(1) { Some(saved_at(saved, 0)?.transpose(-1, -2)?.matmul(g)?.sum_to_size(b)?) } else { None },
+            if need(0) {
+                Some(
+                    g.matmul(&saved_at(saved, 1)?.transpose(-1, -2)?)?
+                        .sum_to_size(a)?,
+                )
+            } else {
+                None
+            },
+            if need(1) {
+                Some(
+                    saved_at(saved, 0)?
+                        .transpose(-1, -2)?
+                        .matmul(g)?
+                        .sum_to_size(b)?,
+                )
+            } else {
+                None
+            },
         ],
-        OpKind::View { input, .. } | OpKind::Squeeze { input, .. } => smallvec![Some(g.reshape(&ints(input))?)],
-        OpKind::Transpose { dim0, dim1, .. } => smallvec![Some(g.transpose(*dim0 as i64, *dim1 as i64)?)],
+        OpKind::View { input, .. } | OpKind::Squeeze { input, .. } => {
+            smallvec![Some(g.reshape(&ints(input))?)]
+        }
+        OpKind::Transpose { dim0, dim1, .. } => {
+            smallvec![Some(g.transpose(*dim0 as i64, *dim1 as i64)?)]
+        }
         OpKind::Permute { dims } => {
             let mut inverse = vec![0i64; dims.len()];
             for (i, &d) in dims.iter().enumerate() {
@@ -288,25 +411,48 @@ pub(crate) fn apply(op: &OpKind, saved: &[Option<Variable>], grad: &Variable, ne
         }
         OpKind::Expand { input } => smallvec![Some(g.sum_to_size(input)?)],
         OpKind::Unsqueeze { dim } => smallvec![Some(g.squeeze_dim(*dim as i64)?)],
-        OpKind::Slice { input, dim, start, end, step } => {
+        OpKind::Slice {
+            input,
+            dim,
+            start,
+            end,
+            step,
+        } => {
             smallvec![Some(g.slice_scatter(input, *dim, *start, *end, *step)?)]
         }
-        OpKind::Select { input, dim, index } => smallvec![Some(g.select_scatter(input, *dim, *index)?)],
-        OpKind::SliceScatter { dim, start, end, step } => smallvec![Some(g.slice(
+        OpKind::Select { input, dim, index } => {
+            smallvec![Some(g.select_scatter(input, *dim, *index)?)]
+        }
+        OpKind::SliceScatter {
+            dim,
+            start,
+            end,
+            step,
+        } => smallvec![Some(g.slice(
             *dim as i64,
             Some(*start as i64),
             Some(*end as i64),
             *step as i64
         )?)],
-        OpKind::SelectScatter { dim, index } => smallvec![Some(g.select(*dim as i64, *index as i64)?)],
+        OpKind::SelectScatter { dim, index } => {
+            smallvec![Some(g.select(*dim as i64, *index as i64)?)]
+        }
         OpKind::AsStrided { base, layout } => smallvec![Some(g.as_strided_scatter(base, layout)?)],
         OpKind::AsStridedScatter { layout } => smallvec![Some(g.as_strided(layout)?)],
         OpKind::Clone => smallvec![Some(g.clone())],
         OpKind::ToCopy { from } => smallvec![Some(g.to_dtype(*from)?)],
         OpKind::Fill { .. } => smallvec![Some(g.mul(&zero_like(g))?)],
         OpKind::Copy { src, src_dtype } => smallvec![
-            if need(0) { Some(g.mul(&zero_like(g))?) } else { None },
-            if need(1) { Some(g.sum_to_size(src)?.to_dtype(*src_dtype)?) } else { None },
+            if need(0) {
+                Some(g.mul(&zero_like(g))?)
+            } else {
+                None
+            },
+            if need(1) {
+                Some(g.sum_to_size(src)?.to_dtype(*src_dtype)?)
+            } else {
+                None
+            },
         ],
     })
 }

@@ -117,12 +117,17 @@ impl Arena {
         let mut work: SmallVec<[NodeId; 8]> = SmallVec::new();
         work.push(id);
         while let Some(id) = work.pop() {
-            let Ok(slot) = self.slot_mut(id) else { continue };
+            let Ok(slot) = self.slot_mut(id) else {
+                continue;
+            };
             slot.refcount -= 1;
             if slot.refcount > 0 {
                 continue;
             }
-            let node = slot.node.take().expect("rustgrad internal error: live slot without node");
+            let node = slot
+                .node
+                .take()
+                .expect("rustgrad internal error: live slot without node");
             slot.generation = slot.generation.wrapping_add(1);
             self.free.push(id.index);
             self.live -= 1;
@@ -169,7 +174,10 @@ fn drop_freed(freed: Vec<Node>) {
         for node in batch.drain(..) {
             drop(node);
         }
-        let more = DROPPING.try_with(|d| d.borrow_mut().as_mut().map(std::mem::take)).ok().flatten();
+        let more = DROPPING
+            .try_with(|d| d.borrow_mut().as_mut().map(std::mem::take))
+            .ok()
+            .flatten();
         match more {
             Some(next) if !next.is_empty() => batch = next,
             _ => break,
@@ -247,7 +255,10 @@ pub(crate) fn create_node_with_sources(
                     e
                 }
                 EdgeSource::Owned(node) => {
-                    let e = Edge { node: node.id, input_nr: 0 };
+                    let e = Edge {
+                        node: node.id,
+                        input_nr: 0,
+                    };
                     // The edge takes over the reference `node` holds.
                     std::mem::forget(node);
                     e
@@ -271,7 +282,8 @@ pub(crate) fn create_node_with_sources(
             i
         }
         None => {
-            let i = u32::try_from(a.slots.len()).expect("rustgrad internal error: more than 2^32 graph nodes");
+            let i = u32::try_from(a.slots.len())
+                .expect("rustgrad internal error: more than 2^32 graph nodes");
             a.slots.push(Slot {
                 generation: 0,
                 refcount: 1,
@@ -294,7 +306,10 @@ pub(crate) fn create_copy_slices(
     sources: SmallVec<[Option<EdgeSource>; 2]>,
     input_meta: (DType, Dims),
 ) -> NodeRef {
-    let kind = NodeKind::CopySlices { layout, inner: inner.id };
+    let kind = NodeKind::CopySlices {
+        layout,
+        inner: inner.id,
+    };
     // The node owns `inner`'s reference from now on (released in `Arena::decref`).
     std::mem::forget(inner);
     create_node_with_sources(kind, sources, SmallVec::new(), input_meta)
@@ -339,7 +354,12 @@ pub(crate) fn edges_and_sequence_nr(id: NodeId) -> Result<(SmallVec<[Option<Edge
 /// The dtype and shape of the gradient a node expects.
 pub(crate) fn input_meta(id: NodeId) -> Result<(DType, Dims)> {
     let a = arena();
-    Ok(a.slot(id)?.node.as_ref().ok_or(Error::StaleNode)?.input_meta.clone())
+    Ok(a.slot(id)?
+        .node
+        .as_ref()
+        .ok_or(Error::StaleNode)?
+        .input_meta
+        .clone())
 }
 
 /// The node's PyTorch class name (`MulBackward0`, `AccumulateGrad`, ...).
@@ -357,7 +377,13 @@ pub fn node_name(id: NodeId) -> Result<&'static str> {
 /// input number there, or `None` for inputs that do not require grad.
 pub fn next_functions(id: NodeId) -> Result<Vec<Option<(NodeRef, u32)>>> {
     let mut a = arena();
-    let edges = a.slot(id)?.node.as_ref().ok_or(Error::StaleNode)?.next_edges.clone();
+    let edges = a
+        .slot(id)?
+        .node
+        .as_ref()
+        .ok_or(Error::StaleNode)?
+        .next_edges
+        .clone();
     Ok(edges
         .iter()
         .map(|e| {
@@ -382,7 +408,11 @@ pub fn accumulate_grad_variable(id: NodeId) -> Result<Option<Variable>> {
 /// The sequence number of a node (its creation order).
 pub fn sequence_nr(id: NodeId) -> Result<u64> {
     let a = arena();
-    Ok(a.slot(id)?.node.as_ref().ok_or(Error::StaleNode)?.sequence_nr)
+    Ok(a.slot(id)?
+        .node
+        .as_ref()
+        .ok_or(Error::StaleNode)?
+        .sequence_nr)
 }
 
 /// Number of nodes alive in the process (for leak tests and debugging).

@@ -47,7 +47,11 @@ macro_rules! impl_gemm {
                 c: *mut Self,
             ) {
                 // SAFETY: forwarded from this function's contract.
-                unsafe { $f(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, n as isize, 1) }
+                unsafe {
+                    $f(
+                        m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, n as isize, 1,
+                    )
+                }
             }
         }
     };
@@ -126,11 +130,13 @@ pub fn matmul<T: Gemm>(
         }
     } else {
         parallel::install(|| {
-            out.par_chunks_mut(m * n).enumerate().for_each(|(batch, c)| {
-                c.par_chunks_mut(ROW_BLOCK * n)
-                    .enumerate()
-                    .for_each(|(rb, cb)| block(batch, rb, cb));
-            });
+            out.par_chunks_mut(m * n)
+                .enumerate()
+                .for_each(|(batch, c)| {
+                    c.par_chunks_mut(ROW_BLOCK * n)
+                        .enumerate()
+                        .for_each(|(rb, cb)| block(batch, rb, cb));
+                });
         });
     }
     out
@@ -145,8 +151,20 @@ mod tests {
         // a = [[1, 2], [3, 4]] stored transposed; b = identity.
         let a_data = [1.0f64, 3.0, 2.0, 4.0];
         let b_data = [1.0f64, 0.0, 0.0, 1.0];
-        let a = MatOperand { data: &a_data, batch_strides: &[], offset: 0, row_stride: 1, col_stride: 2 };
-        let b = MatOperand { data: &b_data, batch_strides: &[], offset: 0, row_stride: 2, col_stride: 1 };
+        let a = MatOperand {
+            data: &a_data,
+            batch_strides: &[],
+            offset: 0,
+            row_stride: 1,
+            col_stride: 2,
+        };
+        let b = MatOperand {
+            data: &b_data,
+            batch_strides: &[],
+            offset: 0,
+            row_stride: 2,
+            col_stride: 1,
+        };
         assert_eq!(matmul(&[], (2, 2, 2), &a, &b), vec![1.0, 2.0, 3.0, 4.0]);
     }
 }

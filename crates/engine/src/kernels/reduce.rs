@@ -65,18 +65,13 @@ pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> 
     order.extend_from_slice(reduce_dims);
     let permuted = layout.permute(&order);
     let inner: usize = reduce_dims.iter().map(|&d| layout.shape()[d]).product();
-    let outer = if inner == 0 {
-        reduce_dims
-            .iter()
-            .fold(layout.shape().to_vec(), |mut s, &d| {
-                s[d] = 1;
-                s
-            })
-            .iter()
+    // With an empty reduced extent every output element is an empty sum.
+    let outer = layout.numel().checked_div(inner).unwrap_or_else(|| {
+        (0..layout.ndim())
+            .filter(|d| !reduce_dims.contains(d))
+            .map(|d| layout.shape()[d])
             .product()
-    } else {
-        layout.numel() / inner
-    };
+    });
     let chunks_per_output = inner.div_ceil(CHUNK).max(1);
     let partial = |task: usize| -> T::Acc {
         let (o, c) = (task / chunks_per_output, task % chunks_per_output);

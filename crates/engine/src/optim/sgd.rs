@@ -3,9 +3,9 @@
 
 use crate::autograd::grad_mode::no_grad;
 use crate::error::{Error, Result};
+use crate::storage::WriteSite;
 use crate::tensor::{BinaryOp, Tensor};
 use crate::variable::Variable;
-use crate::storage::WriteSite;
 use std::panic::Location;
 
 /// `torch.optim.SGD`.
@@ -28,7 +28,9 @@ impl Sgd {
     /// An optimizer over `params` with learning rate `lr` and no momentum.
     pub fn new(params: Vec<Variable>, lr: f64) -> Result<Sgd> {
         if lr < 0.0 {
-            return Err(Error::InvalidArgument(format!("Invalid learning rate: {lr}")));
+            return Err(Error::InvalidArgument(format!(
+                "Invalid learning rate: {lr}"
+            )));
         }
         let n = params.len();
         Ok(Sgd {
@@ -72,23 +74,33 @@ impl Sgd {
             let scalar = |v: f64| Tensor::scalar(v, dtype);
             let mut d_p = grad.tensor().clone();
             if self.weight_decay != 0.0 {
-                d_p = d_p.binary(&p.tensor().binary(&scalar(self.weight_decay), BinaryOp::Mul)?, BinaryOp::Add)?;
+                d_p = d_p.binary(
+                    &p.tensor()
+                        .binary(&scalar(self.weight_decay), BinaryOp::Mul)?,
+                    BinaryOp::Add,
+                )?;
             }
             if self.momentum != 0.0 {
                 let next = match buf.take() {
                     None => d_p.deep_clone(),
-                    Some(b) => b
-                        .binary(&scalar(self.momentum), BinaryOp::Mul)?
-                        .binary(&d_p.binary(&scalar(1.0 - self.dampening), BinaryOp::Mul)?, BinaryOp::Add)?,
+                    Some(b) => b.binary(&scalar(self.momentum), BinaryOp::Mul)?.binary(
+                        &d_p.binary(&scalar(1.0 - self.dampening), BinaryOp::Mul)?,
+                        BinaryOp::Add,
+                    )?,
                 };
                 d_p = if self.nesterov {
-                    d_p.binary(&next.binary(&scalar(self.momentum), BinaryOp::Mul)?, BinaryOp::Add)?
+                    d_p.binary(
+                        &next.binary(&scalar(self.momentum), BinaryOp::Mul)?,
+                        BinaryOp::Add,
+                    )?
                 } else {
                     next.clone()
                 };
                 *buf = Some(next);
             }
-            let updated = p.tensor().binary(&d_p.binary(&scalar(self.lr), BinaryOp::Mul)?, BinaryOp::Sub)?;
+            let updated = p
+                .tensor()
+                .binary(&d_p.binary(&scalar(self.lr), BinaryOp::Mul)?, BinaryOp::Sub)?;
             p.tensor().copy_from(&updated, site.clone())?;
         }
         Ok(())
