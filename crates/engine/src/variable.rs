@@ -83,6 +83,17 @@ impl Variable {
         }))
     }
 
+    /// A non-leaf with the given history (re-attaching a saved output to its node).
+    pub(crate) fn with_history(tensor: Tensor, grad_fn: NodeRef, output_nr: u32) -> Variable {
+        let v = Variable::from_tensor(tensor);
+        {
+            let mut m = v.meta();
+            m.grad_fn = Some(grad_fn);
+            m.output_nr = output_nr;
+        }
+        v
+    }
+
     /// A leaf; `requires_grad` needs a floating-point dtype.
     pub fn new(tensor: Tensor, requires_grad: bool) -> Result<Variable> {
         let v = Variable::from_tensor(tensor);

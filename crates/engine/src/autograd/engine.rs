@@ -145,7 +145,7 @@ pub fn backward(
             NodeKind::Op(op) => {
                 let needs: SmallVec<[bool; 3]> =
                     task.next_edges.iter().map(Option::is_some).collect();
-                let grads = formulas::apply(op, &unpack(&task.saved)?, &grad, &needs)?;
+                let grads = formulas::apply(op, &unpack(&task.saved, id)?, &grad, &needs)?;
                 route(&mut pending, &task.next_edges, grads)?;
             }
             NodeKind::CopySlices { layout, inner } => {
@@ -158,10 +158,10 @@ pub fn backward(
     Ok(())
 }
 
-fn unpack(saved: &SavedSlots) -> Result<SmallVec<[Option<Variable>; 3]>> {
+fn unpack(saved: &SavedSlots, owner: NodeId) -> Result<SmallVec<[Option<Variable>; 3]>> {
     saved
         .iter()
-        .map(|s| s.as_ref().map(|s| s.unpack()).transpose())
+        .map(|s| s.as_ref().map(|s| s.unpack(owner)).transpose())
         .collect()
 }
 
@@ -201,7 +201,7 @@ fn copy_slices(
     needs.push(true);
     needs.extend(next_edges.iter().skip(1).map(Option::is_some));
     let mut grads =
-        formulas::apply(op, &unpack(&inner_task.saved)?, &grad_slice, &needs)?.into_iter();
+        formulas::apply(op, &unpack(&inner_task.saved, inner)?, &grad_slice, &needs)?.into_iter();
     let region = result.as_strided(layout)?;
     match grads.next().flatten() {
         Some(view_grad) => region.copy_from(view_grad.tensor(), site)?,

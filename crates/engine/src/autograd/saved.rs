@@ -1,6 +1,8 @@
 //! Saved tensors (PyTorch's `SavedVariable`): a tensor kept for backward together with
 //! the version of its storage at save time. See Note [Version counters].
 
+use super::grad_mode;
+use super::graph::{NodeId, NodeRef};
 use crate::error::{Error, Result};
 use crate::variable::Variable;
 
@@ -12,6 +14,8 @@ pub(crate) struct SavedTensor {
     /// `(grad_fn name, output_nr)` of the saved variable when it was saved, for the
     /// error message.
     origin: Option<(&'static str, u32)>,
+    /// Whether this is output 0 of the node that saved it. See Note [Saved outputs].
+    is_output: bool,
 }
 
 impl SavedTensor {
@@ -21,6 +25,7 @@ impl SavedTensor {
             variable: variable.clone(),
             saved_version: variable.tensor().version(),
             origin: variable.grad_fn_origin(),
+            is_output: false,
         }
     }
 
@@ -31,11 +36,14 @@ impl SavedTensor {
             variable: Variable::from_tensor(output.tensor().clone()),
             saved_version: output.tensor().version(),
             origin: Some((op_name, 0)),
+            is_output: true,
         }
     }
 
-    /// The saved variable, if it was not modified in place since it was saved.
-    pub fn unpack(&self) -> Result<Variable> {
+    /// The saved variable, if it was not modified in place since it was saved. `owner`
+    /// is the node that saved it: when backward is itself recorded (`create_graph`), a
+    /// saved output gets its history back so second derivatives flow through it.
+    pub fn unpack(&self, owner: NodeId) -> Result<Variable> {
         let tensor = self.variable.tensor();
         let version = tensor.version();
         if version != self.saved_version {
@@ -55,6 +63,11 @@ impl SavedTensor {
                 expected: self.saved_version,
                 site,
             });
+        }
+        if self.is_output && grad_mode::is_grad_enabled() {
+            if let Some(node) = NodeRef::upgrade(owner) {
+                return Ok(Variable::with_history(tensor.clone(), node, 0));
+            }
         }
         Ok(self.variable.clone())
     }

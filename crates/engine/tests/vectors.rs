@@ -1,0 +1,471 @@
+//! Cross-language vectors: forward values and gradients computed by PyTorch (see
+//! tests/vectors/README.md), replayed through the `Variable` API.
+//!
+//! Every case of a file is run even when an earlier one fails, so one run reports all
+//! mismatches together.
+
+use rustgrad::tensor::CmpOp;
+use rustgrad::{DType, Scalar, Tensor, Variable};
+use serde_json::{Map, Value};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+const FILES: [&str; 7] = [
+    "unary.json",
+    "binary.json",
+    "compare.json",
+    "scalar.json",
+    "reduce.json",
+    "matmul.json",
+    "views.json",
+];
+
+fn vectors_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors")
+}
+
+fn load_cases(file: &str) -> Vec<Value> {
+    let path = vectors_dir().join(file);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let root: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not valid JSON: {e}", path.display()));
+    root["cases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{} has no \"cases\" array", path.display()))
+        .clone()
+}
+
+// ----- JSON helpers ---------------------------------------------------------------------
+
+type CaseResult<T> = Result<T, String>;
+
+fn field<'a>(obj: &'a Value, key: &str) -> CaseResult<&'a Value> {
+    obj.get(key).ok_or_else(|| format!("missing field {key:?}"))
+}
+
+fn as_i64(v: &Value, what: &str) -> CaseResult<i64> {
+    v.as_i64()
+        .ok_or_else(|| format!("{what}: expected an integer, got {v}"))
+}
+
+fn as_opt_i64(v: &Value, what: &str) -> CaseResult<Option<i64>> {
+    if v.is_null() {
+        Ok(None)
+    } else {
+        as_i64(v, what).map(Some)
+    }
+}
+
+fn i64_list(v: &Value, what: &str) -> CaseResult<Vec<i64>> {
+    v.as_array()
+        .ok_or_else(|| format!("{what}: expected a list, got {v}"))?
+        .iter()
+        .map(|x| as_i64(x, what))
+        .collect()
+}
+
+fn usize_list(v: &Value, what: &str) -> CaseResult<Vec<usize>> {
+    i64_list(v, what)?
+        .into_iter()
+        .map(|x| usize::try_from(x).map_err(|_| format!("{what}: negative size {x}")))
+        .collect()
+}
+
+fn parse_dtype(v: &Value) -> CaseResult<DType> {
+    match v.as_str() {
+        Some("float64") => Ok(DType::F64),
+        Some("float32") => Ok(DType::F32),
+        Some("bool") => Ok(DType::Bool),
+        Some("int64") => Ok(DType::I64),
+        _ => Err(format!("unknown dtype {v}")),
+    }
+}
+
+/// A number from kwargs, as the Python number it stands for: `int` when written
+/// without a decimal point.
+fn scalar_arg(v: &Value) -> CaseResult<Scalar> {
+    if let Some(i) = v.as_i64() {
+        Ok(Scalar::Int(i))
+    } else {
+        v.as_f64()
+            .map(Scalar::Float)
+            .ok_or_else(|| format!("expected a number, got {v}"))
+    }
+}
+
+/// A tensor described by `{"data", "shape", "dtype"}`.
+fn build_tensor(obj: &Value) -> CaseResult<Tensor> {
+    let shape = usize_list(field(obj, "shape")?, "shape")?;
+    let dtype = parse_dtype(field(obj, "dtype")?)?;
+    let data = field(obj, "data")?.as_array().ok_or("data is not a list")?;
+    let floats = || -> CaseResult<Vec<f64>> {
+        data.iter()
+            .map(|x| x.as_f64().ok_or_else(|| format!("non-numeric element {x}")))
+            .collect()
+    };
+    let tensor = match dtype {
+        DType::F64 => Tensor::from_vec(floats()?, &shape),
+        // Parse as f64 then round to f32, like torch.tensor(list, dtype=float32).
+        DType::F32 => Tensor::from_vec(floats()?.into_iter().map(|x| x as f32).collect(), &shape),
+        DType::I64 => Tensor::from_vec(
+            data.iter()
+                .map(|x| as_i64(x, "int64 data"))
+                .collect::<CaseResult<Vec<i64>>>()?,
+            &shape,
+        ),
+        DType::Bool => Tensor::from_vec(
+            data.iter()
+                .map(|x| x.as_bool().ok_or_else(|| format!("non-bool element {x}")))
+                .collect::<CaseResult<Vec<bool>>>()?,
+            &shape,
+        ),
+    };
+    tensor.map_err(|e| format!("building tensor: {e}"))
+}
+
+fn engine<T>(what: &str, r: rustgrad::Result<T>) -> CaseResult<T> {
+    r.map_err(|e| format!("{what} failed: {e}"))
+}
+
+// ----- building the case ----------------------------------------------------------------
+
+/// Applies the `view` field of an input to its base leaf.
+fn apply_view(base: &Variable, view: &Value) -> CaseResult<Variable> {
+    if view.is_null() {
+        return Ok(base.clone());
+    }
+    let kind = field(view, "kind")?
+        .as_str()
+        .ok_or("view kind is not a string")?;
+    let r = match kind {
+        "transpose" => base.transpose(
+            as_i64(field(view, "dim0")?, "dim0")?,
+            as_i64(field(view, "dim1")?, "dim1")?,
+        ),
+        "slice" => base.slice(
+            as_i64(field(view, "dim")?, "dim")?,
+            as_opt_i64(field(view, "start")?, "start")?,
+            as_opt_i64(field(view, "end")?, "end")?,
+            as_i64(field(view, "step")?, "step")?,
+        ),
+        "expand" => base.expand(&i64_list(field(view, "shape")?, "shape")?),
+        "permute" => base.permute(&i64_list(field(view, "dims")?, "dims")?),
+        other => return Err(format!("unknown view kind {other:?}")),
+    };
+    engine(&format!("view {kind}"), r)
+}
+
+fn compare_op(op: &str) -> Option<CmpOp> {
+    Some(match op {
+        "eq" => CmpOp::Eq,
+        "ne" => CmpOp::Ne,
+        "lt" => CmpOp::Lt,
+        "le" => CmpOp::Le,
+        "gt" => CmpOp::Gt,
+        "ge" => CmpOp::Ge,
+        _ => return None,
+    })
+}
+
+/// Runs `op` on the (viewed) inputs.
+fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResult<Variable> {
+    let kw = |key: &str| {
+        kwargs
+            .get(key)
+            .ok_or_else(|| format!("missing kwarg {key:?}"))
+    };
+    let arg = |i: usize| {
+        args.get(i)
+            .ok_or_else(|| format!("op {op} needs at least {} inputs", i + 1))
+    };
+    let x = arg(0)?;
+    let other = || -> CaseResult<Variable> { Ok(x.wrap_scalar(scalar_arg(kw("other")?)?)) };
+    let r = match op {
+        "neg" => x.neg(),
+        "exp" => x.exp(),
+        "log" => x.log(),
+        "sqrt" => x.sqrt(),
+        "tanh" => x.tanh(),
+        "sigmoid" => x.sigmoid(),
+        "relu" => x.relu(),
+        "abs" => x.abs(),
+        "pow" if kwargs.contains_key("exponent") => {
+            x.pow_scalar(scalar_arg(kw("exponent")?)?.to_f64())
+        }
+        "pow" => x.pow(arg(1)?),
+        "add" => x.add(arg(1)?),
+        "sub" => x.sub(arg(1)?),
+        "mul" => x.mul(arg(1)?),
+        "div" => x.div(arg(1)?),
+        "add_scalar" => x.add(&other()?),
+        "radd_scalar" => other()?.add(x),
+        "sub_scalar" => x.sub(&other()?),
+        "rsub_scalar" => x.rsub(&other()?),
+        "mul_scalar" => x.mul(&other()?),
+        "rmul_scalar" => other()?.mul(x),
+        "div_scalar" => x.div(&other()?),
+        "rdiv_scalar" => other()?.div(x),
+        "pow_scalar_base" => other()?.pow(x),
+        "sum" | "mean" => {
+            let mean = op == "mean";
+            match kwargs.get("dim") {
+                None => {
+                    if mean {
+                        x.mean()
+                    } else {
+                        x.sum()
+                    }
+                }
+                Some(dim) => {
+                    let dims = i64_list(dim, "dim")?;
+                    let keepdim = kw("keepdim")?.as_bool().ok_or("keepdim is not a bool")?;
+                    if mean {
+                        x.mean_dims(&dims, keepdim)
+                    } else {
+                        x.sum_dims(&dims, keepdim)
+                    }
+                }
+            }
+        }
+        "matmul" => x.matmul(arg(1)?),
+        "view" => x.view(&i64_list(kw("shape")?, "shape")?),
+        "reshape" => x.reshape(&i64_list(kw("shape")?, "shape")?),
+        "transpose" => x.transpose(as_i64(kw("dim0")?, "dim0")?, as_i64(kw("dim1")?, "dim1")?),
+        "t" => x.t(),
+        "permute" => x.permute(&i64_list(kw("dims")?, "dims")?),
+        "expand" => x.expand(&i64_list(kw("shape")?, "shape")?),
+        "unsqueeze" => x.unsqueeze(as_i64(kw("dim")?, "dim")?),
+        "squeeze" => match kwargs.get("dim") {
+            None => x.squeeze(),
+            Some(d) => x.squeeze_dim(as_i64(d, "dim")?),
+        },
+        "slice" => x.slice(
+            as_i64(kw("dim")?, "dim")?,
+            as_opt_i64(kw("start")?, "start")?,
+            as_opt_i64(kw("end")?, "end")?,
+            as_i64(kw("step")?, "step")?,
+        ),
+        other_op => match compare_op(other_op) {
+            Some(cmp) => x.compare(arg(1)?, cmp),
+            None => return Err(format!("unknown op {other_op:?}")),
+        },
+    };
+    engine(&format!("op {op}"), r)
+}
+
+// ----- comparing --------------------------------------------------------------------
+
+fn tolerances(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F32 => (1e-5, 1e-6),
+        _ => (1e-6, 1e-9),
+    }
+}
+
+/// Checks `actual` against the JSON tensor `expected`: shape and dtype exactly, values
+/// within the dtype's tolerance. Reports the first mismatching element.
+fn check_tensor(what: &str, actual: &Variable, expected: &Value) -> CaseResult<()> {
+    let shape = usize_list(field(expected, "shape")?, "shape")?;
+    let dtype = parse_dtype(field(expected, "dtype")?)?;
+    if actual.shape() != shape.as_slice() {
+        return Err(format!(
+            "{what}: shape {:?}, expected {shape:?}",
+            actual.shape()
+        ));
+    }
+    if actual.dtype() != dtype {
+        return Err(format!(
+            "{what}: dtype {:?}, expected {dtype:?}",
+            actual.dtype()
+        ));
+    }
+    let data = field(expected, "data")?
+        .as_array()
+        .ok_or("data is not a list")?;
+    if dtype == DType::Bool {
+        let got = actual.to_vec::<bool>();
+        for (i, (g, e)) in got.iter().zip(data).enumerate() {
+            if Some(*g) != e.as_bool() {
+                return Err(format!("{what}[{i}]: {g}, expected {e}"));
+            }
+        }
+        return Ok(());
+    }
+    let (rtol, atol) = tolerances(dtype);
+    let got = actual.to_vec::<f64>();
+    if got.len() != data.len() {
+        return Err(format!(
+            "{what}: {} values, expected {}",
+            got.len(),
+            data.len()
+        ));
+    }
+    for (i, (g, e)) in got.iter().zip(data).enumerate() {
+        let e = e
+            .as_f64()
+            .ok_or_else(|| format!("{what}[{i}]: non-numeric {e}"))?;
+        // Written so that a NaN result counts as a mismatch.
+        let within = (g - e).abs() <= atol + rtol * e.abs();
+        if !within {
+            return Err(format!(
+                "{what}[{i}] (flat): {g:e}, expected {e:e} (rtol {rtol:e}, atol {atol:e})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn run_case(case: &Value) -> CaseResult<()> {
+    let op = field(case, "op")?.as_str().ok_or("op is not a string")?;
+    let empty = Map::new();
+    let kwargs = field(case, "kwargs")?.as_object().unwrap_or(&empty);
+    let specs = field(case, "inputs")?
+        .as_array()
+        .ok_or("inputs is not a list")?;
+
+    let mut leaves = Vec::with_capacity(specs.len());
+    let mut args = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let requires_grad = field(spec, "requires_grad")?
+            .as_bool()
+            .ok_or("requires_grad is not a bool")?;
+        let leaf = engine(
+            "Variable::new",
+            Variable::new(build_tensor(spec)?, requires_grad),
+        )?;
+        args.push(apply_view(&leaf, field(spec, "view")?)?);
+        leaves.push(leaf);
+    }
+
+    let out = run_op(op, kwargs, &args)?;
+    check_tensor("output", &out, field(case, "output")?)?;
+
+    let grad_output = field(case, "grad_output")?;
+    if grad_output.is_null() {
+        if out.requires_grad() {
+            return Err("output requires grad but the case has no grad_output".into());
+        }
+        return Ok(());
+    }
+    if !out.requires_grad() {
+        return Err("output does not require grad".into());
+    }
+    let gradient = Variable::from_tensor(build_tensor(grad_output)?);
+    engine("backward", out.backward_with(Some(&gradient), false, false))?;
+
+    let grads = field(case, "grads")?
+        .as_array()
+        .ok_or("grads is not a list")?;
+    if grads.len() != leaves.len() {
+        return Err(format!("{} grads for {} inputs", grads.len(), leaves.len()));
+    }
+    for (i, (leaf, expected)) in leaves.iter().zip(grads).enumerate() {
+        let what = format!("grad of input {i}");
+        match (leaf.grad(), expected.is_null()) {
+            (None, true) => {}
+            (Some(_), true) => return Err(format!("{what}: set, expected none")),
+            (None, false) => return Err(format!("{what}: none, expected a gradient")),
+            (Some(g), false) => check_tensor(&what, &g, expected)?,
+        }
+    }
+    Ok(())
+}
+
+/// Runs every case of `file`, returning the number of cases, and fails with all
+/// mismatches listed.
+fn check_file(file: &str) -> usize {
+    let cases = load_cases(file);
+    assert!(!cases.is_empty(), "{file} has no cases");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("<unnamed>");
+        let outcome = catch_unwind(AssertUnwindSafe(|| run_case(case)));
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(message)) => failures.push(format!("  {name}: {message}")),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "<non-string panic>".into());
+                failures.push(format!("  {name}: PANIC {message}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases in {file} failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    cases.len()
+}
+
+#[test]
+fn unary_vectors() {
+    check_file("unary.json");
+}
+
+#[test]
+fn binary_vectors() {
+    check_file("binary.json");
+}
+
+#[test]
+fn compare_vectors() {
+    check_file("compare.json");
+}
+
+#[test]
+fn scalar_vectors() {
+    check_file("scalar.json");
+}
+
+#[test]
+fn reduce_vectors() {
+    check_file("reduce.json");
+}
+
+#[test]
+fn matmul_vectors() {
+    check_file("matmul.json");
+}
+
+#[test]
+fn views_vectors() {
+    check_file("views.json");
+}
+
+/// Every vector file is read by a test above, and together they hold enough cases.
+#[test]
+fn vector_files_are_all_covered() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(vectors_dir())
+        .expect("cannot list tests/vectors")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    on_disk.sort();
+    let mut known: Vec<String> = FILES.iter().map(|s| s.to_string()).collect();
+    known.sort();
+    assert_eq!(on_disk, known, "a vector file has no #[test] in vectors.rs");
+
+    let total: usize = FILES.iter().map(|f| load_cases(f).len()).sum();
+    assert!(total > 200, "only {total} vector cases read");
+
+    let mut names: Vec<String> = FILES
+        .iter()
+        .flat_map(|f| load_cases(f))
+        .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let n = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), n, "case names are not unique across files");
+}
