@@ -5,7 +5,6 @@ when backward is recorded."""
 
 import numpy as np
 import pytest
-
 import rustgrad as torch
 
 OPS = {
@@ -44,5 +43,7 @@ def test_second_derivative_matches_finite_differences(name):
         plus[i] += eps
         minus[i] -= eps
         # d/dx_i of sum_j g_j(x): the Hessian column sums, by central differences.
-        numeric[i] = (first_derivative(f, plus).sum() - first_derivative(f, minus).sum()) / (2 * eps)
+        numeric[i] = (first_derivative(f, plus).sum() - first_derivative(f, minus).sum()) / (
+            2 * eps
+        )
     np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)
