@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Prepare a development checkout: .venv, dev dependencies, the native module.
+#
+# Idempotent: each step records a stamp and is skipped while its inputs are
+# unchanged, so `make test` / `make demo` pay for a step only when needed.
+#
+#   scripts/setup.sh              venv + dependencies + `maturin develop --release`
+#   scripts/setup.sh --deps-only  venv + dependencies (enough for ruff / pytest tooling)
+#
+# Stamps (inside .venv, so a fresh venv always starts from scratch):
+#   .venv/.deps-stamp   sha256 of requirements-dev.txt
+#   .venv/.build-stamp  sha256 over every file under crates/ (minus target/),
+#                       Cargo.toml, Cargo.lock and pyproject.toml
+#
+# Python sources under python/ are not hashed: `maturin develop` installs the
+# package in editable mode (a .pth file pointing at python/, with the compiled
+# _rustgrad*.so copied next to __init__.py), so edits there need no rebuild.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+DEPS_STAMP="$VENV/.deps-stamp"
+BUILD_STAMP="$VENV/.build-stamp"
+
+deps_only=0
+case "${1:-}" in
+    "") ;;
+    --deps-only) deps_only=1 ;;
+    *) echo "usage: $0 [--deps-only]" >&2; exit 2 ;;
+esac
+
+log() { printf '[setup] %s\n' "$*"; }
+
+# Runs "$@" and reports how long it took.
+timed() {
+    local label=$1 start=$SECONDS
+    shift
+    "$@"
+    log "$label: done in $((SECONDS - start))s"
+}
+
+sha256_of_file() { sha256sum "$1" | cut -d' ' -f1; }
+
+# One hash over the contents and names of everything that feeds the native build.
+build_inputs_hash() {
+    {
+        find crates -type f -not -path '*/target/*' -print0
+        for f in Cargo.toml Cargo.lock pyproject.toml; do
+            [[ -f $f ]] && printf '%s\0' "$f"
+        done
+    } | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
+}
+
+# --- 1. virtual environment ---------------------------------------------------
+if [[ -x $PY ]] && "$PY" -c 'import sys' 2>/dev/null; then
+    log "venv: .venv exists, skipping"
+else
+    if [[ -e $VENV ]]; then
+        log "venv: .venv is broken (no working python), recreating"
+        rm -rf "$VENV"
+    fi
+    timed "venv: created .venv" python3 -m venv "$VENV"
+fi
+
+# --- 2. development dependencies ---------------------------------------------
+want=$(sha256_of_file requirements-dev.txt)
+if [[ -f $DEPS_STAMP && $(<"$DEPS_STAMP") == "$want" ]]; then
+    log "deps: requirements-dev.txt unchanged, skipping"
+else
+    timed "deps: installed requirements-dev.txt" \
+        "$PY" -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+    printf '%s\n' "$want" >"$DEPS_STAMP"
+    # New tools (a new maturin, say) may build differently: rebuild next time.
+    rm -f "$BUILD_STAMP"
+fi
+
+[[ $deps_only == 1 ]] && exit 0
+
+# --- 3. native module ----------------------------------------------------------
+# Make sure Cargo.lock exists before hashing: the first build would otherwise
+# create it and change the hash, costing one needless rebuild. A manifest that
+# does not parse yet is reported by the build below, with cargo's own message.
+cargo metadata --format-version 1 --offline >/dev/null 2>&1 ||
+    cargo metadata --format-version 1 >/dev/null 2>&1 || true
+
+want=$(build_inputs_hash)
+have_so=0
+compgen -G 'python/rustgrad/_rustgrad*.so' >/dev/null && have_so=1
+if [[ $have_so == 1 && -f $BUILD_STAMP && $(<"$BUILD_STAMP") == "$want" ]]; then
+    log "build: crates/ and manifests unchanged, skipping maturin develop"
+else
+    # maturin develop installs into $VIRTUAL_ENV; a conda env alongside confuses it.
+    timed "build: maturin develop --release" \
+        env -u CONDA_PREFIX VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" \
+        "$VENV/bin/maturin" develop --release
+    printf '%s\n' "$want" >"$BUILD_STAMP"
+fi
