@@ -21,6 +21,15 @@ impl DType {
         matches!(self, DType::F32 | DType::F64)
     }
 
+    /// Size of one element in bytes.
+    pub fn size_in_bytes(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
+        }
+    }
+
     /// PyTorch's name of the dtype, e.g. `torch.float32`.
     pub fn torch_name(self) -> &'static str {
         match self {

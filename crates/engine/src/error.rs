@@ -72,6 +72,12 @@ pub enum Error {
         /// The dtype of the destination.
         to: &'static str,
     },
+    /// A tensor too large to allocate.
+    #[error("DefaultCPUAllocator: can't allocate memory: you tried to allocate {bytes} bytes.")]
+    OutOfMemory {
+        /// The size of the failed allocation (saturated at `usize::MAX`).
+        bytes: usize,
+    },
     /// A bad value for an argument (e.g. a negative size).
     #[error("{0}")]
     InvalidArgument(String),

@@ -98,9 +98,10 @@ pub fn infer_shape(requested: &[i64], numel: usize) -> Result<Dims> {
     Ok(out)
 }
 
-/// Converts sizes given as i64 (from users) into a shape, rejecting negatives.
+/// Converts sizes given as i64 (from users) into a shape, rejecting negatives and
+/// element counts that overflow.
 pub fn checked_shape(sizes: &[i64]) -> Result<Dims> {
-    sizes
+    let shape: Dims = sizes
         .iter()
         .map(|&s| {
             usize::try_from(s).map_err(|_| {
@@ -109,7 +110,17 @@ pub fn checked_shape(sizes: &[i64]) -> Result<Dims> {
                 ))
             })
         })
-        .collect()
+        .collect::<Result<Dims>>()?;
+    checked_numel(&shape)?;
+    Ok(shape)
+}
+
+/// Number of elements of a shape, or an error when it overflows.
+pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &s| acc.checked_mul(s))
+        .ok_or(Error::OutOfMemory { bytes: usize::MAX })
 }
 
 #[cfg(test)]

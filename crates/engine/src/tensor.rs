@@ -206,6 +206,24 @@ macro_rules! map_elems {
     }};
 }
 
+/// Fails with PyTorch's allocator error when `numel` elements of `dtype` cannot be
+/// allocated, instead of letting the allocation abort the process. Small tensors skip
+/// the probe (it costs an allocation).
+pub fn check_allocation(numel: usize, dtype: DType) -> Result<()> {
+    const PROBE_ABOVE: usize = 1 << 24;
+    if numel <= PROBE_ABOVE {
+        return Ok(());
+    }
+    let bytes = numel
+        .checked_mul(dtype.size_in_bytes())
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or(Error::OutOfMemory { bytes: usize::MAX })?;
+    let mut probe: Vec<u8> = Vec::new();
+    probe
+        .try_reserve_exact(bytes)
+        .map_err(|_| Error::OutOfMemory { bytes })
+}
+
 fn internal_dtype() -> ! {
     panic!("rustgrad internal error: storage dtype differs from tensor dtype")
 }
@@ -271,7 +289,12 @@ impl Tensor {
                 "upper bound and larger bound inconsistent with step sign".into(),
             ));
         }
-        let n = ((end - start) / step).ceil().max(0.0) as usize;
+        let count = ((end - start) / step).ceil().max(0.0);
+        if count >= usize::MAX as f64 {
+            return Err(Error::OutOfMemory { bytes: usize::MAX });
+        }
+        let n = count as usize;
+        check_allocation(n, dtype)?;
         let shape = [n];
         Ok(dispatch!(dtype, T => {
             let v: Vec<T> = (0..n).map(|i| T::from_f64(start + i as f64 * step)).collect();
@@ -696,6 +719,7 @@ impl Tensor {
     pub fn binary(&self, other: &Tensor, op: BinaryOp) -> Result<Tensor> {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
         let dtype = Tensor::result_dtype(self, other, op);
+        check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
         if op == BinaryOp::Pow
             && dtype == DType::I64
             && other.to_vec::<i64>().iter().any(|&e| e < 0)
@@ -734,6 +758,7 @@ impl Tensor {
     pub fn compare(&self, other: &Tensor, op: CmpOp) -> Result<Tensor> {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
         let dtype = DType::result_type(self.dtype, self.dim() == 0, other.dtype, other.dim() == 0);
+        check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
         let a = self.to_dtype(dtype);
         let b = other.to_dtype(dtype);
         let la = a.layout.broadcast_to(&out_shape)?;
@@ -765,6 +790,7 @@ impl Tensor {
             b.shape(),
         )?;
         let dtype = DType::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
+        check_allocation(shape::checked_numel(&shape)?, dtype)?;
         let (a, b) = (a.to_dtype(dtype), b.to_dtype(dtype));
         let (lc, la, lb) = (
             cond.layout.broadcast_to(&shape)?,
@@ -915,6 +941,7 @@ impl Tensor {
         let nb = batch.len();
         let mut out_shape = batch.clone();
         out_shape.extend_from_slice(&[m, n]);
+        check_allocation(shape::checked_numel(&out_shape)?, a.dtype)?;
         let err = Error::unsupported_dtype("matmul", a.dtype);
         dispatch_float!(a.dtype, err, T => {
             let v: Vec<T> = a.read2(b, |sa: &[T], sb: &[T]| {

@@ -760,6 +760,7 @@ impl Variable {
         if self.tensor().can_view(&target) {
             return self.view(shape);
         }
+        crate::tensor::check_allocation(self.numel(), self.dtype())?;
         let result = self.tensor().reshape(shape)?;
         let input: Dims = self.shape().into();
         Ok(Variable::record(result, &[self], |_, _| {
@@ -950,6 +951,7 @@ impl Variable {
 
     /// A copy into new contiguous storage, differentiable.
     pub fn clone_data(&self) -> Result<Variable> {
+        crate::tensor::check_allocation(self.numel(), self.dtype())?;
         let result = self.tensor().deep_clone();
         Ok(Variable::record(result, &[self], |_, _| {
             (OpKind::Clone, smallvec![])

@@ -5,7 +5,7 @@ use crate::errors::IntoPyResult;
 use numpy::{PyArrayDyn, PyArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PySequence, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple};
 use rustgrad::{DType, Scalar, Tensor};
 
 /// A Python number as an engine scalar (bool before int: Python bools are ints).
@@ -80,6 +80,13 @@ fn collect(obj: &Bound<'_, PyAny>, depth: usize, out: &mut Collected) -> PyResul
         }
         let list = crate::tensor::to_list(obj.py(), &t)?;
         return collect(&list, depth, out);
+    }
+    // A str is a sequence of one-character strs: recursing into it would never end.
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "new(): invalid data type '{}'",
+            obj.get_type().name()?
+        )));
     }
     let seq = obj.cast::<PySequence>().map_err(|_| {
         PyTypeError::new_err(format!(

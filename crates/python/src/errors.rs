@@ -20,6 +20,7 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::DType { .. }
         | Error::CastError { .. }
         | Error::NotAScalar { .. }
+        | Error::OutOfMemory { .. }
         | Error::ImplicitGradNonScalar
         | Error::BackwardTwice
         | Error::DoesNotRequireGrad { .. }

@@ -26,6 +26,13 @@ fn shape_of(size: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
         .to_vec())
 }
 
+/// A shape for a new tensor of `dtype`, checked to be allocatable.
+fn alloc_shape(size: &Bound<'_, PyTuple>, dtype: DType) -> PyResult<Vec<usize>> {
+    let shape = shape_of(size)?;
+    rustgrad::tensor::check_allocation(shape.iter().product(), dtype).py()?;
+    Ok(shape)
+}
+
 /// `tensor(data, dtype=None, requires_grad=False)`: a new tensor copying `data`.
 #[pyfunction(name = "tensor")]
 #[pyo3(signature = (data, *, dtype = None, device = None, requires_grad = false))]
@@ -53,7 +60,10 @@ fn zeros(
 ) -> PyResult<PyTensor> {
     let _ = device;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
-    leaf(Tensor::zeros(&shape_of(size)?, dtype), requires_grad)
+    leaf(
+        Tensor::zeros(&alloc_shape(size, dtype)?, dtype),
+        requires_grad,
+    )
 }
 
 /// `ones(*size, dtype=None, requires_grad=False)`.
@@ -67,7 +77,10 @@ fn ones(
 ) -> PyResult<PyTensor> {
     let _ = device;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
-    leaf(Tensor::ones(&shape_of(size)?, dtype), requires_grad)
+    leaf(
+        Tensor::ones(&alloc_shape(size, dtype)?, dtype),
+        requires_grad,
+    )
 }
 
 /// `full(size, fill_value, dtype=None, requires_grad=False)`; the dtype follows the

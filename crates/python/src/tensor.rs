@@ -217,6 +217,7 @@ impl PyTensor {
             convert::tensor_from_data(&args.get_item(0)?, Some(DType::F32))?
         } else {
             let sizes = rustgrad::shape::checked_shape(&extract_sizes(args)?).py()?;
+            rustgrad::tensor::check_allocation(sizes.iter().product(), DType::F32).py()?;
             Tensor::zeros(&sizes, DType::F32)
         };
         let var = if volatile {
