@@ -12,6 +12,9 @@ x = torch.randn(3, 4)
 CASES = {
     "zeros_overflowing_numel": lambda: torch.zeros(2**40, 2**40),
     "ones_too_large": lambda: torch.ones(10**12),
+    "rand_too_large": lambda: torch.rand(10**12),
+    "randn_too_large": lambda: torch.randn(10**12),
+    "full_too_large": lambda: torch.full((10**12,), 1.0),
     "tensor_ctor_too_large": lambda: torch.Tensor(10**6, 10**7),
     "arange_too_long": lambda: torch.arange(0, 1e30),
     "arange_nan": lambda: torch.arange(0, float("nan")),

@@ -33,6 +33,19 @@ fn alloc_shape(size: &Bound<'_, PyTuple>, dtype: DType) -> PyResult<Vec<usize>> 
     Ok(shape)
 }
 
+/// A new leaf of the given size (`*size`) and dtype (default float32), made by `make`
+/// once the size is known to be allocatable.
+fn sized_leaf(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    make: impl FnOnce(&[usize], DType) -> Tensor,
+) -> PyResult<PyTensor> {
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let shape = alloc_shape(size, dtype)?;
+    leaf(make(&shape, dtype), requires_grad)
+}
+
 /// `tensor(data, dtype=None, requires_grad=False)`: a new tensor copying `data`.
 #[pyfunction(name = "tensor")]
 #[pyo3(signature = (data, *, dtype = None, device = None, requires_grad = false))]
@@ -59,11 +72,7 @@ fn zeros(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let _ = device;
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
-    leaf(
-        Tensor::zeros(&alloc_shape(size, dtype)?, dtype),
-        requires_grad,
-    )
+    sized_leaf(size, dtype, requires_grad, Tensor::zeros)
 }
 
 /// `ones(*size, dtype=None, requires_grad=False)`.
@@ -76,11 +85,7 @@ fn ones(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let _ = device;
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
-    leaf(
-        Tensor::ones(&alloc_shape(size, dtype)?, dtype),
-        requires_grad,
-    )
+    sized_leaf(size, dtype, requires_grad, Tensor::ones)
 }
 
 /// `full(size, fill_value, dtype=None, requires_grad=False)`; the dtype follows the
@@ -105,7 +110,7 @@ fn full(
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(inferred);
     let size = PyTuple::new(size.py(), [size])?;
     leaf(
-        Tensor::full(&shape_of(&size)?, value.to_f64(), dtype),
+        Tensor::full(&alloc_shape(&size, dtype)?, value.to_f64(), dtype),
         requires_grad,
     )
 }
@@ -155,11 +160,7 @@ fn rand(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let _ = device;
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
-    leaf(
-        rustgrad::random::rand(&shape_of(size)?, dtype),
-        requires_grad,
-    )
+    sized_leaf(size, dtype, requires_grad, rustgrad::random::rand)
 }
 
 /// `randn(*size)`: standard normal samples from the default generator.
@@ -172,11 +173,7 @@ fn randn(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let _ = device;
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
-    leaf(
-        rustgrad::random::randn(&shape_of(size)?, dtype),
-        requires_grad,
-    )
+    sized_leaf(size, dtype, requires_grad, rustgrad::random::randn)
 }
 
 /// Seeds the default random generator.

@@ -197,6 +197,18 @@ fn opt_f64(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
     }
 }
 
+impl PyTensor {
+    /// Applies an elementwise op, without the GIL when the tensor is large.
+    fn elementwise(
+        &self,
+        py: Python<'_>,
+        op: fn(&Variable) -> rustgrad::Result<Variable>,
+    ) -> PyResult<Py<PyTensor>> {
+        let out = maybe_detach(py, self.var.numel(), || op(&self.var)).py()?;
+        new_tensor(py, out)
+    }
+}
+
 #[pymethods]
 impl PyTensor {
     /// `Tensor(data)` (a float32 copy of nested sequences), `Tensor(2, 3)` (zeros of that
@@ -769,45 +781,27 @@ impl PyTensor {
     }
 
     fn exp(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.exp()).py()?,
-        )
+        self.elementwise(py, Variable::exp)
     }
 
     fn log(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.log()).py()?,
-        )
+        self.elementwise(py, Variable::log)
     }
 
     fn sqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.sqrt()).py()?,
-        )
+        self.elementwise(py, Variable::sqrt)
     }
 
     fn tanh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.tanh()).py()?,
-        )
+        self.elementwise(py, Variable::tanh)
     }
 
     fn sigmoid(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.sigmoid()).py()?,
-        )
+        self.elementwise(py, Variable::sigmoid)
     }
 
     fn relu(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.relu()).py()?,
-        )
+        self.elementwise(py, Variable::relu)
     }
 
     fn abs(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
