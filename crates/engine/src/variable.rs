@@ -252,11 +252,10 @@ impl Variable {
         self.meta().output_nr
     }
 
-    /// `(grad_fn name, output_nr)`, for error messages about saved tensors.
-    pub(crate) fn grad_fn_origin(&self) -> Option<(&'static str, u32)> {
+    /// `(grad_fn id, output_nr)`, for error messages about saved tensors.
+    pub(crate) fn grad_fn_id(&self) -> Option<(NodeId, u32)> {
         let m = self.meta();
-        let id = m.grad_fn.as_ref()?.id();
-        graph::node_name(id).ok().map(|n| (n, m.output_nr))
+        Some((m.grad_fn.as_ref()?.id(), m.output_nr))
     }
 
     /// The accumulated gradient (leaves that require grad, after backward).

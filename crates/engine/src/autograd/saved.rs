@@ -2,18 +2,29 @@
 //! the version of its storage at save time. See Note [Version counters].
 
 use super::grad_mode;
-use super::graph::{NodeId, NodeRef};
+use super::graph::{self, NodeId, NodeRef};
 use crate::error::{Error, Result};
 use crate::variable::Variable;
+
+/// The node that produced a saved tensor.
+#[derive(Copy, Clone)]
+enum Origin {
+    /// An input's grad_fn.
+    Node(NodeId),
+    /// The saving op itself (a saved output).
+    Named(&'static str),
+}
 
 /// A tensor saved for backward.
 #[derive(Clone)]
 pub(crate) struct SavedTensor {
     variable: Variable,
     saved_version: u64,
-    /// `(grad_fn name, output_nr)` of the saved variable when it was saved, for the
-    /// error message.
-    origin: Option<(&'static str, u32)>,
+    /// `(grad_fn, output_nr)` of the saved variable when it was saved, for the error
+    /// message. The name is looked up only when the error is raised: saving runs on
+    /// every recorded op, the error almost never. The node stays alive while the saving
+    /// node has an edge to it, i.e. whenever this can be unpacked.
+    origin: Option<(Origin, u32)>,
     /// Whether this is output 0 of the node that saved it. See Note [Saved outputs].
     is_output: bool,
 }
@@ -24,7 +35,7 @@ impl SavedTensor {
         SavedTensor {
             variable: variable.clone(),
             saved_version: variable.tensor().version(),
-            origin: variable.grad_fn_origin(),
+            origin: variable.grad_fn_id().map(|(id, nr)| (Origin::Node(id), nr)),
             is_output: false,
         }
     }
@@ -35,7 +46,7 @@ impl SavedTensor {
         SavedTensor {
             variable: Variable::from_tensor(output.tensor().clone()),
             saved_version: output.tensor().version(),
-            origin: Some((op_name, 0)),
+            origin: Some((Origin::Named(op_name), 0)),
             is_output: true,
         }
     }
@@ -47,7 +58,11 @@ impl SavedTensor {
         let tensor = self.variable.tensor();
         let version = tensor.version();
         if version != self.saved_version {
-            let origin = match self.origin {
+            let name = self.origin.and_then(|(origin, nr)| match origin {
+                Origin::Node(id) => graph::node_name(id).ok().map(|n| (n, nr)),
+                Origin::Named(n) => Some((n, nr)),
+            });
+            let origin = match name {
                 Some((name, nr)) => format!(", which is output {nr} of {name}"),
                 None => String::new(),
             };
