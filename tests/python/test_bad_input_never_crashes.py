@@ -50,6 +50,24 @@ CASES = {
         (torch.ones(1, requires_grad=True) * 1).expand(3).add_(1)
     ),
     "bare_node_object": lambda: torch.autograd.graph.Node().name(),
+    # Size arithmetic that wrapped (numel 2**64 == 0) and views that then read anywhere.
+    "view_numel_wraps": lambda: torch.zeros(0).view(1024, 2**54),
+    "expand_numel_overflows": lambda: torch.ones(1).expand(2**32, 2**32).sum(),
+    "Tensor_ctor_storage_overflows": lambda: torch.Tensor(2**31, 2**31),
+    # Materialising a huge expanded view aborted in the allocator.
+    "clone_huge_expanded": lambda: torch.ones(1).expand(2**20, 2**20).clone(),
+    "exp_huge_expanded": lambda: torch.ones(1).expand(2**20, 2**20).exp(),
+    "tolist_huge_expanded": lambda: torch.ones(1).expand(2**20, 2**20).tolist(),
+    "numpy_huge_expanded": lambda: torch.ones(1).expand(2**20, 2**20).numpy(),
+    "tensor_of_huge_expanded": lambda: torch.tensor(torch.ones(1).expand(2**20, 2**20)),
+    # Overlapping in-place writes were computed last-write-wins.
+    "add_into_expanded": lambda: torch.ones(1).expand(3).add_(1),
+    "setitem_overlapping": lambda: (lambda a: a.__setitem__(slice(1, None), a[:-1]))(
+        torch.arange(4.0)
+    ),
+    "add_transposed_self": lambda: (lambda a: a.add_(a.t()))(torch.ones(3, 3)),
+    "set_num_threads_absurd": lambda: torch.set_num_threads(20000),
+    "set_num_threads_zero": lambda: torch.set_num_threads(0),
     "cuda_device": lambda: x.to("cuda"),
 }
 

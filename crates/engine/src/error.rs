@@ -78,6 +78,40 @@ pub enum Error {
         /// The size of the failed allocation (saturated at `usize::MAX`).
         bytes: usize,
     },
+    /// A product or sum of sizes, strides or offsets that does not fit in an `i64`
+    /// (PyTorch's `safe_compute_numel`). See Note [Checked size arithmetic].
+    #[error("numel: integer multiplication overflow")]
+    NumelOverflow,
+    /// A new tensor whose size in bytes does not fit in an `i64` (PyTorch's
+    /// `computeStorageNbytes`).
+    #[error("Storage size calculation overflowed with sizes={sizes:?}")]
+    StorageSizeOverflow {
+        /// The requested sizes.
+        sizes: Vec<usize>,
+    },
+    /// A layout that reaches outside the storage it is applied to. Unreachable through
+    /// the tensor API; kernels report it instead of reading out of bounds.
+    #[error("setStorage: sizes {sizes:?}, strides {strides:?}, storage offset {offset} require a storage of {needed} elements, but the storage has {len}")]
+    OutOfBounds {
+        /// The layout's sizes.
+        sizes: Vec<usize>,
+        /// The layout's strides.
+        strides: Vec<usize>,
+        /// The layout's storage offset.
+        offset: usize,
+        /// One past the largest element index it reaches (saturated).
+        needed: usize,
+        /// The storage length.
+        len: usize,
+    },
+    /// An in-place write to a tensor whose elements share memory (PyTorch's
+    /// `assert_no_internal_overlap`).
+    #[error("unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.")]
+    InternalOverlap,
+    /// An in-place write whose input partly overlaps the destination (PyTorch's
+    /// `assert_no_partial_overlap`).
+    #[error("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.")]
+    PartialOverlap,
     /// A bad value for an argument (e.g. a negative size).
     #[error("{0}")]
     InvalidArgument(String),

@@ -69,6 +69,73 @@ pub fn tensor_repr(
         values.len(),
         shape
     );
+    if numel <= THRESHOLD {
+        return repr_parts(shape, shape, values, dtype_name, autograd_suffix);
+    }
+    let mut flat = Vec::new();
+    summarized_indices(shape, 0, &mut flat);
+    let compact: Vec<usize> = kept_indices(shape).iter().map(Vec::len).collect();
+    match values {
+        FormatValues::Float(v) => {
+            let kept: Vec<f64> = flat.iter().map(|&i| v[i]).collect();
+            repr_parts(
+                shape,
+                &compact,
+                FormatValues::Float(&kept),
+                dtype_name,
+                autograd_suffix,
+            )
+        }
+        FormatValues::Int(v) => {
+            let kept: Vec<i64> = flat.iter().map(|&i| v[i]).collect();
+            repr_parts(
+                shape,
+                &compact,
+                FormatValues::Int(&kept),
+                dtype_name,
+                autograd_suffix,
+            )
+        }
+        FormatValues::Bool(v) => {
+            let kept: Vec<bool> = flat.iter().map(|&i| v[i]).collect();
+            repr_parts(
+                shape,
+                &compact,
+                FormatValues::Bool(&kept),
+                dtype_name,
+                autograd_suffix,
+            )
+        }
+    }
+}
+
+/// For each dim, the indices `get_summarized_data` keeps: all of them, or, when the
+/// tensor is summarized (more than `THRESHOLD` elements), the first and last
+/// `EDGEITEMS` of a dim longer than `2 * EDGEITEMS`.
+fn kept_indices(shape: &[usize]) -> Vec<Vec<usize>> {
+    let summarize = shape
+        .iter()
+        .try_fold(1usize, |n, &s| n.checked_mul(s))
+        .is_none_or(|n| n > THRESHOLD);
+    shape
+        .iter()
+        .map(|&size| {
+            let (head, tail) = printed_rows(size, summarize);
+            head.chain(tail.unwrap_or_default()).collect()
+        })
+        .collect()
+}
+
+/// The repr from the kept (summarized) data: `compact` is the shape of `values`, which
+/// differs from `shape` in the dims that are summarized.
+fn repr_parts(
+    shape: &[usize],
+    compact: &[usize],
+    values: FormatValues<'_>,
+    dtype_name: &str,
+    autograd_suffix: Option<&str>,
+) -> String {
+    let numel: usize = shape.iter().product();
     let indent = PREFIX.len();
     let mut suffixes: Vec<String> = Vec::new();
     let tensor_str = if numel == 0 {
@@ -86,7 +153,7 @@ pub fn tensor_repr(
         if !matches!(dtype_name, "torch.float32" | "torch.int64" | "torch.bool") {
             suffixes.push(format!("dtype={dtype_name}"));
         }
-        tensor_str(shape, values, indent)
+        tensor_str(shape, compact, values, indent)
     };
     if let Some(suffix) = autograd_suffix {
         suffixes.push(suffix.to_string());
@@ -131,18 +198,22 @@ fn add_suffixes(tensor_str: &str, suffixes: &[String], indent: usize) -> String 
     out
 }
 
-/// `_tensor_str` for a non-empty tensor.
-fn tensor_str(shape: &[usize], values: FormatValues<'_>, indent: usize) -> String {
-    let summarize = values.len() > THRESHOLD;
-    let formatter = if summarize {
-        let mut indices = Vec::new();
-        summarized_indices(shape, 0, &mut indices);
-        Formatter::new(values, indices.into_iter())
-    } else {
-        Formatter::new(values, 0..values.len())
-    };
+/// `_tensor_str` for a non-empty tensor, from its summarized data (`values`, of shape
+/// `compact`): the formatter sees only the printed elements, as in PyTorch.
+fn tensor_str(
+    shape: &[usize],
+    compact: &[usize],
+    values: FormatValues<'_>,
+    indent: usize,
+) -> String {
+    let summarize = shape
+        .iter()
+        .try_fold(1usize, |n, &s| n.checked_mul(s))
+        .is_none_or(|n| n > THRESHOLD);
+    let formatter = Formatter::new(values, 0..values.len());
     let tensor = View {
         shape,
+        compact,
         offset: 0,
         values,
     };
@@ -173,21 +244,35 @@ fn summarized_indices(shape: &[usize], offset: usize, out: &mut Vec<usize>) {
     }
 }
 
-/// A sub-tensor of the row-major data: the trailing `shape` starting at `offset`.
+/// A sub-tensor of the kept data: the trailing `shape` of the tensor, whose kept
+/// elements (row-major, of shape `compact`) start at `offset`.
 #[derive(Clone, Copy)]
 struct View<'a> {
     shape: &'a [usize],
+    compact: &'a [usize],
     offset: usize,
     values: FormatValues<'a>,
 }
 
 impl<'a> View<'a> {
+    /// Where printed index `i` of the first dimension is in the kept data: the tail of
+    /// a summarized dim follows its head directly.
+    fn kept_index(&self, i: usize) -> usize {
+        let skipped = self.shape[0] - self.compact[0];
+        if i >= self.compact[0] {
+            i - skipped
+        } else {
+            i
+        }
+    }
+
     /// `self[i]` along the first dimension.
     fn row(&self, i: usize) -> View<'a> {
-        let inner = &self.shape[1..];
+        let inner = &self.compact[1..];
         View {
-            shape: inner,
-            offset: self.offset + i * inner.iter().product::<usize>(),
+            shape: &self.shape[1..],
+            compact: inner,
+            offset: self.offset + self.kept_index(i) * inner.iter().product::<usize>(),
             values: self.values,
         }
     }
@@ -240,7 +325,7 @@ fn vector_str(tensor: View<'_>, indent: usize, summarize: bool, formatter: &Form
     // saturating subtraction covers its negative numerator.
     let elements_per_line = (LINEWIDTH.saturating_sub(indent) / element_length).max(1);
     let data = printed_items(tensor.shape[0], summarize, " ...", |i| {
-        formatter.format(tensor.values, tensor.offset + i)
+        formatter.format(tensor.values, tensor.offset + tensor.kept_index(i))
     });
     let lines: Vec<String> = data
         .chunks(elements_per_line)
@@ -363,30 +448,47 @@ fn python_sci(value: f64) -> String {
 
 /// PyTorch's `repr` of a tensor, with an optional autograd suffix
 /// (`grad_fn=<...>` or `requires_grad=True`).
+///
+/// Reads only the printed elements (`Tensor::gather_to_vec`), so a huge tensor, e.g.
+/// `ones(1).expand(2**20, 2**20)`, prints without being materialised.
 pub fn repr_tensor(tensor: &crate::tensor::Tensor, autograd_suffix: Option<&str>) -> String {
     use crate::dtype::DType;
     let shape = tensor.shape();
     let name = tensor.dtype().torch_name();
-    match tensor.dtype() {
-        DType::F32 | DType::F64 => tensor_repr(
-            shape,
-            FormatValues::Float(&tensor.to_vec::<f64>()),
-            name,
-            autograd_suffix,
-        ),
-        DType::I64 => tensor_repr(
-            shape,
-            FormatValues::Int(&tensor.to_vec::<i64>()),
-            name,
-            autograd_suffix,
-        ),
-        DType::Bool => tensor_repr(
-            shape,
-            FormatValues::Bool(&tensor.to_vec::<bool>()),
-            name,
-            autograd_suffix,
-        ),
-    }
+    let kept = kept_indices(shape);
+    let compact: Vec<usize> = kept.iter().map(Vec::len).collect();
+    let text = match tensor.dtype() {
+        DType::F32 | DType::F64 => tensor.gather_to_vec::<f64>(&kept).map(|v| {
+            repr_parts(
+                shape,
+                &compact,
+                FormatValues::Float(&v),
+                name,
+                autograd_suffix,
+            )
+        }),
+        DType::I64 => tensor.gather_to_vec::<i64>(&kept).map(|v| {
+            repr_parts(
+                shape,
+                &compact,
+                FormatValues::Int(&v),
+                name,
+                autograd_suffix,
+            )
+        }),
+        DType::Bool => tensor.gather_to_vec::<bool>(&kept).map(|v| {
+            repr_parts(
+                shape,
+                &compact,
+                FormatValues::Bool(&v),
+                name,
+                autograd_suffix,
+            )
+        }),
+    };
+    // The kept data is at most (2 * EDGEITEMS)^ndim elements; should even that not fit
+    // in memory, say so instead of failing the repr.
+    text.unwrap_or_else(|e| format!("{PREFIX}<{e}>)"))
 }
 
 #[cfg(test)]

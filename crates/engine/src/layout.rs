@@ -15,12 +15,16 @@ pub struct Layout {
 }
 
 /// Row-major strides of a shape.
+///
+/// For a non-empty shape whose element count fits (every `Layout`'s does) the products
+/// cannot overflow. An empty shape may have sizes whose product does (`(0, 2**62,
+/// 2**62)`); its strides address nothing, so they saturate instead of wrapping.
 pub fn contiguous_strides(shape: &[usize]) -> Dims {
     let mut strides: Dims = SmallVec::from_elem(1, shape.len());
     let mut acc = 1usize;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
-        acc *= shape[i].max(1);
+        acc = acc.saturating_mul(shape[i].max(1));
     }
     strides
 }
@@ -83,19 +87,70 @@ impl Layout {
         true
     }
 
-    /// One past the largest storage index this layout touches (0 when empty).
-    pub fn storage_extent(&self) -> usize {
-        if self.numel() == 0 {
-            return self.offset;
+    /// One past the largest storage index this layout touches: the storage length it
+    /// needs. 0 when empty, whatever the offset (an empty view past the end of its
+    /// buffer, like `zeros(3, 0)[2]`, needs nothing), as PyTorch's
+    /// `computeStorageNbytes`. `NumelOverflow` when the sum does not fit.
+    /// See Note [Checked size arithmetic].
+    pub fn storage_extent(&self) -> Result<usize> {
+        if self.shape.contains(&0) {
+            return Ok(0);
         }
-        self.offset
-            + self
+        let mut max_offset = self.offset;
+        for (&size, &stride) in self.shape.iter().zip(&self.strides) {
+            max_offset = (size - 1)
+                .checked_mul(stride)
+                .and_then(|reach| max_offset.checked_add(reach))
+                .ok_or(Error::NumelOverflow)?;
+        }
+        max_offset
+            .checked_add(1)
+            .filter(|&e| e <= shape::MAX_NUMEL)
+            .ok_or(Error::NumelOverflow)
+    }
+
+    /// Checks that every element this layout addresses lies inside a storage of `len`
+    /// elements (always true when empty). O(ndim), no allocation: kernels call it at
+    /// entry. See Note [Checked size arithmetic].
+    pub fn check_in_bounds(&self, len: usize) -> Result<()> {
+        match self.storage_extent() {
+            Ok(needed) if needed <= len => Ok(()),
+            extent => Err(Error::OutOfBounds {
+                sizes: self.shape.to_vec(),
+                strides: self.strides.to_vec(),
+                offset: self.offset,
+                needed: extent.unwrap_or(usize::MAX),
+                len,
+            }),
+        }
+    }
+
+    /// PyTorch's `is_non_overlapping_and_dense`: the elements fill a contiguous range
+    /// of the storage exactly once, in some dimension order.
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        let mut dims: SmallVec<[usize; 6]> =
+            (0..self.ndim()).filter(|&d| self.shape[d] >= 2).collect();
+        dims.sort_unstable_by_key(|&d| self.strides[d]);
+        let mut required = 1usize;
+        for d in dims {
+            if self.strides[d] != required {
+                return false;
+            }
+            required = required.saturating_mul(self.shape[d]);
+        }
+        true
+    }
+
+    /// PyTorch's `has_internal_overlap` answering "yes": some dim of size > 1 has
+    /// stride 0, so several elements are one memory location. (Overlap that only an
+    /// arbitrary `as_strided` can make is "too hard" to detect there, and here.)
+    pub fn has_internal_overlap(&self) -> bool {
+        !self.is_non_overlapping_and_dense()
+            && self
                 .shape
                 .iter()
                 .zip(&self.strides)
-                .map(|(&s, &st)| (s - 1) * st)
-                .sum::<usize>()
-            + 1
+                .any(|(&size, &stride)| stride == 0 && size > 1)
     }
 
     /// Swaps two dimensions.
@@ -121,6 +176,7 @@ impl Layout {
         if nd < self.ndim() {
             return Err(self.expand_error(target));
         }
+        shape::checked_numel(target)?;
         let lead = nd - self.ndim();
         let mut strides: Dims = SmallVec::from_elem(0, nd);
         for i in 0..nd {
@@ -157,8 +213,9 @@ impl Layout {
     /// Inserts a size-1 dimension at `dim` (already wrapped into `0..=ndim`).
     pub fn unsqueeze(&self, dim: usize) -> Layout {
         let mut out = self.clone();
+        // Saturating: the new dim has size 1, so its stride addresses nothing.
         let stride = if dim < self.ndim() {
-            self.strides[dim] * self.shape[dim]
+            self.strides[dim].saturating_mul(self.shape[dim])
         } else {
             1
         };
@@ -183,7 +240,13 @@ impl Layout {
         out
     }
 
-    /// `start:end:step` along `dim`, with bounds already clamped by the caller.
+    /// `start:end:step` along `dim`, with bounds already clamped by the caller
+    /// (`start <= end <= size`).
+    ///
+    /// Offsets and strides saturate: for a non-empty result they stay within the
+    /// source's extent (`start < size`, and a stride times `step` reaches an element
+    /// only when the result has 2 elements or more), so saturation only happens where
+    /// nothing is addressed (an empty result, a size-1 dim).
     pub fn slice(&self, dim: usize, start: usize, end: usize, step: usize) -> Layout {
         let mut out = self.clone();
         let len = if end > start {
@@ -191,16 +254,21 @@ impl Layout {
         } else {
             0
         };
-        out.offset += start * self.strides[dim];
+        out.offset = out
+            .offset
+            .saturating_add(start.saturating_mul(self.strides[dim]));
         out.shape[dim] = len;
-        out.strides[dim] *= step;
+        out.strides[dim] = out.strides[dim].saturating_mul(step);
         out
     }
 
-    /// Element `index` of `dim`, removing the dim.
+    /// Element `index` of `dim`, removing the dim (`index < size`, checked by the
+    /// caller; saturating for the same reason as `slice`).
     pub fn select(&self, dim: usize, index: usize) -> Layout {
         let mut out = self.clone();
-        out.offset += index * self.strides[dim];
+        out.offset = out
+            .offset
+            .saturating_add(index.saturating_mul(self.strides[dim]));
         out.shape.remove(dim);
         out.strides.remove(dim);
         out
@@ -280,6 +348,37 @@ mod tests {
         );
         let r = l.select(0, 2);
         assert_eq!((r.shape(), r.offset()), (&[5][..], 10));
+    }
+
+    #[test]
+    fn extent_of_empty_views_is_zero_and_overflow_is_an_error() {
+        // zeros(3, 0)[2]: offset 2 past an empty buffer, addresses nothing.
+        let empty = Layout::contiguous(&[3, 0]).select(0, 2);
+        assert_eq!(empty.storage_extent(), Ok(0));
+        assert!(empty.check_in_bounds(0).is_ok());
+        let huge = Layout::new(
+            smallvec::smallvec![2, 2],
+            smallvec::smallvec![usize::MAX / 2, 1],
+            5,
+        );
+        assert_eq!(huge.storage_extent(), Err(Error::NumelOverflow));
+        assert!(huge.check_in_bounds(usize::MAX).is_err());
+        assert!(Layout::contiguous(&[2, 3]).check_in_bounds(6).is_ok());
+        assert!(Layout::contiguous(&[2, 3]).check_in_bounds(5).is_err());
+        let expanded = Layout::contiguous(&[1]).broadcast_to(&[1 << 32, 1 << 32]);
+        assert_eq!(expanded, Err(Error::NumelOverflow));
+    }
+
+    #[test]
+    fn overlap_classification_follows_pytorch() {
+        let l = Layout::contiguous(&[3, 3]);
+        assert!(l.is_non_overlapping_and_dense());
+        assert!(l.transpose(0, 1).is_non_overlapping_and_dense());
+        assert!(!l.slice(0, 0, 3, 2).is_non_overlapping_and_dense());
+        let expanded = Layout::contiguous(&[1]).broadcast_to(&[3]).unwrap();
+        assert!(expanded.has_internal_overlap());
+        assert!(!l.has_internal_overlap());
+        assert!(!l.slice(0, 0, 3, 2).has_internal_overlap());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! whose boundaries depend only on the problem size, never on the thread count, so the
 //! pool size changes speed, not results.
 
+use crate::error::{Error, Result};
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::{Arc, Mutex};
 
@@ -11,6 +12,11 @@ pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
 
 /// Fixed chunk length for splitting elementwise work and reductions.
 pub const CHUNK: usize = 1 << 13;
+
+/// Largest thread count `set_num_threads` and `RUSTGRAD_NUM_THREADS` accept. Far
+/// above any CPU count this engine runs on; larger requests are mistakes that would
+/// spend seconds spawning threads (or fail to) on every attempt.
+pub const MAX_THREADS: usize = 1024;
 
 struct PoolState {
     threads: usize,
@@ -26,7 +32,7 @@ fn default_threads() -> usize {
     std::env::var("RUSTGRAD_NUM_THREADS")
         .ok()
         .and_then(|s| s.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
+        .filter(|&n| (1..=MAX_THREADS).contains(&n))
         .unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -58,30 +64,62 @@ pub fn get_num_threads() -> usize {
     with_state(|s| s.threads)
 }
 
-/// Sets the number of threads kernels may use (at least 1).
-pub fn set_num_threads(threads: usize) {
+/// Sets the number of threads kernels may use, `1..=MAX_THREADS`, and starts the pool
+/// of that size now, so that a pool the system cannot provide is reported here, once,
+/// and the previous setting is kept. See Note [Thread pool and fork].
+pub fn set_num_threads(threads: usize) -> Result<()> {
+    if !(1..=MAX_THREADS).contains(&threads) {
+        return Err(Error::InvalidArgument(format!(
+            "set_num_threads expects a positive integer of at most {MAX_THREADS}, got {threads}"
+        )));
+    }
     with_state(|s| {
-        let threads = threads.max(1);
-        if s.threads != threads {
-            s.threads = threads;
-            s.pool = None;
+        if s.threads == threads {
+            return Ok(());
         }
+        let pool = if threads > 1 {
+            Some(build_pool(threads)?)
+        } else {
+            None
+        };
+        s.threads = threads;
+        s.pool = pool;
+        Ok(())
     })
 }
 
+fn build_pool(threads: usize) -> Result<Arc<ThreadPool>> {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("rustgrad-{i}"))
+        .build()
+        .map(Arc::new)
+        .map_err(|e| {
+            Error::InvalidArgument(format!(
+                "rustgrad: could not start a pool of {threads} threads: {e}"
+            ))
+        })
+}
+
 /// The pool to run parallel work on, or `None` when only one thread is allowed.
+///
+/// The pool is built lazily for the size from the environment (and again after a
+/// fork). If that fails, kernels run on the calling thread from then on: the failure
+/// is reported once on stderr and the thread count drops to 1, instead of every op
+/// retrying the build.
 fn pool() -> Option<Arc<ThreadPool>> {
     with_state(|s| {
         if s.threads <= 1 {
             return None;
         }
         if s.pool.is_none() {
-            s.pool = ThreadPoolBuilder::new()
-                .num_threads(s.threads)
-                .thread_name(|i| format!("rustgrad-{i}"))
-                .build()
-                .ok()
-                .map(Arc::new);
+            match build_pool(s.threads) {
+                Ok(pool) => s.pool = Some(pool),
+                Err(e) => {
+                    eprintln!("{e}; running kernels single-threaded");
+                    s.threads = 1;
+                }
+            }
         }
         s.pool.clone()
     })

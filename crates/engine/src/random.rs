@@ -31,7 +31,15 @@ pub fn rand(shape: &[usize], dtype: DType) -> Tensor {
         DType::F64 => Buffer::F64((0..n).map(|_| rng.random::<f64>()).collect()),
         _ => Buffer::F32((0..n).map(|_| rng.random::<f32>()).collect()),
     });
-    Tensor::from_buffer(buffer, shape).to_dtype(dtype)
+    into_dtype(Tensor::from_buffer(buffer, shape), dtype)
+}
+
+/// Converts freshly drawn samples; callers checked that `shape` is allocatable (the
+/// binding's `check_allocation`), so a failure here is an internal error.
+fn into_dtype(samples: Tensor, dtype: DType) -> Tensor {
+    samples
+        .to_dtype(dtype)
+        .unwrap_or_else(|e| panic!("rustgrad internal error: converting samples: {e}"))
 }
 
 /// Standard normal samples (Box-Muller on the default generator).
@@ -51,5 +59,5 @@ pub fn randn(shape: &[usize], dtype: DType) -> Tensor {
         out.truncate(n);
         out
     });
-    Tensor::from_buffer(Buffer::F64(values), shape).to_dtype(dtype)
+    into_dtype(Tensor::from_buffer(Buffer::F64(values), shape), dtype)
 }

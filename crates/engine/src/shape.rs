@@ -6,7 +6,12 @@ use smallvec::SmallVec;
 /// A small inline vector of sizes or strides; tensors rarely have more than 6 dims.
 pub type Dims = SmallVec<[usize; 6]>;
 
-/// Number of elements of a shape (1 for a 0-d tensor).
+/// Largest element count, stride product or storage offset a tensor may have: PyTorch
+/// keeps them in `int64_t`. See Note [Checked size arithmetic].
+pub const MAX_NUMEL: usize = i64::MAX as usize;
+
+/// Number of elements of a shape (1 for a 0-d tensor). Unchecked: only for shapes
+/// already validated (every `Layout` is; see [`checked_numel`]).
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
@@ -81,7 +86,10 @@ pub fn infer_shape(requested: &[i64], numel: usize) -> Result<Dims> {
                 "invalid shape dimension {s}"
             )));
         } else {
-            known *= s as usize;
+            known = known
+                .checked_mul(s as usize)
+                .filter(|&k| k <= MAX_NUMEL)
+                .ok_or(Error::NumelOverflow)?;
         }
     }
     let mut out: Dims = requested.iter().map(|&s| s.max(0) as usize).collect();
@@ -98,8 +106,9 @@ pub fn infer_shape(requested: &[i64], numel: usize) -> Result<Dims> {
     Ok(out)
 }
 
-/// Converts sizes given as i64 (from users) into a shape, rejecting negatives and
-/// element counts that overflow.
+/// Converts sizes given as i64 (from users) into the shape of a new tensor, rejecting
+/// negatives and element counts that overflow ("Storage size calculation overflowed",
+/// as PyTorch's factories say).
 pub fn checked_shape(sizes: &[i64]) -> Result<Dims> {
     let shape: Dims = sizes
         .iter()
@@ -111,16 +120,34 @@ pub fn checked_shape(sizes: &[i64]) -> Result<Dims> {
             })
         })
         .collect::<Result<Dims>>()?;
-    checked_numel(&shape)?;
+    checked_storage_bytes(&shape, 1)?;
     Ok(shape)
 }
 
-/// Number of elements of a shape, or an error when it overflows.
+/// Number of elements of a shape, or `NumelOverflow` when it exceeds [`MAX_NUMEL`]
+/// (PyTorch's `safe_compute_numel`: an empty shape with huge other sizes is fine).
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
     shape
         .iter()
         .try_fold(1usize, |acc, &s| acc.checked_mul(s))
-        .ok_or(Error::OutOfMemory { bytes: usize::MAX })
+        .filter(|&n| n <= MAX_NUMEL)
+        .ok_or(Error::NumelOverflow)
+}
+
+/// Bytes of a new contiguous tensor of `shape` with elements of `itemsize` bytes, or
+/// `StorageSizeOverflow` when that exceeds [`MAX_NUMEL`] (PyTorch's
+/// `computeStorageNbytesContiguous`).
+pub fn checked_storage_bytes(shape: &[usize], itemsize: usize) -> Result<usize> {
+    checked_numel(shape)
+        .ok()
+        .and_then(|n| n.checked_mul(itemsize))
+        .filter(|&b| b <= MAX_NUMEL)
+        .ok_or_else(|| Error::StorageSizeOverflow {
+            sizes: shape.to_vec(),
+        })
 }
 
 #[cfg(test)]
@@ -152,6 +179,23 @@ mod tests {
                 max: 2,
                 ..
             })
+        ));
+    }
+
+    #[test]
+    fn size_products_that_overflow_are_errors() {
+        // Wrapping would give 0 elements (2^64) or a negative int64 (2^63).
+        assert_eq!(checked_numel(&[1024, 1 << 54]), Err(Error::NumelOverflow));
+        assert_eq!(checked_numel(&[1 << 62, 2]), Err(Error::NumelOverflow));
+        assert_eq!(checked_numel(&[0, 1 << 62, 1 << 62]), Ok(0));
+        assert_eq!(infer_shape(&[1024, 1 << 54], 0), Err(Error::NumelOverflow));
+        assert!(matches!(
+            checked_shape(&[1 << 31, 1 << 31]).and_then(|s| checked_storage_bytes(&s, 4)),
+            Err(Error::StorageSizeOverflow { .. })
+        ));
+        assert!(matches!(
+            checked_shape(&[1 << 62, 2]),
+            Err(Error::StorageSizeOverflow { .. })
         ));
     }
 

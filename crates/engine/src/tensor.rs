@@ -200,7 +200,7 @@ macro_rules! map_elems {
     ($dispatch:ident, $src:expr, $err:expr, |$x:ident| $body:expr) => {{
         let src: &Tensor = &$src;
         $dispatch!(src.dtype, $err, T => {
-            let v = src.read(|s: &[T]| elementwise::map1(s, &src.layout, |$x: T| $body));
+            let v = src.read(|s: &[T]| elementwise::map1(s, &src.layout, |$x: T| $body))?;
             Ok(Tensor::from_buffer(T::into_buffer(v), src.shape()))
         })
     }};
@@ -233,7 +233,7 @@ impl Tensor {
 
     /// A tensor owning `data`, reshaped to `shape`.
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
-        if data.len() != shape::numel(shape) {
+        if data.len() != shape::checked_numel(shape)? {
             return Err(Error::InvalidShape {
                 shape: shape.iter().map(|&s| s as i64).collect(),
                 numel: data.len(),
@@ -372,20 +372,91 @@ impl Tensor {
         }
     }
 
-    /// Reads two tensors of the same dtype; one lock when they share storage.
+    /// Reads two tensors of the same dtype; one lock when they share storage. Two locks
+    /// are taken in storage address order, never argument order: see Note [Locking of
+    /// storages].
     fn read2<T: Element, R>(&self, other: &Tensor, f: impl FnOnce(&[T], &[T]) -> R) -> R {
         if self.shares_storage(other) {
             self.read(|s: &[T]| f(s, s))
-        } else {
+        } else if self.storage_order_key() < other.storage_order_key() {
             self.read(|a: &[T]| other.read(|b: &[T]| f(a, b)))
+        } else {
+            other.read(|b: &[T]| self.read(|a: &[T]| f(a, b)))
         }
     }
 
+    /// The global order in which storage locks are taken: the storage's address, which
+    /// is unique while both tensors keep their storages alive.
+    fn storage_order_key(&self) -> usize {
+        Arc::as_ptr(&self.storage) as usize
+    }
+
     /// The elements in logical row-major order, converted to `T`.
+    ///
+    /// # Panics
+    /// When the values cannot be allocated (a huge expanded view); use
+    /// [`Tensor::try_to_vec`] where that can happen.
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        self.try_to_vec()
+            .unwrap_or_else(|e| panic!("Tensor::to_vec: {e}"))
+    }
+
+    /// The elements in logical row-major order, converted to `T`; PyTorch's allocator
+    /// error when they do not fit in memory.
+    pub fn try_to_vec<T: Element>(&self) -> Result<Vec<T>> {
         dispatch!(self.dtype, S => self.read(|s: &[S]| {
             elementwise::map1(s, &self.layout, |x: S| convert::<S, T>(x))
         }))
+    }
+
+    /// The elements at the cartesian product of per-dimension `indices` (one list per
+    /// dim, each index below that dim's size), row-major, converted to `T`. Reads only
+    /// those elements: `repr` uses it to print a huge tensor's edges.
+    pub fn gather_to_vec<T: Element>(&self, indices: &[Vec<usize>]) -> Result<Vec<T>> {
+        if indices.len() != self.dim() {
+            return Err(Error::InvalidArgument(format!(
+                "gather_to_vec: {} index lists for {} dims",
+                indices.len(),
+                self.dim()
+            )));
+        }
+        for (d, list) in indices.iter().enumerate() {
+            if let Some(&bad) = list.iter().find(|&&i| i >= self.shape()[d]) {
+                return Err(Error::IndexOutOfRange {
+                    index: bad as i64,
+                    dim: d,
+                    size: self.shape()[d],
+                });
+            }
+        }
+        let picked_shape: Dims = indices.iter().map(Vec::len).collect();
+        let n = shape::checked_numel(&picked_shape)?;
+        let mut out = crate::kernels::try_vec(n, T::default())?;
+        if n == 0 {
+            return Ok(out);
+        }
+        dispatch!(self.dtype, S => self.read(|s: &[S]| {
+            // The indices are inside the shape and the layout inside the storage.
+            let strides = self.strides();
+            let mut idx: Dims = SmallVec::from_elem(0, self.dim());
+            for o in out.iter_mut() {
+                let off = self.layout.offset()
+                    + idx
+                        .iter()
+                        .enumerate()
+                        .map(|(d, &i)| indices[d][i] * strides[d])
+                        .sum::<usize>();
+                *o = convert::<S, T>(s[off]);
+                for d in (0..idx.len()).rev() {
+                    idx[d] += 1;
+                    if idx[d] < indices[d].len() {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+            }
+        }));
+        Ok(out)
     }
 
     /// The single element of a one-element tensor.
@@ -407,28 +478,28 @@ impl Tensor {
     // ----- copies and conversions ---------------------------------------------------
 
     /// A contiguous tensor with the same values: `self` when already contiguous.
-    pub fn contiguous(&self) -> Tensor {
+    pub fn contiguous(&self) -> Result<Tensor> {
         if self.is_contiguous() {
-            self.clone()
+            Ok(self.clone())
         } else {
             self.deep_clone()
         }
     }
 
-    /// A copy into new, contiguous storage.
-    pub fn deep_clone(&self) -> Tensor {
+    /// A copy into new, contiguous storage (the allocator error when it does not fit).
+    pub fn deep_clone(&self) -> Result<Tensor> {
         dispatch!(self.dtype, T => {
-            let v = self.read(|s: &[T]| elementwise::map1(s, &self.layout, |x| x));
-            Tensor::from_buffer(T::into_buffer(v), self.shape())
+            let v = self.read(|s: &[T]| elementwise::map1(s, &self.layout, |x| x))?;
+            Ok(Tensor::from_buffer(T::into_buffer(v), self.shape()))
         })
     }
 
     /// The values converted to `dtype` (`self` when it already has it).
-    pub fn to_dtype(&self, dtype: DType) -> Tensor {
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype {
-            return self.clone();
+            return Ok(self.clone());
         }
-        dispatch!(dtype, T => Tensor::from_buffer(T::into_buffer(self.to_vec::<T>()), self.shape()))
+        dispatch!(dtype, T => Ok(Tensor::from_buffer(T::into_buffer(self.try_to_vec::<T>()?), self.shape())))
     }
 
     // ----- views --------------------------------------------------------------------
@@ -447,7 +518,7 @@ impl Tensor {
         let shape = shape::infer_shape(shape, self.numel())?;
         Ok(match self.layout.view(&shape) {
             Some(l) => self.with_layout(l),
-            None => self.deep_clone().with_layout(Layout::contiguous(&shape)),
+            None => self.deep_clone()?.with_layout(Layout::contiguous(&shape)),
         })
     }
 
@@ -629,8 +700,8 @@ impl Tensor {
 
     /// A view of this tensor's elements (made contiguous first) through `layout`.
     pub fn as_strided(&self, layout: &Layout) -> Result<Tensor> {
-        let t = self.contiguous();
-        if layout.storage_extent() > t.numel() {
+        let t = self.contiguous()?;
+        if layout.storage_extent()? > t.numel() {
             return Err(Error::InvalidArgument(format!(
                 "setStorage: sizes {:?}, strides {:?}, storage offset {} require more elements than the {} available",
                 layout.shape(),
@@ -652,7 +723,7 @@ impl Tensor {
     /// An elementwise function; integer inputs to float functions are promoted to float32.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let src = if op.promotes_integers() && !self.dtype.is_floating_point() {
-            self.to_dtype(DType::F32)
+            self.to_dtype(DType::F32)?
         } else if self.dtype == DType::Bool {
             if matches!(op, UnaryOp::Neg) {
                 return Err(Error::dtype(
@@ -660,7 +731,7 @@ impl Tensor {
                     "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
                 ));
             }
-            self.to_dtype(DType::I64)
+            self.to_dtype(DType::I64)?
         } else {
             self.clone()
         };
@@ -693,7 +764,7 @@ impl Tensor {
                     "Integers to negative integer powers are not allowed.".into(),
                 ));
             }
-            return self.to_dtype(DType::F32).pow_scalar(exponent);
+            return self.to_dtype(DType::F32)?.pow_scalar(exponent);
         }
         let err = Error::unsupported_dtype("pow", self.dtype);
         if exponent == 2.0 {
@@ -722,7 +793,7 @@ impl Tensor {
         check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
         if op == BinaryOp::Pow
             && dtype == DType::I64
-            && other.to_vec::<i64>().iter().any(|&e| e < 0)
+            && other.try_to_vec::<i64>()?.iter().any(|&e| e < 0)
         {
             return Err(Error::InvalidArgument(
                 "Integers to negative integer powers are not allowed.".into(),
@@ -734,8 +805,8 @@ impl Tensor {
         } else {
             dtype
         };
-        let a = self.to_dtype(compute);
-        let b = other.to_dtype(compute);
+        let a = self.to_dtype(compute)?;
+        let b = other.to_dtype(compute)?;
         let la = a.layout.broadcast_to(&out_shape)?;
         let lb = b.layout.broadcast_to(&out_shape)?;
         let err = Error::unsupported_dtype(op.name(), compute);
@@ -746,10 +817,10 @@ impl Tensor {
                 BinaryOp::Mul => elementwise::map2(sa, &la, sb, &lb, |x, y| x * y),
                 BinaryOp::Div => elementwise::map2(sa, &la, sb, &lb, |x: T, y| Num::div(x, y)),
                 BinaryOp::Pow => elementwise::map2(sa, &la, sb, &lb, |x: T, y| Num::pow(x, y)),
-            });
+            })?;
             Tensor::from_buffer(T::into_buffer(v), &out_shape)
         });
-        Ok(out.to_dtype(dtype))
+        out.to_dtype(dtype)
     }
 
     /// An elementwise comparison with broadcasting; the result is a bool tensor.
@@ -759,8 +830,8 @@ impl Tensor {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
         let dtype = DType::result_type(self.dtype, self.dim() == 0, other.dtype, other.dim() == 0);
         check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
-        let a = self.to_dtype(dtype);
-        let b = other.to_dtype(dtype);
+        let a = self.to_dtype(dtype)?;
+        let b = other.to_dtype(dtype)?;
         let la = a.layout.broadcast_to(&out_shape)?;
         let lb = b.layout.broadcast_to(&out_shape)?;
         let v: Vec<bool> = dispatch!(dtype, T => a.read2(&b, |sa: &[T], sb: &[T]| match op {
@@ -770,7 +841,7 @@ impl Tensor {
             CmpOp::Le => elementwise::map2(sa, &la, sb, &lb, |x, y| x <= y),
             CmpOp::Gt => elementwise::map2(sa, &la, sb, &lb, |x, y| x > y),
             CmpOp::Ge => elementwise::map2(sa, &la, sb, &lb, |x, y| x >= y),
-        }));
+        }))?;
         Ok(Tensor::from_buffer(Buffer::Bool(v), &out_shape))
     }
 
@@ -791,30 +862,30 @@ impl Tensor {
         )?;
         let dtype = DType::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
         check_allocation(shape::checked_numel(&shape)?, dtype)?;
-        let (a, b) = (a.to_dtype(dtype), b.to_dtype(dtype));
+        let (a, b) = (a.to_dtype(dtype)?, b.to_dtype(dtype)?);
         let (lc, la, lb) = (
             cond.layout.broadcast_to(&shape)?,
             a.layout.broadcast_to(&shape)?,
             b.layout.broadcast_to(&shape)?,
         );
-        // `cond` is bool and the others are not (or are separately locked copies), so
-        // three read locks never touch one storage twice unless `a` and `b` share it.
+        // Three distinct storages (aliases are copied), read-locked in address order
+        // (Note [Locking of storages]).
         let a = if a.shares_storage(&b) || a.shares_storage(cond) {
-            a.deep_clone()
+            a.deep_clone()?
         } else {
             a
         };
         let b = if b.shares_storage(cond) {
-            b.deep_clone()
+            b.deep_clone()?
         } else {
             b
         };
-        Ok(dispatch!(dtype, T => {
-            let v: Vec<T> = cond.read(|sc: &[bool]| a.read(|sa: &[T]| b.read(|sb: &[T]| {
+        dispatch!(dtype, T => {
+            let v: Vec<T> = with_read_locks(cond, &a, &b, |sc: &[bool], sa: &[T], sb: &[T]| {
                 elementwise::map3((sc, &lc), (sa, &la), (sb, &lb), |c, x, y| if c { x } else { y })
-            })));
-            Tensor::from_buffer(T::into_buffer(v), &shape)
-        }))
+            })?;
+            Ok(Tensor::from_buffer(T::into_buffer(v), &shape))
+        })
     }
 
     /// Clamps into `[min, max]` (either bound optional).
@@ -830,15 +901,15 @@ impl Tensor {
             let v = self.read(|s: &[T]| elementwise::map1(s, &self.layout, |x: T| {
                 let x = match lo { Some(l) if x < l => l, _ => x };
                 match hi { Some(h) if x > h => h, _ => x }
-            }));
+            }))?;
             Ok(Tensor::from_buffer(T::into_buffer(v), self.shape()))
         })
     }
 
     /// Sums over `dims` (all dims when empty and `all` is true); bool sums to int64.
-    pub fn sum_dims(&self, dims: &[usize], keepdim: bool) -> Tensor {
+    pub fn sum_dims(&self, dims: &[usize], keepdim: bool) -> Result<Tensor> {
         let src = if self.dtype == DType::Bool {
-            self.to_dtype(DType::I64)
+            self.to_dtype(DType::I64)?
         } else {
             self.clone()
         };
@@ -855,12 +926,12 @@ impl Tensor {
             })
             .collect();
         let buffer = match src.dtype {
-            DType::F32 => Buffer::F32(src.read(|s: &[f32]| reduce::sum(s, &src.layout, &sorted))),
-            DType::F64 => Buffer::F64(src.read(|s: &[f64]| reduce::sum(s, &src.layout, &sorted))),
-            DType::I64 => Buffer::I64(src.read(|s: &[i64]| reduce::sum(s, &src.layout, &sorted))),
+            DType::F32 => Buffer::F32(src.read(|s: &[f32]| reduce::sum(s, &src.layout, &sorted))?),
+            DType::F64 => Buffer::F64(src.read(|s: &[f64]| reduce::sum(s, &src.layout, &sorted))?),
+            DType::I64 => Buffer::I64(src.read(|s: &[i64]| reduce::sum(s, &src.layout, &sorted))?),
             DType::Bool => internal_dtype(),
         };
-        Tensor::from_buffer(buffer, &out_shape)
+        Ok(Tensor::from_buffer(buffer, &out_shape))
     }
 
     /// Sums broadcast dims away so the result has `shape` (the reverse of broadcasting).
@@ -894,7 +965,7 @@ impl Tensor {
                 });
             }
         }
-        let summed = self.sum_dims(&dims, true);
+        let summed = self.sum_dims(&dims, true)?;
         let target: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
         summed.reshape(&target)
     }
@@ -960,7 +1031,7 @@ impl Tensor {
                     col_stride: lb.strides()[nb + 1],
                 };
                 matmul::matmul(&batch, (m, k, n), &oa, &ob)
-            });
+            })?;
             Ok(Tensor::from_buffer(T::into_buffer(v), &out_shape))
         })
     }
@@ -980,28 +1051,114 @@ impl Tensor {
                     src.shape()
                 ),
             })?;
+        // One value broadcast everywhere (a scalar, `fill_`): write it, without
+        // materialising `numel` copies of it.
+        if src.numel() > 0 && src.strides().iter().all(|&st| st == 0) {
+            let value = src.with_layout(Layout::new(Dims::new(), Dims::new(), src.layout.offset()));
+            return dispatch!(self.dtype, T => {
+                let v: T = value.try_to_vec::<T>()?[0];
+                self.write_with(site, |dst: &mut [T]| elementwise::fill(dst, &self.layout, v))
+            });
+        }
         // Materialise first: no read lock is held while the write lock is taken, even
-        // when `src` aliases `self`.
-        let values = dispatch!(self.dtype, T => T::into_buffer(src.to_vec::<T>()));
-        self.write_buffer(values, site);
+        // when `src` aliases `self` (Note [Locking of storages]).
+        dispatch!(self.dtype, T => {
+            let values = src.try_to_vec::<T>()?;
+            self.write_with(site, |dst: &mut [T]| elementwise::scatter(dst, &self.layout, &values))
+        })
+    }
+
+    /// Fills every element with `value`; bumps the version counter once. A location
+    /// that several elements share (an expanded view) is written once, as PyTorch's
+    /// `fill_` allows.
+    pub fn fill(&self, value: f64, site: WriteSite) -> Result<()> {
+        dispatch!(self.dtype, T => self.write_with(site, |dst: &mut [T]| {
+            elementwise::fill(dst, &self.layout, T::from_f64(value))
+        }))
+    }
+
+    /// Runs `write` on the elements under the storage's write lock (one version bump).
+    fn write_with<T: Element>(
+        &self,
+        site: WriteSite,
+        write: impl FnOnce(&mut [T]) -> Result<()>,
+    ) -> Result<()> {
+        let mut guard = self.storage.write(site);
+        match T::slice_mut(&mut guard) {
+            Some(dst) => write(dst),
+            None => internal_dtype(),
+        }
+    }
+
+    /// PyTorch's memory-overlap checks before an in-place write into `self` that reads
+    /// `inputs`: `assert_no_internal_overlap(self)` ("more than one element of the
+    /// written-to tensor refers to a single memory location") and, for each input,
+    /// `assert_no_partial_overlap` ("some elements of the input tensor and the
+    /// written-to tensor refer to a single memory location"). An input that views
+    /// exactly the destination's elements in the same order (`a.add_(a)`) is allowed.
+    /// O(ndim) per tensor, no allocation. See Note [Overlapping writes].
+    pub fn check_write_overlap(&self, inputs: &[&Tensor]) -> Result<()> {
+        if self.layout.has_internal_overlap() {
+            return Err(Error::InternalOverlap);
+        }
+        for input in inputs {
+            if self.partially_overlaps(input) {
+                return Err(Error::PartialOverlap);
+            }
+        }
         Ok(())
     }
 
-    /// Fills every element with `value`; bumps the version counter once.
-    pub fn fill(&self, value: f64, site: WriteSite) {
-        let n = self.numel();
-        let values = dispatch!(self.dtype, T => T::into_buffer(vec![T::from_f64(value); n]));
-        self.write_buffer(values, site);
+    /// PyTorch's `get_overlap_status(self, other) == Partial`. Only tensors that are
+    /// both non-overlapping and dense are compared (otherwise PyTorch says "too hard"
+    /// and lets the op run).
+    fn partially_overlaps(&self, other: &Tensor) -> bool {
+        if !self.shares_storage(other)
+            || self.numel() == 0
+            || other.numel() == 0
+            || !self.layout.is_non_overlapping_and_dense()
+            || !other.layout.is_non_overlapping_and_dense()
+        {
+            return false;
+        }
+        let (a_begin, b_begin) = (self.layout.offset(), other.layout.offset());
+        let (a_end, b_end) = (a_begin + self.numel(), b_begin + other.numel());
+        if a_begin == b_begin && a_end == b_end {
+            return self.strides() != other.strides();
+        }
+        a_begin < b_end && b_begin < a_end
     }
+}
 
-    fn write_buffer(&self, values: Buffer, site: WriteSite) {
-        let mut guard = self.storage.write(site);
-        dispatch!(self.dtype, T => {
-            match (T::slice_mut(&mut guard), T::slice(&values)) {
-                (Some(dst), Some(v)) => elementwise::scatter(dst, &self.layout, v),
-                _ => internal_dtype(),
-            }
-        })
+/// Read-locks three distinct storages in address order (Note [Locking of storages]) and
+/// calls `f` with their elements in argument order.
+fn with_read_locks<A: Element, B: Element, C: Element, R>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    f: impl FnOnce(&[A], &[B], &[C]) -> R,
+) -> R {
+    let mut order = [
+        (a.storage_order_key(), 0usize),
+        (b.storage_order_key(), 1),
+        (c.storage_order_key(), 2),
+    ];
+    order.sort_unstable();
+    let storages = [a.storage(), b.storage(), c.storage()];
+    let g0 = storages[order[0].1].read();
+    let g1 = storages[order[1].1].read();
+    let g2 = storages[order[2].1].read();
+    let mut guards: [Option<&Buffer>; 3] = [None, None, None];
+    guards[order[0].1] = Some(&*g0);
+    guards[order[1].1] = Some(&*g1);
+    guards[order[2].1] = Some(&*g2);
+    match (
+        guards[0].and_then(A::slice),
+        guards[1].and_then(B::slice),
+        guards[2].and_then(C::slice),
+    ) {
+        (Some(sa), Some(sb), Some(sc)) => f(sa, sb, sc),
+        _ => internal_dtype(),
     }
 }
 

@@ -632,7 +632,7 @@ impl Variable {
 
     fn sum_impl(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Variable> {
         let wrapped = self.reduce_dims(dims)?;
-        let result = self.tensor().sum_dims(&wrapped, keepdim);
+        let result = self.tensor().sum_dims(&wrapped, keepdim)?;
         let input: Dims = self.shape().into();
         Ok(Variable::record(result, &[self], |_, _| {
             let dims = dims.map(|_| wrapped.clone());
@@ -666,7 +666,7 @@ impl Variable {
         }
         let wrapped = self.reduce_dims(dims)?;
         let count: usize = wrapped.iter().map(|&d| self.shape()[d]).product();
-        let sum = self.tensor().sum_dims(&wrapped, keepdim);
+        let sum = self.tensor().sum_dims(&wrapped, keepdim)?;
         let result = sum.binary(&Tensor::scalar(count as f64, self.dtype()), BinaryOp::Div)?;
         let input: Dims = self.shape().into();
         Ok(Variable::record(result, &[self], |_, _| {
@@ -951,7 +951,7 @@ impl Variable {
     /// A copy into new contiguous storage, differentiable.
     pub fn clone_data(&self) -> Result<Variable> {
         crate::tensor::check_allocation(self.numel(), self.dtype())?;
-        let result = self.tensor().deep_clone();
+        let result = self.tensor().deep_clone()?;
         Ok(Variable::record(result, &[self], |_, _| {
             (OpKind::Clone, smallvec![])
         }))
@@ -970,7 +970,7 @@ impl Variable {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let result = self.tensor().to_dtype(dtype);
+        let result = self.tensor().to_dtype(dtype)?;
         let from = self.dtype();
         if !dtype.is_floating_point() {
             return Ok(Variable::from_tensor(result));
@@ -991,6 +991,18 @@ impl Variable {
         site: WriteSite,
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
+        self.in_place_impl(other, Overlap::Forbidden, site, compute)
+    }
+
+    /// `in_place`, where `overlap` says whether the destination may have elements that
+    /// share memory (only `fill_`/`zero_`, which are idempotent, allow it).
+    fn in_place_impl(
+        &self,
+        other: Option<&Variable>,
+        overlap: Overlap,
+        site: WriteSite,
+        compute: impl FnOnce(&Variable) -> Result<Variable>,
+    ) -> Result<()> {
         let volatile = self.is_volatile() || other.is_some_and(|o| o.is_volatile());
         let recording = grad_mode::is_grad_enabled()
             && !volatile
@@ -1003,12 +1015,18 @@ impl Variable {
                 if base.is_leaf() && base.requires_grad() {
                     return Err(Error::ViewOfLeafInplace);
                 }
+                self.check_write_overlap(other, overlap)?;
                 return self.in_place_on_view(&base, site, compute);
             }
         }
+        self.check_write_overlap(other, overlap)?;
         // The op reads a private copy of the old value that carries this variable's
         // history, so saved tensors never alias the storage about to be written.
-        let source = if recording { self.twin() } else { self.clone() };
+        let source = if recording {
+            self.twin()?
+        } else {
+            self.clone()
+        };
         let out = compute(&source)?;
         self.write_result(&out, site)?;
         if recording {
@@ -1035,17 +1053,12 @@ impl Variable {
         let layout = self.tensor().layout_within(base.tensor()).ok_or_else(|| {
             Error::NotImplemented("rustgrad: in-place operation on a view of a non-contiguous tensor that takes part in autograd".into())
         })?;
-        if layout
-            .shape()
-            .iter()
-            .zip(layout.strides())
-            .any(|(&size, &stride)| stride == 0 && size > 1)
-        {
-            return Err(Error::InvalidArgument(
-                "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.".into(),
-            ));
+        // CopySlices writes the view's gradient back at the view's place: an expanded
+        // view (even under `fill_`, which may write one) has no single place per element.
+        if layout.has_internal_overlap() {
+            return Err(Error::InternalOverlap);
         }
-        let out = compute(&self.twin())?;
+        let out = compute(&self.twin()?)?;
         self.write_result(&out, site)?;
         let version = self.tensor().version();
         let Some(inner) = out.meta().grad_fn.take() else {
@@ -1072,6 +1085,19 @@ impl Variable {
         Ok(())
     }
 
+    /// The overlap checks of every in-place write (Note [Overlapping writes]), before
+    /// anything is computed or written.
+    fn check_write_overlap(&self, other: Option<&Variable>, overlap: Overlap) -> Result<()> {
+        match overlap {
+            Overlap::Forbidden => {
+                let inputs: SmallVec<[&Tensor; 1]> =
+                    other.map(Variable::tensor).into_iter().collect();
+                self.tensor().check_write_overlap(&inputs)
+            }
+            Overlap::Idempotent => Ok(()),
+        }
+    }
+
     /// Checks an in-place result against this variable and writes it (one version bump).
     fn write_result(&self, out: &Variable, site: WriteSite) -> Result<()> {
         if out.shape() != self.shape() {
@@ -1094,16 +1120,16 @@ impl Variable {
     }
 
     /// A variable with a private copy of this one's data and the same history.
-    fn twin(&self) -> Variable {
+    fn twin(&self) -> Result<Variable> {
         let m = self.meta_fresh();
-        let twin = Variable::from_tensor(self.tensor().deep_clone());
+        let twin = Variable::from_tensor(self.tensor().deep_clone()?);
         {
             let mut t = twin.meta();
             t.requires_grad = m.requires_grad;
             t.grad_fn = m.grad_fn.clone();
             t.output_nr = m.output_nr;
         }
-        twin
+        Ok(twin)
     }
 
     /// In-place `self += other`.
@@ -1165,8 +1191,9 @@ impl Variable {
     }
 
     fn fill_impl(&self, value: f64, zero: bool, site: WriteSite) -> Result<()> {
-        self.in_place(None, site, |s| {
-            let filled = Tensor::full(s.shape(), value, s.dtype());
+        self.in_place_impl(None, Overlap::Idempotent, site, |s| {
+            // A broadcast scalar: `copy_from` writes it without materialising it.
+            let filled = Tensor::scalar(value, s.dtype()).broadcast_to(s.shape())?;
             Ok(Variable::record(filled, &[s], |_, _| {
                 (OpKind::Fill { zero }, smallvec![])
             }))
@@ -1191,7 +1218,9 @@ impl Variable {
                             src.shape()
                         ),
                     })?;
-            let values = values.to_dtype(dtype).contiguous();
+            // Not made contiguous: a broadcast scalar is written without materialising
+            // it (`Tensor::copy_from`).
+            let values = values.to_dtype(dtype)?;
             Ok(Variable::record(values, &[s, src], |_, _| {
                 (
                     OpKind::Copy {
@@ -1243,7 +1272,7 @@ impl Variable {
                 } else if owned {
                     grad.detach()
                 } else {
-                    Variable::from_tensor(grad.tensor().deep_clone())
+                    Variable::from_tensor(grad.tensor().deep_clone()?)
                 });
             }
             Some(old) => {
@@ -1274,6 +1303,15 @@ impl Variable {
 }
 
 /// What a unary op saves for backward.
+/// Whether an in-place op may write a destination whose elements share memory.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Overlap {
+    /// PyTorch's TensorIterator checks: internal and partial overlap raise.
+    Forbidden,
+    /// `fill_` / `zero_` write one value, so a shared location is harmless.
+    Idempotent,
+}
+
 #[derive(Copy, Clone)]
 enum Save {
     Nothing,

@@ -19,7 +19,7 @@ fn values(n: usize, seed: u64) -> Vec<f64> {
 
 fn leaf(shape: &[usize], dtype: DType, seed: u64) -> Result<Variable> {
     let n = shape.iter().product();
-    let tensor = Tensor::from_vec(values(n, seed), shape)?.to_dtype(dtype);
+    let tensor = Tensor::from_vec(values(n, seed), shape)?.to_dtype(dtype)?;
     Variable::new(tensor, true)
 }
 
@@ -68,10 +68,10 @@ fn workload(dtype: DType) -> Result<Vec<Vec<u64>>> {
 #[test]
 fn results_do_not_depend_on_the_thread_count() -> Result<()> {
     for dtype in [DType::F64, DType::F32] {
-        rustgrad::set_num_threads(1);
+        rustgrad::set_num_threads(1).unwrap();
         let reference = workload(dtype)?;
         for threads in [2, 4] {
-            rustgrad::set_num_threads(threads);
+            rustgrad::set_num_threads(threads).unwrap();
             assert_eq!(rustgrad::get_num_threads(), threads);
             let other = workload(dtype)?;
             for (i, (r, o)) in reference.iter().zip(&other).enumerate() {

@@ -122,15 +122,15 @@ fn collect(obj: &Bound<'_, PyAny>, depth: usize, out: &mut Collected) -> PyResul
 /// bool) unless given.
 pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
     if let Ok(t) = data.cast::<crate::tensor::PyTensor>() {
-        let t = t.get().var.tensor().deep_clone();
+        let t = t.get().var.tensor().deep_clone().py()?;
         return Ok(match dtype {
-            Some(d) => t.to_dtype(d),
+            Some(d) => t.to_dtype(d).py()?,
             None => t,
         });
     }
     if let Some(t) = from_numpy_array(data)? {
         return Ok(match dtype {
-            Some(d) => t.to_dtype(d),
+            Some(d) => t.to_dtype(d).py()?,
             None => t,
         });
     }
@@ -155,9 +155,12 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
     let t = if target == DType::I64 && !c.saw_float {
         Tensor::from_vec(c.ints, &c.shape).py()?
     } else {
-        Tensor::from_vec(c.values, &c.shape).py()?.to_dtype(target)
+        Tensor::from_vec(c.values, &c.shape)
+            .py()?
+            .to_dtype(target)
+            .py()?
     };
-    Ok(t.to_dtype(target))
+    t.to_dtype(target).py()
 }
 
 /// Copies a numpy array into a new tensor (`None` if `obj` is not an array).
@@ -199,7 +202,7 @@ pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
     let shape = t.shape().to_vec();
     macro_rules! arr {
         ($ty:ty) => {{
-            let flat = numpy::PyArray1::<$ty>::from_vec(py, t.to_vec::<$ty>());
+            let flat = numpy::PyArray1::<$ty>::from_vec(py, t.try_to_vec::<$ty>().py()?);
             Ok(flat.reshape(shape)?.into_any())
         }};
     }

@@ -21,6 +21,11 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::CastError { .. }
         | Error::NotAScalar { .. }
         | Error::OutOfMemory { .. }
+        | Error::NumelOverflow
+        | Error::StorageSizeOverflow { .. }
+        | Error::OutOfBounds { .. }
+        | Error::InternalOverlap
+        | Error::PartialOverlap
         | Error::ImplicitGradNonScalar
         | Error::BackwardTwice
         | Error::DoesNotRequireGrad { .. }

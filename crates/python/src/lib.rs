@@ -11,7 +11,7 @@ use crate::convert::{extract_sizes, tensor_from_data};
 use crate::dtype::{extract_opt_dtype, PyDType};
 use crate::errors::IntoPyResult;
 use crate::tensor::PyTensor;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use rustgrad::{DType, Tensor, Variable};
@@ -29,6 +29,7 @@ fn shape_of(size: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
 /// A shape for a new tensor of `dtype`, checked to be allocatable.
 fn alloc_shape(size: &Bound<'_, PyTuple>, dtype: DType) -> PyResult<Vec<usize>> {
     let shape = shape_of(size)?;
+    rustgrad::shape::checked_storage_bytes(&shape, dtype.size_in_bytes()).py()?;
     rustgrad::tensor::check_allocation(shape.iter().product(), dtype).py()?;
     Ok(shape)
 }
@@ -235,16 +236,16 @@ fn _backward(
         .py()
 }
 
-/// Sets the number of threads kernels use.
+/// Sets the number of threads kernels use (1 to `rustgrad.parallel.MAX_THREADS`,
+/// 1024). The pool is started here, so a failure to start it raises here.
 #[pyfunction]
-fn set_num_threads(n: usize) -> PyResult<()> {
-    if n == 0 {
-        return Err(PyValueError::new_err(
-            "set_num_threads expects a positive integer",
-        ));
-    }
-    rustgrad::set_num_threads(n);
-    Ok(())
+fn set_num_threads(py: Python<'_>, n: i64) -> PyResult<()> {
+    // PyTorch's check and message (RuntimeError).
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| PyRuntimeError::new_err("set_num_threads expects a positive integer"))?;
+    py.detach(|| rustgrad::set_num_threads(n)).py()
 }
 
 /// The number of threads kernels use.

@@ -127,9 +127,9 @@ pub fn to_list<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> 
         Ok(PyList::new(py, items)?.into_any())
     }
     match t.dtype() {
-        DType::F32 | DType::F64 => build(py, t.shape(), &t.to_vec::<f64>()),
-        DType::I64 => build(py, t.shape(), &t.to_vec::<i64>()),
-        DType::Bool => build(py, t.shape(), &t.to_vec::<bool>()),
+        DType::F32 | DType::F64 => build(py, t.shape(), &t.try_to_vec::<f64>().py()?),
+        DType::I64 => build(py, t.shape(), &t.try_to_vec::<i64>().py()?),
+        DType::Bool => build(py, t.shape(), &t.try_to_vec::<bool>().py()?),
     }
 }
 
@@ -229,6 +229,7 @@ impl PyTensor {
             convert::tensor_from_data(&args.get_item(0)?, Some(DType::F32))?
         } else {
             let sizes = rustgrad::shape::checked_shape(&extract_sizes(args)?).py()?;
+            rustgrad::shape::checked_storage_bytes(&sizes, DType::F32.size_in_bytes()).py()?;
             rustgrad::tensor::check_allocation(sizes.iter().product(), DType::F32).py()?;
             Tensor::zeros(&sizes, DType::F32)
         };

@@ -189,8 +189,8 @@ fn copy_slices(
     retain_graph: bool,
 ) -> Result<formulas::Grads> {
     let site = WriteSite::Rust(Location::caller());
-    let result = grad.tensor().deep_clone();
-    let grad_slice = Variable::from_tensor(result.as_strided(layout)?.deep_clone());
+    let result = grad.tensor().deep_clone()?;
+    let grad_slice = Variable::from_tensor(result.as_strided(layout)?.deep_clone()?);
     let inner_task = graph::take_task(inner, retain_graph)?;
     let NodeKind::Op(op) = &inner_task.kind else {
         return Err(Error::NotImplemented(
@@ -205,7 +205,7 @@ fn copy_slices(
     let region = result.as_strided(layout)?;
     match grads.next().flatten() {
         Some(view_grad) => region.copy_from(view_grad.tensor(), site)?,
-        None => region.fill(0.0, site),
+        None => region.fill(0.0, site)?,
     }
     let mut out: formulas::Grads = SmallVec::new();
     out.push(Some(Variable::from_tensor(result)));

@@ -1,17 +1,25 @@
 //! Elementwise maps over strided (possibly broadcast) operands into a new contiguous
 //! buffer, and scatters of a contiguous buffer into a strided destination.
+//!
+//! Every function checks at entry, in O(ndim), that its layouts stay inside the given
+//! slices (Note [Checked size arithmetic]): a bad layout is an `Err`, never a panic.
 
-use super::for_each_strided;
+use super::{for_each_strided, try_vec};
 use crate::dtype::Element;
+use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::parallel::{self, CHUNK, PARALLEL_MIN_ELEMENTS};
+use crate::shape::Dims;
 use rayon::prelude::*;
 
 /// Fills a new vector of `n` elements, chunk by chunk, calling `fill(start, out_chunk)`;
 /// chunks run on the pool when `n` is large. Chunk boundaries never depend on the
 /// thread count.
-fn fill_chunks<U: Element>(n: usize, fill: impl Fn(usize, &mut [U]) + Sync + Send) -> Vec<U> {
-    let mut out = vec![U::default(); n];
+fn fill_chunks<U: Element>(
+    n: usize,
+    fill: impl Fn(usize, &mut [U]) + Sync + Send,
+) -> Result<Vec<U>> {
+    let mut out = try_vec(n, U::default())?;
     if n < PARALLEL_MIN_ELEMENTS {
         fill(0, &mut out);
     } else {
@@ -21,7 +29,7 @@ fn fill_chunks<U: Element>(n: usize, fill: impl Fn(usize, &mut [U]) + Sync + Sen
                 .for_each(|(c, chunk)| fill(c * CHUNK, chunk));
         });
     }
-    out
+    Ok(out)
 }
 
 /// `out[i] = f(src[i])` over a strided source.
@@ -29,12 +37,16 @@ pub fn map1<T: Element, U: Element>(
     src: &[T],
     layout: &Layout,
     f: impl Fn(T) -> U + Sync + Send,
-) -> Vec<U> {
+) -> Result<Vec<U>> {
+    layout.check_in_bounds(src.len())?;
     let n = layout.numel();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     if layout.is_contiguous() {
         let src = &src[layout.offset()..layout.offset() + n];
         if n < PARALLEL_MIN_ELEMENTS {
-            return src.iter().map(|&x| f(x)).collect();
+            return Ok(src.iter().map(|&x| f(x)).collect());
         }
         return fill_chunks(n, |start, out| {
             let len = out.len();
@@ -62,17 +74,23 @@ pub fn map2<A: Element, B: Element, U: Element>(
     b: &[B],
     lb: &Layout,
     f: impl Fn(A, B) -> U + Sync + Send,
-) -> Vec<U> {
+) -> Result<Vec<U>> {
     let n = la.numel();
+    same_shape(la, lb)?;
+    la.check_in_bounds(a.len())?;
+    lb.check_in_bounds(b.len())?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     if la.is_contiguous() && lb.is_contiguous() && n < PARALLEL_MIN_ELEMENTS {
         let a = &a[la.offset()..la.offset() + n];
         let b = &b[lb.offset()..lb.offset() + n];
-        return a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect();
+        return Ok(a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect());
     }
     if lb.strides().iter().all(|&s| s == 0) && la.is_contiguous() && n < PARALLEL_MIN_ELEMENTS {
         let y = b[lb.offset()];
         let a = &a[la.offset()..la.offset() + n];
-        return a.iter().map(|&x| f(x, y)).collect();
+        return Ok(a.iter().map(|&x| f(x, y)).collect());
     }
     fill_chunks(n, |start, out| {
         for_each_strided(
@@ -92,7 +110,12 @@ pub fn map3<A: Element, B: Element, C: Element, U: Element>(
     (b, lb): (&[B], &Layout),
     (c, lc): (&[C], &Layout),
     f: impl Fn(A, B, C) -> U + Sync + Send,
-) -> Vec<U> {
+) -> Result<Vec<U>> {
+    same_shape(la, lb)?;
+    same_shape(la, lc)?;
+    la.check_in_bounds(a.len())?;
+    lb.check_in_bounds(b.len())?;
+    lc.check_in_bounds(c.len())?;
     fill_chunks(la.numel(), |start, out| {
         for_each_strided(
             la.shape(),
@@ -107,11 +130,21 @@ pub fn map3<A: Element, B: Element, C: Element, U: Element>(
 
 /// Writes `values` (contiguous, row-major over `dst_layout`'s shape) into the strided
 /// destination `dst`.
-pub fn scatter<T: Element>(dst: &mut [T], dst_layout: &Layout, values: &[T]) {
+pub fn scatter<T: Element>(dst: &mut [T], dst_layout: &Layout, values: &[T]) -> Result<()> {
+    dst_layout.check_in_bounds(dst.len())?;
     let n = dst_layout.numel();
+    if values.len() != n {
+        return Err(Error::InvalidShape {
+            shape: dst_layout.shape().iter().map(|&s| s as i64).collect(),
+            numel: values.len(),
+        });
+    }
+    if n == 0 {
+        return Ok(());
+    }
     if dst_layout.is_contiguous() {
         dst[dst_layout.offset()..dst_layout.offset() + n].copy_from_slice(values);
-        return;
+        return Ok(());
     }
     for_each_strided(
         dst_layout.shape(),
@@ -121,4 +154,52 @@ pub fn scatter<T: Element>(dst: &mut [T], dst_layout: &Layout, values: &[T]) {
         n,
         |i, [o]| dst[o] = values[i],
     );
+    Ok(())
+}
+
+/// Writes `value` into every element `dst_layout` addresses. Dims of stride 0 are
+/// skipped (writing one value is idempotent), so filling an expanded view writes each
+/// memory location once, as PyTorch's `fill_` allows.
+pub fn fill<T: Element>(dst: &mut [T], dst_layout: &Layout, value: T) -> Result<()> {
+    dst_layout.check_in_bounds(dst.len())?;
+    if dst_layout.numel() == 0 {
+        return Ok(());
+    }
+    // Non-empty, so every size is >= 1; a stride-0 dim revisits one location.
+    let shape: Dims = dst_layout
+        .shape()
+        .iter()
+        .zip(dst_layout.strides())
+        .map(|(&size, &stride)| if stride == 0 { 1 } else { size })
+        .collect();
+    let distinct = Layout::new(shape, dst_layout.strides().into(), dst_layout.offset());
+    let n = distinct.numel();
+    if distinct.is_contiguous() {
+        dst[distinct.offset()..distinct.offset() + n].fill(value);
+        return Ok(());
+    }
+    for_each_strided(
+        distinct.shape(),
+        [distinct.strides()],
+        [distinct.offset()],
+        0,
+        n,
+        |_, [o]| dst[o] = value,
+    );
+    Ok(())
+}
+
+/// Broadcast operands must have one shape; a mismatch would index past the shorter.
+fn same_shape(a: &Layout, b: &Layout) -> Result<()> {
+    if a.shape() == b.shape() {
+        return Ok(());
+    }
+    Err(Error::ShapeMismatch {
+        op: "elementwise",
+        message: format!(
+            "rustgrad internal error: operand shapes {:?} and {:?} differ",
+            a.shape(),
+            b.shape()
+        ),
+    })
 }

@@ -2,7 +2,8 @@
 //! Work is split by batch and by fixed blocks of rows, so each output element is
 //! computed by the same sequence of operations whatever the thread count.
 
-use super::for_each_strided;
+use super::{for_each_strided, try_vec};
+use crate::error::{Error, Result};
 use crate::parallel::{self, PARALLEL_MIN_ELEMENTS};
 use rayon::prelude::*;
 
@@ -46,7 +47,9 @@ macro_rules! impl_gemm {
                 csb: isize,
                 c: *mut Self,
             ) {
-                // SAFETY: forwarded from this function's contract.
+                // SAFETY: the caller guarantees (this function's contract) that `a`, `b`
+                // and `c` are valid for every index these sizes and strides reach, which
+                // is `matrixmultiply`'s contract; `c` is row-major (`rsc = n`, `csc = 1`).
                 unsafe {
                     $f(
                         m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, n as isize, 1,
@@ -74,19 +77,57 @@ pub struct MatOperand<'a, T> {
     pub col_stride: usize,
 }
 
+impl<T> MatOperand<'_, T> {
+    /// Checks that every element of this `batch_shape + [rows, cols]` operand lies
+    /// inside `data` (nothing to check when it is empty). O(ndim), before any raw
+    /// pointer is formed. See Note [Checked size arithmetic].
+    fn check_in_bounds(&self, batch_shape: &[usize], rows: usize, cols: usize) -> Result<()> {
+        if self.batch_strides.len() != batch_shape.len() {
+            return Err(Error::InvalidArgument(format!(
+                "matmul: {} batch strides for {} batch dims",
+                self.batch_strides.len(),
+                batch_shape.len()
+            )));
+        }
+        let sizes = batch_shape.iter().chain([&rows, &cols]);
+        let strides = self
+            .batch_strides
+            .iter()
+            .chain([&self.row_stride, &self.col_stride]);
+        let layout = crate::layout::Layout::new(
+            sizes.copied().collect(),
+            strides.copied().collect(),
+            self.offset,
+        );
+        layout.check_in_bounds(self.data.len())
+    }
+}
+
 /// `out[batch] = a[batch] @ b[batch]` for `a: m x k`, `b: k x n`; returns the
 /// contiguous `batch_shape + [m, n]` result.
+///
+/// Fails (before touching memory) when an operand's strides reach outside its
+/// `data`, when the output size overflows, or when it cannot be allocated.
 pub fn matmul<T: Gemm>(
     batch_shape: &[usize],
     (m, k, n): (usize, usize, usize),
     a: &MatOperand<'_, T>,
     b: &MatOperand<'_, T>,
-) -> Vec<T> {
-    let batches: usize = batch_shape.iter().product();
-    let mut out = vec![T::ZERO; batches * m * n];
+) -> Result<Vec<T>> {
+    a.check_in_bounds(batch_shape, m, k)?;
+    b.check_in_bounds(batch_shape, k, n)?;
+    let mut out_shape: crate::shape::Dims = batch_shape.into();
+    out_shape.extend_from_slice(&[m, n]);
+    let batches: usize = crate::shape::checked_numel(batch_shape)?;
+    let mut out = try_vec(crate::shape::checked_numel(&out_shape)?, T::ZERO)?;
     if out.is_empty() || k == 0 {
-        return out;
+        return Ok(out);
     }
+    // Row and column strides are passed to the GEMM as isize.
+    let to_isize = |s: usize| isize::try_from(s).map_err(|_| Error::NumelOverflow);
+    let (rsa, csa) = (to_isize(a.row_stride)?, to_isize(a.col_stride)?);
+    let (rsb, csb) = (to_isize(b.row_stride)?, to_isize(b.col_stride)?);
+    // `batches <= out.len()`, which was just allocated.
     let mut a_offsets = Vec::with_capacity(batches);
     let mut b_offsets = Vec::with_capacity(batches);
     for_each_strided(
@@ -104,19 +145,26 @@ pub fn matmul<T: Gemm>(
         let row0 = row_block * ROW_BLOCK;
         let rows = c.len() / n;
         let a_start = a_offsets[batch] + row0 * a.row_stride;
-        // SAFETY: the tensor layer checked that every index reachable through these
-        // layouts lies inside the storages, and `c` holds exactly `rows * n` elements.
+        // SAFETY: `check_in_bounds` above proved that for every batch index, row < m,
+        // inner index < k and column < n, `offset + batch offset + row * row_stride +
+        // col * col_stride` (without overflow) is below `data.len()` for `a` and `b`.
+        // `a_start` is that sum for row `row0` (< m) and column 0, and the GEMM reaches
+        // rows `row0..row0 + rows` (<= m) and columns `..k` from it; `b_offsets[batch]`
+        // is that sum for row 0 and column 0, reaching `..k` rows and `..n` columns. So
+        // both pointers and every element the GEMM reads stay inside the slices. `c` is
+        // a `rows * n` chunk of `out`, exactly the `rows x n` row-major matrix written.
+        // Strides were converted to isize without loss.
         unsafe {
             T::gemm(
                 rows,
                 k,
                 n,
                 a.data.as_ptr().add(a_start),
-                a.row_stride as isize,
-                a.col_stride as isize,
+                rsa,
+                csa,
                 b.data.as_ptr().add(b_offsets[batch]),
-                b.row_stride as isize,
-                b.col_stride as isize,
+                rsb,
+                csb,
                 c.as_mut_ptr(),
             )
         }
@@ -139,7 +187,7 @@ pub fn matmul<T: Gemm>(
                 });
         });
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -165,6 +213,40 @@ mod tests {
             row_stride: 2,
             col_stride: 1,
         };
-        assert_eq!(matmul(&[], (2, 2, 2), &a, &b), vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(
+            matmul(&[], (2, 2, 2), &a, &b).unwrap(),
+            vec![1.0, 2.0, 3.0, 4.0]
+        );
+    }
+
+    #[test]
+    fn rejects_operands_that_reach_outside_their_data() {
+        let data = [1.0f64; 4];
+        let ok = MatOperand {
+            data: &data,
+            batch_strides: &[],
+            offset: 0,
+            row_stride: 2,
+            col_stride: 1,
+        };
+        let past_end = MatOperand { offset: 1, ..ok };
+        assert!(matches!(
+            matmul(&[], (2, 2, 2), &past_end, &ok),
+            Err(Error::OutOfBounds { .. })
+        ));
+        // A batch stride that wraps the offset arithmetic.
+        let wrapping = MatOperand {
+            batch_strides: &[usize::MAX / 2],
+            ..ok
+        };
+        assert!(matmul(&[3], (2, 2, 2), &wrapping, &wrapping).is_err());
+        // An empty operand reaches nothing, whatever its offset.
+        let empty: [f64; 0] = [];
+        let e = MatOperand {
+            data: &empty,
+            offset: 7,
+            ..ok
+        };
+        assert_eq!(matmul(&[], (0, 2, 0), &e, &e).unwrap(), Vec::<f64>::new());
     }
 }

@@ -5,7 +5,21 @@ pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
 
+use crate::error::{Error, Result};
 use smallvec::SmallVec;
+
+/// A vector of `n` copies of `value`, or PyTorch's allocator error when the memory
+/// cannot be had: every kernel allocates its user-sized output through here, so a
+/// huge result (e.g. materialising `ones(1).expand(2**20, 2**20)`) is an error, not
+/// an abort. See Note [Allocation failures].
+pub fn try_vec<T: Clone>(n: usize, value: T) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        bytes: n.saturating_mul(std::mem::size_of::<T>()),
+    })?;
+    v.resize(n, value);
+    Ok(v)
+}
 
 /// Calls `f(i, offsets)` for the logical (row-major) elements `start..end` of `shape`,
 /// where `offsets[k]` is element `i`'s storage index in operand `k`, whose layout is

@@ -2,8 +2,9 @@
 //! is reduced in fixed-size chunks combined left to right, so the result is bitwise
 //! the same for any number of threads.
 
-use super::for_each_strided;
+use super::{for_each_strided, try_vec};
 use crate::dtype::Num;
+use crate::error::Result;
 use crate::layout::Layout;
 use crate::parallel::{self, CHUNK, PARALLEL_MIN_ELEMENTS};
 use rayon::prelude::*;
@@ -56,7 +57,15 @@ impl Accumulate for i64 {
 
 /// Sums `src` over `reduce_dims` (sorted, distinct). Returns a contiguous buffer whose
 /// shape is the input shape without those dims.
-pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> Vec<T> {
+pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> Result<Vec<T>> {
+    layout.check_in_bounds(src.len())?;
+    if let Some(&bad) = reduce_dims.iter().find(|&&d| d >= layout.ndim()) {
+        return Err(crate::error::Error::DimOutOfRange {
+            dim: bad as i64,
+            min: 0,
+            max: layout.ndim() as i64 - 1,
+        });
+    }
     // Kept dims first, then reduced ones: each output element is one contiguous run
     // of `inner` logical elements of the permuted layout.
     let mut order: Vec<usize> = (0..layout.ndim())
@@ -88,22 +97,30 @@ pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> 
         );
         acc
     };
+    // Both fit: tasks <= numel + outer, and outer <= numel unless inner is 0.
     let tasks = outer * chunks_per_output;
-    let partials: Vec<T::Acc> = if layout.numel() < PARALLEL_MIN_ELEMENTS {
-        (0..tasks).map(partial).collect()
+    let mut partials = try_vec(tasks, T::Acc::ZERO)?;
+    if layout.numel() < PARALLEL_MIN_ELEMENTS {
+        for (task, p) in partials.iter_mut().enumerate() {
+            *p = partial(task);
+        }
     } else {
-        parallel::install(|| (0..tasks).into_par_iter().map(partial).collect())
-    };
-    partials
-        .chunks(chunks_per_output)
-        .map(|parts| {
-            let mut acc = T::Acc::ZERO;
-            for &p in parts {
-                acc += p;
-            }
-            T::narrow(acc)
-        })
-        .collect()
+        parallel::install(|| {
+            partials
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(task, p)| *p = partial(task))
+        });
+    }
+    let mut out = try_vec(outer, T::ZERO)?;
+    for (o, parts) in out.iter_mut().zip(partials.chunks(chunks_per_output)) {
+        let mut acc = T::Acc::ZERO;
+        for &p in parts {
+            acc += p;
+        }
+        *o = T::narrow(acc);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -114,15 +131,21 @@ mod tests {
     fn sums_rows_columns_and_all() {
         let data: Vec<f64> = (0..6).map(|x| x as f64).collect();
         let l = Layout::contiguous(&[2, 3]);
-        assert_eq!(sum(&data, &l, &[0]), vec![3.0, 5.0, 7.0]);
-        assert_eq!(sum(&data, &l, &[1]), vec![3.0, 12.0]);
-        assert_eq!(sum(&data, &l, &[0, 1]), vec![15.0]);
-        assert_eq!(sum(&data, &l.transpose(0, 1), &[1]), vec![3.0, 5.0, 7.0]);
+        assert_eq!(sum(&data, &l, &[0]).unwrap(), vec![3.0, 5.0, 7.0]);
+        assert_eq!(sum(&data, &l, &[1]).unwrap(), vec![3.0, 12.0]);
+        assert_eq!(sum(&data, &l, &[0, 1]).unwrap(), vec![15.0]);
+        assert_eq!(
+            sum(&data, &l.transpose(0, 1), &[1]).unwrap(),
+            vec![3.0, 5.0, 7.0]
+        );
     }
 
     #[test]
     fn empty_reduction_gives_zeros() {
         let data: Vec<f32> = vec![];
-        assert_eq!(sum(&data, &Layout::contiguous(&[0, 3]), &[0]), vec![0.0; 3]);
+        assert_eq!(
+            sum(&data, &Layout::contiguous(&[0, 3]), &[0]).unwrap(),
+            vec![0.0; 3]
+        );
     }
 }

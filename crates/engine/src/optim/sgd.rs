@@ -82,7 +82,7 @@ impl Sgd {
             }
             if self.momentum != 0.0 {
                 let next = match buf.take() {
-                    None => d_p.deep_clone(),
+                    None => d_p.deep_clone()?,
                     Some(b) => b.binary(&scalar(self.momentum), BinaryOp::Mul)?.binary(
                         &d_p.binary(&scalar(1.0 - self.dampening), BinaryOp::Mul)?,
                         BinaryOp::Add,
