@@ -34,13 +34,14 @@ define run
 	  record ""
 endef
 
-.PHONY: help setup demo lint test test-rust test-python check-wheel bench vectors clean distclean
+.PHONY: help setup demo lint test test-rust test-python check-wheel memcheck bench vectors clean distclean
 
 help:
 	@echo 'make demo         set up, then run examples/quickstart.py'
 	@echo 'make test         set up, lint, cargo test, pytest, wheel check (what CI runs)'
 	@echo 'make setup        .venv + requirements-dev.txt + maturin develop --release (skips what is done)'
 	@echo 'make lint         cargo fmt --check, clippy -D warnings, ruff check, ruff format --check'
+	@echo 'make memcheck     the engine's unit, safety and autograd tests under Valgrind memcheck'
 	@echo 'make bench        benchmarks/bench_chain.py (with PyTorch when .torch-venv exists)'
 	@echo 'make vectors      regenerate tests/vectors/*.json with PyTorch from .torch-venv'
 	@echo 'make clean        remove build outputs and caches (keeps .venv)'
@@ -76,6 +77,16 @@ test:
 	@$(MAKE) --no-print-directory RECORD_TIMINGS=1 setup lint test-rust test-python check-wheel || { \
 	  rc=$$?; printf '\n== timings (make test FAILED) ==\n'; cat $(TIMINGS); exit $$rc; }
 	@printf '\n== timings (make test passed) ==\n'; cat $(TIMINGS)
+
+# The engine's unit tests (kernels, layout, tensor, format, ...), tests/safety.rs and
+# tests/autograd.rs, each test binary run by Valgrind (cargo's target runner). Leaks are
+# not checked: the arena and the rayon pool are process-lifetime statics. The
+# four-thread lock-order stress test is skipped: Valgrind serialises threads, so it only
+# costs time there. See BENCHMARKS.md for how long it takes.
+VALGRIND := valgrind --error-exitcode=1 --leak-check=no --quiet --trace-children=no
+memcheck:
+	@command -v valgrind >/dev/null || { echo 'valgrind not found: install it with `apt-get install valgrind` (Debian/Ubuntu) or your package manager' >&2; exit 1; }
+	$(call run,memcheck,CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER='$(VALGRIND)' RUSTGRAD_NUM_THREADS=2 cargo test -p rustgrad --lib --test safety --test autograd -- --skip concurrent_cross_in_place_ops)
 
 bench: setup
 	$(call run,bench,$(PYTHON) benchmarks/bench_chain.py $(if $(TORCH_SITE),--torch-site $(TORCH_SITE)) $(BENCH_ARGS))
