@@ -1,0 +1,37 @@
+"""Random programs of rustgrad ops (views, in-place writes, broadcasting, dtypes, zero
+sizes) checked step by step against a numpy model of PyTorch, and their gradients
+against finite differences. See fuzz_programs.py; ``make fuzz`` runs the same programs
+for a given time."""
+
+from fuzz_programs import run_program
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# Deterministic in CI: a fixed sequence of examples, nothing read from or written to
+# the example database. The autouse grad-mode fixture is function-scoped but harmless
+# across examples (every program leaves grad mode on).
+CI = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=False,
+    report_multiple_bugs=False,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+
+
+@settings(CI, max_examples=300)
+@given(st.data())
+def test_random_programs_match_numpy(data):
+    run_program(data.draw, grad_mode=False)
+
+
+@settings(CI, max_examples=150)
+@given(st.data())
+def test_random_float64_programs_have_finite_difference_gradients(data):
+    run_program(data.draw, grad_mode=True)
