@@ -15,6 +15,8 @@ RUFF := .venv/bin/ruff
 # site-packages is appended to sys.path of the .venv interpreter.
 TORCH_SITE := $(firstword $(wildcard .torch-venv/lib/python3*/site-packages))
 BENCH_ARGS ?=
+# `make fuzz` runs random programs for this many seconds.
+FUZZ_SECONDS ?= 600
 
 # Each step prints its name and wall time; `make test` also records them in
 # $(TIMINGS) (via RECORD_TIMINGS) and prints the table at the end.
@@ -34,15 +36,16 @@ define run
 	  record ""
 endef
 
-.PHONY: help setup demo lint test test-rust test-python check-wheel memcheck bench vectors clean distclean
+.PHONY: help setup demo lint test test-rust test-python check-wheel memcheck bench fuzz vectors clean distclean
 
 help:
 	@echo 'make demo         set up, then run examples/quickstart.py'
 	@echo 'make test         set up, lint, cargo test, pytest, wheel check (what CI runs)'
 	@echo 'make setup        .venv + requirements-dev.txt + maturin develop --release (skips what is done)'
 	@echo 'make lint         cargo fmt --check, clippy -D warnings, ruff check, ruff format --check'
-	@echo 'make memcheck     the engine's unit, safety and autograd tests under Valgrind memcheck'
+	@echo 'make memcheck     the engine unit, safety and autograd tests under Valgrind memcheck'
 	@echo 'make bench        benchmarks/bench_chain.py (with PyTorch when .torch-venv exists)'
+	@echo 'make fuzz         random programs against the numpy model for FUZZ_SECONDS (default 600)'
 	@echo 'make vectors      regenerate tests/vectors/*.json with PyTorch from .torch-venv'
 	@echo 'make clean        remove build outputs and caches (keeps .venv)'
 	@echo 'make distclean    clean, and remove .venv too'
@@ -90,6 +93,11 @@ memcheck:
 
 bench: setup
 	$(call run,bench,$(PYTHON) benchmarks/bench_chain.py $(if $(TORCH_SITE),--torch-site $(TORCH_SITE)) $(BENCH_ARGS))
+
+# Random programs (tests/python/fuzz_programs.py) for FUZZ_SECONDS; prints how many ran
+# and every finding as a shrunk reproducer; fails when it found something.
+fuzz: setup
+	$(call run,fuzz,$(PYTHON) tests/python/fuzz_programs.py --seconds $(FUZZ_SECONDS))
 
 # Needs PyTorch in its own venv, never in .venv: see README.md.
 vectors:
