@@ -91,6 +91,9 @@ KNOWN_DEFECTS = {
     "can't be cast to the desired output type Long')",
     "int_pow_integral_float": "int64 tensor ** 2.0 (a float exponent with an integral "
     "value) stays int64 (PyTorch: float32)",
+    "clone_contiguous": "clone() of a dense non-contiguous tensor (x.t().clone()) is "
+    "contiguous; PyTorch's default memory_format=torch.preserve_format keeps the strides "
+    "(visible in stride(), is_contiguous() and whether view() works)",
     "bool_unary": "on bool tensors relu() and abs() return int64 (PyTorch raises), sign() "
     "returns int64 (PyTorch: bool), clamp(min=0) raises (PyTorch: int64)",
 }
@@ -122,6 +125,8 @@ def known_defect(kind: str, **facts: Any) -> str | None:
         return "bool_unary"
     if kind in ("contiguous", "is_contiguous") and facts.get("empty"):
         return "empty_not_contiguous"
+    if kind == "clone" and facts.get("dense_non_contiguous"):
+        return "clone_contiguous"
     if kind == "sub" and facts.get("bool_operand"):
         return "bool_sub"
     return None
@@ -1276,6 +1281,9 @@ class Generator(_ShapeSteps):
         elif op == "contiguous" and a.contiguous():
             entry = self._view_entry(a, name, a.shape, a.strides, a.offset)
         else:
+            permuted = a.storage.exact and a.dense() and not a.contiguous() and a.numel > 1
+            if op == "clone" and known_defect("clone", dense_non_contiguous=permuted):
+                return None
             strides = a.strides if op == "clone" and a.dense() and a.numel else None
             entry = self.m.new_storage_entry(
                 name, a.array(), a.dtype, exact=a.storage.exact, strides=strides, like=a
