@@ -301,7 +301,10 @@ class Entry:
         return set(pos.ravel().tolist())
 
     def internal_overlap(self) -> bool:
-        return any(size > 1 and stride == 0 for size, stride in zip(self.shape, self.strides))
+        # ATen's has_internal_overlap: an empty tensor is contiguous, hence no overlap.
+        return self.numel > 0 and any(
+            size > 1 and stride == 0 for size, stride in zip(self.shape, self.strides)
+        )
 
     def dense(self) -> bool:
         """PyTorch's is_non_overlapping_and_dense (exact only when the storage is)."""
