@@ -154,6 +154,9 @@ pub enum Error {
         "a view of a leaf Variable that requires grad is being used in an in-place operation."
     )]
     ViewOfLeafInplace,
+    /// Recorded in-place op on a view that was created under no_grad.
+    #[error("A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).")]
+    NoGradViewInplace,
     /// A saved tensor was written in place after being saved.
     #[error("one of the variables needed for gradient computation has been modified by an inplace operation: [{type_name} {shape:?}]{origin}, is at version {version}; expected version {expected} instead.{site}")]
     ModifiedByInplace {

@@ -87,6 +87,28 @@ impl Layout {
         true
     }
 
+    /// Whether no two elements share a storage index (no stride-0 dim of size > 1, no
+    /// overlapping strides). Sufficient test: sorted by stride, each dim's stride exceeds
+    /// the span of the smaller ones.
+    pub fn is_non_overlapping(&self) -> bool {
+        let mut dims: SmallVec<[(usize, usize); 6]> = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .filter(|(&size, _)| size > 1)
+            .map(|(&size, &stride)| (stride, size))
+            .collect();
+        dims.sort_unstable();
+        let mut span = 0usize;
+        for (stride, size) in dims {
+            if stride <= span {
+                return false;
+            }
+            span = span.saturating_add((size - 1).saturating_mul(stride));
+        }
+        true
+    }
+
     /// One past the largest storage index this layout touches: the storage length it
     /// needs. 0 when empty, whatever the offset (an empty view past the end of its
     /// buffer, like `zeros(3, 0)[2]`, needs nothing), as PyTorch's

@@ -263,27 +263,44 @@ impl Variable {
         self.meta().grad.clone()
     }
 
-    /// Replaces the accumulated gradient (`x.grad = g` / `x.grad = None`).
+    /// Replaces the accumulated gradient (`x.grad = g` / `x.grad = None`). The gradient
+    /// must have this variable's shape and dtype and must not be the variable itself.
     pub fn set_grad(&self, grad: Option<Variable>) -> Result<()> {
         if let Some(g) = &grad {
+            if g.same(self) {
+                return Err(Error::InvalidArgument(
+                    "can't assign Variable as its own grad".into(),
+                ));
+            }
+            // Both PyTorch phrasings: the 2.0-era key phrase, then today's sentence.
+            if g.dtype() != self.dtype() {
+                return Err(Error::dtype(
+                    "grad",
+                    format!(
+                        "assigned grad has data of a different type: attempting to assign a gradient with dtype '{}' to a tensor with grad_dtype '{}'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype).",
+                        match g.dtype() {
+                            DType::F32 => "float",
+                            DType::F64 => "double",
+                            DType::I64 => "long int",
+                            DType::Bool => "bool",
+                        },
+                        self.dtype().scalar_type_name()
+                    ),
+                ));
+            }
             if g.shape() != self.shape() {
                 return Err(Error::ShapeMismatch {
                     op: "grad",
                     message: format!(
-                        "assigned grad has data of a different size: {:?} vs {:?}",
+                        "assigned grad has data of a different size: attempting to assign a gradient of size '{:?}' to a tensor of size '{:?}'. Please ensure that the gradient and the tensor are the same size",
                         g.shape(),
                         self.shape()
                     ),
                 });
             }
-            if g.dtype() != self.dtype() {
-                return Err(Error::dtype(
-                    "grad",
-                    "assigned grad has data of a different type",
-                ));
-            }
         }
-        self.meta().grad = grad;
+        let old = std::mem::replace(&mut self.meta().grad, grad);
+        drop(old);
         Ok(())
     }
 
@@ -354,7 +371,11 @@ impl Variable {
         if volatile {
             return Variable::new_volatile(result);
         }
-        if !needs.iter().any(|&n| n) || !grad_mode::is_grad_enabled() {
+        // Integer and bool results never carry history (Note [Differentiable dtypes]).
+        if !needs.iter().any(|&n| n)
+            || !grad_mode::is_grad_enabled()
+            || !result.dtype().is_floating_point()
+        {
             return Variable::from_tensor(result);
         }
         let meta = (result.dtype(), result.shape().into());
@@ -948,6 +969,12 @@ impl Variable {
         }))
     }
 
+    /// A view of the whole tensor (`x[...]`, `x[()]`): a distinct variable, so changing
+    /// its autograd state (`requires_grad_`, `detach_`, `.grad`) leaves `self` alone.
+    pub fn alias(&self) -> Variable {
+        self.record_view(self.tensor().clone(), || OpKind::Alias)
+    }
+
     /// A copy into new contiguous storage, differentiable.
     pub fn clone_data(&self) -> Result<Variable> {
         crate::tensor::check_allocation(self.numel(), self.dtype())?;
@@ -1004,19 +1031,32 @@ impl Variable {
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
         let volatile = self.is_volatile() || other.is_some_and(|o| o.is_volatile());
+        // An integer or bool tensor written in place stays without history whatever
+        // the operand (Note [Differentiable dtypes]).
         let recording = grad_mode::is_grad_enabled()
             && !volatile
+            && self.dtype().is_floating_point()
             && (self.requires_grad() || other.is_some_and(|o| o.requires_grad()));
+        let view = self.view_base();
+        let recording = recording
+            || (grad_mode::is_grad_enabled()
+                && !volatile
+                && self.dtype().is_floating_point()
+                && view.as_ref().is_some_and(Variable::requires_grad));
         if recording {
-            if self.is_leaf() && self.requires_grad() {
-                return Err(Error::LeafInplace);
-            }
-            if let Some(base) = self.view_base() {
-                if base.is_leaf() && base.requires_grad() {
+            if let Some(base) = view {
+                // Note [Views and in-place checks].
+                if !self.meta().view_created_with_grad {
+                    return Err(Error::NoGradViewInplace);
+                }
+                if base.is_leaf() && self.requires_grad() {
                     return Err(Error::ViewOfLeafInplace);
                 }
                 self.check_write_overlap(other, overlap)?;
                 return self.in_place_on_view(&base, site, compute);
+            }
+            if self.is_leaf() && self.requires_grad() {
+                return Err(Error::LeafInplace);
             }
         }
         self.check_write_overlap(other, overlap)?;
@@ -1255,38 +1295,72 @@ impl Variable {
         )
     }
 
-    /// Adds `grad` into `.grad` (the AccumulateGrad rule). Without `create_graph` the
-    /// stored gradient is detached, and later gradients are added to it in place.
-    pub(crate) fn accumulate_grad(&self, grad: Variable, create_graph: bool) -> Result<()> {
+    /// Adds `grad` into `.grad` (the AccumulateGrad rule). See Note [Gradient
+    /// ownership]: the stored gradient is owned by this leaf (never an expanded or
+    /// overlapping view, never a buffer shared with another leaf or the graph), and an
+    /// existing gradient is updated in place only when grad mode is off (no
+    /// `create_graph`) and it has no overlapping elements; otherwise out of place.
+    pub(crate) fn accumulate_grad(&self, grad: Variable) -> Result<()> {
+        // The meta lock is not held while computing: `grad` may be (a view of) this
+        // very variable when a user passes it as the root gradient.
+        let old = self.meta().grad.take();
+        let new = match old {
+            None => Variable::owned_grad(grad)?,
+            Some(old) => Variable::add_grad(old, &grad)?,
+        };
         let mut m = self.meta();
-        match m.grad.take() {
-            None => {
-                let owned = !create_graph
-                    && Arc::strong_count(&grad.0) == 1
-                    && Arc::strong_count(grad.tensor().storage()) == 1
-                    && grad.tensor().is_contiguous()
-                    && grad.tensor().layout().offset() == 0
-                    && grad.tensor().storage().read().len() == grad.numel();
-                m.grad = Some(if create_graph {
-                    grad
-                } else if owned {
-                    grad.detach()
-                } else {
-                    Variable::from_tensor(grad.tensor().deep_clone()?)
-                });
+        // Another thread's backward may have stored a gradient meanwhile: keep both.
+        let new = match m.grad.take() {
+            Some(other) => {
+                drop(m);
+                let sum = Variable::add_grad(other, &new)?;
+                m = self.meta();
+                sum
             }
-            Some(old) => {
-                if create_graph || grad_mode::is_grad_enabled() && old.requires_grad() {
-                    m.grad = Some(old.add(&grad)?);
-                } else {
-                    let sum = old.tensor().binary(grad.tensor(), BinaryOp::Add)?;
-                    old.tensor()
-                        .copy_from(&sum, WriteSite::Rust(Location::caller()))?;
-                    m.grad = Some(old);
-                }
-            }
-        }
+            None => new,
+        };
+        m.grad = Some(new);
         Ok(())
+    }
+
+    /// A first gradient made into one its leaf owns: the incoming buffer itself when
+    /// nothing else refers to it and it is dense (taken over without a copy), else a
+    /// copy. With grad mode on (`create_graph`) the copy is recorded (CloneBackward0)
+    /// so the gradient keeps its history.
+    fn owned_grad(grad: Variable) -> Result<Variable> {
+        if grad_mode::is_grad_enabled() {
+            return grad.clone_data();
+        }
+        let t = grad.tensor();
+        let sole_owner = Arc::strong_count(&grad.0) == 1
+            && Arc::strong_count(t.storage()) == 1
+            && t.is_contiguous()
+            && t.layout().offset() == 0
+            && t.storage().read().len() == grad.numel();
+        Ok(if sole_owner {
+            grad.detach()
+        } else {
+            crate::tensor::check_allocation(grad.numel(), grad.dtype())?;
+            Variable::from_tensor(t.deep_clone()?)
+        })
+    }
+
+    /// `old + grad` for an existing `.grad`: in place when that is safe, else a new
+    /// owned gradient (recorded when grad mode is on).
+    fn add_grad(old: Variable, grad: &Variable) -> Result<Variable> {
+        if grad_mode::is_grad_enabled() {
+            return old.add(grad);
+        }
+        let sum = old.tensor().binary(grad.tensor(), BinaryOp::Add)?;
+        if old.tensor().layout().is_non_overlapping() {
+            old.tensor()
+                .copy_from(&sum, WriteSite::Rust(Location::caller()))?;
+            Ok(old)
+        } else {
+            // An expanded (overlapping) user-assigned gradient cannot hold the sum;
+            // PyTorch raises here, we store a fresh owned gradient instead.
+            Ok(Variable::from_tensor(sum))
+        }
     }
 
     /// PyTorch's repr: `tensor(..., grad_fn=<...>)` / `requires_grad=True`.

@@ -32,6 +32,7 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::GradShapeMismatch { .. }
         | Error::LeafInplace
         | Error::ViewOfLeafInplace
+        | Error::NoGradViewInplace
         | Error::ModifiedByInplace { .. }
         | Error::RequiresGradNonFloat
         | Error::NonLeafRequiresGrad

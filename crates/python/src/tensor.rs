@@ -904,7 +904,8 @@ impl PyTensor {
                         "view(dtype) reinterpretation is not supported by rustgrad",
                     ));
                 }
-                return new_tensor(py, self.var.clone());
+                // PyTorch 2.x: a distinct alias without autograd history (not `self`).
+                return new_tensor(py, self.var.detach());
             }
         }
         new_tensor(py, self.var.view(&extract_sizes(shape)?).py()?)
@@ -1157,6 +1158,10 @@ pub fn index_variable(var: &Variable, index: &Bound<'_, PyAny>) -> PyResult<Vari
                 item.get_type().name()?
             )));
         }
+    }
+    if out.same(var) {
+        // `x[...]` / `x[()]` is a new view of the whole tensor, never `x` itself.
+        out = var.alias();
     }
     Ok(out)
 }

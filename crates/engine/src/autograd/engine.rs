@@ -141,7 +141,7 @@ pub fn backward(
             }
         };
         match &task.kind {
-            NodeKind::AccumulateGrad(variable) => variable.accumulate_grad(grad, create_graph)?,
+            NodeKind::AccumulateGrad(variable) => variable.accumulate_grad(grad)?,
             NodeKind::Op(op) => {
                 let needs: SmallVec<[bool; 3]> =
                     task.next_edges.iter().map(Option::is_some).collect();
@@ -149,7 +149,7 @@ pub fn backward(
                 route(&mut pending, &task.next_edges, grads)?;
             }
             NodeKind::CopySlices { layout, inner } => {
-                let grads = copy_slices(layout, *inner, &grad, &task.next_edges, retain_graph)?;
+                let grads = copy_slices(layout, *inner, &grad, retain_graph)?;
                 route(&mut pending, &task.next_edges, grads)?;
             }
         }
@@ -185,7 +185,6 @@ fn copy_slices(
     layout: &Layout,
     inner: NodeId,
     grad: &Variable,
-    next_edges: &[Option<Edge>],
     retain_graph: bool,
 ) -> Result<formulas::Grads> {
     let site = WriteSite::Rust(Location::caller());
@@ -197,9 +196,10 @@ fn copy_slices(
             "rustgrad internal error: CopySlices wraps a non-op node".into(),
         ));
     };
-    let mut needs: SmallVec<[bool; 3]> = SmallVec::new();
-    needs.push(true);
-    needs.extend(next_edges.iter().skip(1).map(Option::is_some));
+    // Ask the inner rule only for the gradients it was recorded (and saved tensors)
+    // for: its own edges. The view's old values have none when the view did not
+    // require grad (a plain buffer written with an operand that does): they get zero.
+    let needs: SmallVec<[bool; 3]> = inner_task.next_edges.iter().map(Option::is_some).collect();
     let mut grads =
         formulas::apply(op, &unpack(&inner_task.saved, inner)?, &grad_slice, &needs)?.into_iter();
     let region = result.as_strided(layout)?;

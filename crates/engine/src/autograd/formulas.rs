@@ -110,6 +110,8 @@ pub(crate) enum OpKind {
     AsStridedScatter { layout: Layout },
     /// `clone()` / `contiguous()` copy.
     Clone,
+    /// A view of the whole tensor (`x[...]`).
+    Alias,
     /// A dtype conversion from `from`.
     ToCopy { from: DType },
     /// In-place `fill_` / `zero_`: the old values do not reach the output.
@@ -164,6 +166,7 @@ impl OpKind {
             OpKind::AsStrided { .. } => "AsStridedBackward0",
             OpKind::AsStridedScatter { .. } => "AsStridedScatterBackward0",
             OpKind::Clone => "CloneBackward0",
+            OpKind::Alias => "AliasBackward0",
             OpKind::ToCopy { .. } => "ToCopyBackward0",
             OpKind::Fill { zero: false } => "FillBackward0",
             OpKind::Fill { zero: true } => "ZeroBackward0",
@@ -185,6 +188,12 @@ fn ints(dims: &[usize]) -> Vec<i64> {
 /// Zero tensor of the gradient's dtype, as a 0-d variable (broadcasts anywhere).
 fn zero_like(grad: &Variable) -> Variable {
     Variable::from_tensor(Tensor::scalar(0.0, grad.dtype()))
+}
+
+/// A zero gradient of `grad`'s shape, for inputs that do not reach the output. Not
+/// `grad * 0`: that is NaN where the incoming gradient is infinite or NaN.
+fn zeros_like(grad: &Variable) -> Variable {
+    Variable::from_tensor(Tensor::zeros(grad.shape(), grad.dtype()))
 }
 
 /// Expands the gradient of a reduction back to the input shape.
@@ -276,8 +285,17 @@ pub(crate) fn apply(
             // `out` is saved only when the exponent needs a gradient.
             let (x, e) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
             let ga = if need(0) {
+                // PyTorch's pow_backward_self: 0 where the exponent is 0 (not
+                // `g * 0 * 0^-1`, which is NaN at a zero base).
                 let one = Variable::from_tensor(Tensor::scalar(1.0, e.dtype()));
-                Some(g.mul(e)?.mul(&x.pow(&e.sub(&one)?)?)?.sum_to_size(a)?)
+                let term = g.mul(e)?.mul(&x.pow(&e.sub(&one)?)?)?;
+                let exponent_zero = e
+                    .tensor()
+                    .compare(&Tensor::scalar(0.0, e.dtype()), CmpOp::Eq)?;
+                Some(
+                    Variable::where_cond(&exponent_zero, &zero_like(&term), &term)?
+                        .sum_to_size(a)?,
+                )
             } else {
                 None
             };
@@ -302,7 +320,7 @@ pub(crate) fn apply(
         OpKind::PowScalar { exponent } => {
             let x = saved_at(saved, 0)?;
             let ga = if *exponent == 0.0 {
-                g.mul(&zero_like(g))?
+                zeros_like(g)
             } else {
                 g.mul(&x.pow_scalar(exponent - 1.0)?.mul_scalar(*exponent)?)?
             };
@@ -328,19 +346,21 @@ pub(crate) fn apply(
             smallvec![Some(Variable::where_cond(&mask, g, &zero_like(g))?)]
         }
         OpKind::Abs => smallvec![Some(g.mul(&saved_at(saved, 0)?.sign()?)?)],
-        OpKind::Sign => smallvec![Some(g.mul(&zero_like(g))?)],
+        OpKind::Sign => smallvec![Some(zeros_like(g))],
         OpKind::Clamp { min, max } => {
+            // PyTorch 2.x with number bounds: the gradient passes strictly inside
+            // (min < x < max); at a bound and outside it is 0, and so for NaN.
             let x = saved_at(saved, 0)?.tensor();
             let mut mask = Tensor::full(x.shape(), 1.0, DType::Bool);
             if let Some(lo) = min {
                 mask = mask.binary(
-                    &x.compare(&Tensor::scalar(*lo, x.dtype()), CmpOp::Ge)?,
+                    &x.compare(&Tensor::scalar(*lo, x.dtype()), CmpOp::Gt)?,
                     crate::tensor::BinaryOp::Mul,
                 )?;
             }
             if let Some(hi) = max {
                 mask = mask.binary(
-                    &x.compare(&Tensor::scalar(*hi, x.dtype()), CmpOp::Le)?,
+                    &x.compare(&Tensor::scalar(*hi, x.dtype()), CmpOp::Lt)?,
                     crate::tensor::BinaryOp::Mul,
                 )?;
             }
@@ -439,15 +459,11 @@ pub(crate) fn apply(
         }
         OpKind::AsStrided { base, layout } => smallvec![Some(g.as_strided_scatter(base, layout)?)],
         OpKind::AsStridedScatter { layout } => smallvec![Some(g.as_strided(layout)?)],
-        OpKind::Clone => smallvec![Some(g.clone())],
+        OpKind::Clone | OpKind::Alias => smallvec![Some(g.clone())],
         OpKind::ToCopy { from } => smallvec![Some(g.to_dtype(*from)?)],
-        OpKind::Fill { .. } => smallvec![Some(g.mul(&zero_like(g))?)],
+        OpKind::Fill { .. } => smallvec![Some(zeros_like(g))],
         OpKind::Copy { src, src_dtype } => smallvec![
-            if need(0) {
-                Some(g.mul(&zero_like(g))?)
-            } else {
-                None
-            },
+            if need(0) { Some(zeros_like(g)) } else { None },
             if need(1) {
                 Some(g.sum_to_size(src)?.to_dtype(*src_dtype)?)
             } else {
