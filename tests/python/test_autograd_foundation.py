@@ -354,3 +354,52 @@ def test_in_place_on_view_of_plain_buffer_with_grad_operand():
     buf[:, 1].mul_(w)
     buf.sum().backward()
     assert w.grad.tolist() == [0.0, 0.0]
+
+
+# ----- Note [Python object identity] --------------------------------------------------
+
+
+def test_grad_fn_is_one_object_per_node():
+    x = torch.ones(3, requires_grad=True)
+    y = x * 2
+    z = y.sum()
+    assert y.grad_fn is y.grad_fn
+    assert z.grad_fn.next_functions[0][0] is y.grad_fn
+    acc = y.grad_fn.next_functions[0][0]
+    assert type(acc).__name__ == "AccumulateGrad"
+    assert acc is y.grad_fn.next_functions[0][0]
+    assert acc.variable is x
+
+
+def test_accumulate_grad_variable_is_the_users_tensor():
+    w = torch.Tensor([1.0, 2.0])
+    w.requires_grad_()
+    assert (w * 1).grad_fn.next_functions[0][0].variable is w
+    p = torch.nn.Parameter(torch.ones(2))
+    assert (p * 3).grad_fn.next_functions[0][0].variable is p
+    t = torch.tensor([1.0], requires_grad=True)
+    assert (t * 3).grad_fn.next_functions[0][0].variable is t
+
+
+def test_grad_and_base_identity():
+    x = torch.ones(3, requires_grad=True)
+    t = torch.ones(3)
+    x.grad = t
+    assert x.grad is t
+    assert x.grad is x.grad
+    assert x[1:]._base is x
+
+
+def test_node_objects_are_not_kept_alive():
+    import gc
+    import weakref
+
+    x = torch.ones(3, requires_grad=True)
+    y = x * 2
+    ref = weakref.ref(y.grad_fn)
+    gc.collect()
+    assert ref() is None
+    # a new object is made once the old one is gone, and it is cached again
+    assert y.grad_fn is y.grad_fn
+    del y
+    gc.collect()

@@ -175,6 +175,12 @@ impl Variable {
         &self.0.tensor
     }
 
+    /// A number identifying this variable among the live ones (the address of its shared
+    /// state): equal for two handles iff `same`, reusable once the variable is dropped.
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// Whether two handles name the same variable.
     pub fn same(&self, other: &Variable) -> bool {
         Arc::ptr_eq(&self.0, &other.0)

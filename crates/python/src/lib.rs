@@ -4,6 +4,7 @@
 mod convert;
 mod dtype;
 mod errors;
+mod identity;
 mod node;
 mod tensor;
 
@@ -16,8 +17,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use rustgrad::{DType, Tensor, Variable};
 
-fn leaf(tensor: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
-    Ok(PyTensor::wrap(Variable::new(tensor, requires_grad).py()?))
+fn leaf(tensor: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let var = Variable::new(tensor, requires_grad).py()?;
+    Python::attach(|py| tensor::new_leaf(py, var))
 }
 
 fn shape_of(size: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
@@ -41,7 +43,7 @@ fn sized_leaf(
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     make: impl FnOnce(&[usize], DType) -> Tensor,
-) -> PyResult<PyTensor> {
+) -> PyResult<Py<PyTensor>> {
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
     let shape = alloc_shape(size, dtype)?;
     leaf(make(&shape, dtype), requires_grad)
@@ -55,7 +57,7 @@ fn tensor_fn(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
-) -> PyResult<PyTensor> {
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     leaf(
         tensor_from_data(data, extract_opt_dtype(dtype)?)?,
@@ -71,7 +73,7 @@ fn zeros(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
-) -> PyResult<PyTensor> {
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     sized_leaf(size, dtype, requires_grad, Tensor::zeros)
 }
@@ -84,7 +86,7 @@ fn ones(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
-) -> PyResult<PyTensor> {
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     sized_leaf(size, dtype, requires_grad, Tensor::ones)
 }
@@ -99,7 +101,7 @@ fn full(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
-) -> PyResult<PyTensor> {
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     let value = convert::extract_scalar(fill_value)
         .ok_or_else(|| PyValueError::new_err("fill_value must be a number"))?;
@@ -124,7 +126,7 @@ fn arange(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
-) -> PyResult<PyTensor> {
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     let nums = args
         .iter()
@@ -159,7 +161,7 @@ fn rand(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
-) -> PyResult<PyTensor> {
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     sized_leaf(size, dtype, requires_grad, rustgrad::random::rand)
 }
@@ -172,7 +174,7 @@ fn randn(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
-) -> PyResult<PyTensor> {
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     sized_leaf(size, dtype, requires_grad, rustgrad::random::randn)
 }
@@ -185,7 +187,7 @@ fn manual_seed(seed: u64) {
 
 /// A tensor holding a copy of a numpy array's values.
 #[pyfunction]
-fn from_numpy(array: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+fn from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
     match convert::from_numpy_array(array)? {
         Some(t) => leaf(t, false),
         None => Err(pyo3::exceptions::PyTypeError::new_err(format!(
@@ -202,10 +204,10 @@ fn _make_variable(
     data: &Bound<'_, PyTensor>,
     requires_grad: bool,
     volatile: bool,
-) -> PyResult<PyTensor> {
+) -> PyResult<Py<PyTensor>> {
     let t = data.get().var.tensor().clone();
     if volatile {
-        return Ok(PyTensor::wrap(Variable::new_volatile(t)));
+        return Python::attach(|py| Py::new(py, PyTensor::wrap(Variable::new_volatile(t))));
     }
     leaf(t, requires_grad)
 }

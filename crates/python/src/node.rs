@@ -3,23 +3,38 @@
 //! `type(t.grad_fn).__name__` is PyTorch's class name.
 
 use crate::errors::IntoPyResult;
+use crate::identity::ObjectTable;
 use crate::tensor::PyTensor;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
-use rustgrad::autograd::{self, NodeRef};
+use rustgrad::autograd::{self, NodeId, NodeRef};
 use std::sync::OnceLock;
 
+/// The live Python object of each node that has one. See Note [Python object identity].
+static NODE_OBJECTS: ObjectTable<NodeId> = ObjectTable::new();
+
 /// A node of the autograd graph (PyTorch's `torch.autograd.graph.Node`).
-#[pyclass(name = "Node", module = "rustgrad.autograd.graph", subclass, frozen)]
+#[pyclass(
+    name = "Node",
+    module = "rustgrad.autograd.graph",
+    subclass,
+    frozen,
+    weakref
+)]
 pub struct PyNode {
     node: OnceLock<NodeRef>,
 }
 
 impl PyNode {
-    /// The Python object for `node`, an instance of its named subclass.
+    /// The Python object for `node`, an instance of its named subclass: the same object
+    /// for as long as it is alive.
     pub fn create(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
+        let id = node.id();
+        if let Some(obj) = NODE_OBJECTS.get(py, id) {
+            return Ok(obj.unbind());
+        }
         static NODE_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let factory = NODE_CLASS.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
             Ok(py
@@ -31,6 +46,7 @@ impl PyNode {
         let cls = factory.bind(py).call1((name,))?;
         let obj = cls.call0()?;
         let _ = obj.cast::<PyNode>()?.get().node.set(node);
+        NODE_OBJECTS.insert(id, &obj)?;
         Ok(obj.unbind())
     }
 
@@ -38,6 +54,16 @@ impl PyNode {
         self.node.get().ok_or_else(|| {
             PyRuntimeError::new_err("autograd Node objects are created by rustgrad only")
         })
+    }
+}
+
+impl Drop for PyNode {
+    fn drop(&mut self) {
+        // Runs while the object is destroyed, under the GIL: no new object can be made
+        // for this node in between, so the entry removed is this object's.
+        if let Some(node) = self.node.get() {
+            NODE_OBJECTS.remove(node.id());
+        }
     }
 }
 
@@ -85,7 +111,7 @@ impl PyNode {
     #[getter]
     fn variable(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         match autograd::graph::accumulate_grad_variable(self.node()?.id()).py()? {
-            Some(v) => Py::new(py, PyTensor::wrap(v)),
+            Some(v) => crate::tensor::object_of(py, v),
             None => Err(pyo3::exceptions::PyAttributeError::new_err(
                 "'variable' exists only on AccumulateGrad nodes",
             )),

@@ -3,6 +3,7 @@
 use crate::convert::{self, extract_dims, extract_int, extract_scalar, extract_sizes};
 use crate::dtype::{extract_dtype, extract_opt_dtype, PyDType};
 use crate::errors::IntoPyResult;
+use crate::identity::ObjectTable;
 use crate::node::PyNode;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -12,6 +13,7 @@ use pyo3::IntoPyObjectExt;
 use rustgrad::storage::WriteSite;
 use rustgrad::tensor::CmpOp;
 use rustgrad::{DType, Scalar, Tensor, Variable};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Elements above which a kernel call releases the GIL: below it, releasing and
@@ -23,12 +25,62 @@ const RELEASE_GIL_ELEMENTS: usize = 1 << 16;
 #[pyclass(name = "Tensor", module = "rustgrad", subclass, frozen, weakref, dict)]
 pub struct PyTensor {
     pub var: Variable,
+    /// Whether this object is in `TENSOR_OBJECTS` (so that dropping it removes it).
+    registered: AtomicBool,
 }
 
 impl PyTensor {
     pub fn wrap(var: Variable) -> PyTensor {
-        PyTensor { var }
+        PyTensor {
+            var,
+            registered: AtomicBool::new(false),
+        }
     }
+}
+
+/// The Python objects of leaves that require grad, so that `AccumulateGrad.variable` is
+/// the user's tensor. Only such leaves are registered (when they are made or set to
+/// require grad), not every op output: registering costs a weak reference. See
+/// Note [Python object identity].
+static TENSOR_OBJECTS: ObjectTable<usize> = ObjectTable::new();
+
+impl Drop for PyTensor {
+    fn drop(&mut self) {
+        if self.registered.load(Ordering::Relaxed) {
+            TENSOR_OBJECTS.remove(self.var.identity());
+        }
+    }
+}
+
+/// Makes `obj` the Python object `object_of` returns for its variable.
+fn register(obj: &Bound<'_, PyTensor>) -> PyResult<()> {
+    TENSOR_OBJECTS.insert(obj.get().var.identity(), obj.as_any())?;
+    obj.get().registered.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The registered Python object of `var`, or a new (registered) one.
+pub fn object_of(py: Python<'_>, var: Variable) -> PyResult<Py<PyTensor>> {
+    if let Some(obj) = TENSOR_OBJECTS.get(py, var.identity()) {
+        if let Ok(t) = obj.cast_into::<PyTensor>() {
+            if t.get().var.same(&var) {
+                return Ok(t.unbind());
+            }
+        }
+    }
+    let obj = Py::new(py, PyTensor::wrap(var))?;
+    register(obj.bind(py))?;
+    Ok(obj)
+}
+
+/// A Python object for a new leaf, registered when it requires grad.
+pub fn new_leaf(py: Python<'_>, var: Variable) -> PyResult<Py<PyTensor>> {
+    let requires_grad = var.requires_grad();
+    let obj = Py::new(py, PyTensor::wrap(var))?;
+    if requires_grad {
+        register(obj.bind(py))?;
+    }
+    Ok(obj)
 }
 
 /// An operand of a binary op: another tensor or a Python number.
@@ -333,15 +385,34 @@ impl PyTensor {
     }
 
     #[setter(requires_grad)]
-    fn set_requires_grad_attr(&self, value: bool) -> PyResult<()> {
-        self.var.set_requires_grad(value).py()
+    fn set_requires_grad_attr(slf: &Bound<'_, Self>, value: bool) -> PyResult<()> {
+        slf.get().var.set_requires_grad(value).py()?;
+        if value && slf.get().var.is_leaf() {
+            register(slf)?;
+        }
+        Ok(())
     }
 
     /// Sets requires_grad in place and returns self.
     #[pyo3(signature = (requires_grad = true))]
     fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
-        slf.get().var.set_requires_grad(requires_grad).py()?;
+        Self::set_requires_grad_attr(&slf, requires_grad)?;
         Ok(slf)
+    }
+
+    /// Registers a tensor constructed with `requires_grad=True` (`Tensor(...)`,
+    /// `Parameter(...)`); see `object_of`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __init__(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<()> {
+        let _ = (args, kwargs);
+        if slf.get().var.requires_grad() && slf.get().var.is_leaf() {
+            register(slf)?;
+        }
+        Ok(())
     }
 
     /// The legacy volatile flag: an op with any volatile input records nothing.
@@ -359,12 +430,14 @@ impl PyTensor {
     /// The accumulated gradient, or None.
     #[getter(grad)]
     fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
-        self.var.grad().map(|g| new_tensor(py, g)).transpose()
+        self.var.grad().map(|g| object_of(py, g)).transpose()
     }
 
     #[setter(grad)]
     fn set_grad(&self, value: Option<&Bound<'_, PyTensor>>) -> PyResult<()> {
-        self.var.set_grad(value.map(|v| v.get().var.clone())).py()
+        self.var.set_grad(value.map(|v| v.get().var.clone())).py()?;
+        // `x.grad = t; x.grad is t`, as in PyTorch.
+        value.map(register).transpose().map(|_| ())
     }
 
     /// The node that created this tensor, or None for leaves.
@@ -391,7 +464,7 @@ impl PyTensor {
     /// The base tensor of a view, or None.
     #[getter]
     fn _base(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
-        self.var.view_base().map(|b| new_tensor(py, b)).transpose()
+        self.var.view_base().map(|b| object_of(py, b)).transpose()
     }
 
     /// A new leaf sharing this tensor's data and version counter, with no history.

@@ -34,8 +34,9 @@ class Parameter(Tensor):
         return super().__new__(cls, _share=data, requires_grad=requires_grad)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # All construction happens in __new__.
-        pass
+        # Construction happens in __new__; Tensor.__init__ registers the object so that
+        # ``AccumulateGrad.variable`` is this Parameter (Note [Python object identity]).
+        super().__init__()
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
