@@ -403,3 +403,41 @@ def test_node_objects_are_not_kept_alive():
     assert y.grad_fn is y.grad_fn
     del y
     gc.collect()
+
+
+# ----- .data --------------------------------------------------------------------------
+
+
+def test_data_has_its_own_version_counter():
+    p = torch.ones(3, requires_grad=True)
+    d = p.data
+    assert (d._version, p._version) == (0, 0)
+    d.add_(1.0)
+    assert (d._version, p._version) == (1, 0)
+    assert p.tolist() == [2.0, 2.0, 2.0]
+    with torch.no_grad():
+        p.mul_(2.0)
+    assert (d._version, p._version) == (1, 1)
+    assert d.tolist() == [4.0, 4.0, 4.0]
+
+
+def test_legacy_data_update_after_save():
+    # PyTorch: no version error; the saved p is read with its new values (2 * 0.9).
+    p = torch.ones(3, requires_grad=True)
+    q = (p * p).sum()
+    p.data -= 0.1 * torch.ones(3)
+    q.backward()
+    assert p._version == 0
+    for g in p.grad.tolist():
+        assert math.isclose(g, 1.8, rel_tol=1e-6)
+
+
+def test_data_assignment_keeps_autograd_identity():
+    p = torch.ones(3, requires_grad=True)
+    p.data = torch.tensor([1.0, 2.0, 3.0])
+    assert p.requires_grad and p.is_leaf
+    assert p.tolist() == [1.0, 2.0, 3.0]
+    (p * p).sum().backward()
+    assert p.grad.tolist() == [2.0, 4.0, 6.0]
+    with pytest.raises(TypeError, match="Variable data has to be a tensor"):
+        p.data = 3

@@ -65,6 +65,40 @@ impl fmt::Display for WriteSite {
     }
 }
 
+/// How many in-place writes a tensor (and every tensor sharing the counter) has seen,
+/// and where the last one happened. See Note [Version counters].
+#[derive(Debug, Default)]
+pub struct VersionCounter {
+    version: AtomicU64,
+    last_write: Mutex<Option<WriteSite>>,
+}
+
+impl VersionCounter {
+    /// The number of writes counted.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Counts one write at `site`.
+    pub fn bump(&self, site: WriteSite) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+        *self.last_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(site);
+    }
+
+    /// Replaces the recorded site of the last write.
+    pub fn set_last_write_site(&self, site: WriteSite) {
+        *self.last_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(site);
+    }
+
+    /// Where the last counted write happened, if any.
+    pub fn last_write_site(&self) -> Option<WriteSite> {
+        self.last_write
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
 /// A buffer shared by every view of it, plus its version counter.
 ///
 /// The buffer sits behind a `RwLock`: ops take short read locks, in-place writes a
@@ -72,8 +106,7 @@ impl fmt::Display for WriteSite {
 #[derive(Debug)]
 pub struct Storage {
     buffer: RwLock<Buffer>,
-    version: AtomicU64,
-    last_write: Mutex<Option<WriteSite>>,
+    counter: VersionCounter,
 }
 
 impl Storage {
@@ -81,8 +114,7 @@ impl Storage {
     pub fn new(buffer: Buffer) -> Arc<Storage> {
         Arc::new(Storage {
             buffer: RwLock::new(buffer),
-            version: AtomicU64::new(0),
-            last_write: Mutex::new(None),
+            counter: VersionCounter::default(),
         })
     }
 
@@ -95,9 +127,21 @@ impl Storage {
 
     /// Write access to the elements; bumps the version and records where.
     pub fn write(&self, site: WriteSite) -> RwLockWriteGuard<'_, Buffer> {
-        let guard = self.buffer.write().unwrap_or_else(|e| e.into_inner());
+        let guard = self.write_unversioned();
         self.bump_version(site);
         guard
+    }
+
+    /// Write access without counting the write (the caller counts it on the writing
+    /// tensor's counter, which `x.data` does not share with `x`).
+    pub(crate) fn write_unversioned(&self) -> RwLockWriteGuard<'_, Buffer> {
+        self.buffer.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The version counter of tensors made over this storage (those not given their
+    /// own, like `x.data`).
+    pub fn counter(&self) -> &VersionCounter {
+        &self.counter
     }
 
     /// The dtype of the elements.
@@ -107,26 +151,22 @@ impl Storage {
 
     /// The version counter: how many in-place writes this storage has seen.
     pub fn version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
+        self.counter.version()
     }
 
     /// Marks the storage as written in place at `site`.
     pub fn bump_version(&self, site: WriteSite) {
-        self.version.fetch_add(1, Ordering::AcqRel);
-        *self.last_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(site);
+        self.counter.bump(site);
     }
 
     /// Replaces the recorded site of the last write (front ends call this right after an
     /// in-place op to report their own source location instead of the Rust one).
     pub fn set_last_write_site(&self, site: WriteSite) {
-        *self.last_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(site);
+        self.counter.set_last_write_site(site);
     }
 
     /// Where the last in-place write happened, if any.
     pub fn last_write_site(&self) -> Option<WriteSite> {
-        self.last_write
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.counter.last_write_site()
     }
 }

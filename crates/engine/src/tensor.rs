@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::kernels::{elementwise, matmul, reduce};
 use crate::layout::Layout;
 use crate::shape::{self, Dims};
-use crate::storage::{Buffer, Storage, WriteSite};
+use crate::storage::{Buffer, Storage, VersionCounter, WriteSite};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -17,6 +17,9 @@ pub struct Tensor {
     storage: Arc<Storage>,
     layout: Layout,
     dtype: DType,
+    /// A version counter of its own (`x.data`), shared by views of this tensor; `None`:
+    /// the storage's. See Note [Version counters].
+    own_counter: Option<Arc<VersionCounter>>,
 }
 
 /// A single element read out of a tensor.
@@ -250,6 +253,7 @@ impl Tensor {
             storage: Storage::new(buffer),
             layout: Layout::contiguous(shape),
             dtype,
+            own_counter: None,
         }
     }
 
@@ -339,9 +343,28 @@ impl Tensor {
         &self.storage
     }
 
-    /// The storage's version counter (shared with every view).
+    /// The version counter (shared with every view; the storage's unless this tensor
+    /// was given its own by `with_own_version_counter`).
+    pub fn version_counter(&self) -> &VersionCounter {
+        self.own_counter
+            .as_deref()
+            .unwrap_or_else(|| self.storage.counter())
+    }
+
+    /// The number of in-place writes counted by the version counter.
     pub fn version(&self) -> u64 {
-        self.storage.version()
+        self.version_counter().version()
+    }
+
+    /// The same elements with a new version counter at 0 (PyTorch's `x.data`: writes
+    /// through it are not counted on `x`, nor `x`'s on it).
+    pub fn with_own_version_counter(&self) -> Tensor {
+        Tensor {
+            storage: self.storage.clone(),
+            layout: self.layout.clone(),
+            dtype: self.dtype,
+            own_counter: Some(Arc::new(VersionCounter::default())),
+        }
     }
 
     /// Whether the elements are row-major without gaps.
@@ -360,6 +383,7 @@ impl Tensor {
             storage: self.storage.clone(),
             layout,
             dtype: self.dtype,
+            own_counter: self.own_counter.clone(),
         }
     }
 
@@ -1083,11 +1107,25 @@ impl Tensor {
         site: WriteSite,
         write: impl FnOnce(&mut [T]) -> Result<()>,
     ) -> Result<()> {
-        let mut guard = self.storage.write(site);
+        let mut guard = self.storage.write_unversioned();
+        self.version_counter().bump(site);
         match T::slice_mut(&mut guard) {
             Some(dst) => write(dst),
             None => internal_dtype(),
         }
+    }
+
+    /// Writes `src` (same shape) into this tensor's elements without counting a version
+    /// (`x.data = src`, which PyTorch does not count either).
+    pub(crate) fn copy_from_unversioned(&self, src: &Tensor) -> Result<()> {
+        dispatch!(self.dtype, T => {
+            let values = src.try_to_vec::<T>()?;
+            let mut guard = self.storage.write_unversioned();
+            match T::slice_mut(&mut guard) {
+                Some(dst) => elementwise::scatter(dst, &self.layout, &values),
+                None => internal_dtype(),
+            }
+        })
     }
 
     /// PyTorch's memory-overlap checks before an in-place write into `self` that reads

@@ -320,6 +320,36 @@ impl Variable {
         Variable::from_tensor(self.tensor().clone())
     }
 
+    /// PyTorch's `x.data`: a leaf sharing this variable's elements, with no history and
+    /// its own version counter, so writes through it (the legacy `p.data -= lr * g`)
+    /// do not invalidate tensors saved from `x`, as in PyTorch.
+    pub fn data(&self) -> Variable {
+        Variable::from_tensor(self.tensor().with_own_version_counter())
+    }
+
+    /// PyTorch's `x.data = src`, keeping this variable's autograd identity
+    /// (requires_grad, grad, grad_fn, version counter). See Note [Version counters]:
+    /// the elements of `src` are copied into this variable's storage (no version bump)
+    /// rather than the storage being swapped, so `src` and `x` do not share memory
+    /// afterwards, and `src` must have the same shape and dtype. Assigning a tensor that
+    /// already views exactly these elements (what `x.data` returned) changes nothing.
+    pub fn set_data(&self, src: &Variable) -> Result<()> {
+        let (t, s) = (self.tensor(), src.tensor());
+        if t.shares_storage(s) && t.layout() == s.layout() && t.dtype() == s.dtype() {
+            return Ok(());
+        }
+        if t.dtype() != s.dtype() || t.shape() != s.shape() {
+            return Err(Error::NotImplemented(format!(
+                "rustgrad: assigning .data of a different shape or dtype ({:?} {} to {:?} {}) is not supported; make a new tensor instead",
+                s.shape(),
+                s.dtype().scalar_type_name(),
+                t.shape(),
+                t.dtype().scalar_type_name()
+            )));
+        }
+        t.copy_from_unversioned(s)
+    }
+
     /// Turns this variable into a leaf that does not require grad.
     pub fn detach_(&self) {
         let old = {

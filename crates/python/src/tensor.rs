@@ -143,7 +143,7 @@ fn python_site(py: Python<'_>) -> Option<WriteSite> {
 /// Records the Python caller as the site of the write that just happened to `var`.
 fn mark_python_site(py: Python<'_>, var: &Variable) {
     if let Some(site) = python_site(py) {
-        var.tensor().storage().set_last_write_site(site);
+        var.tensor().version_counter().set_last_write_site(site);
     }
 }
 
@@ -455,10 +455,23 @@ impl PyTensor {
         self.var.tensor().version()
     }
 
-    /// A tensor sharing this one's data, outside the graph (`x.data`).
+    /// A tensor sharing this one's data, outside the graph, with its own version
+    /// counter (`x.data`).
     #[getter]
     fn data(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.detach())
+        new_tensor(py, self.var.data())
+    }
+
+    /// `x.data = t`: replaces the values, keeping the autograd identity.
+    #[setter(data)]
+    fn set_data(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Ok(src) = value.cast::<PyTensor>() else {
+            return Err(PyTypeError::new_err(format!(
+                "Variable data has to be a tensor, but got {}",
+                value.get_type().name()?
+            )));
+        };
+        self.var.set_data(&src.get().var).py()
     }
 
     /// The base tensor of a view, or None.

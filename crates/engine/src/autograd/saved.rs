@@ -66,7 +66,7 @@ impl SavedTensor {
                 Some((name, nr)) => format!(", which is output {nr} of {name}"),
                 None => String::new(),
             };
-            let site = match tensor.storage().last_write_site() {
+            let site = match tensor.version_counter().last_write_site() {
                 Some(s) => format!(" The last in-place write to it happened at {s}."),
                 None => String::new(),
             };
