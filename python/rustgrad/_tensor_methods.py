@@ -1,4 +1,4 @@
-"""Tensor methods written in Python (not hot): iteration, ``*_as`` helpers, ``flatten``.
+"""Tensor methods written in Python (not hot): iteration, ``*_as`` helpers.
 The native class allows attribute assignment, so these are added to it directly."""
 
 from __future__ import annotations
@@ -30,19 +30,6 @@ def _type_as(self: Tensor, other: Tensor) -> Tensor:
     return self.to(other.dtype)
 
 
-def _flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    """Merges dims ``start_dim..end_dim`` into one."""
-    nd = self.dim()
-    if nd == 0:
-        return self.reshape(1)
-    s, e = start_dim % nd, end_dim % nd
-    shape = list(self.shape)
-    merged = 1
-    for d in shape[s : e + 1]:
-        merged *= d
-    return self.reshape(*shape[:s], merged, *shape[e + 1 :])
-
-
 def _T(self: Tensor) -> Tensor:
     return self.permute(*reversed(range(self.dim())))
 
@@ -62,7 +49,6 @@ _METHODS: dict[str, Any] = {
     "view_as": _view_as,
     "expand_as": _expand_as,
     "type_as": _type_as,
-    "flatten": _flatten,
     "T": property(_T),
     "__str__": _str,
     "__format__": _format,
@@ -70,3 +56,7 @@ _METHODS: dict[str, Any] = {
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
+
+# As in PyTorch: numpy defers binary ops to the tensor (``np.float64(1) + t`` is a
+# tensor, computed by ``Tensor.__radd__``) instead of converting it with ``__array__``.
+Tensor.__array_priority__ = 1000

@@ -25,18 +25,20 @@ const REQUIRED_DROP: f64 = 10.0;
 
 /// `randn(shape) * scale` as a leaf that requires grad.
 fn parameter(shape: &[usize], scale: f64) -> Result<Variable> {
-    let p = Variable::from_tensor(random::randn(shape, DType::F32)).mul_scalar(scale)?;
+    let p = Variable::from_tensor(random::randn(shape, DType::F32)?).mul_scalar(scale)?;
     p.set_requires_grad(true)?;
     Ok(p)
 }
 
 /// `y = x @ w + 0.5 * tanh(x @ v) + 0.3 + noise`, with fixed random `w` and `v`.
 fn dataset() -> Result<(Variable, Variable)> {
-    let sample = |shape: &[usize]| Variable::from_tensor(random::randn(shape, DType::F32));
-    let x = sample(&[SAMPLES, FEATURES]);
-    let w = sample(&[FEATURES, 1]);
-    let v = sample(&[FEATURES, 1]);
-    let noise = sample(&[SAMPLES, 1]).mul_scalar(0.05)?;
+    let sample = |shape: &[usize]| -> Result<Variable> {
+        Ok(Variable::from_tensor(random::randn(shape, DType::F32)?))
+    };
+    let x = sample(&[SAMPLES, FEATURES])?;
+    let w = sample(&[FEATURES, 1])?;
+    let v = sample(&[FEATURES, 1])?;
+    let noise = sample(&[SAMPLES, 1])?.mul_scalar(0.05)?;
     let y = x
         .matmul(&w)?
         .add(&x.matmul(&v)?.tanh()?.mul_scalar(0.5)?)?

@@ -310,7 +310,24 @@ impl Num for i64 {
     }
     #[inline(always)]
     fn pow(self, other: Self) -> Self {
-        // Negative exponents are rejected before reaching the kernel.
-        self.wrapping_pow(other.clamp(0, u32::MAX as i64) as u32)
+        // PyTorch's `powi`: exact with wrapping for any exponent up to 2^63 - 1, and
+        // integer-division semantics for negative exponents (1 / x truncated).
+        if other < 0 {
+            return match self {
+                1 => 1,
+                -1 if other % 2 != 0 => -1,
+                -1 => 1,
+                _ => 0,
+            };
+        }
+        let (mut base, mut e, mut acc) = (self, other as u64, 1i64);
+        while e > 0 {
+            if e & 1 == 1 {
+                acc = acc.wrapping_mul(base);
+            }
+            base = base.wrapping_mul(base);
+            e >>= 1;
+        }
+        acc
     }
 }

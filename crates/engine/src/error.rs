@@ -46,6 +46,13 @@ pub enum Error {
         /// Largest valid dimension.
         max: i64,
     },
+    /// A dimension argument to a 0-d tensor where PyTorch does not wrap scalars
+    /// (`size(dim)`, `stride(dim)`).
+    #[error("Dimension specified as {dim} but tensor has no dimensions")]
+    NoDimensions {
+        /// The dimension given.
+        dim: i64,
+    },
     /// An index outside a dimension.
     #[error("index {index} is out of bounds for dimension {dim} with size {size}")]
     IndexOutOfRange {
@@ -64,6 +71,10 @@ pub enum Error {
         /// What was wrong, PyTorch's phrasing.
         message: String,
     },
+    /// An op with no kernel for a dtype: PyTorch raises these as NotImplementedError
+    /// (`"abs_cpu" not implemented for 'Bool'`).
+    #[error("{0}")]
+    NoKernel(String),
     /// An in-place op whose result dtype cannot be written into the destination.
     #[error("result type {from} can't be cast to the desired output type {to}")]
     CastError {
@@ -201,12 +212,14 @@ impl Error {
 
     /// The error PyTorch raises for an op that has no kernel for `dtype`.
     pub(crate) fn unsupported_dtype(op: &'static str, dtype: DType) -> Self {
-        Error::dtype(
-            op,
-            format!(
-                "\"{op}\" not implemented for '{}'",
-                dtype.scalar_type_name()
-            ),
-        )
+        Error::NoKernel(format!(
+            "\"{op}\" not implemented for '{}'",
+            dtype.scalar_type_name()
+        ))
+    }
+
+    /// A dtype PyTorch refuses for an op with a message of its own (NotImplementedError).
+    pub(crate) fn not_implemented_for_dtype(message: &str) -> Self {
+        Error::NoKernel(message.into())
     }
 }

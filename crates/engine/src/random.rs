@@ -2,6 +2,7 @@
 //! sequential, so a seed gives the same numbers for any thread count.
 
 use crate::dtype::DType;
+use crate::error::{Error, Result};
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use rand::rngs::StdRng;
@@ -24,26 +25,31 @@ pub fn manual_seed(seed: u64) {
     *GENERATOR.lock().unwrap_or_else(|e| e.into_inner()) = Some(StdRng::seed_from_u64(seed));
 }
 
-/// Uniform samples in `[0, 1)`.
-pub fn rand(shape: &[usize], dtype: DType) -> Tensor {
+/// PyTorch samples only floating-point dtypes; for others it raises NotImplementedError
+/// naming its kernel (`"check_uniform_bounds" not implemented for 'Long'`).
+fn check_float(kernel: &'static str, dtype: DType) -> Result<()> {
+    if dtype.is_floating_point() {
+        Ok(())
+    } else {
+        Err(Error::unsupported_dtype(kernel, dtype))
+    }
+}
+
+/// Uniform samples in `[0, 1)`; an integer or bool dtype is an error, as in PyTorch.
+pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    check_float("check_uniform_bounds", dtype)?;
     let n = crate::shape::numel(shape);
     let buffer = with_rng(|rng| match dtype {
         DType::F64 => Buffer::F64((0..n).map(|_| rng.random::<f64>()).collect()),
         _ => Buffer::F32((0..n).map(|_| rng.random::<f32>()).collect()),
     });
-    into_dtype(Tensor::from_buffer(buffer, shape), dtype)
+    Ok(Tensor::from_buffer(buffer, shape).to_dtype(dtype)?)
 }
 
-/// Converts freshly drawn samples; callers checked that `shape` is allocatable (the
-/// binding's `check_allocation`), so a failure here is an internal error.
-fn into_dtype(samples: Tensor, dtype: DType) -> Tensor {
-    samples
-        .to_dtype(dtype)
-        .unwrap_or_else(|e| panic!("rustgrad internal error: converting samples: {e}"))
-}
-
-/// Standard normal samples (Box-Muller on the default generator).
-pub fn randn(shape: &[usize], dtype: DType) -> Tensor {
+/// Standard normal samples (Box-Muller on the default generator); an integer or bool
+/// dtype is an error, as in PyTorch.
+pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    check_float("normal_kernel_cpu", dtype)?;
     let n = crate::shape::numel(shape);
     let values: Vec<f64> = with_rng(|rng| {
         let mut out = Vec::with_capacity(n + 1);
@@ -59,5 +65,5 @@ pub fn randn(shape: &[usize], dtype: DType) -> Tensor {
         out.truncate(n);
         out
     });
-    into_dtype(Tensor::from_buffer(Buffer::F64(values), shape), dtype)
+    Ok(Tensor::from_buffer(Buffer::F64(values), shape).to_dtype(dtype)?)
 }

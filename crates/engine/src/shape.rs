@@ -30,6 +30,16 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
     Ok(if dim < 0 { dim + n } else { dim } as usize)
 }
 
+/// Wraps a dim like [`wrap_dim`], except that a 0-d tensor has no dims at all: PyTorch's
+/// `size(dim)` and `stride(dim)` raise "Dimension specified as 0 but tensor has no
+/// dimensions" instead of treating the scalar as one-dimensional.
+pub fn wrap_dim_strict(dim: i64, ndim: usize) -> Result<usize> {
+    if ndim == 0 {
+        return Err(Error::NoDimensions { dim });
+    }
+    wrap_dim(dim, ndim)
+}
+
 /// Wraps a dim for insertion (`unsqueeze`), where `ndim + 1` positions are valid.
 pub fn wrap_insert_dim(dim: i64, ndim: usize) -> Result<usize> {
     wrap_dim(dim, ndim + 1)
@@ -172,6 +182,11 @@ mod tests {
     fn wrap_dim_accepts_negative_and_rejects_out_of_range() {
         assert_eq!(wrap_dim(-1, 3).unwrap(), 2);
         assert_eq!(wrap_dim(0, 0).unwrap(), 0);
+        assert!(matches!(
+            wrap_dim_strict(0, 0),
+            Err(Error::NoDimensions { dim: 0 })
+        ));
+        assert_eq!(wrap_dim_strict(-1, 2).unwrap(), 1);
         assert!(matches!(
             wrap_dim(3, 3),
             Err(Error::DimOutOfRange {

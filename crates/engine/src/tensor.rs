@@ -42,6 +42,60 @@ impl Scalar {
             Scalar::Bool(v) => v as u8 as f64,
         }
     }
+
+    /// The value as element type `T`, without a detour through f64 for integers, so an
+    /// int64 above 2^53 stays exact (Note [Exact scalars]). Floats convert with Rust
+    /// `as` semantics; use [`Scalar::checked_cast`] where PyTorch checks the range.
+    #[inline]
+    pub fn cast<T: Element>(self) -> T {
+        match self {
+            Scalar::Float(v) => T::from_f64(v),
+            Scalar::Int(v) => T::from_i64(v),
+            Scalar::Bool(v) => T::from_bool(v),
+        }
+    }
+
+    /// Like [`Scalar::cast`], but a float that int64 cannot hold (NaN, infinities, out
+    /// of range) is PyTorch's "value cannot be converted to type int64 without
+    /// overflow" error instead of a saturated value.
+    #[inline]
+    pub fn checked_cast<T: Element>(self) -> Result<T> {
+        if let (Scalar::Float(v), DType::I64) = (self, T::DTYPE) {
+            // -2^63 is exact in f64; 2^63 is the first value past i64::MAX.
+            if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&v) {
+                return Err(Error::InvalidArgument(
+                    "value cannot be converted to type int64 without overflow".into(),
+                ));
+            }
+        }
+        Ok(self.cast())
+    }
+
+    /// Whether this is a floating-point value.
+    pub fn is_floating_point(self) -> bool {
+        matches!(self, Scalar::Float(_))
+    }
+
+    /// The dtype of a 0-d tensor holding this value on its own (`torch.tensor(v)`).
+    pub fn natural_dtype(self) -> DType {
+        match self {
+            Scalar::Float(_) => DType::F32,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// The dtype of `tensor op scalar` for a tensor of dtype `tensor`: PyTorch's
+    /// wrapped-number rule, under which a scalar never widens a tensor of its own
+    /// category (Note [Wrapped scalars]).
+    pub fn result_type_with(self, tensor: DType) -> DType {
+        match (tensor, self) {
+            (d, _) if d.is_floating_point() => d,
+            (_, Scalar::Float(_)) => DType::F32,
+            (DType::Bool, Scalar::Int(_)) => DType::I64,
+            (d, _) => d,
+        }
+    }
 }
 
 /// Elementwise functions of one tensor.
@@ -68,17 +122,18 @@ pub enum UnaryOp {
 }
 
 impl UnaryOp {
-    fn name(self) -> &'static str {
+    /// The name of PyTorch's CPU kernel, as its dtype errors print it.
+    fn kernel_name(self) -> &'static str {
         match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Relu => "relu",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Sign => "sign",
+            UnaryOp::Neg => "neg_cpu",
+            UnaryOp::Exp => "exp_vml_cpu",
+            UnaryOp::Log => "log_vml_cpu",
+            UnaryOp::Sqrt => "sqrt_vml_cpu",
+            UnaryOp::Tanh => "tanh_vml_cpu",
+            UnaryOp::Sigmoid => "sigmoid_cpu",
+            UnaryOp::Relu => "clamp_min_scalar_cpu",
+            UnaryOp::Abs => "abs_cpu",
+            UnaryOp::Sign => "sign_cpu",
         }
     }
 
@@ -264,8 +319,19 @@ impl Tensor {
 
     /// A tensor of `shape` filled with `value` converted to `dtype`.
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Tensor {
+        Tensor::full_scalar(shape, Scalar::Float(value), dtype)
+    }
+
+    /// A tensor of `shape` filled with `value` converted to `dtype`; integers convert
+    /// exactly (Note [Exact scalars]).
+    pub fn full_scalar(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
         let n = shape::numel(shape);
-        dispatch!(dtype, T => Tensor::from_buffer(T::into_buffer(vec![T::from_f64(value); n]), shape))
+        dispatch!(dtype, T => Tensor::from_buffer(T::into_buffer(vec![value.cast::<T>(); n]), shape))
+    }
+
+    /// A 0-d tensor holding `value` converted to `dtype` (exactly, for integers).
+    pub fn from_scalar(value: Scalar, dtype: DType) -> Tensor {
+        Tensor::full_scalar(&[], value, dtype)
     }
 
     /// A tensor of zeros.
@@ -278,30 +344,73 @@ impl Tensor {
         Tensor::full(shape, 1.0, dtype)
     }
 
-    /// `start, start + step, ...` up to (excluding) `end`, like `torch.arange`.
+    /// `start, start + step, ...` up to (excluding) `end`, like `torch.arange`. When all
+    /// three are integers the values are computed in i64, exactly.
     pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
-        if step == 0.0 {
+        Tensor::arange_scalar(
+            Scalar::Float(start),
+            Scalar::Float(end),
+            Scalar::Float(step),
+            dtype,
+        )
+    }
+
+    /// [`Tensor::arange`] over scalars: integer bounds and step stay exact.
+    pub fn arange_scalar(start: Scalar, end: Scalar, step: Scalar, dtype: DType) -> Result<Tensor> {
+        let (fs, fe, fst) = (start.to_f64(), end.to_f64(), step.to_f64());
+        if !fst.is_finite() {
+            return Err(Error::InvalidArgument(format!(
+                "step must be finite but got {}",
+                fmt_float(fst)
+            )));
+        }
+        if !(fs.is_finite() && fe.is_finite()) {
+            return Err(Error::InvalidArgument(format!(
+                "unsupported range: {} -> {}",
+                fmt_float(fs),
+                fmt_float(fe)
+            )));
+        }
+        if fst == 0.0 {
             return Err(Error::InvalidArgument("step must be nonzero".into()));
         }
-        if !(start.is_finite() && end.is_finite()) {
-            return Err(Error::InvalidArgument(
-                "unsupported range: non-finite bound".into(),
-            ));
-        }
-        if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
+        let ints = match (start, end, step) {
+            (Scalar::Int(a), Scalar::Int(b), Scalar::Int(c)) => Some((a, b, c)),
+            _ => None,
+        };
+        let wrong_sign = match ints {
+            Some((a, b, c)) => (c > 0 && b < a) || (c < 0 && b > a),
+            None => (fst > 0.0 && fe < fs) || (fst < 0.0 && fe > fs),
+        };
+        if wrong_sign {
             return Err(Error::InvalidArgument(
                 "upper bound and larger bound inconsistent with step sign".into(),
             ));
         }
-        let count = ((end - start) / step).ceil().max(0.0);
-        if count >= usize::MAX as f64 {
-            return Err(Error::OutOfMemory { bytes: usize::MAX });
-        }
-        let n = count as usize;
+        let n = match ints {
+            Some((a, b, c)) => {
+                let (span, c) = ((b as i128) - (a as i128), c as i128);
+                let count = (span + c - c.signum()) / c;
+                usize::try_from(count.max(0))
+                    .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?
+            }
+            None => {
+                let count = ((fe - fs) / fst).ceil().max(0.0);
+                if count >= usize::MAX as f64 {
+                    return Err(Error::OutOfMemory { bytes: usize::MAX });
+                }
+                count as usize
+            }
+        };
         check_allocation(n, dtype)?;
         let shape = [n];
         Ok(dispatch!(dtype, T => {
-            let v: Vec<T> = (0..n).map(|i| T::from_f64(start + i as f64 * step)).collect();
+            let v: Vec<T> = match ints {
+                Some((a, _, c)) => (0..n)
+                    .map(|i| T::from_i64(a.wrapping_add((i as i64).wrapping_mul(c))))
+                    .collect(),
+                None => (0..n).map(|i| T::from_f64(fs + i as f64 * fst)).collect(),
+            };
             Tensor::from_buffer(T::into_buffer(v), &shape)
         }))
     }
@@ -745,29 +854,34 @@ impl Tensor {
     // ----- compute ------------------------------------------------------------------
 
     /// An elementwise function; integer inputs to float functions are promoted to float32.
+    /// On bool tensors PyTorch refuses `-`, `abs` and `relu`, and `sign` is the identity.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let src = if op.promotes_integers() && !self.dtype.is_floating_point() {
             self.to_dtype(DType::F32)?
         } else if self.dtype == DType::Bool {
-            if matches!(op, UnaryOp::Neg) {
-                return Err(Error::dtype(
-                    "neg",
+            return match op {
+                UnaryOp::Neg => Err(Error::not_implemented_for_dtype(
                     "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
-                ));
-            }
-            self.to_dtype(DType::I64)?
+                )),
+                UnaryOp::Relu => Err(Error::not_implemented_for_dtype(
+                    "Boolean inputs not supported for relu",
+                )),
+                UnaryOp::Sign => self.deep_clone(),
+                _ => Err(Error::unsupported_dtype(op.kernel_name(), DType::Bool)),
+            };
         } else {
             self.clone()
         };
-        let err = Error::unsupported_dtype(op.name(), src.dtype);
+        let err = Error::unsupported_dtype(op.kernel_name(), src.dtype);
         match op {
             UnaryOp::Neg => map_elems!(dispatch_num, src, err, |x| Num::neg(x)),
             UnaryOp::Abs => map_elems!(dispatch_num, src, err, |x| Num::abs(x)),
             UnaryOp::Sign => map_elems!(dispatch_num, src, err, |x| Num::sign(x)),
-            UnaryOp::Relu => map_elems!(dispatch_num, src, err, |x| if x > Num::ZERO {
-                x
-            } else {
+            // `x < 0` is false for NaN, so NaN propagates as in PyTorch.
+            UnaryOp::Relu => map_elems!(dispatch_num, src, err, |x| if x < Num::ZERO {
                 Num::ZERO
+            } else {
+                x
             }),
             UnaryOp::Exp => map_elems!(dispatch_float, src, err, |x| Float::exp(x)),
             UnaryOp::Log => map_elems!(dispatch_float, src, err, |x| Float::ln(x)),
@@ -777,27 +891,33 @@ impl Tensor {
         }
     }
 
-    /// `x ** exponent` for a scalar exponent.
-    pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
-        if !self.dtype.is_floating_point() {
-            if exponent.fract() == 0.0 && exponent >= 0.0 {
-                return self.binary(&Tensor::scalar(exponent, DType::I64), BinaryOp::Pow);
-            }
-            if exponent.fract() == 0.0 {
+    /// `x ** exponent` for a scalar exponent, with PyTorch's dtype rules: the result
+    /// dtype is the wrapped-number promotion of the tensor and the exponent (`int ** 2`
+    /// stays int64 and exact, `int ** 2.0` is float32, `bool ** True` stays bool); an
+    /// integer tensor to a negative integer power is an error.
+    pub fn pow_scalar(&self, exponent: Scalar) -> Result<Tensor> {
+        let dtype = exponent.result_type_with(self.dtype);
+        if !dtype.is_floating_point() {
+            let e = match exponent {
+                Scalar::Int(e) => e,
+                Scalar::Bool(e) => e as i64,
+                Scalar::Float(_) => unreachable!("rustgrad internal error: float exponent"),
+            };
+            if e < 0 {
                 return Err(Error::InvalidArgument(
                     "Integers to negative integer powers are not allowed.".into(),
                 ));
             }
-            return self.to_dtype(DType::F32)?.pow_scalar(exponent);
+            let ints = self.to_dtype(DType::I64)?;
+            let v = ints.read(|s: &[i64]| elementwise::map1(s, &ints.layout, |x| Num::pow(x, e)))?;
+            return Tensor::from_buffer(Buffer::I64(v), ints.shape()).to_dtype(dtype);
         }
-        let err = Error::unsupported_dtype("pow", self.dtype);
-        if exponent == 2.0 {
-            return map_elems!(dispatch_float, self, err, |x| x * x);
+        let src = self.to_dtype(dtype)?;
+        let err = Error::unsupported_dtype("pow", dtype);
+        if exponent == Scalar::Int(2) || exponent == Scalar::Float(2.0) {
+            return map_elems!(dispatch_float, src, err, |x| x * x);
         }
-        map_elems!(dispatch_float, self, err, |x| Num::pow(
-            x,
-            Element::from_f64(exponent)
-        ))
+        map_elems!(dispatch_float, src, err, |x| Num::pow(x, exponent.cast()))
     }
 
     /// The dtype a binary op computes in (PyTorch's promotion; `/` makes integers float).
@@ -815,13 +935,16 @@ impl Tensor {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
         let dtype = Tensor::result_dtype(self, other, op);
         check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
-        if op == BinaryOp::Pow
-            && dtype == DType::I64
-            && other.try_to_vec::<i64>()?.iter().any(|&e| e < 0)
-        {
-            return Err(Error::InvalidArgument(
-                "Integers to negative integer powers are not allowed.".into(),
-            ));
+        if op == BinaryOp::Sub {
+            match (self.dtype, other.dtype) {
+                (DType::Bool, DType::Bool) => return Err(Error::not_implemented_for_dtype(
+                    "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+                )),
+                (DType::Bool, _) | (_, DType::Bool) => return Err(Error::not_implemented_for_dtype(
+                    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+                )),
+                _ => {}
+            }
         }
         // Bool add/mul compute as integers and convert back (logical or / and).
         let compute = if dtype == DType::Bool {
@@ -912,21 +1035,38 @@ impl Tensor {
         })
     }
 
-    /// Clamps into `[min, max]` (either bound optional).
-    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    /// Clamps into `[min, max]` (either bound optional). The result dtype is the
+    /// wrapped-number promotion of the tensor and the bounds (an int64 tensor clamped to
+    /// 2.5 is float32); a NaN element or a NaN bound gives NaN, as in PyTorch.
+    pub fn clamp(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
             return Err(Error::InvalidArgument(
                 "torch.clamp: At least one of 'min' or 'max' must not be None".into(),
             ));
         }
-        let err = Error::unsupported_dtype("clamp", self.dtype);
-        dispatch_num!(self.dtype, err, T => {
-            let (lo, hi) = (min.map(T::from_f64), max.map(T::from_f64));
-            let v = self.read(|s: &[T]| elementwise::map1(s, &self.layout, |x: T| {
-                let x = match lo { Some(l) if x < l => l, _ => x };
-                match hi { Some(h) if x > h => h, _ => x }
+        let mut dtype = self.dtype;
+        for bound in [min, max].into_iter().flatten() {
+            dtype = DType::promote(dtype, bound.result_type_with(self.dtype));
+        }
+        if dtype == DType::Bool {
+            let name = if min.is_some() {
+                "clamp_min_scalar_cpu"
+            } else {
+                "clamp_max_scalar_cpu"
+            };
+            return Err(Error::unsupported_dtype(name, DType::Bool));
+        }
+        let src = self.to_dtype(dtype)?;
+        let err = Error::unsupported_dtype("clamp", dtype);
+        dispatch_num!(dtype, err, T => {
+            let (lo, hi) = (min.map(Scalar::cast::<T>), max.map(Scalar::cast::<T>));
+            // `v != v` only for NaN: a NaN element or bound wins.
+            #[allow(clippy::eq_op)]
+            let v = src.read(|s: &[T]| elementwise::map1(s, &src.layout, |x: T| {
+                let x = match lo { Some(l) if x == x && (l != l || x < l) => l, _ => x };
+                match hi { Some(h) if x == x && (h != h || x > h) => h, _ => x }
             }))?;
-            Ok(Tensor::from_buffer(T::into_buffer(v), self.shape()))
+            Ok(Tensor::from_buffer(T::into_buffer(v), src.shape()))
         })
     }
 
@@ -1207,6 +1347,17 @@ fn convert<S: Element, T: Element>(x: S) -> T {
         DType::Bool => T::from_bool(x.to_bool()),
         DType::I64 if S::DTYPE != DType::F32 && S::DTYPE != DType::F64 => T::from_i64(x.to_i64()),
         _ => T::from_f64(x.to_f64()),
+    }
+}
+
+/// A float as C++ streams print it in PyTorch's messages: `0`, `1.5`, `inf`, `nan`.
+fn fmt_float(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        format!("{v}")
     }
 }
 

@@ -502,7 +502,14 @@ impl Variable {
 
     /// `self ** exponent` for a scalar exponent.
     pub fn pow_scalar(&self, exponent: f64) -> Result<Variable> {
+        self.pow_scalar_value(Scalar::Float(exponent))
+    }
+
+    /// `self ** exponent` for a Python-style scalar: `int_tensor ** 2` stays int64 and
+    /// exact, `int_tensor ** 2.0` is float32 (see [`Tensor::pow_scalar`]).
+    pub fn pow_scalar_value(&self, exponent: Scalar) -> Result<Variable> {
         let result = self.tensor().pow_scalar(exponent)?;
+        let exponent = exponent.to_f64();
         Ok(Variable::record(result, &[self], |_, _| {
             (
                 OpKind::PowScalar { exponent },
@@ -513,7 +520,15 @@ impl Variable {
 
     /// Clamps into `[min, max]`.
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Variable> {
+        self.clamp_scalar(min.map(Scalar::Float), max.map(Scalar::Float))
+    }
+
+    /// Clamps into `[min, max]` with Python-style scalar bounds: the result dtype
+    /// follows PyTorch's promotion (an int64 tensor clamped to 2.5 is float32) and
+    /// integer bounds are exact.
+    pub fn clamp_scalar(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Variable> {
         let result = self.tensor().clamp(min, max)?;
+        let (min, max) = (min.map(Scalar::to_f64), max.map(Scalar::to_f64));
         Ok(Variable::record(result, &[self], |_, _| {
             (
                 OpKind::Clamp { min, max },
@@ -586,13 +601,8 @@ impl Variable {
     /// number" promotion: a scalar never widens a tensor of its own kind, so
     /// `float32_tensor * 2.5` stays float32 and `int_tensor * 2.5` becomes float32.
     pub fn wrap_scalar(&self, value: Scalar) -> Variable {
-        let dtype = match (self.dtype(), value) {
-            (d, _) if d.is_floating_point() => d,
-            (_, Scalar::Float(_)) => DType::F32,
-            (DType::Bool, Scalar::Int(_)) => DType::I64,
-            (d, _) => d,
-        };
-        Variable::from_tensor(Tensor::scalar(value.to_f64(), dtype))
+        let dtype = value.result_type_with(self.dtype());
+        Variable::from_tensor(Tensor::from_scalar(value, dtype))
     }
 
     /// `self + s`.
@@ -657,6 +667,8 @@ impl Variable {
     fn reduce_dims(&self, dims: Option<&[i64]>) -> Result<Dims> {
         match dims {
             None => Ok((0..self.dim()).collect()),
+            // PyTorch: an empty dim list reduces over every dim, like no dim at all.
+            Some([]) => Ok((0..self.dim()).collect()),
             Some(ds) => {
                 let mut out: Dims = SmallVec::new();
                 for &d in ds {
@@ -753,6 +765,10 @@ impl Variable {
             }
         }
         let target: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        if dims.is_empty() {
+            // Nothing to sum (an empty dim list would mean "all dims").
+            return self.reshape(&target);
+        }
         self.sum_dims(&dims, true)?.reshape(&target)
     }
 
@@ -1243,8 +1259,15 @@ impl Variable {
     /// In-place clamp.
     #[track_caller]
     pub fn clamp_(&self, min: Option<f64>, max: Option<f64>) -> Result<()> {
+        self.clamp_scalar_(min.map(Scalar::Float), max.map(Scalar::Float))
+    }
+
+    /// In-place clamp with Python-style scalar bounds; a bound that would change the
+    /// dtype (a float bound on an int64 tensor) is PyTorch's cast error.
+    #[track_caller]
+    pub fn clamp_scalar_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<()> {
         self.in_place(None, WriteSite::Rust(Location::caller()), |s| {
-            s.clamp(min, max)
+            s.clamp_scalar(min, max)
         })
     }
 
@@ -1257,19 +1280,29 @@ impl Variable {
     /// Fills with `value`.
     #[track_caller]
     pub fn fill_(&self, value: f64) -> Result<()> {
+        self.fill_impl(
+            Scalar::Float(value),
+            false,
+            WriteSite::Rust(Location::caller()),
+        )
+    }
+
+    /// Fills with a Python-style scalar (integers exact, Note [Exact scalars]).
+    #[track_caller]
+    pub fn fill_scalar_(&self, value: Scalar) -> Result<()> {
         self.fill_impl(value, false, WriteSite::Rust(Location::caller()))
     }
 
     /// Fills with zeros.
     #[track_caller]
     pub fn zero_(&self) -> Result<()> {
-        self.fill_impl(0.0, true, WriteSite::Rust(Location::caller()))
+        self.fill_impl(Scalar::Int(0), true, WriteSite::Rust(Location::caller()))
     }
 
-    fn fill_impl(&self, value: f64, zero: bool, site: WriteSite) -> Result<()> {
+    fn fill_impl(&self, value: Scalar, zero: bool, site: WriteSite) -> Result<()> {
         self.in_place_impl(None, Overlap::Idempotent, site, |s| {
             // A broadcast scalar: `copy_from` writes it without materialising it.
-            let filled = Tensor::scalar(value, s.dtype()).broadcast_to(s.shape())?;
+            let filled = Tensor::from_scalar(value, s.dtype()).broadcast_to(s.shape())?;
             Ok(Variable::record(filled, &[s], |_, _| {
                 (OpKind::Fill { zero }, smallvec![])
             }))

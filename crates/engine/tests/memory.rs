@@ -79,15 +79,15 @@ fn long_chains_and_training_loops_release_every_node() -> Result<()> {
     // 4. A training loop does not grow the arena: parameters -> .grad -> graph would
     //    be a cycle if gradients kept history.
     rustgrad::manual_seed(0);
-    let inputs = Variable::from_tensor(rustgrad::random::randn(&[16, 4], DType::F32));
-    let targets = Variable::from_tensor(rustgrad::random::randn(&[16, 1], DType::F32));
+    let inputs = Variable::from_tensor(rustgrad::random::randn(&[16, 4], DType::F32)?);
+    let targets = Variable::from_tensor(rustgrad::random::randn(&[16, 1], DType::F32)?);
     let w1 = Variable::new(
-        rustgrad::random::randn(&[4, 8], DType::F32).mul_scalar_t(0.5),
+        rustgrad::random::randn(&[4, 8], DType::F32)?.mul_scalar_t(0.5),
         true,
     )?;
     let b1 = Variable::new(Tensor::zeros(&[8], DType::F32), true)?;
     let w2 = Variable::new(
-        rustgrad::random::randn(&[8, 1], DType::F32).mul_scalar_t(0.5),
+        rustgrad::random::randn(&[8, 1], DType::F32)?.mul_scalar_t(0.5),
         true,
     )?;
     let mut sgd = Sgd::new(vec![w1.clone(), b1.clone(), w2.clone()], 0.01)?.with_momentum(0.9);

@@ -35,91 +35,186 @@ pub fn extract_scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
     None
 }
 
-/// Values collected from nested Python sequences, widened, with the inferred kind.
+/// PyTorch's limit on the nesting depth of data given to `tensor()`: deeper data (a
+/// self-containing list, or 30 000 nested lists) is a ValueError, never a stack overflow.
+const MAX_DATA_DIMS: usize = 128;
+
+/// The element buffer `tensor()` fills: the target's representation when the dtype is
+/// given, else i64 until the first float is seen (Note [Exact scalars]).
+enum Values {
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+}
+
+/// The values of nested Python data and the kinds of number seen (for inference).
 struct Collected {
-    shape: Vec<usize>,
-    values: Vec<f64>,
-    ints: Vec<i64>,
+    values: Values,
+    /// The dtype every element is converted to as it is read, if given.
+    target: Option<DType>,
     saw_float: bool,
     saw_int: bool,
     saw_bool: bool,
 }
 
-fn collect(obj: &Bound<'_, PyAny>, depth: usize, out: &mut Collected) -> PyResult<()> {
-    if let Some(s) = extract_scalar(obj) {
-        if depth != out.shape.len() {
+impl Collected {
+    /// With an inferred dtype, the first float turns the i64 buffer into f64.
+    fn saw_float_value(&mut self) {
+        if self.target.is_none() {
+            if let Values::I64(ints) = &mut self.values {
+                let floats = std::mem::take(ints).into_iter().map(|v| v as f64).collect();
+                self.values = Values::F64(floats);
+            }
+        }
+    }
+
+    fn push(&mut self, s: Scalar) -> PyResult<()> {
+        match s {
+            Scalar::Float(_) => self.saw_float = true,
+            Scalar::Int(_) => self.saw_int = true,
+            Scalar::Bool(_) => self.saw_bool = true,
+        }
+        if s.is_floating_point() {
+            self.saw_float_value();
+        }
+        match &mut self.values {
+            Values::I64(v) => v.push(s.checked_cast::<i64>().py()?),
+            Values::F64(v) => v.push(s.cast::<f64>()),
+            Values::Bool(v) => v.push(s.cast::<bool>()),
+        }
+        Ok(())
+    }
+
+    fn push_tensor(&mut self, t: &Tensor) -> PyResult<()> {
+        match t.dtype() {
+            DType::F32 | DType::F64 => self.saw_float = true,
+            DType::I64 => self.saw_int = true,
+            DType::Bool => self.saw_bool = true,
+        }
+        if t.dtype().is_floating_point() {
+            self.saw_float_value();
+        }
+        match &mut self.values {
+            Values::I64(v) => v.extend(t.to_vec::<i64>()),
+            Values::F64(v) => v.extend(t.to_vec::<f64>()),
+            Values::Bool(v) => v.extend(t.to_vec::<bool>()),
+        }
+        Ok(())
+    }
+}
+
+fn invalid_data_type(obj: &Bound<'_, PyAny>) -> PyErr {
+    PyTypeError::new_err(format!(
+        "new(): invalid data type '{}'",
+        obj.get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
+    ))
+}
+
+/// `obj` as a sequence to descend into; strs and bytes are sequences of themselves,
+/// so they are refused rather than recursed into forever.
+fn as_sequence<'a, 'py>(obj: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, PySequence>> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(invalid_data_type(obj));
+    }
+    obj.cast::<PySequence>().map_err(|_| invalid_data_type(obj))
+}
+
+/// The shape of nested data, from its first elements (PyTorch's `compute_sizes`), with
+/// the depth bounded by [`MAX_DATA_DIMS`]. Iterative: no recursion on user data.
+fn data_shape(data: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let mut shape = vec![];
+    let mut cur = data.clone();
+    loop {
+        if extract_scalar(&cur).is_some() {
+            return Ok(shape);
+        }
+        if let Ok(t) = cur.cast::<crate::tensor::PyTensor>() {
+            shape.extend_from_slice(t.get().var.shape());
+            return Ok(shape);
+        }
+        let seq = as_sequence(&cur)?;
+        if shape.len() == MAX_DATA_DIMS {
             return Err(PyValueError::new_err(format!(
-                "expected sequence of length {} at dim {} (got a number)",
-                out.shape.get(depth).copied().unwrap_or(0),
-                depth
+                "too many dimensions '{}'",
+                cur.get_type().name()?
             )));
         }
-        match s {
-            Scalar::Float(v) => {
-                out.saw_float = true;
-                out.values.push(v);
-                out.ints.push(v as i64);
-            }
-            Scalar::Int(v) => {
-                out.saw_int = true;
-                out.values.push(v as f64);
-                out.ints.push(v);
-            }
-            Scalar::Bool(v) => {
-                out.saw_bool = true;
-                out.values.push(v as u8 as f64);
-                out.ints.push(v as i64);
-            }
+        let len = seq.len()?;
+        shape.push(len);
+        if len == 0 {
+            return Ok(shape);
         }
-        return Ok(());
+        let first = seq.get_item(0)?;
+        cur = first;
+    }
+}
+
+/// Reads the values of `obj`, which sits at `depth` of data of shape `shape`. The
+/// recursion is at most `shape.len()` <= [`MAX_DATA_DIMS`] deep.
+fn collect(
+    obj: &Bound<'_, PyAny>,
+    depth: usize,
+    shape: &[usize],
+    out: &mut Collected,
+) -> PyResult<()> {
+    if let Some(s) = extract_scalar(obj) {
+        if depth != shape.len() {
+            return Err(PyValueError::new_err(format!(
+                "expected sequence of length {} at dim {} (got a number)",
+                shape[depth], depth
+            )));
+        }
+        return out.push(s);
     }
     if let Ok(t) = obj.cast::<crate::tensor::PyTensor>() {
         let t = t.get().var.tensor().clone();
-        if t.numel() == 1 && t.dim() == 0 {
-            return collect(&scalar_to_py(obj.py(), t.item().py()?)?, depth, out);
-        }
-        let list = crate::tensor::to_list(obj.py(), &t)?;
-        return collect(&list, depth, out);
-    }
-    // A str is a sequence of one-character strs: recursing into it would never end.
-    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
-        return Err(PyTypeError::new_err(format!(
-            "new(): invalid data type '{}'",
-            obj.get_type().name()?
-        )));
-    }
-    let seq = obj.cast::<PySequence>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "new(): invalid data type '{}'",
-            obj.get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
-        ))
-    })?;
-    let len = seq.len()?;
-    if depth == out.shape.len() {
-        if !out.values.is_empty() {
+        if t.shape() != &shape[depth.min(shape.len())..] {
             return Err(PyValueError::new_err(format!(
-                "expected a number at dim {depth} (got a sequence)"
+                "expected a tensor of shape {:?} at dim {} (got {:?})",
+                &shape[depth.min(shape.len())..],
+                depth,
+                t.shape()
             )));
         }
-        out.shape.push(len);
-    } else if out.shape[depth] != len {
+        return out.push_tensor(&t);
+    }
+    let seq = as_sequence(obj)?;
+    let len = seq.len()?;
+    if depth == shape.len() {
+        return Err(PyValueError::new_err(format!(
+            "expected a number at dim {depth} (got a sequence)"
+        )));
+    }
+    if shape[depth] != len {
         return Err(PyValueError::new_err(format!(
             "expected sequence of length {} at dim {} (got {})",
-            out.shape[depth], depth, len
+            shape[depth], depth, len
         )));
     }
     for i in 0..len {
-        collect(&seq.get_item(i)?, depth + 1, out)?;
+        collect(&seq.get_item(i)?, depth + 1, shape, out)?;
     }
     Ok(())
 }
 
+/// A vector with room for `n` elements, or PyTorch's allocator error (never an abort).
+fn reserved<T>(n: usize) -> PyResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| rustgrad::Error::OutOfMemory {
+            bytes: n.saturating_mul(std::mem::size_of::<T>()),
+        })
+        .py()?;
+    Ok(v)
+}
+
 /// A tensor from Python data: a number, nested sequences, a numpy array or a tensor.
 /// The dtype is inferred like `torch.tensor` (floats → float32, ints → int64, bools →
-/// bool) unless given.
+/// bool) unless given; then each element converts straight to it, as in PyTorch (so an
+/// int64 above 2^53 stays exact and NaN into int64 is an error).
 pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
     if let Ok(t) = data.cast::<crate::tensor::PyTensor>() {
         let t = t.get().var.tensor().deep_clone().py()?;
@@ -134,16 +229,23 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
             None => t,
         });
     }
+    let shape = data_shape(data)?;
+    let numel = rustgrad::shape::checked_numel(&shape).py()?;
+    rustgrad::tensor::check_allocation(numel, dtype.unwrap_or(DType::I64)).py()?;
+    let values = match dtype {
+        Some(DType::F32 | DType::F64) => Values::F64(reserved(numel)?),
+        Some(DType::Bool) => Values::Bool(reserved(numel)?),
+        Some(DType::I64) | None => Values::I64(reserved(numel)?),
+    };
     let mut c = Collected {
-        shape: vec![],
-        values: vec![],
-        ints: vec![],
+        values,
+        target: dtype,
         saw_float: false,
         saw_int: false,
         saw_bool: false,
     };
-    collect(data, 0, &mut c)?;
-    // An empty nested list has the shape of its nesting but no further dims.
+    collect(data, 0, &shape, &mut c)?;
+    // An empty nested list has the shape of its nesting and dtype float32.
     let inferred = if c.saw_float || (!c.saw_int && !c.saw_bool) {
         DType::F32
     } else if c.saw_int {
@@ -151,16 +253,13 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
     } else {
         DType::Bool
     };
-    let target = dtype.unwrap_or(inferred);
-    let t = if target == DType::I64 && !c.saw_float {
-        Tensor::from_vec(c.ints, &c.shape).py()?
-    } else {
-        Tensor::from_vec(c.values, &c.shape)
-            .py()?
-            .to_dtype(target)
-            .py()?
-    };
-    t.to_dtype(target).py()
+    let t = match c.values {
+        Values::I64(v) => Tensor::from_vec(v, &shape),
+        Values::F64(v) => Tensor::from_vec(v, &shape),
+        Values::Bool(v) => Tensor::from_vec(v, &shape),
+    }
+    .py()?;
+    t.to_dtype(dtype.unwrap_or(inferred)).py()
 }
 
 /// Copies a numpy array into a new tensor (`None` if `obj` is not an array).
@@ -239,18 +338,23 @@ pub fn extract_sizes(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
     args.iter().map(|a| extract_int(&a)).collect()
 }
 
-/// An int argument (accepting 0-d integer tensors and numpy ints, not floats).
+/// An int argument (accepting one-element integer tensors and numpy ints; not floats,
+/// and not bools, which PyTorch refuses where it expects an int: `x.sum(True)`,
+/// `x.view(True, 6)`).
 pub fn extract_int(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
-    if obj.is_instance_of::<PyFloat>() {
+    if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyBool>() {
         return Err(PyTypeError::new_err(format!(
-            "expected an int, but got float ({})",
+            "argument must be int, not {} ({})",
+            obj.get_type().name()?,
             obj.repr()?
         )));
     }
     if let Ok(t) = obj.cast::<crate::tensor::PyTensor>() {
         let t = t.get().var.tensor();
-        if t.numel() == 1 && !t.dtype().is_floating_point() {
-            return Ok(t.item().py()?.to_f64() as i64);
+        if t.numel() == 1 && t.dtype() == DType::I64 {
+            if let Scalar::Int(v) = t.item().py()? {
+                return Ok(v);
+            }
         }
     }
     obj.extract::<i64>().map_err(|_| {
@@ -262,6 +366,45 @@ pub fn extract_int(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
                 .unwrap_or_default()
         ))
     })
+}
+
+/// Checks a `device=` argument. rustgrad runs on the CPU only, so it behaves like a
+/// CPU-only PyTorch build: `cpu` (or `cpu:N`) is accepted, `cuda` raises
+/// AssertionError "Torch not compiled with CUDA enabled", another known device type
+/// raises RuntimeError, and an unknown string raises PyTorch's parse error.
+pub fn check_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    const KNOWN: &str = "cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone";
+    let Some(device) = device.filter(|d| !d.is_none()) else {
+        return Ok(());
+    };
+    let text = if device.is_instance_of::<PyInt>() && !device.is_instance_of::<PyBool>() {
+        // An ordinal alone names a CUDA device in PyTorch.
+        "cuda".to_string()
+    } else if let Ok(s) = device.extract::<String>() {
+        s
+    } else if let Ok(t) = device.getattr("type") {
+        t.extract::<String>()?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "expected a device, got {}",
+            device.get_type().name()?
+        )));
+    };
+    let kind = text.split(':').next().unwrap_or("");
+    match kind {
+        "cpu" => Ok(()),
+        "cuda" => Err(pyo3::exceptions::PyAssertionError::new_err(
+            "Torch not compiled with CUDA enabled",
+        )),
+        k if KNOWN.split(", ").any(|known| known == k) => {
+            Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "rustgrad runs on the CPU only: device type '{k}' is not available"
+            )))
+        }
+        _ => Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "Expected one of {KNOWN} device type at start of device string: {text}"
+        ))),
+    }
 }
 
 /// A dim argument that may be an int, a tuple/list of ints, or None.

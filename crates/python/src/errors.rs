@@ -1,7 +1,7 @@
 //! Engine errors → Python exceptions. One exhaustive `match`: a new engine error
 //! variant without a mapping does not compile.
 
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError};
 use pyo3::PyErr;
 use rustgrad::Error;
 
@@ -9,7 +9,11 @@ use rustgrad::Error;
 pub fn to_py(err: Error) -> PyErr {
     let msg = err.to_string();
     match err {
-        Error::DimOutOfRange { .. } | Error::IndexOutOfRange { .. } => PyIndexError::new_err(msg),
+        Error::DimOutOfRange { .. }
+        | Error::NoDimensions { .. }
+        | Error::IndexOutOfRange { .. } => PyIndexError::new_err(msg),
+        // PyTorch raises NotImplementedError (a RuntimeError subclass) for missing kernels.
+        Error::NoKernel(_) => PyNotImplementedError::new_err(msg),
         Error::Type(_) => PyTypeError::new_err(msg),
         // PyTorch's C++ argument checks (TORCH_CHECK) raise RuntimeError, not ValueError.
         Error::InvalidArgument(_)

@@ -42,11 +42,13 @@ fn sized_leaf(
     size: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
-    make: impl FnOnce(&[usize], DType) -> Tensor,
+    device: Option<&Bound<'_, PyAny>>,
+    make: impl FnOnce(&[usize], DType) -> rustgrad::Result<Tensor>,
 ) -> PyResult<Py<PyTensor>> {
+    convert::check_device(device)?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
     let shape = alloc_shape(size, dtype)?;
-    leaf(make(&shape, dtype), requires_grad)
+    leaf(make(&shape, dtype).py()?, requires_grad)
 }
 
 /// `tensor(data, dtype=None, requires_grad=False)`: a new tensor copying `data`.
@@ -58,7 +60,7 @@ fn tensor_fn(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
+    convert::check_device(device)?;
     leaf(
         tensor_from_data(data, extract_opt_dtype(dtype)?)?,
         requires_grad,
@@ -74,8 +76,9 @@ fn zeros(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
-    sized_leaf(size, dtype, requires_grad, Tensor::zeros)
+    sized_leaf(size, dtype, requires_grad, device, |s, d| {
+        Ok(Tensor::zeros(s, d))
+    })
 }
 
 /// `ones(*size, dtype=None, requires_grad=False)`.
@@ -87,8 +90,9 @@ fn ones(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
-    sized_leaf(size, dtype, requires_grad, Tensor::ones)
+    sized_leaf(size, dtype, requires_grad, device, |s, d| {
+        Ok(Tensor::ones(s, d))
+    })
 }
 
 /// `full(size, fill_value, dtype=None, requires_grad=False)`; the dtype follows the
@@ -102,18 +106,16 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
+    convert::check_device(device)?;
     let value = convert::extract_scalar(fill_value)
         .ok_or_else(|| PyValueError::new_err("fill_value must be a number"))?;
-    let inferred = match value {
-        rustgrad::Scalar::Float(_) => DType::F32,
-        rustgrad::Scalar::Int(_) => DType::I64,
-        rustgrad::Scalar::Bool(_) => DType::Bool,
-    };
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(inferred);
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(value.natural_dtype());
+    if dtype == DType::I64 {
+        value.checked_cast::<i64>().py()?;
+    }
     let size = PyTuple::new(size.py(), [size])?;
     leaf(
-        Tensor::full(&alloc_shape(&size, dtype)?, value.to_f64(), dtype),
+        Tensor::full_scalar(&alloc_shape(&size, dtype)?, value, dtype),
         requires_grad,
     )
 }
@@ -127,7 +129,7 @@ fn arange(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
+    convert::check_device(device)?;
     let nums = args
         .iter()
         .map(|a| {
@@ -135,13 +137,12 @@ fn arange(
                 .ok_or_else(|| PyValueError::new_err("arange() bounds must be numbers"))
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let all_int = nums
-        .iter()
-        .all(|s| !matches!(s, rustgrad::Scalar::Float(_)));
-    let v: Vec<f64> = nums.iter().map(|s| s.to_f64()).collect();
-    let (start, end, step) = match v.as_slice() {
-        [end] => (0.0, *end, 1.0),
-        [start, end] => (*start, *end, 1.0),
+    let all_int = nums.iter().all(|s| !s.is_floating_point());
+    let zero = rustgrad::Scalar::Int(0);
+    let one = rustgrad::Scalar::Int(1);
+    let (start, end, step) = match nums.as_slice() {
+        [end] => (zero, *end, one),
+        [start, end] => (*start, *end, one),
         [start, end, step] => (*start, *end, *step),
         _ => {
             return Err(PyValueError::new_err(
@@ -150,7 +151,10 @@ fn arange(
         }
     };
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
-    leaf(Tensor::arange(start, end, step, dtype).py()?, requires_grad)
+    leaf(
+        Tensor::arange_scalar(start, end, step, dtype).py()?,
+        requires_grad,
+    )
 }
 
 /// `rand(*size)`: uniform samples in [0, 1) from the default generator.
@@ -162,8 +166,7 @@ fn rand(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
-    sized_leaf(size, dtype, requires_grad, rustgrad::random::rand)
+    sized_leaf(size, dtype, requires_grad, device, rustgrad::random::rand)
 }
 
 /// `randn(*size)`: standard normal samples from the default generator.
@@ -175,8 +178,7 @@ fn randn(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
-    sized_leaf(size, dtype, requires_grad, rustgrad::random::randn)
+    sized_leaf(size, dtype, requires_grad, device, rustgrad::random::randn)
 }
 
 /// Seeds the default random generator.

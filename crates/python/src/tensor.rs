@@ -237,16 +237,86 @@ fn compare(
     binary(py, a, other, move |x, y| x.compare(y, op))
 }
 
-/// An optional float bound (`clamp(min=None, max=...)`), accepting ints and floats.
-fn opt_f64(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
+/// An optional scalar bound (`clamp(min=None, max=...)`): a number or a one-element
+/// tensor, kept exact (Note [Exact scalars]).
+fn opt_scalar(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>> {
     match obj {
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
         Some(o) => match extract_scalar(o) {
-            Some(s) => Ok(Some(s.to_f64())),
-            None => Err(PyTypeError::new_err("clamp bounds must be numbers")),
+            Some(s) => Ok(Some(s)),
+            None => match o.cast::<PyTensor>() {
+                Ok(t) => Ok(Some(t.get().var.item().py()?)),
+                Err(_) => Err(PyTypeError::new_err("clamp bounds must be numbers")),
+            },
         },
     }
+}
+
+/// `alpha * other` for `add`/`sub`, with PyTorch's checks: a float alpha is refused when
+/// the result is integral, a bool alpha unless it is bool; an integer alpha is exact.
+fn scaled_operand(
+    this: &Variable,
+    other: &Bound<'_, PyAny>,
+    alpha: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Variable> {
+    let b = operand_var(other, this)?;
+    let Some(alpha) = alpha.filter(|a| !a.is_none()) else {
+        return Ok(b);
+    };
+    let a = extract_scalar(alpha).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "alpha must be a number, not {}",
+            alpha
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let result = DType::result_type(this.dtype(), this.dim() == 0, b.dtype(), b.dim() == 0);
+    match a {
+        Scalar::Float(_) if !result.is_floating_point() => Err(PyRuntimeError::new_err(
+            "For integral input tensors, argument alpha must not be a floating point number.",
+        )),
+        Scalar::Bool(_) if result != DType::Bool => Err(PyRuntimeError::new_err(
+            "Boolean alpha only supported for Boolean results.",
+        )),
+        // A bool result takes alpha as a bool (PyTorch casts it to the result type).
+        Scalar::Int(v) if result == DType::Bool => match v != 0 {
+            true => Ok(b),
+            false => b.mul(&b.wrap_scalar(Scalar::Bool(false))).py(),
+        },
+        Scalar::Int(1) | Scalar::Bool(true) => Ok(b),
+        Scalar::Float(1.0) => Ok(b),
+        _ => b.mul(&b.wrap_scalar(a)).py(),
+    }
+}
+
+/// A comparison method (`eq`, `lt`, ...): unlike the operators, which return
+/// NotImplemented so Python can try the other operand, the methods raise TypeError.
+fn compare_method(
+    py: Python<'_>,
+    a: &Variable,
+    other: &Bound<'_, PyAny>,
+    op: CmpOp,
+) -> PyResult<Py<PyAny>> {
+    let Some(b) = Operand::extract(other).map(|o| o.to_var(a)) else {
+        let name = match op {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        };
+        return Err(PyTypeError::new_err(format!(
+            "{name}() received an invalid combination of arguments - got ({}), but expected one of:\n * (Tensor other)\n * (Number other)",
+            other.get_type().name()?
+        )));
+    };
+    let out = maybe_detach(py, a.numel().max(b.numel()), || a.compare(&b, op)).py()?;
+    Ok(new_tensor(py, out)?.into_any())
 }
 
 impl PyTensor {
@@ -303,17 +373,16 @@ impl PyTensor {
 
     /// `size()` → the shape; `size(dim)` → one dimension's size.
     #[pyo3(signature = (dim = None))]
-    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
-        match dim {
+    fn size<'py>(
+        &self,
+        py: Python<'py>,
+        dim: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match dim.filter(|d| !d.is_none()) {
             None => make_size(py, self.var.shape()),
             Some(d) => {
-                let d = rustgrad::shape::wrap_dim(d, self.var.dim()).py()?;
-                self.var
-                    .shape()
-                    .get(d)
-                    .copied()
-                    .unwrap_or(1)
-                    .into_bound_py_any(py)
+                let d = rustgrad::shape::wrap_dim_strict(extract_int(d)?, self.var.dim()).py()?;
+                self.var.shape()[d].into_bound_py_any(py)
             }
         }
     }
@@ -336,12 +405,16 @@ impl PyTensor {
 
     /// Element strides, or one dim's stride.
     #[pyo3(signature = (dim = None))]
-    fn stride<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    fn stride<'py>(
+        &self,
+        py: Python<'py>,
+        dim: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let strides = self.var.tensor().strides();
-        match dim {
+        match dim.filter(|d| !d.is_none()) {
             None => Ok(PyTuple::new(py, strides)?.into_any()),
             Some(d) => {
-                let d = rustgrad::shape::wrap_dim(d, self.var.dim()).py()?;
+                let d = rustgrad::shape::wrap_dim_strict(extract_int(d)?, self.var.dim()).py()?;
                 strides[d].into_bound_py_any(py)
             }
         }
@@ -538,13 +611,20 @@ impl PyTensor {
         convert::to_numpy(py, self.var.tensor())
     }
 
+    /// numpy's conversion hook (numpy 2 passes `dtype` and `copy`). The result is
+    /// always a copy (Note [numpy interop]), so `copy=False` raises as numpy asks.
+    #[pyo3(signature = (dtype = None, copy = None))]
     fn __array__<'py>(
         &self,
         py: Python<'py>,
         dtype: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = copy;
+        if copy == Some(false) {
+            return Err(PyValueError::new_err(
+                "Unable to avoid copy while creating an array as requested.",
+            ));
+        }
         let arr = convert::to_numpy(py, self.var.tensor())?;
         match dtype {
             Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
@@ -565,17 +645,14 @@ impl PyTensor {
         for a in args.iter() {
             if let Ok(d) = extract_dtype(&a) {
                 dtype = Some(d);
-            } else if let Ok(s) = a.extract::<String>() {
-                if s != "cpu" {
-                    return Err(PyRuntimeError::new_err(format!(
-                        "rustgrad runs on the CPU only, got device '{s}'"
-                    )));
-                }
             } else if let Ok(t) = a.cast::<PyTensor>() {
                 dtype = Some(t.get().var.dtype());
+            } else {
+                convert::check_device(Some(&a))?;
             }
         }
         if let Some(kw) = kwargs {
+            convert::check_device(kw.get_item("device")?.as_ref())?;
             if let Some(d) = kw.get_item("dtype")? {
                 dtype = extract_opt_dtype(Some(&d))?;
             }
@@ -652,21 +729,23 @@ impl PyTensor {
         Ok(self.var.item().py()?.to_f64())
     }
 
-    fn __int__(&self) -> PyResult<i64> {
-        Ok(match self.var.item().py()? {
-            Scalar::Float(v) => v.trunc() as i64,
-            Scalar::Int(v) => v,
-            Scalar::Bool(v) => v as i64,
-        })
+    /// `int(t)`: a float converts as Python's `int(float)` does (exact for any finite
+    /// value; ValueError for NaN, OverflowError for infinities), never saturating.
+    fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self.var.item().py()? {
+            Scalar::Float(v) => pyo3::types::PyFloat::new(py, v).call_method0("__int__"),
+            Scalar::Int(v) => v.into_bound_py_any(py),
+            Scalar::Bool(v) => (v as i64).into_bound_py_any(py),
+        }
     }
 
-    fn __index__(&self) -> PyResult<i64> {
+    fn __index__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         if self.var.dtype().is_floating_point() || self.var.numel() != 1 {
             return Err(PyTypeError::new_err(
                 "only integer tensors of a single element can be converted to an index",
             ));
         }
-        self.__int__()
+        self.__int__(py)
     }
 
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
@@ -715,11 +794,8 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let _ = modulo;
         match extract_scalar(other) {
-            Some(Scalar::Float(e)) => Ok(new_tensor(py, self.var.pow_scalar(e).py()?)?.into_any()),
-            Some(Scalar::Int(e)) => {
-                Ok(new_tensor(py, self.var.pow_scalar(e as f64).py()?)?.into_any())
-            }
-            _ => binary(py, &self.var, other, |a, b| a.pow(b)),
+            Some(e) => Ok(new_tensor(py, self.var.pow_scalar_value(e).py()?)?.into_any()),
+            None => binary(py, &self.var, other, |a, b| a.pow(b)),
         }
     }
 
@@ -789,13 +865,9 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         other: &Bound<'_, PyAny>,
-        alpha: Option<f64>,
+        alpha: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let b = operand_var(other, &self.var)?;
-        let b = match alpha {
-            Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
-            _ => b,
-        };
+        let b = scaled_operand(&self.var, other, alpha)?;
         new_tensor(
             py,
             maybe_detach(py, self.var.numel(), || self.var.add(&b)).py()?,
@@ -808,13 +880,9 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         other: &Bound<'_, PyAny>,
-        alpha: Option<f64>,
+        alpha: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let b = operand_var(other, &self.var)?;
-        let b = match alpha {
-            Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
-            _ => b,
-        };
+        let b = scaled_operand(&self.var, other, alpha)?;
         new_tensor(
             py,
             maybe_detach(py, self.var.numel(), || self.var.sub(&b)).py()?,
@@ -842,7 +910,7 @@ impl PyTensor {
     /// `self ** exponent` (scalar or tensor exponent).
     fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let out = match extract_scalar(exponent) {
-            Some(s) => self.var.pow_scalar(s.to_f64()),
+            Some(s) => self.var.pow_scalar_value(s),
             None => self.var.pow(&operand_var(exponent, &self.var)?),
         };
         new_tensor(py, out.py()?)
@@ -907,31 +975,36 @@ impl PyTensor {
         min: Option<&Bound<'_, PyAny>>,
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.clamp(opt_f64(min)?, opt_f64(max)?).py()?)
+        new_tensor(
+            py,
+            self.var
+                .clamp_scalar(opt_scalar(min)?, opt_scalar(max)?)
+                .py()?,
+        )
     }
 
     fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Eq)
+        compare_method(py, &self.var, other, CmpOp::Eq)
     }
 
     fn ne(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Ne)
+        compare_method(py, &self.var, other, CmpOp::Ne)
     }
 
     fn lt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Lt)
+        compare_method(py, &self.var, other, CmpOp::Lt)
     }
 
     fn le(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Le)
+        compare_method(py, &self.var, other, CmpOp::Le)
     }
 
     fn gt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Gt)
+        compare_method(py, &self.var, other, CmpOp::Gt)
     }
 
     fn ge(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Ge)
+        compare_method(py, &self.var, other, CmpOp::Ge)
     }
 
     // ----- reductions ---------------------------------------------------------------
@@ -1004,8 +1077,44 @@ impl PyTensor {
     }
 
     /// Swaps two dims.
-    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.transpose(dim0, dim1).py()?)
+    fn transpose(
+        &self,
+        py: Python<'_>,
+        dim0: &Bound<'_, PyAny>,
+        dim1: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let (d0, d1) = (extract_int(dim0)?, extract_int(dim1)?);
+        new_tensor(py, self.var.transpose(d0, d1).py()?)
+    }
+
+    /// Merges dims `start_dim..=end_dim` into one (a view when possible).
+    #[pyo3(signature = (start_dim = None, end_dim = None))]
+    fn flatten(
+        &self,
+        py: Python<'_>,
+        start_dim: Option<&Bound<'_, PyAny>>,
+        end_dim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let start = start_dim.map(extract_int).transpose()?.unwrap_or(0);
+        let end = end_dim.map(extract_int).transpose()?.unwrap_or(-1);
+        let nd = self.var.dim();
+        let (s, e) = (
+            rustgrad::shape::wrap_dim(start, nd).py()?,
+            rustgrad::shape::wrap_dim(end, nd).py()?,
+        );
+        if s > e {
+            return Err(PyRuntimeError::new_err(
+                "flatten() has invalid args: start_dim cannot come after end_dim",
+            ));
+        }
+        if nd == 0 {
+            return new_tensor(py, self.var.reshape(&[1]).py()?);
+        }
+        let shape = self.var.shape();
+        let mut target: Vec<i64> = shape[..s].iter().map(|&d| d as i64).collect();
+        target.push(shape[s..=e].iter().product::<usize>() as i64);
+        target.extend(shape[e + 1..].iter().map(|&d| d as i64));
+        new_tensor(py, self.var.reshape(&target).py()?)
     }
 
     /// Transpose of a <= 2-D tensor.
@@ -1026,23 +1135,26 @@ impl PyTensor {
     }
 
     /// Inserts a size-1 dim.
-    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.unsqueeze(dim).py()?)
+    fn unsqueeze(&self, py: Python<'_>, dim: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.unsqueeze(extract_int(dim)?).py()?)
     }
 
     /// Removes size-1 dims (all, or the given one).
     #[pyo3(signature = (dim = None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyTensor>> {
-        let out = match dim {
+    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let out = match dim.filter(|d| !d.is_none()) {
             None => self.var.squeeze(),
-            Some(d) => self.var.squeeze_dim(d),
+            Some(d) => self.var.squeeze_dim(extract_int(d)?),
         };
         new_tensor(py, out.py()?)
     }
 
-    /// Basic indexing: ints, slices, None, Ellipsis, or tuples of them.
+    /// Indexing: ints, slices, None, Ellipsis, bools, 0-d or one-element integer
+    /// tensors, or tuples of them.
     fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, index_variable(&self.var, index)?)
+        let (view, copy) = index_variable(&self.var, index)?;
+        let out = if copy { view.clone_data().py()? } else { view };
+        new_tensor(py, out)
     }
 
     /// `x[index] = value`: copies into the indexed view.
@@ -1052,7 +1164,7 @@ impl PyTensor {
         index: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let view = index_variable(&self.var, index)?;
+        let (view, _) = index_variable(&self.var, index)?;
         let src = operand_var(value, &view)?;
         view.copy_(&src).py()?;
         mark_python_site(py, &view);
@@ -1066,14 +1178,10 @@ impl PyTensor {
     fn add_<'py>(
         slf: Bound<'py, Self>,
         other: &Bound<'py, PyAny>,
-        alpha: Option<f64>,
+        alpha: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
-        let b = operand_var(other, v)?;
-        let b = match alpha {
-            Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
-            _ => b,
-        };
+        let b = scaled_operand(v, other, alpha)?;
         v.add_(&b).py()?;
         mark_python_site(slf.py(), v);
         Ok(slf)
@@ -1084,14 +1192,10 @@ impl PyTensor {
     fn sub_<'py>(
         slf: Bound<'py, Self>,
         other: &Bound<'py, PyAny>,
-        alpha: Option<f64>,
+        alpha: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
-        let b = operand_var(other, v)?;
-        let b = match alpha {
-            Some(a) if a != 1.0 => b.mul_scalar(a).py()?,
-            _ => b,
-        };
+        let b = scaled_operand(v, other, alpha)?;
         v.sub_(&b).py()?;
         mark_python_site(slf.py(), v);
         Ok(slf)
@@ -1125,9 +1229,9 @@ impl PyTensor {
     fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
         let value = match extract_scalar(value) {
-            Some(s) => s.to_f64(),
+            Some(s) => s,
             None => match value.cast::<PyTensor>() {
-                Ok(t) => t.get().var.item().py()?.to_f64(),
+                Ok(t) => t.get().var.item().py()?,
                 Err(_) => {
                     return Err(PyTypeError::new_err(
                         "fill_() expects a number or a 0-d tensor",
@@ -1135,7 +1239,10 @@ impl PyTensor {
                 }
             },
         };
-        v.fill_(value).py()?;
+        if v.dtype() == DType::I64 {
+            value.checked_cast::<i64>().py()?;
+        }
+        v.fill_scalar_(value).py()?;
         mark_python_site(slf.py(), v);
         Ok(slf)
     }
@@ -1156,7 +1263,7 @@ impl PyTensor {
         max: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
-        v.clamp_(opt_f64(min)?, opt_f64(max)?).py()?;
+        v.clamp_scalar_(opt_scalar(min)?, opt_scalar(max)?).py()?;
         mark_python_site(slf.py(), v);
         Ok(slf)
     }
@@ -1186,70 +1293,175 @@ impl PyTensor {
     }
 }
 
-/// Applies a Python index (int, slice, None, Ellipsis or a tuple of them) as views.
-pub fn index_variable(var: &Variable, index: &Bound<'_, PyAny>) -> PyResult<Variable> {
-    let items: Vec<Bound<'_, PyAny>> = match index.cast::<PyTuple>() {
-        Ok(t) => t.iter().collect(),
-        Err(_) => vec![index.clone()],
-    };
-    let consumes = |o: &Bound<'_, PyAny>| !(o.is_none() || o.is_instance_of::<PyEllipsis>());
-    let used = items.iter().filter(|o| consumes(o)).count();
-    if used > var.dim() {
-        return Err(PyIndexError::new_err(format!(
-            "too many indices for tensor of dimension {}",
-            var.dim()
-        )));
+/// One parsed item of a Python index.
+enum IndexItem {
+    /// `None`: a new dim of size 1.
+    NewAxis,
+    /// `...`
+    Ellipsis,
+    /// `start:stop:step`
+    Slice(Option<i64>, Option<i64>, i64),
+    /// An int or a 0-d integer tensor: selects, removing the dim.
+    Int(i64),
+    /// A Python bool or a 0-d bool tensor: PyTorch's mask over a new dim of size 1
+    /// (`x[True]` adds a dim of size 1, `x[False]` one of size 0).
+    Mask(bool),
+    /// A one-element 1-d integer tensor: keeps the dim, with size 1.
+    Tensor1(i64),
+}
+
+impl IndexItem {
+    /// Whether the item indexes a dim of the tensor (None, `...` and masks do not).
+    fn consumes(&self) -> bool {
+        matches!(
+            self,
+            IndexItem::Slice(..) | IndexItem::Int(_) | IndexItem::Tensor1(_)
+        )
     }
-    let mut out = var.clone();
-    let mut dim: i64 = 0;
-    // The dim of `var` the current item indexes (for error messages: selecting removes
-    // dims from `out`, so `dim` alone would misreport it).
-    let mut source_dim: usize = 0;
-    let mut seen_ellipsis = false;
-    for item in &items {
+
+    /// Whether PyTorch treats the item as advanced indexing (the result is a copy).
+    fn advanced(&self) -> bool {
+        matches!(self, IndexItem::Mask(_) | IndexItem::Tensor1(_))
+    }
+
+    fn parse(item: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         if item.is_none() {
-            out = out.unsqueeze(dim).py()?;
-            dim += 1;
-        } else if item.is_instance_of::<PyEllipsis>() {
-            if seen_ellipsis {
-                return Err(PyIndexError::new_err(
-                    "an index can only have a single ellipsis ('...')",
-                ));
-            }
-            seen_ellipsis = true;
-            dim += (var.dim() - used) as i64;
-            source_dim += var.dim() - used;
-        } else if let Ok(s) = item.cast::<PySlice>() {
+            return Ok(IndexItem::NewAxis);
+        }
+        if item.is_instance_of::<PyEllipsis>() {
+            return Ok(IndexItem::Ellipsis);
+        }
+        if let Ok(s) = item.cast::<PySlice>() {
             let start = opt_index(&s.getattr("start")?)?;
             let stop = opt_index(&s.getattr("stop")?)?;
             let step = opt_index(&s.getattr("step")?)?.unwrap_or(1);
             if step <= 0 {
                 return Err(PyValueError::new_err("step must be greater than zero"));
             }
-            out = out.slice(dim, start, stop, step).py()?;
-            dim += 1;
-            source_dim += 1;
-        } else if let Ok(i) = extract_int(item) {
-            let size = out.shape()[dim as usize] as i64;
-            if i >= size || i < -size {
-                return Err(PyIndexError::new_err(format!(
-                    "index {i} is out of bounds for dimension {source_dim} with size {size}"
-                )));
-            }
-            out = out.select(dim, i).py()?;
-            source_dim += 1;
-        } else {
+            return Ok(IndexItem::Slice(start, stop, step));
+        }
+        if item.is_instance_of::<pyo3::types::PyBool>() {
+            return Ok(IndexItem::Mask(item.extract::<bool>()?));
+        }
+        if let Ok(t) = item.cast::<PyTensor>() {
+            let t = &t.get().var;
+            return match (t.dtype(), t.dim(), t.numel()) {
+                (DType::F32 | DType::F64, _, _) => Err(PyIndexError::new_err(
+                    "tensors used as indices must be long, int, byte or bool tensors",
+                )),
+                (DType::Bool, 0, _) => Ok(IndexItem::Mask(t.item().py()? == Scalar::Bool(true))),
+                (DType::I64, 0, _) => match t.item().py()? {
+                    Scalar::Int(i) => Ok(IndexItem::Int(i)),
+                    _ => Err(PyRuntimeError::new_err("rustgrad internal error: int tensor item")),
+                },
+                (DType::I64, 1, 1) => match t.item().py()? {
+                    Scalar::Int(i) => Ok(IndexItem::Tensor1(i)),
+                    _ => Err(PyRuntimeError::new_err("rustgrad internal error: int tensor item")),
+                },
+                _ => Err(PyRuntimeError::new_err(
+                    "rustgrad does not support advanced indexing with index tensors of several elements or bool mask tensors yet",
+                )),
+            };
+        }
+        if let Ok(i) = extract_int(item) {
+            return Ok(IndexItem::Int(i));
+        }
+        Err(PyIndexError::new_err(format!(
+            "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got {})",
+            item.get_type().name()?
+        )))
+    }
+}
+
+/// Applies a Python index (int, slice, None, Ellipsis, bool, a 0-d or one-element
+/// integer tensor, or a tuple of them) as views of `var`. The flag says whether PyTorch
+/// would return a copy (advanced indexing): `__getitem__` then copies, while
+/// `__setitem__` writes through the view.
+pub fn index_variable(var: &Variable, index: &Bound<'_, PyAny>) -> PyResult<(Variable, bool)> {
+    let items: Vec<IndexItem> = match index.cast::<PyTuple>() {
+        Ok(t) => t
+            .iter()
+            .map(|i| IndexItem::parse(&i))
+            .collect::<PyResult<_>>()?,
+        Err(_) => vec![IndexItem::parse(index)?],
+    };
+    let nd = var.dim();
+    let used = items.iter().filter(|i| i.consumes()).count();
+    if used > 0 && nd == 0 {
+        return Err(PyIndexError::new_err(
+            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
+        ));
+    }
+    if used > nd {
+        return Err(PyIndexError::new_err(format!(
+            "too many indices for tensor of dimension {nd}"
+        )));
+    }
+    let advanced = items.iter().filter(|i| i.advanced()).count();
+    if advanced > 1 {
+        return Err(PyRuntimeError::new_err(
+            "rustgrad does not support combining several bool or tensor indices (advanced indexing) yet",
+        ));
+    }
+    let mut out = var.clone();
+    // `dim` is the dim of `out` the next item applies to; `source_dim` the dim of `var`
+    // (for messages: selecting removes dims from `out`).
+    let mut dim: i64 = 0;
+    let mut source_dim: usize = 0;
+    let mut seen_ellipsis = false;
+    let bounded = |out: &Variable, dim: i64, i: i64, source_dim: usize| -> PyResult<i64> {
+        let size = out.shape()[dim as usize] as i64;
+        if i >= size || i < -size {
             return Err(PyIndexError::new_err(format!(
-                "only integers, slices (`:`), ellipsis (`...`) and None are valid indices (got {})",
-                item.get_type().name()?
+                "index {i} is out of bounds for dimension {source_dim} with size {size}"
             )));
+        }
+        Ok(if i < 0 { i + size } else { i })
+    };
+    for item in &items {
+        match *item {
+            IndexItem::NewAxis => {
+                out = out.unsqueeze(dim).py()?;
+                dim += 1;
+            }
+            IndexItem::Mask(keep) => {
+                out = out.unsqueeze(dim).py()?;
+                out = out.slice(dim, Some(0), Some(keep as i64), 1).py()?;
+                dim += 1;
+            }
+            IndexItem::Ellipsis => {
+                if seen_ellipsis {
+                    return Err(PyIndexError::new_err(
+                        "an index can only have a single ellipsis ('...')",
+                    ));
+                }
+                seen_ellipsis = true;
+                dim += (nd - used) as i64;
+                source_dim += nd - used;
+            }
+            IndexItem::Slice(start, stop, step) => {
+                out = out.slice(dim, start, stop, step).py()?;
+                dim += 1;
+                source_dim += 1;
+            }
+            IndexItem::Int(i) => {
+                let i = bounded(&out, dim, i, source_dim)?;
+                out = out.select(dim, i).py()?;
+                source_dim += 1;
+            }
+            IndexItem::Tensor1(i) => {
+                let i = bounded(&out, dim, i, source_dim)?;
+                out = out.slice(dim, Some(i), Some(i + 1), 1).py()?;
+                dim += 1;
+                source_dim += 1;
+            }
         }
     }
     if out.same(var) {
         // `x[...]` / `x[()]` is a new view of the whole tensor, never `x` itself.
         out = var.alias();
     }
-    Ok(out)
+    Ok((out, advanced > 0))
 }
 
 fn opt_index(obj: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {

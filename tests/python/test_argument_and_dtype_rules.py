@@ -1,0 +1,146 @@
+"""PyTorch's argument and dtype rules for the binding's shared helpers: exact Python
+ints (Note [Exact scalars]), bool and tensor indices, empty dim lists, dim wrapping,
+integer pow/clamp/alpha, NaN propagation, int(), numpy conversion. Expected values
+are PyTorch 2.x's documented results or exact arithmetic."""
+
+import math
+
+import numpy as np
+import rustgrad as torch
+
+BIG = 2**53 + 1  # the first int64 that float64 cannot hold
+
+
+def test_python_ints_stay_exact_end_to_end():
+    assert torch.full((1,), BIG).item() == BIG
+    assert torch.zeros(1, dtype=torch.int64).fill_(BIG).item() == BIG
+    assert (torch.tensor([2**53]) + 1).item() == BIG
+    assert torch.tensor([BIG]).tolist() == [BIG]
+    assert (torch.tensor([BIG]) == BIG).item() is True
+    assert (torch.tensor([BIG]) == 2**53).item() is False
+    assert torch.arange(2**53, 2**53 + 3).tolist() == [2**53, BIG, 2**53 + 2]
+    assert torch.tensor([BIG]).clamp(min=BIG).item() == BIG
+    assert torch.tensor([1]).add(2**53, alpha=2).item() == 2**54 + 1
+    assert torch.tensor([1]).add(1, alpha=BIG).item() == 2**53 + 2
+    assert torch.tensor([BIG, 0.5], dtype=torch.int64).tolist() == [BIG, 0]
+
+
+def test_empty_dim_tuple_reduces_everything():
+    x = torch.arange(6.0).view(2, 3)
+    assert x.sum(()).shape == () and x.sum(()).item() == 15.0
+    assert x.mean(()).item() == 2.5
+    assert x.sum([], keepdim=True).shape == (1, 1)
+    xg = torch.ones(2, 3, requires_grad=True)
+    xg.sum(()).backward()
+    assert xg.grad.tolist() == [[1.0] * 3] * 2
+
+
+def test_bool_indices_are_masks_over_a_new_dim():
+    x = torch.arange(6.0).view(2, 3)
+    assert x[True].shape == (1, 2, 3)
+    assert x[False].shape == (0, 2, 3)
+    assert x[torch.tensor(True)].shape == (1, 2, 3)
+    assert x[True, 0].tolist() == [[0.0, 1.0, 2.0]]
+    assert x[..., True].shape == (2, 3, 1)
+    assert x[None, True].shape == (1, 1, 2, 3)
+    # Advanced indexing copies.
+    y = x[True]
+    y.add_(1)
+    assert x[0, 0].item() == 0.0
+
+
+def test_integer_tensor_indices():
+    x = torch.arange(6.0).view(2, 3)
+    assert x[torch.tensor([1])].tolist() == [[3.0, 4.0, 5.0]]
+    assert x[torch.tensor(1)].shape == (3,)
+    assert x[torch.tensor(1), 0].item() == 3.0
+    assert x[0, torch.tensor([1])].tolist() == [1.0]
+    assert x[torch.tensor([-1])].tolist() == [[3.0, 4.0, 5.0]]
+    x[torch.tensor([0])] = 7.0  # assignment writes through
+    assert x[0].tolist() == [7.0, 7.0, 7.0]
+
+
+def test_dims_wrap_through_one_helper():
+    s = torch.tensor(1.0)
+    assert s.transpose(0, 0).shape == ()
+    assert s.squeeze(0).shape == () and s.sum(0).item() == 1.0
+    assert s.flatten().shape == (1,) and s.flatten(0, 0).shape == (1,)
+    x3 = torch.zeros(2, 3, 4)
+    assert x3.flatten(-2).shape == (2, 12)
+    assert x3.flatten(0, 1).shape == (6, 4)
+    assert x3.size(-1) == 4 and x3.stride(0) == 12
+
+
+def test_integer_pow_follows_pytorch_dtypes():
+    assert (torch.tensor([-1]) ** 2**32).tolist() == [1]
+    assert (torch.tensor([-1]) ** (2**32 + 1)).tolist() == [-1]
+    assert (torch.tensor([3]) ** 3).dtype == torch.int64
+    r = torch.tensor([2]) ** 2.0
+    assert r.dtype == torch.float32 and r.tolist() == [4.0]
+    assert (torch.tensor([2]) ** 1e20).tolist() == [math.inf]
+    assert (torch.tensor([2]) ** -1.0).tolist() == [0.5]
+    assert (torch.tensor([True]) ** 2).dtype == torch.int64
+    assert (torch.tensor([True]) ** True).dtype == torch.bool
+    # Tensor exponents use integer division semantics, as in PyTorch.
+    assert (torch.tensor([2, 1, -1]) ** torch.tensor([-1])).tolist() == [0, 1, -1]
+
+
+def test_integer_clamp_with_float_bounds_promotes():
+    r = torch.tensor([1, 5]).clamp(min=2.5)
+    assert r.dtype == torch.float32 and r.tolist() == [2.5, 5.0]
+    assert torch.tensor([1, 5]).clamp(2, 3).tolist() == [2, 3]
+    assert torch.tensor([1, 5]).clamp(2, 3).dtype == torch.int64
+
+
+def test_nan_propagates_through_relu_and_clamp():
+    nan = float("nan")
+    assert math.isnan(torch.tensor([nan, -1.0]).relu()[0].item())
+    assert torch.tensor([nan, -1.0]).relu()[1].item() == 0.0
+    assert math.isnan(torch.tensor([1.0]).clamp(min=nan).item())
+    assert math.isnan(torch.tensor([1.0]).clamp(max=nan).item())
+    assert math.isnan(torch.tensor([nan]).clamp(min=0.0).item())
+    t = torch.tensor([nan])
+    t.relu_()
+    assert math.isnan(t.item())
+
+
+def test_int_of_a_float_tensor_is_exact():
+    assert int(torch.tensor(1e30, dtype=torch.float64)) == int(1e30)
+    assert int(torch.tensor(1e30)) == 1000000015047466219876688855040
+    assert int(torch.tensor(-2.7)) == -2
+    assert int(torch.tensor(BIG)) == BIG
+
+
+def test_alpha_and_bool_unary_ops():
+    assert torch.tensor([1]).add(torch.tensor([2]), alpha=2).tolist() == [5]
+    assert torch.tensor([1]).add(torch.tensor([2.0]), alpha=2.5).tolist() == [6.0]
+    b = torch.tensor([True]).add(torch.tensor([True]), alpha=2)
+    assert b.dtype == torch.bool
+    s = torch.tensor([True, False]).sign()
+    assert s.dtype == torch.bool and s.tolist() == [True, False]
+
+
+def test_numpy_conversion_protocol():
+    t = torch.tensor([1.0, 2.0])
+    a = np.asarray(t)
+    assert a.dtype == np.float32 and a.tolist() == [1.0, 2.0]
+    assert np.asarray(t, dtype=np.float64).dtype == np.float64
+    assert np.array(t, copy=True).tolist() == [1.0, 2.0]
+    r = np.float64(1) + t
+    assert isinstance(r, torch.Tensor) and r.tolist() == [2.0, 3.0]
+
+
+def test_eq_operator_with_unsupported_type_follows_python():
+    x = torch.zeros(2)
+    assert (x == "a") is False
+    assert (x != "a") is True
+
+
+def test_tensor_data_up_to_128_dims_and_cpu_devices():
+    d = 1
+    for _ in range(128):
+        d = [d]
+    assert torch.tensor(d).dim() == 128
+    assert torch.tensor(range(5)).tolist() == [0, 1, 2, 3, 4]
+    assert torch.zeros(2, device="cpu:0").tolist() == [0.0, 0.0]
+    assert torch.ones(1).to("cpu").tolist() == [1.0]
