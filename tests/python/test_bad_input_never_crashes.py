@@ -21,7 +21,11 @@ OOM = "DefaultCPUAllocator: can't allocate memory"
 
 # name -> (bad input, exception type PyTorch raises, key phrase of its message).
 CASES = {
-    "zeros_overflowing_numel": (lambda: torch.zeros(2**40, 2**40), RT, OOM),
+    "zeros_overflowing_numel": (
+        lambda: torch.zeros(2**40, 2**40),
+        RT,
+        "Storage size calculation overflowed",
+    ),
     "ones_too_large": (lambda: torch.ones(10**12), RT, OOM),
     "rand_too_large": (lambda: torch.rand(10**12), RT, OOM),
     "randn_too_large": (lambda: torch.randn(10**12), RT, OOM),

@@ -909,7 +909,8 @@ impl Tensor {
                 ));
             }
             let ints = self.to_dtype(DType::I64)?;
-            let v = ints.read(|s: &[i64]| elementwise::map1(s, &ints.layout, |x| Num::pow(x, e)))?;
+            let v =
+                ints.read(|s: &[i64]| elementwise::map1(s, &ints.layout, |x| Num::pow(x, e)))?;
             return Tensor::from_buffer(Buffer::I64(v), ints.shape()).to_dtype(dtype);
         }
         let src = self.to_dtype(dtype)?;
