@@ -43,7 +43,7 @@ pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
         DType::F64 => Buffer::F64((0..n).map(|_| rng.random::<f64>()).collect()),
         _ => Buffer::F32((0..n).map(|_| rng.random::<f32>()).collect()),
     });
-    Ok(Tensor::from_buffer(buffer, shape).to_dtype(dtype)?)
+    Tensor::from_buffer(buffer, shape).to_dtype(dtype)
 }
 
 /// Standard normal samples (Box-Muller on the default generator); an integer or bool
@@ -65,5 +65,5 @@ pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
         out.truncate(n);
         out
     });
-    Ok(Tensor::from_buffer(Buffer::F64(values), shape).to_dtype(dtype)?)
+    Tensor::from_buffer(Buffer::F64(values), shape).to_dtype(dtype)
 }
