@@ -1,0 +1,103 @@
+//! The 32-bit Mersenne Twister with PyTorch's bookkeeping (`left`, `next`), so that
+//! its state can be written in PyTorch's `get_rng_state` layout. See Note [Random
+//! numbers].
+//!
+//! Written here rather than taken from the `rand_mt` crate: `rand_mt` seeds the same
+//! way and yields the same stream, but does not expose its state vector or its
+//! position, which `get_state`/`set_state` need to read and write.
+
+/// Number of 32-bit words of state.
+pub const STATE_N: usize = 624;
+const STATE_M: usize = 397;
+const MATRIX_A: u32 = 0x9908_b0df;
+const UPPER_MASK: u32 = 0x8000_0000;
+const LOWER_MASK: u32 = 0x7fff_ffff;
+
+/// mt19937 state: the seed it was made from, the state words, and where the next
+/// output comes from (`left` counts down to the next regeneration, `next` indexes
+/// `state`), as PyTorch's `mt19937_data_pod` keeps them.
+#[derive(Clone, Debug)]
+pub struct Mt19937 {
+    pub(crate) seed: u64,
+    pub(crate) left: u32,
+    pub(crate) next: u32,
+    pub(crate) state: [u32; STATE_N],
+}
+
+impl Mt19937 {
+    /// Seeds with the low 32 bits of `seed` (`init_genrand`); the full 64-bit seed is
+    /// kept for `initial_seed`, as PyTorch does.
+    pub fn new(seed: u64) -> Mt19937 {
+        let mut state = [0u32; STATE_N];
+        state[0] = seed as u32;
+        for j in 1..STATE_N {
+            let prev = state[j - 1];
+            state[j] = 1_812_433_253u32
+                .wrapping_mul(prev ^ (prev >> 30))
+                .wrapping_add(j as u32);
+        }
+        Mt19937 {
+            seed,
+            left: 1,
+            next: 0,
+            state,
+        }
+    }
+
+    /// Whether a state read from outside can be used (PyTorch's `is_valid`).
+    pub(crate) fn is_valid(&self) -> bool {
+        self.left > 0 && self.left as usize <= STATE_N && self.next as usize <= STATE_N
+    }
+
+    /// The next 32-bit output.
+    pub fn next_u32(&mut self) -> u32 {
+        self.left -= 1;
+        if self.left == 0 {
+            self.regenerate();
+        }
+        let mut y = self.state[self.next as usize];
+        self.next += 1;
+        y ^= y >> 11;
+        y ^= (y << 7) & 0x9d2c_5680;
+        y ^= (y << 15) & 0xefc6_0000;
+        y ^ (y >> 18)
+    }
+
+    fn regenerate(&mut self) {
+        let twist = |u: u32, v: u32| {
+            let mixed = (u & UPPER_MASK) | (v & LOWER_MASK);
+            (mixed >> 1) ^ if v & 1 == 1 { MATRIX_A } else { 0 }
+        };
+        let s = &mut self.state;
+        for j in 0..STATE_N {
+            let following = s[(j + 1) % STATE_N];
+            s[j] = s[(j + STATE_M) % STATE_N] ^ twist(s[j], following);
+        }
+        self.left = STATE_N as u32;
+        self.next = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_outputs() {
+        // The reference implementation's well-known first outputs for seed 5489, and
+        // the 10000th output that the C++ standard requires of std::mt19937.
+        let mut mt = Mt19937::new(5489);
+        assert_eq!(mt.next_u32(), 3_499_211_612);
+        assert_eq!(mt.next_u32(), 581_869_302);
+        let mut mt = Mt19937::new(5489);
+        let tenth_thousand = (0..10_000).map(|_| mt.next_u32()).last();
+        assert_eq!(tenth_thousand, Some(4_123_659_995));
+    }
+
+    #[test]
+    fn only_the_low_32_bits_seed_the_state() {
+        let (mut a, mut b) = (Mt19937::new(7), Mt19937::new(7 + (1 << 32)));
+        assert_eq!(a.next_u32(), b.next_u32());
+        assert_ne!(a.seed, b.seed);
+    }
+}
