@@ -22,6 +22,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable
 
+import generate_random  # the sibling script (this directory is on sys.path)
 import numpy as np
 import torch
 
@@ -641,6 +642,7 @@ def main() -> None:
         total += len(text)
         print(f"{path.name}: {len(cases)} cases, {len(text)} bytes")
     print(f"total: {len(names)} cases, {total} bytes")
+    generate_random.main()  # random.json: PyTorch's random streams
 
 
 if __name__ == "__main__":
