@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 from . import (
+    _random,  # noqa: F401  (adds Tensor.uniform_ and Tensor.normal_)
     _tensor_methods,  # noqa: F401  (adds Python-level Tensor methods)
     autograd,
     nn,
@@ -53,21 +54,29 @@ from ._functional import (
     zeros_like,
 )
 from ._rustgrad import (
+    Generator,
     Tensor,
     arange,
     bool,
+    default_generator,
     dtype,
     float32,
     float64,
     from_numpy,
     full,
     get_num_threads,
+    get_rng_state,
+    initial_seed,
     int64,
     manual_seed,
     ones,
     rand,
+    randint,
     randn,
+    randperm,
+    seed,
     set_num_threads,
+    set_rng_state,
     tensor,
     zeros,
 )
@@ -81,6 +90,7 @@ long = int64
 __version__ = "0.1.0"
 
 __all__ = [
+    "Generator",
     "Size",
     "Tensor",
     "abs",
@@ -89,6 +99,7 @@ __all__ = [
     "autograd",
     "bool",
     "clamp",
+    "default_generator",
     "div",
     "double",
     "dtype",
@@ -102,7 +113,9 @@ __all__ = [
     "full",
     "ge",
     "get_num_threads",
+    "get_rng_state",
     "gt",
+    "initial_seed",
     "int64",
     "is_grad_enabled",
     "le",
@@ -122,10 +135,14 @@ __all__ = [
     "ones_like",
     "pow",
     "rand",
+    "randint",
     "randn",
+    "randperm",
     "relu",
+    "seed",
     "set_grad_enabled",
     "set_num_threads",
+    "set_rng_state",
     "sigmoid",
     "sqrt",
     "sub",

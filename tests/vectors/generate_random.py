@@ -119,18 +119,44 @@ def cases() -> list[dict[str, Any]]:
         )
         for n in (7, 1000):
             args = [-3.7, 2.2]
-            out.append(case(f"uniform_{dt}_{n}", 4, [{"op": "uniform_", "shape": [n], "dtype": dt, "args": args}]))
+            out.append(
+                case(
+                    f"uniform_{dt}_{n}",
+                    4,
+                    [{"op": "uniform_", "shape": [n], "dtype": dt, "args": args}],
+                )
+            )
             args = [2.5, 0.3]
-            out.append(case(f"normal_{dt}_{n}", 5, [{"op": "normal_", "shape": [n], "dtype": dt, "args": args}]))
+            out.append(
+                case(
+                    f"normal_{dt}_{n}",
+                    5,
+                    [{"op": "normal_", "shape": [n], "dtype": dt, "args": args}],
+                )
+            )
         for op, args in (("uniform_", [0.0, 1.0]), ("normal_", [-1.5, 2.7])):
             call = {"op": op, "shape": [5, 8], "dtype": dt, "args": args, "transposed": True}
             out.append(case(f"{op}{dt}_transposed", 6, [call]))
         out.append(
-            case(f"randint_{dt}", 7, [{"op": "randint", "low": -5, "high": 10, "shape": [20], "dtype": dt}])
+            case(
+                f"randint_{dt}",
+                7,
+                [{"op": "randint", "low": -5, "high": 10, "shape": [20], "dtype": dt}],
+            )
         )
-    out.append(case("randint_int64", 8, [{"op": "randint", "low": 0, "high": 10, "shape": [3, 7], "dtype": "int64"}]))
     out.append(
-        case("randint_wide", 9, [{"op": "randint", "low": 0, "high": 2**40, "shape": [6], "dtype": "int64"}])
+        case(
+            "randint_int64",
+            8,
+            [{"op": "randint", "low": 0, "high": 10, "shape": [3, 7], "dtype": "int64"}],
+        )
+    )
+    out.append(
+        case(
+            "randint_wide",
+            9,
+            [{"op": "randint", "low": 0, "high": 2**40, "shape": [6], "dtype": "int64"}],
+        )
     )
     out.append(
         case(
@@ -158,7 +184,9 @@ def cases() -> list[dict[str, Any]]:
         )
     )
     # get_state after an odd-sized scalar randn: the cached double sample is valid.
-    out.append(case("state_layout", 12, [{"op": "randn", "shape": [3], "dtype": "float64"}], state=True))
+    out.append(
+        case("state_layout", 12, [{"op": "randn", "shape": [3], "dtype": "float64"}], state=True)
+    )
     return out
 
 

@@ -6,6 +6,7 @@ mod dtype;
 mod errors;
 mod identity;
 mod node;
+mod random;
 mod tensor;
 
 use crate::convert::{extract_sizes, tensor_from_data};
@@ -17,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use rustgrad::{DType, Tensor, Variable};
 
-fn leaf(tensor: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+pub(crate) fn leaf(tensor: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
     let var = Variable::new(tensor, requires_grad).py()?;
     Python::attach(|py| tensor::new_leaf(py, var))
 }
@@ -29,7 +30,7 @@ fn shape_of(size: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
 }
 
 /// A shape for a new tensor of `dtype`, checked to be allocatable.
-fn alloc_shape(size: &Bound<'_, PyTuple>, dtype: DType) -> PyResult<Vec<usize>> {
+pub(crate) fn alloc_shape(size: &Bound<'_, PyTuple>, dtype: DType) -> PyResult<Vec<usize>> {
     let shape = shape_of(size)?;
     rustgrad::shape::checked_storage_bytes(&shape, dtype.size_in_bytes()).py()?;
     rustgrad::tensor::check_allocation(shape.iter().product(), dtype).py()?;
@@ -157,34 +158,48 @@ fn arange(
     )
 }
 
-/// `rand(*size)`: uniform samples in [0, 1) from the default generator.
+/// `rand(*size, generator=None)`: uniform samples in [0, 1), PyTorch's numbers.
 #[pyfunction]
-#[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
+#[pyo3(signature = (*size, generator = None, dtype = None, device = None, requires_grad = false))]
 fn rand(
+    py: Python<'_>,
     size: &Bound<'_, PyTuple>,
+    generator: Option<&Bound<'_, random::PyGenerator>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    sized_leaf(size, dtype, requires_grad, device, rustgrad::random::rand)
+    convert::check_device(device)?;
+    random::sample_leaf(
+        py,
+        size,
+        generator,
+        dtype,
+        requires_grad,
+        random::Sampler::Uniform,
+    )
 }
 
-/// `randn(*size)`: standard normal samples from the default generator.
+/// `randn(*size, generator=None)`: standard normal samples, PyTorch's numbers.
 #[pyfunction]
-#[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
+#[pyo3(signature = (*size, generator = None, dtype = None, device = None, requires_grad = false))]
 fn randn(
+    py: Python<'_>,
     size: &Bound<'_, PyTuple>,
+    generator: Option<&Bound<'_, random::PyGenerator>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    sized_leaf(size, dtype, requires_grad, device, rustgrad::random::randn)
-}
-
-/// Seeds the default random generator.
-#[pyfunction]
-fn manual_seed(seed: u64) {
-    rustgrad::manual_seed(seed);
+    convert::check_device(device)?;
+    random::sample_leaf(
+        py,
+        size,
+        generator,
+        dtype,
+        requires_grad,
+        random::Sampler::Normal,
+    )
 }
 
 /// A tensor holding a copy of a numpy array's values.
@@ -296,7 +311,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(rand, m)?)?;
     m.add_function(wrap_pyfunction!(randn, m)?)?;
-    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    random::register(m)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_make_variable, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
