@@ -104,6 +104,13 @@ def test_nan_propagates_through_relu_and_clamp():
     assert math.isnan(t.item())
 
 
+def test_sign_of_nan_and_negative_zero_is_positive_zero():
+    # PyTorch computes sign as (0 < x) - (x < 0): NaN and -0.0 give +0.0.
+    s = torch.tensor([math.nan, -0.0, -2.0, 3.0], dtype=torch.float64).sign()
+    assert s.tolist() == [0.0, 0.0, -1.0, 1.0]
+    assert math.copysign(1.0, s[1].item()) == 1.0
+
+
 def test_int_of_a_float_tensor_is_exact():
     assert int(torch.tensor(1e30, dtype=torch.float64)) == int(1e30)
     assert int(torch.tensor(1e30)) == 1000000015047466219876688855040

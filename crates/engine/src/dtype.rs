@@ -248,13 +248,13 @@ macro_rules! impl_float {
             }
             #[inline(always)]
             fn sign(self) -> Self {
+                // PyTorch's `(0 < x) - (x < 0)`: NaN and -0.0 give +0.0.
                 if self > 0.0 {
                     1.0
                 } else if self < 0.0 {
                     -1.0
                 } else {
-                    // Keeps NaN as NaN and 0 as 0, like torch.sign.
-                    self
+                    0.0
                 }
             }
             #[inline(always)]
