@@ -73,8 +73,13 @@ impl Layout {
         shape::numel(&self.shape)
     }
 
-    /// Whether elements are laid out row-major without gaps (sizes-1 dims ignored).
+    /// Whether elements are laid out row-major without gaps (sizes-1 dims ignored). An
+    /// empty layout is contiguous whatever its strides, as PyTorch's
+    /// `compute_contiguous` says.
     pub fn is_contiguous(&self) -> bool {
+        if self.shape.contains(&0) {
+            return true;
+        }
         let mut expected = 1usize;
         for i in (0..self.shape.len()).rev() {
             if self.shape[i] != 1 {

@@ -627,6 +627,32 @@ impl Tensor {
         })
     }
 
+    /// A copy with PyTorch's `memory_format=torch.preserve_format`: a non-overlapping
+    /// and dense tensor keeps its strides (`x.t().clone()` is still transposed), any
+    /// other is copied contiguous. Dense elements fill the storage range
+    /// `offset..offset + numel` exactly once, so that range is copied as it is.
+    pub fn clone_preserving_strides(&self) -> Result<Tensor> {
+        if self.is_contiguous() || !self.layout.is_non_overlapping_and_dense() {
+            return self.deep_clone();
+        }
+        let (start, n) = (self.layout.offset(), self.numel());
+        self.layout.check_in_bounds(self.storage.read().len())?;
+        let buffer = dispatch!(self.dtype, T => {
+            let mut v: Vec<T> = Vec::new();
+            v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+                bytes: n.saturating_mul(std::mem::size_of::<T>()),
+            })?;
+            self.read(|s: &[T]| v.extend_from_slice(&s[start..start + n]));
+            T::into_buffer(v)
+        });
+        let layout = Layout::new(
+            self.shape().iter().copied().collect(),
+            self.strides().iter().copied().collect(),
+            0,
+        );
+        Ok(Tensor::from_buffer(buffer, self.shape()).with_layout(layout))
+    }
+
     /// The values converted to `dtype` (`self` when it already has it).
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype {
@@ -814,20 +840,71 @@ impl Tensor {
         Ok(self.with_layout(self.layout.select(d, i as usize)))
     }
 
-    /// The layout of `self` relative to the first element of `base`, when both view one
-    /// storage and `base` is contiguous: replaying it on a contiguous tensor of `base`'s
-    /// shape selects the elements `self` views.
+    /// The layout of `self` in the coordinates of a contiguous tensor of `base`'s shape:
+    /// replaying it on such a tensor selects the elements `self` views. `None` when
+    /// `self` does not view `base`'s storage, or `base` is neither contiguous nor dense,
+    /// or `self` reaches outside `base`'s elements. See Note [Views of dense bases].
     pub fn layout_within(&self, base: &Tensor) -> Option<Layout> {
-        if !self.shares_storage(base)
-            || !base.is_contiguous()
-            || self.layout.offset() < base.layout.offset()
-        {
+        if !self.shares_storage(base) || self.layout.offset() < base.layout.offset() {
+            return None;
+        }
+        let offset = self.layout.offset() - base.layout.offset();
+        if base.is_contiguous() {
+            return Some(Layout::new(
+                self.shape().into(),
+                self.strides().into(),
+                offset,
+            ));
+        }
+        if !base.layout.is_non_overlapping_and_dense() {
+            return None;
+        }
+        // The base's dims by increasing stride are the digits of a mixed-radix number:
+        // a storage position (relative to the base) is Σ digit_d · stride_d. Written in
+        // those digits, the view's offset and strides translate digit by digit into
+        // the contiguous base's strides, provided no digit ever carries.
+        let mut dims: SmallVec<[usize; 6]> =
+            (0..base.dim()).filter(|&d| base.shape()[d] > 1).collect();
+        dims.sort_unstable_by_key(|&d| base.strides()[d]);
+        let contiguous = crate::layout::contiguous_strides(base.shape());
+        let digits = |mut position: usize| -> Option<SmallVec<[usize; 6]>> {
+            let mut out: SmallVec<[usize; 6]> = SmallVec::new();
+            for &d in dims.iter().rev() {
+                let stride = base.strides()[d];
+                out.push(position / stride);
+                position %= stride;
+            }
+            out.reverse();
+            (position == 0).then_some(out)
+        };
+        let translate = |digits: &[usize]| -> usize {
+            dims.iter()
+                .zip(digits)
+                .map(|(&d, &k)| k * contiguous[d])
+                .sum()
+        };
+        let offset_digits = digits(offset)?;
+        let mut reach: SmallVec<[usize; 6]> = offset_digits.clone();
+        let mut strides: Dims = Dims::new();
+        for (&size, &stride) in self.shape().iter().zip(self.strides()) {
+            if size <= 1 {
+                // The stride of a size-1 dim is never followed.
+                strides.push(0);
+                continue;
+            }
+            let stride_digits = digits(stride)?;
+            for (r, k) in reach.iter_mut().zip(&stride_digits) {
+                *r = r.checked_add(k.checked_mul(size - 1)?)?;
+            }
+            strides.push(translate(&stride_digits));
+        }
+        if dims.iter().zip(&reach).any(|(&d, &r)| r >= base.shape()[d]) {
             return None;
         }
         Some(Layout::new(
             self.shape().into(),
-            self.strides().into(),
-            self.layout.offset() - base.layout.offset(),
+            strides,
+            translate(&offset_digits),
         ))
     }
 

@@ -1030,7 +1030,17 @@ impl Variable {
     /// A copy into new contiguous storage, differentiable.
     pub fn clone_data(&self) -> Result<Variable> {
         crate::tensor::check_allocation(self.numel(), self.dtype())?;
-        let result = self.tensor().deep_clone()?;
+        self.record_clone(self.tensor().deep_clone()?)
+    }
+
+    /// `clone()` as PyTorch's default `memory_format=torch.preserve_format`: a dense
+    /// tensor keeps its strides, any other is copied contiguous. Differentiable.
+    pub fn clone_preserving_strides(&self) -> Result<Variable> {
+        crate::tensor::check_allocation(self.numel(), self.dtype())?;
+        self.record_clone(self.tensor().clone_preserving_strides()?)
+    }
+
+    fn record_clone(&self, result: Tensor) -> Result<Variable> {
         Ok(Variable::record(result, &[self], |_, _| {
             (OpKind::Clone, smallvec![])
         }))

@@ -695,9 +695,10 @@ impl PyTensor {
             .into_any())
     }
 
-    /// A copy with its own storage (differentiable).
+    /// `clone()`: a copy with its own storage (differentiable). As PyTorch's default
+    /// `memory_format=torch.preserve_format`, a dense tensor keeps its strides.
     fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.clone_data().py()?)
+        new_tensor(py, self.var.clone_preserving_strides().py()?)
     }
 
     fn __repr__(&self) -> String {
