@@ -111,6 +111,13 @@ def test_sign_of_nan_and_negative_zero_is_positive_zero():
     assert math.copysign(1.0, s[1].item()) == 1.0
 
 
+def test_float_to_int64_casts_follow_pytorch_on_x86():
+    # NaN and out-of-range values become INT64_MIN (cvttsd2si), not saturated values.
+    t = torch.tensor([math.nan, 1e30, -1e30, -2.7, 2.7], dtype=torch.float64).long()
+    assert t.tolist() == [-(2**63), -(2**63), -(2**63), -2, 2]
+    assert torch.tensor([math.inf]).to(torch.int64).tolist() == [-(2**63)]
+
+
 def test_int_of_a_float_tensor_is_exact():
     assert int(torch.tensor(1e30, dtype=torch.float64)) == int(1e30)
     assert int(torch.tensor(1e30)) == 1000000015047466219876688855040

@@ -155,6 +155,19 @@ def test_clamp_gradient_at_bounds_matches_pytorch():
         assert x.grad.tolist() == [float(v) for v in expected]
 
 
+def test_relu_gradient_passes_through_nan():
+    # PyTorch's threshold_backward zeroes the gradient only where relu(x) <= 0, so a NaN
+    # element (relu(nan) = nan) passes it through, and x = 0 blocks it.
+    x = torch.tensor([math.nan, -1.0, 0.0, 2.0], requires_grad=True)
+    x.relu().backward(torch.ones(4))
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]
+    y = x * 1
+    y.relu_()
+    x.grad = None
+    y.backward(torch.ones(4))
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
 # ----- integer and bool tensors have no history ---------------------------------------
 
 

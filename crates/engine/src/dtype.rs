@@ -224,9 +224,23 @@ macro_rules! impl_element {
     };
 }
 
-impl_element!(f32, F32, F32, |v| to_f64: v as f64, from_f64: v as f32, to_i64: v as i64, from_i64: v as f32, to_bool: v != 0.0, from_bool: if v { 1.0 } else { 0.0 });
-impl_element!(f64, F64, F64, |v| to_f64: v, from_f64: v, to_i64: v as i64, from_i64: v as f64, to_bool: v != 0.0, from_bool: if v { 1.0 } else { 0.0 });
-impl_element!(i64, I64, I64, |v| to_f64: v as f64, from_f64: v as i64, to_i64: v, from_i64: v, to_bool: v != 0, from_bool: v as i64);
+/// A float truncated toward zero to int64 as PyTorch's CPU casts do on x86 (the
+/// `cvttsd2si` instruction): NaN and values outside the int64 range give `i64::MIN`,
+/// where Rust's `as` would saturate (`tensor([nan, 1e30]).long()` is
+/// `[-9223372036854775808, -9223372036854775808]` in PyTorch).
+#[inline(always)]
+fn float_to_i64(v: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if (-LIMIT..LIMIT).contains(&v) {
+        v as i64
+    } else {
+        i64::MIN
+    }
+}
+
+impl_element!(f32, F32, F32, |v| to_f64: v as f64, from_f64: v as f32, to_i64: float_to_i64(v as f64), from_i64: v as f32, to_bool: v != 0.0, from_bool: if v { 1.0 } else { 0.0 });
+impl_element!(f64, F64, F64, |v| to_f64: v, from_f64: v, to_i64: float_to_i64(v), from_i64: v as f64, to_bool: v != 0.0, from_bool: if v { 1.0 } else { 0.0 });
+impl_element!(i64, I64, I64, |v| to_f64: v as f64, from_f64: float_to_i64(v), to_i64: v, from_i64: v, to_bool: v != 0, from_bool: v as i64);
 impl_element!(bool, Bool, Bool, |v| to_f64: if v { 1.0 } else { 0.0 }, from_f64: v != 0.0, to_i64: v as i64, from_i64: v != 0, to_bool: v, from_bool: v);
 
 macro_rules! impl_float {

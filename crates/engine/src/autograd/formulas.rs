@@ -339,11 +339,13 @@ pub(crate) fn apply(
             smallvec![Some(g.mul(&y.mul(&y.rsub_scalar(1.0)?)?)?)]
         }
         OpKind::Relu => {
+            // PyTorch's threshold_backward: 0 where `y <= 0`, so a NaN output (from a
+            // NaN input) passes the gradient through.
             let y = saved_at(saved, 0)?;
-            let mask = y
+            let blocked = y
                 .tensor()
-                .compare(&Tensor::scalar(0.0, y.dtype()), CmpOp::Gt)?;
-            smallvec![Some(Variable::where_cond(&mask, g, &zero_like(g))?)]
+                .compare(&Tensor::scalar(0.0, y.dtype()), CmpOp::Le)?;
+            smallvec![Some(Variable::where_cond(&blocked, &zero_like(g), g)?)]
         }
         OpKind::Abs => smallvec![Some(g.mul(&saved_at(saved, 0)?.sign()?)?)],
         OpKind::Sign => smallvec![Some(zeros_like(g))],
