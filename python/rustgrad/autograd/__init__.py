@@ -1,4 +1,4 @@
-"""``rustgrad.autograd``: Variable, grad mode and ``backward``."""
+"""``rustgrad.autograd``: Variable, grad mode, ``backward``, ``gradcheck``."""
 
 from __future__ import annotations
 
@@ -8,12 +8,17 @@ from .. import _rustgrad
 from .._rustgrad import Tensor
 from . import graph
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+# As in PyTorch, the functions shadow the submodule's name here; the module (with
+# GradcheckError) stays importable as ``rustgrad.autograd.gradcheck``.
+from .gradcheck import gradcheck, gradgradcheck
 from .variable import Variable
 
 __all__ = [
     "Variable",
     "backward",
     "enable_grad",
+    "gradcheck",
+    "gradgradcheck",
     "graph",
     "is_grad_enabled",
     "no_grad",
