@@ -8,6 +8,7 @@ from .. import _rustgrad
 from .._rustgrad import Tensor
 from . import graph
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+
 # As in PyTorch, the functions shadow the submodule's name here; the module (with
 # GradcheckError) stays importable as ``rustgrad.autograd.gradcheck``.
 from .gradcheck import gradcheck, gradgradcheck

@@ -192,9 +192,7 @@ def _numerical_jacobians(
     return jacobians
 
 
-def _float_outputs(
-    func_out: Any, float_outputs: list[int]
-) -> list[tuple[Tensor, np.ndarray]]:
+def _float_outputs(func_out: Any, float_outputs: list[int]) -> list[tuple[Tensor, np.ndarray]]:
     outs = _as_tuple(func_out)
     return [(outs[o], _flat(outs[o]).copy()) for o in float_outputs]
 
@@ -332,7 +330,8 @@ def _test_undefined_backward_mode(
             grads = _backward_and_read(leaves, outputs, _zero_grads(outputs))
         except RuntimeError as e:
             raise GradcheckError(
-                f"Expected backward function to handle undefined output grads. {_UNDEFINED_GRAD_NOTE}"
+                "Expected backward function to handle undefined output grads. "
+                + _UNDEFINED_GRAD_NOTE
             ) from e
         for grad in grads:
             if grad is not None and np.count_nonzero(_flat(grad)) > 0:
