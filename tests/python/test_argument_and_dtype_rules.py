@@ -6,6 +6,7 @@ are PyTorch 2.x's documented results or exact arithmetic."""
 import math
 
 import numpy as np
+import pytest
 import rustgrad as torch
 
 BIG = 2**53 + 1  # the first int64 that float64 cannot hold
@@ -132,6 +133,24 @@ def test_alpha_and_bool_unary_ops():
     assert b.dtype == torch.bool
     s = torch.tensor([True, False]).sign()
     assert s.dtype == torch.bool and s.tolist() == [True, False]
+
+
+def test_a_python_bool_operand_is_a_bool_wrapped_number():
+    # Bool is the lowest category: it never changes the result type ...
+    assert (torch.tensor([1, 2]) + True).dtype == torch.int64
+    assert (torch.tensor([1.5], dtype=torch.float64) * True).dtype == torch.float64
+    assert (torch.tensor(2) * False).dtype == torch.int64
+    assert (torch.tensor([True]) + False).dtype == torch.bool
+    assert (torch.tensor([1, 2]) / True).dtype == torch.float32
+    assert (torch.tensor([1, 2]) == True).tolist() == [True, False]  # noqa: E712
+    t = torch.tensor([1.0, 2.0])
+    t += True
+    assert t.tolist() == [2.0, 3.0]
+    # ... but subtraction refuses it as it refuses a bool tensor.
+    for sub in (lambda: t - True, lambda: True - t, lambda: t.sub(True), lambda: t.sub_(True)):
+        with pytest.raises(NotImplementedError, match="with a bool tensor is not supported"):
+            sub()
+    assert t.tolist() == [2.0, 3.0]
 
 
 def test_numpy_conversion_protocol():

@@ -186,6 +186,25 @@ CASES = {
         NIE,
         "Subtraction, the `-` operator, with two bool tensors is not supported.",
     ),
+    # A Python bool is a bool operand too (found by the fuzzer).
+    "subtract_bool_scalar": (lambda: x - True, NIE, "Subtraction, the `-` operator, with a bool"),
+    "rsubtract_bool_scalar": (lambda: False - x, NIE, "Subtraction, the `-` operator, with a bool"),
+    "sub_bool_scalar": (lambda: x.sub(True), NIE, "Subtraction, the `-` operator, with a bool"),
+    "sub__bool_scalar": (
+        lambda: x.clone().sub_(False),
+        NIE,
+        "Subtraction, the `-` operator, with a bool",
+    ),
+    "subtract_int_bool_scalar": (
+        lambda: torch.tensor([1]) - True,
+        NIE,
+        "Subtraction, the `-` operator, with a bool",
+    ),
+    "subtract_bool_bool_scalar": (
+        lambda: torch.tensor([True]) - True,
+        NIE,
+        "Subtraction, the `-` operator, with two bool tensors is not supported.",
+    ),
     "abs_bool": (lambda: torch.tensor([True]).abs(), NIE, "\"abs_cpu\" not implemented for 'Bool'"),
     "relu_bool": (
         lambda: torch.tensor([True]).relu(),

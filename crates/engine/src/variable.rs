@@ -600,8 +600,14 @@ impl Variable {
     /// A 0-d constant for a Python-style scalar operand, with PyTorch's "wrapped
     /// number" promotion: a scalar never widens a tensor of its own kind, so
     /// `float32_tensor * 2.5` stays float32 and `int_tensor * 2.5` becomes float32.
+    /// A bool stays a bool 0-d tensor, as PyTorch's wrapped number does: bool is the
+    /// lowest category, so it never changes the result type, and ops that refuse bool
+    /// operands (subtraction) still see one.
     pub fn wrap_scalar(&self, value: Scalar) -> Variable {
-        let dtype = value.result_type_with(self.dtype());
+        let dtype = match value {
+            Scalar::Bool(_) => DType::Bool,
+            _ => value.result_type_with(self.dtype()),
+        };
         Variable::from_tensor(Tensor::from_scalar(value, dtype))
     }
 

@@ -81,3 +81,21 @@ fn random_factories_refuse_integer_dtypes() {
         matches!(random::randn(&[0], DType::Bool), Err(Error::NoKernel(m)) if m.contains("normal_kernel_cpu"))
     );
 }
+
+#[test]
+fn a_wrapped_bool_is_a_bool_operand() {
+    // PyTorch wraps a Python bool as a bool tensor: it never changes the result type,
+    // and subtraction refuses it as it refuses a bool tensor.
+    let x = Variable::from_tensor(Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap());
+    let t = x.wrap_scalar(Scalar::Bool(true));
+    assert_eq!(t.dtype(), DType::Bool);
+    assert_eq!(x.add(&t).unwrap().dtype(), DType::F32);
+    assert_eq!(x.add(&t).unwrap().to_vec::<f32>(), vec![2.0, 3.0]);
+    for e in [x.sub(&t).unwrap_err(), x.rsub(&t).unwrap_err()] {
+        assert!(
+            e.to_string()
+                .contains("with a bool tensor is not supported"),
+            "{e}"
+        );
+    }
+}
