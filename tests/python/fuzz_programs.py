@@ -66,69 +66,20 @@ ORDINARY = (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError
 # else is checked strictly. Delete a gate once its fix is merged.
 
 KNOWN_DEFECTS = {
-    "partial_overlap": "overlapping in-place writes (a[1:] = a[:-1]) are computed "
-    "instead of raising PyTorch's 'unsupported operation: some elements of the input "
-    "tensor and the written-to tensor refer to a single memory location'",
-    "relu_nan": "relu(nan) returns 0 (PyTorch: nan)",
-    "clamp_nan_bound": "clamp(min=nan) / clamp(max=nan) does not give nan",
-    "int_beyond_2_53": "int64 values beyond 2**53 are rounded through float64",
-    "empty_view_offset": "indexing an empty tensor can put the view's offset past the "
-    "buffer (torch.zeros(3, 0)[2]) and panic",
-    "int_dst_grad_history": "int/bool tensors get autograd history via setitem/copy_ "
-    "from a tensor that requires grad",
-    "copyslices_saved_missing": "in-place op on a view of a tensor that does not "
-    "require grad, with an operand that requires grad: backward fails with 'saved "
-    "tensor 1 missing'",
-    "pow_zero_zero_grad": "pow gradient is NaN at 0**0",
-    # Found by this fuzzer (see the report of the branch that added it):
-    "bool_sub": "subtraction with a bool tensor (t - b, b.sub(1), t.sub_(b)) computes "
-    "instead of raising PyTorch's 'Subtraction, the `-` operator, with a bool tensor is "
-    "not supported'",
     "empty_not_contiguous": "is_contiguous() is False for some empty tensors "
     "(torch.zeros(0, 0), torch.zeros(2, 0, 3)), so contiguous() copies them",
-    "clamp_no_promotion": "clamp with a float bound on an int64 tensor keeps int64 and "
-    "truncates the bound (PyTorch: float32 result; clamp_ raises 'result type Float "
-    "can't be cast to the desired output type Long')",
-    "int_pow_integral_float": "int64 tensor ** 2.0 (a float exponent with an integral "
-    "value) stays int64 (PyTorch: float32)",
     "clone_contiguous": "clone() of a dense non-contiguous tensor (x.t().clone()) is "
     "contiguous; PyTorch's default memory_format=torch.preserve_format keeps the strides "
     "(visible in stride(), is_contiguous() and whether view() works)",
-    "bool_unary": "on bool tensors relu() and abs() return int64 (PyTorch raises), sign() "
-    "returns int64 (PyTorch: bool), clamp(min=0) raises (PyTorch: int64)",
 }
 
 
 def known_defect(kind: str, **facts: Any) -> str | None:
     """The name of the known open defect a step of ``kind`` would hit, or None."""
-    if kind in ("inplace", "copy") and facts.get("partial_overlap"):
-        return "partial_overlap"
-    if kind in ("relu", "relu_") and facts.get("has_nan"):
-        return "relu_nan"
-    if kind in ("clamp", "clamp_") and facts.get("nan_bound"):
-        return "clamp_nan_bound"
-    if kind in ("clamp", "clamp_") and facts.get("int_input_float_bound"):
-        return "clamp_no_promotion"
-    if facts.get("big_int"):
-        return "int_beyond_2_53"
-    if kind == "index" and facts.get("empty_source"):
-        return "empty_view_offset"
-    if kind in ("inplace", "copy") and facts.get("int_dst_grad_src"):
-        return "int_dst_grad_history"
-    if kind in ("inplace", "copy") and facts.get("grad_operand_into_nograd_view"):
-        return "copyslices_saved_missing"
-    if kind == "pow" and facts.get("int_base_integral_float_exponent"):
-        return "int_pow_integral_float"
-    if kind == "pow" and facts.get("zero_zero"):
-        return "pow_zero_zero_grad"
-    if kind in ("relu", "abs", "sign", "clamp") and facts.get("bool_input"):
-        return "bool_unary"
     if kind in ("contiguous", "is_contiguous") and facts.get("empty"):
         return "empty_not_contiguous"
     if kind == "clone" and facts.get("dense_non_contiguous"):
         return "clone_contiguous"
-    if kind == "sub" and facts.get("bool_operand"):
-        return "bool_sub"
     return None
 
 
@@ -640,9 +591,7 @@ class _ShapeSteps:
         elif kind == "full":
             fill = self.values(dtype, 1)[0]
             if dtype == "int64" and self.d(st.integers(0, 9)) == 0:
-                fill = 2**53 + 1
-                if known_defect("create", big_int=True):
-                    fill = 7
+                fill = 2**53 + 1  # exact in int64, not in float64
             code = f"{name} = torch.full({shape!r}, {_scalar_code(fill)}, dtype={tdt})"
             values = np.full(shape, fill, dtype=NP_DTYPE[dtype])
         else:
@@ -865,9 +814,6 @@ class _ShapeSteps:
         if isinstance(layout, str):
             return m.run(code, layout)
         shape, strides, offset = layout
-        if src.numel == 0 and offset != src.offset:
-            if known_defect("index", empty_source=True):
-                return None
         entry = self._view_entry(src, name, shape, strides, offset)
         m.run(code, None, lambda: m.add(entry))
 
@@ -938,6 +884,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
+    if x.dtype == np.bool_:
+        return x.copy()  # PyTorch: sign of a bool tensor is the tensor's values, as bool
     return np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)  # PyTorch: sign(nan) = 0
 
 
@@ -953,10 +901,6 @@ UNARY = {
     "sign": _sign,
 }
 TO_FLOAT = {"exp", "log", "sqrt", "tanh", "sigmoid"}
-
-
-def _int_with_float_bound(a: Entry, lo: Any, hi: Any) -> bool:
-    return a.dtype not in FLOATS and any(isinstance(v, float) for v in (lo, hi))
 
 
 class Generator(_ShapeSteps):
@@ -1022,19 +966,10 @@ class Generator(_ShapeSteps):
             return m.run(code, "shapes do not broadcast")
         rt = result_type(x, y)
         dtypes = [o.dtype if isinstance(o, Entry) else None for o in (x, y)]
-        if op == "sub" and ("bool" in dtypes or rt == "bool"):
-            if known_defect("sub", bool_operand=True):
-                return None
+        if op == "sub" and ("bool" in dtypes or isinstance(b, bool)):
             return m.run(code, "subtraction with a bool tensor")
         if op == "pow" and ("bool" in dtypes or isinstance(b, bool)):
             return None  # bool powers: not modelled
-        if op == "pow" and known_defect(
-            "pow",
-            int_base_integral_float_exponent=(
-                x is a and a.dtype == "int64" and isinstance(y, float) and y.is_integer()
-            ),
-        ):
-            return None
         compute = rt
         if op == "div" and rt not in FLOATS:
             compute = "float32"
@@ -1054,8 +989,6 @@ class Generator(_ShapeSteps):
                 if isinstance(y, Entry) and not bool(np.all(xv > 0.1)):
                     return None
                 if not isinstance(y, Entry) and not (float(y).is_integer() or np.all(xv > 0.1)):
-                    return None
-                if known_defect("pow", zero_zero=bool(np.any(xv == 0) and np.any(yv == 0))):
                     return None
         with np.errstate(all="ignore"):
             values = fn(xv, yv)
@@ -1101,20 +1034,12 @@ class Generator(_ShapeSteps):
         a = self.pick()
         op = self.choice(list(UNARY) + ["clamp", "pow_scalar"])
         name = m.fresh_name()
-        av = a.array()
         if op == "clamp":
             return self.clamp(a, name)
         if op == "pow_scalar":
             e = self.choice([2, 3, 0.5, -1, 2.5, 0] if not self.grad else [2, 3, 0.5, -1])
             code = f"{name} = {a.name}.pow({e})"
             if a.dtype == "bool":
-                return None
-            if known_defect(
-                "pow",
-                int_base_integral_float_exponent=(
-                    a.dtype == "int64" and isinstance(e, float) and e.is_integer()
-                ),
-            ):
                 return None
             rt = result_type(a, e)
             if rt == "int64" and e < 0:
@@ -1123,8 +1048,6 @@ class Generator(_ShapeSteps):
             if self.grad and (e in (0.5, -1) and not bool(np.all(np.abs(xv) > 0.1))):
                 return None
             if self.grad and e == 0.5 and not bool(np.all(xv > 0.1)):
-                return None
-            if known_defect("pow", zero_zero=bool(np.any(xv == 0) and e == 0)) and self.grad:
                 return None
             with np.errstate(all="ignore"):
                 values = np.power(xv, np.asarray(e, dtype=NP_DTYPE[rt]))
@@ -1137,12 +1060,8 @@ class Generator(_ShapeSteps):
         )
         if op == "sign" and not hasattr(torch, "sign"):
             code = f"{name} = {a.name}.sign()"
-        if known_defect(op, bool_input=a.dtype == "bool"):
-            return None
         if a.dtype == "bool" and op in ("neg", "relu", "abs"):
             return m.run(code, f"{op} of a bool tensor")
-        if op == "relu" and known_defect("relu", has_nan=bool(np.any(np.isnan(av)))):
-            return None
         dtype = "float32" if a.dtype not in FLOATS and op in TO_FLOAT else a.dtype
         xv = _np(a, dtype)
         if self.grad:
@@ -1191,14 +1110,6 @@ class Generator(_ShapeSteps):
         code = f"{name} = {a.name}.clamp({args})"
         if lo is None and hi is None:
             return m.run(code, "clamp needs min or max")
-        if known_defect(
-            "clamp", nan_bound=any(isinstance(v, float) and math.isnan(v) for v in (lo, hi))
-        ):
-            return None
-        if known_defect("clamp", bool_input=a.dtype == "bool"):
-            return None
-        if known_defect("clamp", int_input_float_bound=_int_with_float_bound(a, lo, hi)):
-            return None
         rt = result_type(a, *[v for v in (lo, hi) if v is not None])
         if self.grad:
             x = _np(a, rt)
@@ -1318,18 +1229,9 @@ class Generator(_ShapeSteps):
             same = (src.shape, src.strides, src.offset) == (dst.shape, dst.strides, dst.offset)
             if not same and dst.positions() & src.positions():
                 exact = dst.storage.exact and dst.dense() and src.dense()
-                if not exact or known_defect("inplace", partial_overlap=True):
+                if not exact:
                     return False
                 return "input and written-to tensor overlap"
-        return None
-
-    def grad_facts(self, dst: Entry, src: Any) -> str | None:
-        if not self.grad or not isinstance(src, Entry) or not src.requires_grad:
-            return None
-        if dst.dtype not in FLOATS:
-            return known_defect("copy", int_dst_grad_src=True)
-        if not dst.requires_grad:
-            return known_defect("inplace", grad_operand_into_nograd_view=True)
         return None
 
     def after_write(self, dst: Entry, src: Any, op: str) -> None:
@@ -1357,7 +1259,7 @@ class Generator(_ShapeSteps):
         else:
             code = f"{dst.name} {sym} {_code_of(src)}"
         blocker = self.write_blocker(dst, src)
-        if blocker is False or self.grad_facts(dst, src):
+        if blocker is False:
             return None
         if blocker:
             return m.run(code, blocker)
@@ -1366,8 +1268,6 @@ class Generator(_ShapeSteps):
         rt = result_type(dst, src)
         dtypes = {dst.dtype, src.dtype if isinstance(src, Entry) else None}
         if op == "sub_" and ("bool" in dtypes or rt == "bool" or isinstance(src, bool)):
-            if known_defect("sub", bool_operand=True):
-                return None
             return m.run(code, "subtraction with a bool tensor")
         compute = "float32" if op == "div_" and rt not in FLOATS else rt
         if not can_cast(compute, dst.dtype):
@@ -1396,12 +1296,6 @@ class Generator(_ShapeSteps):
         if op == "clamp_":
             lo, hi, args = self.clamp_bounds(dst)
             code = f"{dst.name}.clamp_({args})"
-            if known_defect(
-                "clamp_", nan_bound=any(isinstance(v, float) and math.isnan(v) for v in (lo, hi))
-            ):
-                return None
-            if known_defect("clamp_", int_input_float_bound=_int_with_float_bound(dst, lo, hi)):
-                return None
             if blocker:
                 return m.run(code, blocker)
             if lo is None and hi is None:
@@ -1418,8 +1312,6 @@ class Generator(_ShapeSteps):
                 return m.run(code, blocker)
             if dst.dtype == "bool":
                 return m.run(code, "relu of a bool tensor")
-            if known_defect("relu_", has_nan=bool(np.any(np.isnan(av.astype(np.float64))))):
-                return None
             if self.grad and not _smooth(av):
                 return None
             values = UNARY["relu"](av.copy())
@@ -1456,12 +1348,6 @@ class Generator(_ShapeSteps):
             if isinstance(layout, str):
                 return m.run(f"{target} = 0", layout)
             shape, strides, offset = layout
-            if (
-                base.numel == 0
-                and offset != base.offset
-                and known_defect("index", empty_source=True)
-            ):
-                return None
             dst = self._view_entry(base, "<view>", shape, strides, offset)
             if self.d(st.booleans()):
                 src = self.scalar()
@@ -1473,7 +1359,7 @@ class Generator(_ShapeSteps):
             src = self.other_operand(dst, tensor_only=True)
             code = f"{dst.name}.copy_({src.name})"
         blocker = self.write_blocker(dst, src)
-        if blocker is False or self.grad_facts(dst, src):
+        if blocker is False:
             return None
         if blocker:
             return m.run(code, blocker)
