@@ -205,6 +205,19 @@ def test_write_into_an_expanded_view_raises():
     assert a.tolist() == [1.0]
 
 
+def test_writes_into_an_empty_expanded_view_are_allowed():
+    # PyTorch: an empty tensor is contiguous, hence never overlapping (found by the fuzzer).
+    a = torch.arange(1.0)
+    e = a.expand(0, 0, 3)
+    e.copy_(a)
+    e.add_(1)
+    e.mul_(a)
+    e.clamp_(min=1)
+    e.relu_()
+    torch.zeros(1, 0).expand(3, 0).sub_(1)
+    assert e.shape == (0, 0, 3) and a.tolist() == [0.0]
+
+
 def test_partially_overlapping_input_raises():
     a = torch.arange(4.0)
     with pytest.raises(RuntimeError, match=PARTIAL):

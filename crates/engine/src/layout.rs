@@ -153,8 +153,13 @@ impl Layout {
     }
 
     /// PyTorch's `is_non_overlapping_and_dense`: the elements fill a contiguous range
-    /// of the storage exactly once, in some dimension order.
+    /// of the storage exactly once, in some dimension order. An empty tensor is (PyTorch
+    /// computes `is_contiguous() || ...`, and an empty tensor is contiguous), whatever
+    /// its strides: `zeros(1).expand(0, 3)` has no overlap to refuse writes for.
     pub fn is_non_overlapping_and_dense(&self) -> bool {
+        if self.shape.contains(&0) {
+            return true;
+        }
         let mut dims: SmallVec<[usize; 6]> =
             (0..self.ndim()).filter(|&d| self.shape[d] >= 2).collect();
         dims.sort_unstable_by_key(|&d| self.strides[d]);
@@ -406,6 +411,9 @@ mod tests {
         assert!(expanded.has_internal_overlap());
         assert!(!l.has_internal_overlap());
         assert!(!l.slice(0, 0, 3, 2).has_internal_overlap());
+        let empty = Layout::contiguous(&[1]).broadcast_to(&[0, 3]).unwrap();
+        assert!(empty.is_non_overlapping_and_dense());
+        assert!(!empty.has_internal_overlap());
     }
 
     #[test]
