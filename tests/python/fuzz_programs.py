@@ -1065,7 +1065,7 @@ class Generator(_ShapeSteps):
         dtype = "float32" if a.dtype not in FLOATS and op in TO_FLOAT else a.dtype
         xv = _np(a, dtype)
         if self.grad:
-            if op in ("relu", "abs", "sign") and not _smooth(xv):
+            if op in ("relu", "abs", "sign") and dtype in FLOATS and not _smooth(xv):
                 return None
             if op in ("log", "sqrt") and not bool(np.all(xv > 0.1)):
                 return None
