@@ -59,30 +59,6 @@ INEXACT = {"div", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "mean", "div_"
 MAX_POOL = 8
 ORDINARY = (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError)
 
-# ----- known open defects ------------------------------------------------------------
-#
-# Patterns that today's rustgrad gets wrong and that are being fixed in other branches.
-# The generator does not produce them (each gate returns the defect's name); everything
-# else is checked strictly. Delete a gate once its fix is merged.
-
-KNOWN_DEFECTS = {
-    "empty_not_contiguous": "is_contiguous() is False for some empty tensors "
-    "(torch.zeros(0, 0), torch.zeros(2, 0, 3)), so contiguous() copies them",
-    "clone_contiguous": "clone() of a dense non-contiguous tensor (x.t().clone()) is "
-    "contiguous; PyTorch's default memory_format=torch.preserve_format keeps the strides "
-    "(visible in stride(), is_contiguous() and whether view() works)",
-}
-
-
-def known_defect(kind: str, **facts: Any) -> str | None:
-    """The name of the known open defect a step of ``kind`` would hit, or None."""
-    if kind in ("contiguous", "is_contiguous") and facts.get("empty"):
-        return "empty_not_contiguous"
-    if kind == "clone" and facts.get("dense_non_contiguous"):
-        return "clone_contiguous"
-    return None
-
-
 # ----- PyTorch's rules ---------------------------------------------------------------
 
 
@@ -399,11 +375,7 @@ class Model:
                 and _strides(t.shape, t.stride()) != _strides(entry.shape, entry.strides)
             ):
                 raise Crash(f"stride {t.stride()} != PyTorch's {entry.strides} of {where}")
-            if (
-                entry.storage.exact
-                and t.is_contiguous() != entry.contiguous()
-                and not known_defect("is_contiguous", empty=entry.numel == 0)
-            ):
+            if entry.storage.exact and t.is_contiguous() != entry.contiguous():
                 raise Crash(f"is_contiguous() {t.is_contiguous()} is not PyTorch's of {where}")
             repr(t)  # formatting reads every element through the layout
             actual = np.asarray(t.detach().numpy())
@@ -960,7 +932,10 @@ class Generator(_ShapeSteps):
         x, y = (b, a) if reflected else (a, b)
         name = m.fresh_name()
         sym, fn = BINARY[op]
-        code = f"{name} = {_code_of(x)} {sym} {_code_of(y)}"
+        left = _code_of(x)
+        if left.startswith("-"):
+            left = f"({left})"  # -1 ** t is -(1 ** t) in Python
+        code = f"{name} = {left} {sym} {_code_of(y)}"
         shape = broadcast_shapes(_shape_of(x), _shape_of(y))
         if shape is None:
             return m.run(code, "shapes do not broadcast")
@@ -1188,16 +1163,11 @@ class Generator(_ShapeSteps):
         if op == "detach":
             entry = self._view_entry(a, name, a.shape, a.strides, a.offset)
             entry.detached = True
-        elif op == "contiguous" and known_defect("contiguous", empty=a.numel == 0):
-            return None
         elif op == "contiguous" and not a.storage.exact:
             return None  # whether PyTorch copies depends on strides we do not model
         elif op == "contiguous" and a.contiguous():
             entry = self._view_entry(a, name, a.shape, a.strides, a.offset)
         else:
-            permuted = a.storage.exact and a.dense() and not a.contiguous() and a.numel > 1
-            if op == "clone" and known_defect("clone", dense_non_contiguous=permuted):
-                return None
             strides = a.strides if op == "clone" and a.dense() and a.numel else None
             entry = self.m.new_storage_entry(
                 name, a.array(), a.dtype, exact=a.storage.exact, strides=strides, like=a
