@@ -454,3 +454,55 @@ def test_data_assignment_keeps_autograd_identity():
     assert p.grad.tolist() == [2.0, 4.0, 6.0]
     with pytest.raises(TypeError, match="Variable data has to be a tensor"):
         p.data = 3
+
+
+def test_data_assignment_shares_the_new_data():
+    # PyTorch: p takes t's storage (writes through either are seen by the other), any
+    # shape, while p keeps requires_grad, its leaf status and its own version.
+    p = torch.zeros(3, requires_grad=True)
+    t = torch.ones(2, 2)
+    p.data = t
+    assert p.shape == (2, 2) and p.requires_grad and p.is_leaf
+    t[0, 0] = 5.0
+    assert p.tolist() == [[5.0, 1.0], [1.0, 1.0]]
+    assert (p._version, t._version) == (0, 1)
+    with torch.no_grad():
+        p.add_(1.0)
+    assert t.tolist() == [[6.0, 2.0], [2.0, 2.0]]
+    assert (p._version, t._version) == (1, 1)
+    (p * 2).sum().backward()
+    assert p.grad.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_data_assignment_is_seen_by_every_reference_and_by_saved_tensors():
+    # PyTorch saves the leaf itself, so backward reads the data assigned after forward.
+    q = torch.zeros(3, requires_grad=True)
+    alias = [q]
+    y = q * q
+    q.data = torch.ones(3)
+    assert alias[0].tolist() == [1.0, 1.0, 1.0]
+    y.sum().backward()
+    assert q.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_data_assignment_of_another_dtype():
+    x = torch.zeros(3)
+    x.data = torch.arange(3)
+    assert x.dtype == torch.int64 and x.tolist() == [0, 1, 2]
+    p = torch.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="data set to a tensor that requires gradients must be"):
+        p.data = torch.zeros(2, dtype=torch.int64)
+    assert p.dtype == torch.float32 and p.shape == (3,)
+    p.data = torch.zeros(2, dtype=torch.float64)
+    assert p.dtype == torch.float64
+    (p * 3).sum().backward()
+    assert p.grad.dtype == torch.float64 and p.grad.tolist() == [3.0, 3.0]
+
+
+def test_views_made_before_a_data_assignment_keep_the_old_data():
+    s = torch.zeros(3, requires_grad=True)
+    v = s[:2]
+    s.data = torch.ones(3)
+    assert v.tolist() == [0.0, 0.0] and v._base is s
+    s.data = s  # assigning a tensor its own data changes nothing
+    assert s.tolist() == [1.0, 1.0, 1.0]

@@ -187,6 +187,11 @@ pub enum Error {
     /// Setting requires_grad on a tensor whose dtype cannot hold gradients.
     #[error("only Tensors of floating point and complex dtype can require gradients")]
     RequiresGradNonFloat,
+    /// `x.data = src` with a non-floating `src` while `x` requires grad.
+    #[error(
+        "data set to a tensor that requires gradients must be floating point or complex dtype"
+    )]
+    DataRequiresGradNonFloat,
     /// Changing requires_grad of a non-leaf.
     #[error("you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")]
     NonLeafRequiresGrad,

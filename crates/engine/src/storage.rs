@@ -74,6 +74,15 @@ pub struct VersionCounter {
 }
 
 impl VersionCounter {
+    /// A counter that starts at `version` (the counter a variable keeps when its data is
+    /// replaced: `x.data = src`).
+    pub fn starting_at(version: u64) -> VersionCounter {
+        VersionCounter {
+            version: AtomicU64::new(version),
+            last_write: Mutex::new(None),
+        }
+    }
+
     /// The number of writes counted.
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)

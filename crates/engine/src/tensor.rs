@@ -476,6 +476,17 @@ impl Tensor {
         }
     }
 
+    /// The same elements with a new version counter starting at `version` (the data a
+    /// variable takes on in `x.data = src`: `src`'s elements, `x`'s version).
+    pub fn with_version_counter_at(&self, version: u64) -> Tensor {
+        Tensor {
+            storage: self.storage.clone(),
+            layout: self.layout.clone(),
+            dtype: self.dtype,
+            own_counter: Some(Arc::new(VersionCounter::starting_at(version))),
+        }
+    }
+
     /// Whether the elements are row-major without gaps.
     pub fn is_contiguous(&self) -> bool {
         self.layout.is_contiguous()
@@ -1331,19 +1342,6 @@ impl Tensor {
             Some(dst) => write(dst),
             None => internal_dtype(),
         }
-    }
-
-    /// Writes `src` (same shape) into this tensor's elements without counting a version
-    /// (`x.data = src`, which PyTorch does not count either).
-    pub(crate) fn copy_from_unversioned(&self, src: &Tensor) -> Result<()> {
-        dispatch!(self.dtype, T => {
-            let values = src.try_to_vec::<T>()?;
-            let mut guard = self.storage.write_unversioned();
-            match T::slice_mut(&mut guard) {
-                Some(dst) => elementwise::scatter(dst, &self.layout, &values),
-                None => internal_dtype(),
-            }
-        })
     }
 
     /// PyTorch's memory-overlap checks before an in-place write into `self` that reads

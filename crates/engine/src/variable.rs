@@ -14,7 +14,7 @@ use crate::storage::WriteSite;
 use crate::tensor::{BinaryOp, CmpOp, Scalar, Tensor, UnaryOp};
 use smallvec::{smallvec, SmallVec};
 use std::panic::Location;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 /// A tensor that takes part in automatic differentiation.
 ///
@@ -24,8 +24,35 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct Variable(Arc<VariableInner>);
 
 struct VariableInner {
+    /// The data the variable was made with, until `set_data` replaces it.
     tensor: Tensor,
+    /// The data given by `set_data` (`x.data = src`), once it has been called: rare, so
+    /// reading the data costs one atomic load until then. See Note [Version counters].
+    replaced: OnceLock<RwLock<Arc<Tensor>>>,
     meta: Mutex<AutogradMeta>,
+}
+
+/// A variable's data, borrowed (`Variable::tensor`): dereferences to the [`Tensor`].
+///
+/// It is a plain reference unless the data was replaced (`Variable::set_data`), in which
+/// case it holds the replacing tensor, so a concurrent `set_data` cannot free the data
+/// while it is being read.
+pub enum TensorRef<'a> {
+    /// The data the variable was made with.
+    Original(&'a Tensor),
+    /// Data given later by `set_data`.
+    Replaced(Arc<Tensor>),
+}
+
+impl std::ops::Deref for TensorRef<'_> {
+    type Target = Tensor;
+
+    fn deref(&self) -> &Tensor {
+        match self {
+            TensorRef::Original(t) => t,
+            TensorRef::Replaced(t) => t,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -79,6 +106,7 @@ impl Variable {
     pub fn from_tensor(tensor: Tensor) -> Variable {
         Variable(Arc::new(VariableInner {
             tensor,
+            replaced: OnceLock::new(),
             meta: Mutex::new(AutogradMeta::default()),
         }))
     }
@@ -147,19 +175,19 @@ impl Variable {
     /// Sets this view's grad_fn to "the elements of `base`'s current history at this
     /// view's place" (AsStridedBackward0).
     fn derive_view_history(&self, base: &Variable, version: u64) {
-        let Some(layout) = self.tensor().layout_within(base.tensor()) else {
+        let Some(layout) = self.tensor().layout_within(&base.tensor()) else {
             self.meta().view_version = version;
             return;
         };
         let edge = base.gradient_edge();
         let node = graph::create_node_with_sources(
             NodeKind::Op(OpKind::AsStrided {
-                base: base.shape().into(),
+                base: base.shape(),
                 layout,
             }),
             smallvec![edge],
             SmallVec::new(),
-            (self.dtype(), self.shape().into()),
+            (self.dtype(), self.shape()),
         );
         let old = {
             let mut m = self.meta();
@@ -171,8 +199,13 @@ impl Variable {
     }
 
     /// The data.
-    pub fn tensor(&self) -> &Tensor {
-        &self.0.tensor
+    pub fn tensor(&self) -> TensorRef<'_> {
+        match self.0.replaced.get() {
+            None => TensorRef::Original(&self.0.tensor),
+            Some(lock) => {
+                TensorRef::Replaced(lock.read().unwrap_or_else(|e| e.into_inner()).clone())
+            }
+        }
     }
 
     /// A number identifying this variable among the live ones (the address of its shared
@@ -187,8 +220,8 @@ impl Variable {
     }
 
     /// Sizes of each dimension.
-    pub fn shape(&self) -> &[usize] {
-        self.tensor().shape()
+    pub fn shape(&self) -> Dims {
+        self.tensor().shape().into()
     }
 
     /// Number of dimensions.
@@ -327,27 +360,30 @@ impl Variable {
         Variable::from_tensor(self.tensor().with_own_version_counter())
     }
 
-    /// PyTorch's `x.data = src`, keeping this variable's autograd identity
-    /// (requires_grad, grad, grad_fn, version counter). See Note [Version counters]:
-    /// the elements of `src` are copied into this variable's storage (no version bump)
-    /// rather than the storage being swapped, so `src` and `x` do not share memory
-    /// afterwards, and `src` must have the same shape and dtype. Assigning a tensor that
-    /// already views exactly these elements (what `x.data` returned) changes nothing.
+    /// PyTorch's `x.data = src`: from now on `x`'s data is `src`'s (the same elements,
+    /// any shape and dtype), while `x` keeps its autograd identity (requires_grad, grad,
+    /// grad_fn) and its version (a counter of its own from now on, starting at `x`'s
+    /// version, as PyTorch's `set_data` keeps the version counter). Every handle of `x`
+    /// sees the new data, including graph nodes that saved `x`; views of `x` made before
+    /// keep the old elements. See Note [Version counters].
     pub fn set_data(&self, src: &Variable) -> Result<()> {
-        let (t, s) = (self.tensor(), src.tensor());
-        if t.shares_storage(s) && t.layout() == s.layout() && t.dtype() == s.dtype() {
+        if self.same(src) {
             return Ok(());
         }
-        if t.dtype() != s.dtype() || t.shape() != s.shape() {
-            return Err(Error::NotImplemented(format!(
-                "rustgrad: assigning .data of a different shape or dtype ({:?} {} to {:?} {}) is not supported; make a new tensor instead",
-                s.shape(),
-                s.dtype().scalar_type_name(),
-                t.shape(),
-                t.dtype().scalar_type_name()
-            )));
+        let new = src.tensor();
+        if self.requires_grad() && !new.dtype().is_floating_point() {
+            return Err(Error::DataRequiresGradNonFloat);
         }
-        t.copy_from_unversioned(s)
+        let old = self.tensor();
+        let new = Arc::new(new.with_version_counter_at(old.version()));
+        if old.dtype() != new.dtype() || old.shape() != new.shape() {
+            // The accumulator's input metadata describes the old data.
+            self.meta().grad_accumulator = None;
+        }
+        drop(old);
+        let lock = self.0.replaced.get_or_init(|| RwLock::new(new.clone()));
+        *lock.write().unwrap_or_else(|e| e.into_inner()) = new;
+        Ok(())
     }
 
     /// Turns this variable into a leaf that does not require grad.
@@ -382,7 +418,7 @@ impl Variable {
             NodeKind::AccumulateGrad(self.clone()),
             SmallVec::new(),
             SmallVec::new(),
-            (self.dtype(), self.shape().into()),
+            (self.dtype(), self.shape()),
         );
         m.grad_accumulator = Some(node.id());
         Some(EdgeSource::Owned(node))
@@ -538,8 +574,8 @@ impl Variable {
     }
 
     fn binary(&self, other: &Variable, op: BinaryOp) -> Result<Variable> {
-        let result = self.tensor().binary(other.tensor(), op)?;
-        let (a, b): (Dims, Dims) = (self.shape().into(), other.shape().into());
+        let result = self.tensor().binary(&other.tensor(), op)?;
+        let (a, b): (Dims, Dims) = (self.shape(), other.shape());
         Ok(Variable::record(result, &[self, other], |needs, out| {
             let save_if = |cond: bool, v: &Variable| cond.then(|| SavedTensor::input(v));
             match op {
@@ -633,8 +669,8 @@ impl Variable {
 
     /// `other - self`, recorded as RsubBackward1 (used for `scalar - tensor`).
     pub fn rsub(&self, other: &Variable) -> Result<Variable> {
-        let result = other.tensor().binary(self.tensor(), BinaryOp::Sub)?;
-        let (a, b): (Dims, Dims) = (other.shape().into(), self.shape().into());
+        let result = other.tensor().binary(&self.tensor(), BinaryOp::Sub)?;
+        let (a, b): (Dims, Dims) = (other.shape(), self.shape());
         Ok(Variable::record(result, &[other, self], |_, _| {
             (
                 OpKind::Sub {
@@ -650,14 +686,14 @@ impl Variable {
     /// Elementwise comparison; the bool result never requires grad.
     pub fn compare(&self, other: &Variable, op: CmpOp) -> Result<Variable> {
         Ok(Variable::from_tensor(
-            self.tensor().compare(other.tensor(), op)?,
+            self.tensor().compare(&other.tensor(), op)?,
         ))
     }
 
     /// `cond ? a : b` elementwise with broadcasting.
     pub fn where_cond(cond: &Tensor, a: &Variable, b: &Variable) -> Result<Variable> {
-        let result = Tensor::where_cond(cond, a.tensor(), b.tensor())?;
-        let (sa, sb): (Dims, Dims) = (a.shape().into(), b.shape().into());
+        let result = Tensor::where_cond(cond, &a.tensor(), &b.tensor())?;
+        let (sa, sb): (Dims, Dims) = (a.shape(), b.shape());
         Ok(Variable::record(result, &[a, b], |_, _| {
             (
                 OpKind::Where { a: sa, b: sb },
@@ -708,7 +744,7 @@ impl Variable {
     fn sum_impl(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Variable> {
         let wrapped = self.reduce_dims(dims)?;
         let result = self.tensor().sum_dims(&wrapped, keepdim)?;
-        let input: Dims = self.shape().into();
+        let input: Dims = self.shape();
         Ok(Variable::record(result, &[self], |_, _| {
             let dims = dims.map(|_| wrapped.clone());
             (
@@ -743,7 +779,7 @@ impl Variable {
         let count: usize = wrapped.iter().map(|&d| self.shape()[d]).product();
         let sum = self.tensor().sum_dims(&wrapped, keepdim)?;
         let result = sum.binary(&Tensor::scalar(count as f64, self.dtype()), BinaryOp::Div)?;
-        let input: Dims = self.shape().into();
+        let input: Dims = self.shape();
         Ok(Variable::record(result, &[self], |_, _| {
             let dims = dims.map(|_| wrapped.clone());
             (
@@ -760,7 +796,7 @@ impl Variable {
 
     /// Reduces a broadcast gradient back to `shape` by summing.
     pub fn sum_to_size(&self, shape: &[usize]) -> Result<Variable> {
-        if self.shape() == shape {
+        if self.shape().as_slice() == shape {
             return Ok(self.clone());
         }
         let lead = self.dim().saturating_sub(shape.len());
@@ -806,8 +842,8 @@ impl Variable {
             (1, _) => self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2),
             (_, 1) => self.matmul(&other.unsqueeze(1)?)?.squeeze_dim(-1),
             (da, db) => {
-                let result = self.tensor().matmul_nd(other.tensor())?;
-                let (a, b): (Dims, Dims) = (self.shape().into(), other.shape().into());
+                let result = self.tensor().matmul_nd(&other.tensor())?;
+                let (a, b): (Dims, Dims) = (self.shape(), other.shape());
                 let batched = da > 2 || db > 2;
                 Ok(Variable::record(result, &[self, other], |needs, _| {
                     let save_if = |cond: bool, v: &Variable| cond.then(|| SavedTensor::input(v));
@@ -825,7 +861,7 @@ impl Variable {
     /// A view with another shape (one size may be -1).
     pub fn view(&self, shape: &[i64]) -> Result<Variable> {
         let result = self.tensor().view(shape)?;
-        let input: Dims = self.shape().into();
+        let input: Dims = self.shape();
         Ok(self.record_view(result, || OpKind::View {
             input,
             copied: false,
@@ -840,7 +876,7 @@ impl Variable {
         }
         crate::tensor::check_allocation(self.numel(), self.dtype())?;
         let result = self.tensor().reshape(shape)?;
-        let input: Dims = self.shape().into();
+        let input: Dims = self.shape();
         Ok(Variable::record(result, &[self], |_, _| {
             (
                 OpKind::View {
@@ -888,7 +924,7 @@ impl Variable {
     /// Broadcasts to `sizes` (-1 keeps a size) without copying.
     pub fn expand(&self, sizes: &[i64]) -> Result<Variable> {
         let result = self.tensor().expand(sizes)?;
-        let input: Dims = self.shape().into();
+        let input: Dims = self.shape();
         Ok(self.record_view(result, || OpKind::Expand { input }))
     }
 
@@ -902,14 +938,14 @@ impl Variable {
     /// Removes every size-1 dim.
     pub fn squeeze(&self) -> Result<Variable> {
         let result = self.tensor().squeeze();
-        let input: Dims = self.shape().into();
+        let input: Dims = self.shape();
         Ok(self.record_view(result, || OpKind::Squeeze { input, all: true }))
     }
 
     /// Removes `dim` if it has size 1.
     pub fn squeeze_dim(&self, dim: i64) -> Result<Variable> {
         let result = self.tensor().squeeze_dim(dim)?;
-        let input: Dims = self.shape().into();
+        let input: Dims = self.shape();
         Ok(self.record_view(result, || OpKind::Squeeze { input, all: false }))
     }
 
@@ -924,7 +960,7 @@ impl Variable {
         let result = self.tensor().slice(dim, start, end, step)?;
         let d = shape::wrap_dim(dim, self.dim())?;
         let (s, e) = self.tensor().slice_params(d, start, end);
-        let input: Dims = self.shape().into();
+        let input: Dims = self.shape();
         Ok(self.record_view(result, || OpKind::Slice {
             input,
             dim: d,
@@ -943,7 +979,7 @@ impl Variable {
         } else {
             index
         } as usize;
-        let input: Dims = self.shape().into();
+        let input: Dims = self.shape();
         Ok(self.record_view(result, || OpKind::Select {
             input,
             dim: d,
@@ -967,7 +1003,7 @@ impl Variable {
             Some(end as i64),
             step as i64,
         )?
-        .copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
+        .copy_from(&self.tensor(), WriteSite::Rust(Location::caller()))?;
         Ok(Variable::record(out, &[self], |_, _| {
             (
                 OpKind::SliceScatter {
@@ -990,7 +1026,7 @@ impl Variable {
     ) -> Result<Variable> {
         let out = Tensor::zeros(shape, self.dtype());
         out.select(dim as i64, index as i64)?
-            .copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
+            .copy_from(&self.tensor(), WriteSite::Rust(Location::caller()))?;
         Ok(Variable::record(out, &[self], |_, _| {
             (OpKind::SelectScatter { dim, index }, smallvec![])
         }))
@@ -1000,7 +1036,7 @@ impl Variable {
     pub(crate) fn as_strided(&self, layout: &Layout) -> Result<Variable> {
         let c = self.contiguous()?;
         let result = c.tensor().as_strided(layout)?;
-        let base: Dims = c.shape().into();
+        let base: Dims = c.shape();
         Ok(Variable::record(result, &[&c], |_, _| {
             (
                 OpKind::AsStrided {
@@ -1016,7 +1052,7 @@ impl Variable {
     pub(crate) fn as_strided_scatter(&self, shape: &[usize], layout: &Layout) -> Result<Variable> {
         let out = Tensor::zeros(shape, self.dtype());
         out.as_strided(layout)?
-            .copy_from(self.tensor(), WriteSite::Rust(Location::caller()))?;
+            .copy_from(&self.tensor(), WriteSite::Rust(Location::caller()))?;
         Ok(Variable::record(out, &[self], |_, _| {
             (
                 OpKind::AsStridedScatter {
@@ -1158,7 +1194,7 @@ impl Variable {
         site: WriteSite,
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
-        let layout = self.tensor().layout_within(base.tensor()).ok_or_else(|| {
+        let layout = self.tensor().layout_within(&base.tensor()).ok_or_else(|| {
             Error::NotImplemented("rustgrad: in-place operation on a view of a non-contiguous tensor that takes part in autograd".into())
         })?;
         // CopySlices writes the view's gradient back at the view's place: an expanded
@@ -1181,8 +1217,7 @@ impl Variable {
                 .skip(1)
                 .map(|e| e.map(EdgeSource::Borrowed)),
         );
-        let node =
-            graph::create_copy_slices(layout, inner, sources, (base.dtype(), base.shape().into()));
+        let node = graph::create_copy_slices(layout, inner, sources, (base.dtype(), base.shape()));
         let old = {
             let mut m = base.meta();
             m.output_nr = 0;
@@ -1198,8 +1233,8 @@ impl Variable {
     fn check_write_overlap(&self, other: Option<&Variable>, overlap: Overlap) -> Result<()> {
         match overlap {
             Overlap::Forbidden => {
-                let inputs: SmallVec<[&Tensor; 1]> =
-                    other.map(Variable::tensor).into_iter().collect();
+                let other = other.map(Variable::tensor);
+                let inputs: SmallVec<[&Tensor; 1]> = other.as_deref().into_iter().collect();
                 self.tensor().check_write_overlap(&inputs)
             }
             Overlap::Idempotent => Ok(()),
@@ -1224,7 +1259,7 @@ impl Variable {
                 to: self.dtype().scalar_type_name(),
             });
         }
-        self.tensor().copy_from(out.tensor(), site)
+        self.tensor().copy_from(&out.tensor(), site)
     }
 
     /// A variable with a private copy of this one's data and the same history.
@@ -1318,7 +1353,7 @@ impl Variable {
     fn fill_impl(&self, value: Scalar, zero: bool, site: WriteSite) -> Result<()> {
         self.in_place_impl(None, Overlap::Idempotent, site, |s| {
             // A broadcast scalar: `copy_from` writes it without materialising it.
-            let filled = Tensor::from_scalar(value, s.dtype()).broadcast_to(s.shape())?;
+            let filled = Tensor::from_scalar(value, s.dtype()).broadcast_to(&s.shape())?;
             Ok(Variable::record(filled, &[s], |_, _| {
                 (OpKind::Fill { zero }, smallvec![])
             }))
@@ -1329,12 +1364,12 @@ impl Variable {
     #[track_caller]
     pub fn copy_(&self, src: &Variable) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        let (src_shape, src_dtype): (Dims, DType) = (src.shape().into(), src.dtype());
+        let (src_shape, src_dtype): (Dims, DType) = (src.shape(), src.dtype());
         let dtype = self.dtype();
         self.in_place(Some(src), site, |s| {
             let values =
                 src.tensor()
-                    .broadcast_to(s.shape())
+                    .broadcast_to(&s.shape())
                     .map_err(|_| Error::ShapeMismatch {
                         op: "copy_",
                         message: format!(
@@ -1436,7 +1471,7 @@ impl Variable {
         if grad_mode::is_grad_enabled() {
             return old.add(grad);
         }
-        let sum = old.tensor().binary(grad.tensor(), BinaryOp::Add)?;
+        let sum = old.tensor().binary(&grad.tensor(), BinaryOp::Add)?;
         if old.tensor().layout().is_non_overlapping() {
             old.tensor()
                 .copy_from(&sum, WriteSite::Rust(Location::caller()))?;
@@ -1457,7 +1492,7 @@ impl Variable {
             None if self.requires_grad() => Some("requires_grad=True".to_string()),
             None => None,
         };
-        crate::format::repr_tensor(self.tensor(), suffix.as_deref())
+        crate::format::repr_tensor(&self.tensor(), suffix.as_deref())
     }
 }
 

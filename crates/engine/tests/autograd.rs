@@ -157,7 +157,7 @@ fn gradcheck(c: &Check) -> std::result::Result<(), String> {
     let weights: Vec<f64> = (0..out.numel()).map(|_| rng.uniform(-1.0, 1.0)).collect();
     let weighted_sum =
         |out: &Variable| -> f64 { values(out).iter().zip(&weights).map(|(o, w)| o * w).sum() };
-    let gradient = leaf(&weights, out.shape(), false);
+    let gradient = leaf(&weights, out.shape().as_slice(), false);
     out.backward_with(Some(&gradient), false, false)
         .map_err(|e| format!("backward failed: {e}"))?;
 
@@ -513,7 +513,7 @@ fn version_counter_counts_writes_and_is_shared_by_views() -> Result<()> {
     let t = x.transpose(0, 1)?;
     let row = x.select(0, 1)?;
     let alias = x.detach();
-    assert!(t.tensor().shares_storage(x.tensor()));
+    assert!(t.tensor().shares_storage(&x.tensor()));
     assert_eq!(x.tensor().version(), 0);
 
     let mut expected = 0;

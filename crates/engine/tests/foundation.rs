@@ -28,7 +28,7 @@ fn fan_in_gradients_are_separate_buffers() -> Result<()> {
     let x2 = leaf(&[3.0, 4.0], true);
     x1.add(&x2)?.sum()?.backward_with(None, false, true)?;
     let (g1, g2) = (x1.grad().unwrap(), x2.grad().unwrap());
-    assert!(!g1.tensor().shares_storage(g2.tensor()));
+    assert!(!g1.tensor().shares_storage(&g2.tensor()));
     Ok(())
 }
 
@@ -91,5 +91,28 @@ fn data_has_its_own_version_counter() -> Result<()> {
     d.add_(&leaf(&[1.0], false))?;
     assert_eq!((d.tensor().version(), p.tensor().version()), (1, 0));
     assert_eq!(p.to_vec::<f64>(), vec![2.0, 2.0]);
+    Ok(())
+}
+
+#[test]
+fn set_data_is_seen_by_every_handle_and_keeps_the_version() -> Result<()> {
+    let p = leaf(&[1.0, 2.0, 3.0], true);
+    let handle = p.clone();
+    let src = Variable::from_tensor(Tensor::from_vec(vec![4.0f64, 5.0], &[2])?);
+    p.set_data(&src)?;
+    assert_eq!(handle.shape().as_slice(), &[2]);
+    assert_eq!(handle.to_vec::<f64>(), vec![4.0, 5.0]);
+    assert!(handle.requires_grad() && handle.is_leaf());
+    // The elements are shared; the version counter is p's own.
+    src.add_(&leaf(&[1.0], false))?;
+    assert_eq!(p.to_vec::<f64>(), vec![5.0, 6.0]);
+    assert_eq!((p.tensor().version(), src.tensor().version()), (0, 1));
+    p.mul(&p)?.sum()?.backward()?;
+    assert_eq!(p.grad().unwrap().to_vec::<f64>(), vec![10.0, 12.0]);
+    let ints = Variable::from_tensor(Tensor::from_vec(vec![1i64], &[1])?);
+    assert!(matches!(
+        p.set_data(&ints),
+        Err(Error::DataRequiresGradNonFloat)
+    ));
     Ok(())
 }

@@ -268,7 +268,7 @@ fn tolerances(dtype: DType) -> (f64, f64) {
 fn check_tensor(what: &str, actual: &Variable, expected: &Value) -> CaseResult<()> {
     let shape = usize_list(field(expected, "shape")?, "shape")?;
     let dtype = parse_dtype(field(expected, "dtype")?)?;
-    if actual.shape() != shape.as_slice() {
+    if actual.shape().as_slice() != shape.as_slice() {
         return Err(format!(
             "{what}: shape {:?}, expected {shape:?}",
             actual.shape()

@@ -132,7 +132,7 @@ fn data_shape(data: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
             return Ok(shape);
         }
         if let Ok(t) = cur.cast::<crate::tensor::PyTensor>() {
-            shape.extend_from_slice(t.get().var.shape());
+            shape.extend_from_slice(&t.get().var.shape());
             return Ok(shape);
         }
         let seq = as_sequence(&cur)?;

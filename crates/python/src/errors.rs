@@ -39,6 +39,7 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::NoGradViewInplace
         | Error::ModifiedByInplace { .. }
         | Error::RequiresGradNonFloat
+        | Error::DataRequiresGradNonFloat
         | Error::NonLeafRequiresGrad
         | Error::NotImplemented(_)
         | Error::StaleNode => PyRuntimeError::new_err(msg),

@@ -368,7 +368,7 @@ impl PyTensor {
     /// The size of each dimension, as a `rustgrad.Size`.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        make_size(py, self.var.shape())
+        make_size(py, &self.var.shape())
     }
 
     /// `size()` → the shape; `size(dim)` → one dimension's size.
@@ -379,7 +379,7 @@ impl PyTensor {
         dim: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         match dim.filter(|d| !d.is_none()) {
-            None => make_size(py, self.var.shape()),
+            None => make_size(py, &self.var.shape()),
             Some(d) => {
                 let d = rustgrad::shape::wrap_dim_strict(extract_int(d)?, self.var.dim()).py()?;
                 self.var.shape()[d].into_bound_py_any(py)
@@ -410,7 +410,8 @@ impl PyTensor {
         py: Python<'py>,
         dim: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let strides = self.var.tensor().strides();
+        let tensor = self.var.tensor();
+        let strides = tensor.strides();
         match dim.filter(|d| !d.is_none()) {
             None => Ok(PyTuple::new(py, strides)?.into_any()),
             Some(d) => {
@@ -535,7 +536,8 @@ impl PyTensor {
         new_tensor(py, self.var.data())
     }
 
-    /// `x.data = t`: replaces the values, keeping the autograd identity.
+    /// `x.data = t`: `x` now has `t`'s data (shared, any shape and dtype), keeping its
+    /// autograd identity and version.
     #[setter(data)]
     fn set_data(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let Ok(src) = value.cast::<PyTensor>() else {
@@ -598,7 +600,7 @@ impl PyTensor {
 
     /// The values as (nested) Python lists.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_list(py, self.var.tensor())
+        to_list(py, &self.var.tensor())
     }
 
     /// A numpy array holding a copy of the values.
@@ -608,7 +610,7 @@ impl PyTensor {
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
             ));
         }
-        convert::to_numpy(py, self.var.tensor())
+        convert::to_numpy(py, &self.var.tensor())
     }
 
     /// numpy's conversion hook (numpy 2 passes `dtype` and `copy`). The result is
@@ -625,7 +627,7 @@ impl PyTensor {
                 "Unable to avoid copy while creating an array as requested.",
             ));
         }
-        let arr = convert::to_numpy(py, self.var.tensor())?;
+        let arr = convert::to_numpy(py, &self.var.tensor())?;
         match dtype {
             Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
             _ => Ok(arr),

@@ -59,7 +59,7 @@ pub fn backward(
                 if root.numel() != 1 {
                     return Err(Error::ImplicitGradNonScalar);
                 }
-                Variable::from_tensor(Tensor::ones(root.shape(), root.dtype()))
+                Variable::from_tensor(Tensor::ones(&root.shape(), root.dtype()))
             }
         };
         // Keep a reference so a leaf's AccumulateGrad node lives through the pass.
@@ -204,7 +204,7 @@ fn copy_slices(
         formulas::apply(op, &unpack(&inner_task.saved, inner)?, &grad_slice, &needs)?.into_iter();
     let region = result.as_strided(layout)?;
     match grads.next().flatten() {
-        Some(view_grad) => region.copy_from(view_grad.tensor(), site)?,
+        Some(view_grad) => region.copy_from(&view_grad.tensor(), site)?,
         None => region.fill(0.0, site)?,
     }
     let mut out: formulas::Grads = SmallVec::new();
@@ -222,7 +222,7 @@ fn add_to_buffer(pending: &mut HashMap<NodeId, Pending>, edge: Edge, grad: Varia
     } else {
         grad
     };
-    if grad.shape() != shape.as_slice() {
+    if grad.shape().as_slice() != shape.as_slice() {
         return Err(Error::NotImplemented(format!(
             "rustgrad internal error: gradient of shape {:?} for a node expecting {:?}",
             grad.shape(),

@@ -193,7 +193,7 @@ fn zero_like(grad: &Variable) -> Variable {
 /// A zero gradient of `grad`'s shape, for inputs that do not reach the output. Not
 /// `grad * 0`: that is NaN where the incoming gradient is infinite or NaN.
 fn zeros_like(grad: &Variable) -> Variable {
-    Variable::from_tensor(Tensor::zeros(grad.shape(), grad.dtype()))
+    Variable::from_tensor(Tensor::zeros(&grad.shape(), grad.dtype()))
 }
 
 /// Expands the gradient of a reduction back to the input shape.

@@ -99,7 +99,7 @@ pub fn randperm(n: usize, dtype: DType) -> Result<Tensor> {
 #[track_caller]
 pub fn uniform_(var: &Variable, from: f64, to: f64, gen: &Generator) -> Result<()> {
     check_writable(var)?;
-    let samples = gen.uniform_samples(var.tensor(), from, to)?;
+    let samples = gen.uniform_samples(&var.tensor(), from, to)?;
     var.copy_(&Variable::from_tensor(samples))
 }
 
@@ -107,7 +107,7 @@ pub fn uniform_(var: &Variable, from: f64, to: f64, gen: &Generator) -> Result<(
 #[track_caller]
 pub fn normal_(var: &Variable, mean: f64, std: f64, gen: &Generator) -> Result<()> {
     check_writable(var)?;
-    let samples = gen.normal_samples(var.tensor(), mean, std)?;
+    let samples = gen.normal_samples(&var.tensor(), mean, std)?;
     var.copy_(&Variable::from_tensor(samples))
 }
 
