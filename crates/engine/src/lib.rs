@@ -29,6 +29,7 @@ pub mod error;
 pub mod format;
 pub mod kernels;
 pub mod layout;
+pub(crate) mod ops;
 pub mod optim;
 pub mod parallel;
 pub mod random;

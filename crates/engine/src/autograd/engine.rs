@@ -8,11 +8,11 @@
 //!    sums are bitwise reproducible.
 //! 3. Unless `retain_graph`, a node frees its saved tensors as soon as it has run.
 
-use super::formulas;
 use super::grad_mode::GradModeGuard;
 use super::graph::{self, Edge, NodeId, NodeKind};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::ops;
 use crate::storage::WriteSite;
 use crate::tensor::Tensor;
 use crate::variable::{EdgeSource, SavedSlots, Variable};
@@ -145,7 +145,7 @@ pub fn backward(
             NodeKind::Op(op) => {
                 let needs: SmallVec<[bool; 3]> =
                     task.next_edges.iter().map(Option::is_some).collect();
-                let grads = formulas::apply(op, &unpack(&task.saved, id)?, &grad, &needs)?;
+                let grads = op.apply(&unpack(&task.saved, id)?, &grad, &needs)?;
                 route(&mut pending, &task.next_edges, grads)?;
             }
             NodeKind::CopySlices { layout, inner } => {
@@ -168,7 +168,7 @@ fn unpack(saved: &SavedSlots, owner: NodeId) -> Result<SmallVec<[Option<Variable
 fn route(
     pending: &mut HashMap<NodeId, Pending>,
     edges: &[Option<Edge>],
-    grads: formulas::Grads,
+    grads: ops::Grads,
 ) -> Result<()> {
     for (edge, g) in edges.iter().zip(grads) {
         if let (Some(edge), Some(g)) = (edge, g) {
@@ -186,7 +186,7 @@ fn copy_slices(
     inner: NodeId,
     grad: &Variable,
     retain_graph: bool,
-) -> Result<formulas::Grads> {
+) -> Result<ops::Grads> {
     let site = WriteSite::Rust(Location::caller());
     let result = grad.tensor().deep_clone()?;
     let grad_slice = Variable::from_tensor(result.as_strided(layout)?.deep_clone()?);
@@ -200,14 +200,15 @@ fn copy_slices(
     // for: its own edges. The view's old values have none when the view did not
     // require grad (a plain buffer written with an operand that does): they get zero.
     let needs: SmallVec<[bool; 3]> = inner_task.next_edges.iter().map(Option::is_some).collect();
-    let mut grads =
-        formulas::apply(op, &unpack(&inner_task.saved, inner)?, &grad_slice, &needs)?.into_iter();
+    let mut grads = op
+        .apply(&unpack(&inner_task.saved, inner)?, &grad_slice, &needs)?
+        .into_iter();
     let region = result.as_strided(layout)?;
     match grads.next().flatten() {
         Some(view_grad) => region.copy_from(&view_grad.tensor(), site)?,
         None => region.fill(0.0, site)?,
     }
-    let mut out: formulas::Grads = SmallVec::new();
+    let mut out: ops::Grads = SmallVec::new();
     out.push(Some(Variable::from_tensor(result)));
     out.extend(grads);
     Ok(out)

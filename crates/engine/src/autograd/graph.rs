@@ -8,10 +8,10 @@
 //! object) and every edge from another node counts once; a node is freed when its
 //! count reaches zero, and freeing walks the graph with a worklist, never recursion.
 
-use super::formulas::OpKind;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::ops::Rule;
 use crate::shape::Dims;
 use crate::variable::{EdgeSource, SavedSlots, Variable};
 use smallvec::SmallVec;
@@ -40,12 +40,12 @@ pub struct Edge {
 #[derive(Clone)]
 pub(crate) enum NodeKind {
     /// Apply a derivative formula.
-    Op(OpKind),
+    Op(Rule),
     /// Add the incoming gradient to a leaf's `.grad`.
     AccumulateGrad(Variable),
     /// PyTorch's CopySlices: the history of a base whose view was written in place by
     /// the op of node `inner` (owned by this node). See Note [In-place ops].
-    CopySlices { layout: Layout, inner: NodeId },
+    CopySlices { layout: Box<Layout>, inner: NodeId },
 }
 
 /// One recorded op.
@@ -307,7 +307,7 @@ pub(crate) fn create_copy_slices(
     input_meta: (DType, Dims),
 ) -> NodeRef {
     let kind = NodeKind::CopySlices {
-        layout,
+        layout: Box::new(layout),
         inner: inner.id,
     };
     // The node owns `inner`'s reference from now on (released in `Arena::decref`).

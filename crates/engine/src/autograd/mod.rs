@@ -2,7 +2,6 @@
 //! backward scheduler and grad mode.
 
 pub mod engine;
-pub(crate) mod formulas;
 pub mod grad_mode;
 pub mod graph;
 pub(crate) mod saved;

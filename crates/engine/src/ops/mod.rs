@@ -1,0 +1,205 @@
+//! The differentiable ops, one module per family. A family file holds its ops' forward
+//! (the `Variable` methods, which compute through `Tensor` and record a graph node) and
+//! their backward rules side by side: a family `Rule` enum with PyTorch's grad_fn names
+//! and an `apply` written with differentiable ops, so the same rules serve double
+//! backward. A node holds a [`Rule`], which nests the family rules (no allocation per
+//! node). See Note [Op families].
+
+pub(crate) mod binary;
+pub(crate) mod copy;
+pub(crate) mod index;
+pub(crate) mod inplace;
+pub(crate) mod linalg;
+pub(crate) mod reduce;
+pub(crate) mod shape;
+pub(crate) mod unary;
+
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use crate::variable::Variable;
+use smallvec::SmallVec;
+
+/// Gradients for each input of a node (`None` where not needed).
+pub(crate) type Grads = SmallVec<[Option<Variable>; 2]>;
+
+/// The backward rule of a recorded op, by family.
+#[derive(Clone, Debug)]
+pub(crate) enum Rule {
+    /// A rule of `unary.rs`.
+    Unary(unary::Rule),
+    /// A rule of `binary.rs`.
+    Binary(binary::Rule),
+    /// A rule of `reduce.rs`.
+    Reduce(reduce::Rule),
+    /// A rule of `linalg.rs`.
+    Linalg(linalg::Rule),
+    /// A rule of `shape.rs`.
+    Shape(shape::Rule),
+    /// A rule of `index.rs`.
+    Index(index::Rule),
+    /// A rule of `copy.rs`.
+    Copy(copy::Rule),
+    /// A rule of `inplace.rs`.
+    Inplace(inplace::Rule),
+}
+
+impl Rule {
+    /// PyTorch's grad_fn class name.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Rule::Unary(r) => r.name(),
+            Rule::Binary(r) => r.name(),
+            Rule::Reduce(r) => r.name(),
+            Rule::Linalg(r) => r.name(),
+            Rule::Shape(r) => r.name(),
+            Rule::Index(r) => r.name(),
+            Rule::Copy(r) => r.name(),
+            Rule::Inplace(r) => r.name(),
+        }
+    }
+
+    /// The gradients of the node's inputs given `grad`, the gradient of its output, and
+    /// its saved tensors; `needs[i]` says whether input `i` wants one.
+    pub(crate) fn apply(
+        &self,
+        saved: &[Option<Variable>],
+        grad: &Variable,
+        needs: &[bool],
+    ) -> Result<Grads> {
+        match self {
+            Rule::Unary(r) => r.apply(saved, grad, needs),
+            Rule::Binary(r) => r.apply(saved, grad, needs),
+            Rule::Reduce(r) => r.apply(saved, grad, needs),
+            Rule::Linalg(r) => r.apply(saved, grad, needs),
+            Rule::Shape(r) => r.apply(saved, grad, needs),
+            Rule::Index(r) => r.apply(saved, grad, needs),
+            Rule::Copy(r) => r.apply(saved, grad, needs),
+            Rule::Inplace(r) => r.apply(saved, grad, needs),
+        }
+    }
+}
+
+impl From<unary::Rule> for Rule {
+    fn from(rule: unary::Rule) -> Rule {
+        Rule::Unary(rule)
+    }
+}
+
+impl From<binary::Rule> for Rule {
+    fn from(rule: binary::Rule) -> Rule {
+        Rule::Binary(rule)
+    }
+}
+
+impl From<reduce::Rule> for Rule {
+    fn from(rule: reduce::Rule) -> Rule {
+        Rule::Reduce(rule)
+    }
+}
+
+impl From<linalg::Rule> for Rule {
+    fn from(rule: linalg::Rule) -> Rule {
+        Rule::Linalg(rule)
+    }
+}
+
+impl From<shape::Rule> for Rule {
+    fn from(rule: shape::Rule) -> Rule {
+        Rule::Shape(rule)
+    }
+}
+
+impl From<index::Rule> for Rule {
+    fn from(rule: index::Rule) -> Rule {
+        Rule::Index(rule)
+    }
+}
+
+impl From<copy::Rule> for Rule {
+    fn from(rule: copy::Rule) -> Rule {
+        Rule::Copy(rule)
+    }
+}
+
+impl From<inplace::Rule> for Rule {
+    fn from(rule: inplace::Rule) -> Rule {
+        Rule::Inplace(rule)
+    }
+}
+
+/// An operand's shape as a rule keeps it for `sum_to`: `None` when it is the output's
+/// shape (no broadcasting), so that most nodes allocate nothing for it.
+#[derive(Clone, Debug)]
+pub(crate) struct InputShape(Option<Box<[usize]>>);
+
+impl InputShape {
+    /// The shape of `input` for a rule whose output is `output`.
+    pub(crate) fn of(input: &Variable, output: &Variable) -> InputShape {
+        let (i, o) = (input.shape(), output.shape());
+        InputShape((i != o).then(|| i.as_slice().into()))
+    }
+
+    /// The shapes of two operands.
+    pub(crate) fn pair(a: &Variable, b: &Variable, output: &Variable) -> (InputShape, InputShape) {
+        (InputShape::of(a, output), InputShape::of(b, output))
+    }
+}
+
+impl Variable {
+    /// Sums a gradient of the output's shape down to an operand's (`sum_to_size`).
+    pub(crate) fn sum_to(&self, shape: &InputShape) -> Result<Variable> {
+        match &shape.0 {
+            None => Ok(self.clone()),
+            Some(s) => self.sum_to_size(s),
+        }
+    }
+}
+
+/// A shape kept by a rule that always needs it (one allocation, 16 bytes in the node).
+pub(crate) type Shape = Box<[usize]>;
+
+/// A variable's shape as a [`Shape`].
+pub(crate) fn shape_of(v: &Variable) -> Shape {
+    v.shape().as_slice().into()
+}
+
+/// What a unary op saves for backward.
+#[derive(Copy, Clone)]
+pub(crate) enum Save {
+    Nothing,
+    Input,
+    Output,
+}
+
+pub(crate) fn saved_at(saved: &[Option<Variable>], i: usize) -> Result<&Variable> {
+    saved.get(i).and_then(|s| s.as_ref()).ok_or_else(|| {
+        Error::NotImplemented(format!("rustgrad internal error: saved tensor {i} missing"))
+    })
+}
+
+pub(crate) fn ints(dims: &[usize]) -> Vec<i64> {
+    dims.iter().map(|&d| d as i64).collect()
+}
+
+/// Zero tensor of the gradient's dtype, as a 0-d variable (broadcasts anywhere).
+pub(crate) fn zero_like(grad: &Variable) -> Variable {
+    Variable::from_tensor(Tensor::scalar(0.0, grad.dtype()))
+}
+
+/// A zero gradient of `grad`'s shape, for inputs that do not reach the output. Not
+/// `grad * 0`: that is NaN where the incoming gradient is infinite or NaN.
+pub(crate) fn zeros_like(grad: &Variable) -> Variable {
+    Variable::from_tensor(Tensor::zeros(&grad.shape(), grad.dtype()))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every node of the arena holds a rule: a variant that needs a shape or a layout
+    /// boxes it (or keeps it only when broadcasting made it differ from the output's),
+    /// so a slot stays small (184 bytes when the rules held shapes inline).
+    #[test]
+    fn a_node_kind_stays_small() {
+        assert!(std::mem::size_of::<super::Rule>() <= 40);
+        assert!(std::mem::size_of::<crate::autograd::graph::NodeKind>() <= 40);
+    }
+}
