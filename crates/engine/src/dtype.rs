@@ -1,11 +1,17 @@
 //! Element types: the four dtypes and the `Element` traits kernels are generic over.
 
+use crate::error::{Error, Result};
 use crate::storage::Buffer;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether the default floating-point dtype is float64 (else float32). Process-global,
+/// as PyTorch's `set_default_dtype`; see Note [Devices and default dtype].
+static DEFAULT_FLOAT_IS_F64: AtomicBool = AtomicBool::new(false);
 
 /// The element type of a tensor.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
-    /// 32-bit float, the default for floating-point data (`torch.float32`).
+    /// 32-bit float, the initial default for floating-point data (`torch.float32`).
     F32,
     /// 64-bit float (`torch.float64`).
     F64,
@@ -16,6 +22,31 @@ pub enum DType {
 }
 
 impl DType {
+    /// The default floating-point dtype (`torch.get_default_dtype()`): what factories
+    /// without a dtype, Python floats, and integers promoted to float (`int / int`,
+    /// `int * 2.5`, `int.sqrt()`) become. float32 until [`DType::set_default_float`].
+    #[inline]
+    pub fn default_float() -> DType {
+        if DEFAULT_FLOAT_IS_F64.load(Ordering::Relaxed) {
+            DType::F64
+        } else {
+            DType::F32
+        }
+    }
+
+    /// Sets the default floating-point dtype for the whole process
+    /// (`torch.set_default_dtype`). Only float32 and float64 are accepted, with
+    /// PyTorch's TypeError message otherwise.
+    pub fn set_default_float(dtype: DType) -> Result<()> {
+        if !dtype.is_floating_point() {
+            return Err(Error::Type(
+                "only floating-point types are supported as the default type".into(),
+            ));
+        }
+        DEFAULT_FLOAT_IS_F64.store(dtype == DType::F64, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Whether values of this dtype are floating point (and may require grad).
     pub fn is_floating_point(self) -> bool {
         matches!(self, DType::F32 | DType::F64)

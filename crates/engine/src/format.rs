@@ -137,6 +137,7 @@ fn repr_parts(
 ) -> String {
     let numel: usize = shape.iter().product();
     let indent = PREFIX.len();
+    let default_float = crate::DType::default_float().torch_name();
     let mut suffixes: Vec<String> = Vec::new();
     let tensor_str = if numel == 0 {
         // NumPy prints the shape of an empty array unless it is (0,).
@@ -145,12 +146,12 @@ fn repr_parts(
         }
         // No element can tell the reader the dtype, so anything but the
         // default float dtype is shown.
-        if dtype_name != "torch.float32" {
+        if dtype_name != default_float {
             suffixes.push(format!("dtype={dtype_name}"));
         }
         "[]".to_string()
     } else {
-        if !matches!(dtype_name, "torch.float32" | "torch.int64" | "torch.bool") {
+        if dtype_name != default_float && !matches!(dtype_name, "torch.int64" | "torch.bool") {
             suffixes.push(format!("dtype={dtype_name}"));
         }
         tensor_str(shape, compact, values, indent)

@@ -79,7 +79,7 @@ impl Scalar {
     /// The dtype of a 0-d tensor holding this value on its own (`torch.tensor(v)`).
     pub fn natural_dtype(self) -> DType {
         match self {
-            Scalar::Float(_) => DType::F32,
+            Scalar::Float(_) => DType::default_float(),
             Scalar::Int(_) => DType::I64,
             Scalar::Bool(_) => DType::Bool,
         }
@@ -91,7 +91,7 @@ impl Scalar {
     pub fn result_type_with(self, tensor: DType) -> DType {
         match (tensor, self) {
             (d, _) if d.is_floating_point() => d,
-            (_, Scalar::Float(_)) => DType::F32,
+            (_, Scalar::Float(_)) => DType::default_float(),
             (DType::Bool, Scalar::Int(_)) => DType::I64,
             (d, _) => d,
         }
@@ -941,11 +941,12 @@ impl Tensor {
 
     // ----- compute ------------------------------------------------------------------
 
-    /// An elementwise function; integer inputs to float functions are promoted to float32.
+    /// An elementwise function; integer inputs to float functions are promoted to the
+    /// default float dtype.
     /// On bool tensors PyTorch refuses `-`, `abs` and `relu`, and `sign` is the identity.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let src = if op.promotes_integers() && !self.dtype.is_floating_point() {
-            self.to_dtype(DType::F32)?
+            self.to_dtype(DType::default_float())?
         } else if self.dtype == DType::Bool {
             return match op {
                 UnaryOp::Neg => Err(Error::not_implemented_for_dtype(
@@ -1013,7 +1014,7 @@ impl Tensor {
     pub fn result_dtype(a: &Tensor, b: &Tensor, op: BinaryOp) -> DType {
         let promoted = DType::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
         match (op, promoted) {
-            (BinaryOp::Div, DType::I64 | DType::Bool) => DType::F32,
+            (BinaryOp::Div, DType::I64 | DType::Bool) => DType::default_float(),
             (_, DType::Bool) if op != BinaryOp::Add && op != BinaryOp::Mul => DType::I64,
             _ => promoted,
         }
