@@ -89,4 +89,21 @@ impl Variable {
             (Rule::ToCopy { from }, smallvec![])
         }))
     }
+
+    /// `to(dtype, copy=True)`: the values converted to `dtype` in a new tensor even when
+    /// the dtype is unchanged (strides kept, as `clone`), recorded as `ToCopyBackward0`
+    /// like PyTorch's `_to_copy`.
+    pub fn to_dtype_copy(&self, dtype: DType) -> Result<Variable> {
+        if dtype != self.dtype() {
+            return self.to_dtype(dtype);
+        }
+        crate::tensor::check_allocation(self.numel(), dtype)?;
+        let result = self.tensor().clone_preserving_strides()?;
+        if !dtype.is_floating_point() {
+            return Ok(Variable::from_tensor(result));
+        }
+        Ok(Variable::record(result, &[self], |_, _| {
+            (Rule::ToCopy { from: dtype }, smallvec![])
+        }))
+    }
 }
