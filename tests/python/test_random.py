@@ -99,7 +99,7 @@ def test_rng_state_round_trip_and_seed() -> None:
 
 def test_generators_are_independent() -> None:
     a, b = torch.Generator(), torch.Generator()
-    assert a.initial_seed() == 67280421310721 and a.device == "cpu"
+    assert a.initial_seed() == 67280421310721 and a.device == torch.device("cpu")
     x = torch.rand(10, generator=a).tolist()
     torch.rand(100)
     assert torch.rand(10, generator=b).tolist() == x

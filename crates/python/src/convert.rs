@@ -212,7 +212,7 @@ fn reserved<T>(n: usize) -> PyResult<Vec<T>> {
 }
 
 /// A tensor from Python data: a number, nested sequences, a numpy array or a tensor.
-/// The dtype is inferred like `torch.tensor` (floats → float32, ints → int64, bools →
+/// The dtype is inferred like `torch.tensor` (floats → the default float dtype, ints → int64, bools →
 /// bool) unless given; then each element converts straight to it, as in PyTorch (so an
 /// int64 above 2^53 stays exact and NaN into int64 is an error).
 pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
@@ -245,9 +245,9 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
         saw_bool: false,
     };
     collect(data, 0, &shape, &mut c)?;
-    // An empty nested list has the shape of its nesting and dtype float32.
+    // An empty nested list has the shape of its nesting and the default float dtype.
     let inferred = if c.saw_float || (!c.saw_int && !c.saw_bool) {
-        DType::F32
+        DType::default_float()
     } else if c.saw_int {
         DType::I64
     } else {
@@ -366,45 +366,6 @@ pub fn extract_int(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
                 .unwrap_or_default()
         ))
     })
-}
-
-/// Checks a `device=` argument. rustgrad runs on the CPU only, so it behaves like a
-/// CPU-only PyTorch build: `cpu` (or `cpu:N`) is accepted, `cuda` raises
-/// AssertionError "Torch not compiled with CUDA enabled", another known device type
-/// raises RuntimeError, and an unknown string raises PyTorch's parse error.
-pub fn check_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-    const KNOWN: &str = "cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone";
-    let Some(device) = device.filter(|d| !d.is_none()) else {
-        return Ok(());
-    };
-    let text = if device.is_instance_of::<PyInt>() && !device.is_instance_of::<PyBool>() {
-        // An ordinal alone names a CUDA device in PyTorch.
-        "cuda".to_string()
-    } else if let Ok(s) = device.extract::<String>() {
-        s
-    } else if let Ok(t) = device.getattr("type") {
-        t.extract::<String>()?
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "expected a device, got {}",
-            device.get_type().name()?
-        )));
-    };
-    let kind = text.split(':').next().unwrap_or("");
-    match kind {
-        "cpu" => Ok(()),
-        "cuda" => Err(pyo3::exceptions::PyAssertionError::new_err(
-            "Torch not compiled with CUDA enabled",
-        )),
-        k if KNOWN.split(", ").any(|known| known == k) => {
-            Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                "rustgrad runs on the CPU only: device type '{k}' is not available"
-            )))
-        }
-        _ => Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-            "Expected one of {KNOWN} device type at start of device string: {text}"
-        ))),
-    }
 }
 
 /// A dim argument that may be an int, a tuple/list of ints, or None.

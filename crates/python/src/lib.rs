@@ -2,6 +2,7 @@
 //! here; the engine crate knows nothing of Python. See Note [The GIL].
 
 mod convert;
+mod device;
 mod dtype;
 mod errors;
 mod identity;
@@ -37,7 +38,8 @@ pub(crate) fn alloc_shape(size: &Bound<'_, PyTuple>, dtype: DType) -> PyResult<V
     Ok(shape)
 }
 
-/// A new leaf of the given size (`*size`) and dtype (default float32), made by `make`
+/// A new leaf of the given size (`*size`) and dtype (default: the default float dtype,
+/// Note [Devices and default dtype]), made by `make`
 /// once the size is known to be allocatable.
 fn sized_leaf(
     size: &Bound<'_, PyTuple>,
@@ -46,8 +48,8 @@ fn sized_leaf(
     device: Option<&Bound<'_, PyAny>>,
     make: impl FnOnce(&[usize], DType) -> rustgrad::Result<Tensor>,
 ) -> PyResult<Py<PyTensor>> {
-    convert::check_device(device)?;
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    device::check_device(device)?;
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(size, dtype)?;
     leaf(make(&shape, dtype).py()?, requires_grad)
 }
@@ -61,7 +63,7 @@ fn tensor_fn(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    convert::check_device(device)?;
+    device::check_device(device)?;
     leaf(
         tensor_from_data(data, extract_opt_dtype(dtype)?)?,
         requires_grad,
@@ -72,6 +74,22 @@ fn tensor_fn(
 #[pyfunction]
 #[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
 fn zeros(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyTensor>> {
+    sized_leaf(size, dtype, requires_grad, device, |s, d| {
+        Ok(Tensor::zeros(s, d))
+    })
+}
+
+/// `empty(*size, dtype=None, device=None, requires_grad=False)`. PyTorch leaves the
+/// values uninitialised; rustgrad zero-fills them, which is one of the values PyTorch
+/// may return, and keeps safe Rust free of uninitialised memory.
+#[pyfunction]
+#[pyo3(signature = (*size, dtype = None, device = None, requires_grad = false))]
+fn empty(
     size: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
@@ -97,7 +115,7 @@ fn ones(
 }
 
 /// `full(size, fill_value, dtype=None, requires_grad=False)`; the dtype follows the
-/// fill value (float → float32, int → int64, bool → bool) when not given.
+/// fill value (float → the default float dtype, int → int64, bool → bool) when not given.
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype = None, device = None, requires_grad = false))]
 fn full(
@@ -107,7 +125,7 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    convert::check_device(device)?;
+    device::check_device(device)?;
     let value = convert::extract_scalar(fill_value)
         .ok_or_else(|| PyValueError::new_err("fill_value must be a number"))?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(value.natural_dtype());
@@ -130,7 +148,7 @@ fn arange(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    convert::check_device(device)?;
+    device::check_device(device)?;
     let nums = args
         .iter()
         .map(|a| {
@@ -151,7 +169,11 @@ fn arange(
             ))
         }
     };
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(if all_int {
+        DType::I64
+    } else {
+        DType::default_float()
+    });
     leaf(
         Tensor::arange_scalar(start, end, step, dtype).py()?,
         requires_grad,
@@ -169,7 +191,7 @@ fn rand(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    convert::check_device(device)?;
+    device::check_device(device)?;
     random::sample_leaf(
         py,
         size,
@@ -191,7 +213,7 @@ fn randn(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    convert::check_device(device)?;
+    device::check_device(device)?;
     random::sample_leaf(
         py,
         size,
@@ -255,6 +277,26 @@ fn _backward(
         .py()
 }
 
+/// `set_default_dtype(d)`: the dtype factories, Python floats and integer-to-float
+/// promotion use from now on, in the whole process (float32 or float64 only).
+#[pyfunction]
+fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
+    let d = d.cast::<PyDType>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(
+            "invalid dtype object: only floating-point types are supported as the default type",
+        )
+    })?;
+    DType::set_default_float(d.get().inner).py()
+}
+
+/// `get_default_dtype()`: float32 unless `set_default_dtype` changed it.
+#[pyfunction]
+fn get_default_dtype() -> PyDType {
+    PyDType {
+        inner: DType::default_float(),
+    }
+}
+
 /// Sets the number of threads kernels use (1 to `rustgrad.parallel.MAX_THREADS`,
 /// 1024). The pool is started here, so a failure to start it raises here.
 #[pyfunction]
@@ -309,9 +351,13 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ones, m)?)?;
     m.add_function(wrap_pyfunction!(full, m)?)?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
     m.add_function(wrap_pyfunction!(rand, m)?)?;
     m.add_function(wrap_pyfunction!(randn, m)?)?;
     random::register(m)?;
+    device::register(m)?;
+    m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_make_variable, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;

@@ -112,14 +112,7 @@ impl PyGenerator {
     #[new]
     #[pyo3(signature = (device = None))]
     fn new(device: Option<&Bound<'_, PyAny>>) -> PyResult<PyGenerator> {
-        if let Some(device) = device {
-            let name = device.str()?.to_string();
-            if name != "cpu" {
-                return Err(PyRuntimeError::new_err(format!(
-                    "rustgrad: only CPU generators exist, got device '{name}'"
-                )));
-            }
-        }
+        crate::device::check_device(device)?;
         Ok(PyGenerator {
             inner: Arc::new(Generator::default()),
         })
@@ -158,10 +151,10 @@ impl PyGenerator {
         Ok(slf)
     }
 
-    /// Always `"cpu"`.
+    /// Always `device(type='cpu')`.
     #[getter]
-    fn device(&self) -> &'static str {
-        "cpu"
+    fn device(&self) -> crate::device::PyDevice {
+        crate::device::PyDevice::CPU
     }
 }
 
@@ -216,7 +209,7 @@ pub fn sample_leaf(
     requires_grad: bool,
     sampler: Sampler,
 ) -> PyResult<Py<PyTensor>> {
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::F32);
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(size, dtype)?;
     let numel: usize = shape.iter().product();
     let gen = generator_or_default(generator);
@@ -249,7 +242,7 @@ fn randint(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    crate::convert::check_device(device)?;
+    crate::device::check_device(device)?;
     let mut positional: Vec<Bound<'_, PyAny>> = args.iter().collect();
     let size = match size {
         Some(s) => s.clone(),
@@ -286,7 +279,7 @@ fn randperm(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    crate::convert::check_device(device)?;
+    crate::device::check_device(device)?;
     let n = extract_int(n)?;
     let n = usize::try_from(n)
         .map_err(|_| PyRuntimeError::new_err(format!("n must be non-negative, got{n}")))?;

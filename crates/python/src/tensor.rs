@@ -237,6 +237,109 @@ fn compare(
     binary(py, a, other, move |x, y| x.compare(y, op))
 }
 
+/// The dtype of a legacy type name (`'torch.FloatTensor'`); a CUDA type name raises as
+/// a CPU-only PyTorch build does.
+fn legacy_type_from_name(name: &str) -> PyResult<DType> {
+    let all = [DType::F32, DType::F64, DType::I64, DType::Bool];
+    if let Some(d) = all.iter().find(|d| d.legacy_type_name() == name) {
+        return Ok(*d);
+    }
+    let is_cuda_name = name.strip_prefix("torch.cuda.").is_some_and(|rest| {
+        all.iter()
+            .any(|d| d.legacy_type_name() == format!("torch.{rest}"))
+    });
+    if is_cuda_name {
+        return Err(pyo3::exceptions::PyAssertionError::new_err(
+            "Torch not compiled with CUDA enabled",
+        ));
+    }
+    Err(PyValueError::new_err(format!("invalid type: '{name}'")))
+}
+
+/// The arguments of `Tensor.to`, read as PyTorch's three signatures:
+/// `(device=None, dtype=None, non_blocking=False, copy=False)`,
+/// `(dtype, non_blocking=False, copy=False)` and `(tensor, non_blocking=False, copy=False)`.
+struct ToArgs<'py> {
+    device: Option<Bound<'py, PyAny>>,
+    dtype: Option<DType>,
+    copy: bool,
+}
+
+impl<'py> ToArgs<'py> {
+    fn parse(
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, pyo3::types::PyDict>>,
+    ) -> PyResult<ToArgs<'py>> {
+        let invalid = || {
+            let mut got: Vec<String> = args.iter().map(|a| crate::device::type_name(&a)).collect();
+            if let Some(kw) = kwargs {
+                for (k, v) in kw.iter() {
+                    got.push(format!("{k}={}", crate::device::type_name(&v)));
+                }
+            }
+            PyTypeError::new_err(format!(
+                "to() received an invalid combination of arguments - got ({}), but expected one of:\n \
+                 * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, bool copy = False)\n \
+                 * (torch.dtype dtype, bool non_blocking = False, bool copy = False)\n \
+                 * (Tensor tensor, bool non_blocking = False, bool copy = False)",
+                got.join(", ")
+            ))
+        };
+        let positional: Vec<Bound<'py, PyAny>> = args.iter().collect();
+        let mut out = ToArgs {
+            device: None,
+            dtype: None,
+            copy: false,
+        };
+        // Names of the parameters in order, after the ones the first argument fixed.
+        let (fixed, names): (usize, &[&str]) = match positional.first() {
+            Some(first) if first.is_instance_of::<PyTensor>() => {
+                out.dtype = Some(first.cast::<PyTensor>()?.get().var.dtype());
+                (1, &["non_blocking", "copy"])
+            }
+            Some(first) if !crate::device::names_device(first) && !first.is_none() => {
+                out.dtype = Some(extract_dtype(first).map_err(|_| invalid())?);
+                (1, &["non_blocking", "copy"])
+            }
+            _ => (0, &["device", "dtype", "non_blocking", "copy"]),
+        };
+        if positional.len() - fixed > names.len() {
+            return Err(invalid());
+        }
+        let mut given: Vec<(&str, Bound<'py, PyAny>)> = names
+            .iter()
+            .copied()
+            .zip(positional.into_iter().skip(fixed))
+            .collect();
+        if let Some(kw) = kwargs {
+            for (key, value) in kw.iter() {
+                let key = key.extract::<String>()?;
+                let name = names
+                    .iter()
+                    .copied()
+                    .find(|n| *n == key)
+                    .filter(|n| given.iter().all(|(g, _)| g != n))
+                    .ok_or_else(invalid)?;
+                given.push((name, value));
+            }
+        }
+        for (name, value) in given {
+            match name {
+                "device" if value.is_none() || crate::device::names_device(&value) => {
+                    out.device = Some(value)
+                }
+                "dtype" => out.dtype = extract_opt_dtype(Some(&value)).map_err(|_| invalid())?,
+                "non_blocking" if value.is_instance_of::<pyo3::types::PyBool>() => {}
+                "copy" if value.is_instance_of::<pyo3::types::PyBool>() => {
+                    out.copy = value.is_truthy()?
+                }
+                _ => return Err(invalid()),
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// An optional scalar bound (`clamp(min=None, max=...)`): a number or a one-element
 /// tensor, kept exact (Note [Exact scalars]).
 fn opt_scalar(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>> {
@@ -333,8 +436,9 @@ impl PyTensor {
 
 #[pymethods]
 impl PyTensor {
-    /// `Tensor(data)` (a float32 copy of nested sequences), `Tensor(2, 3)` (zeros of that
-    /// size), or `Tensor()` (an empty tensor).
+    /// `Tensor(data)` (a copy of nested sequences in the default float dtype, float32
+    /// unless `set_default_dtype` changed it), `Tensor(2, 3)` (zeros of that size), or
+    /// `Tensor()` (an empty tensor).
     #[new]
     #[pyo3(signature = (*args, requires_grad = false, _share = None, volatile = false))]
     fn py_new(
@@ -343,17 +447,19 @@ impl PyTensor {
         _share: Option<&Bound<'_, PyTensor>>,
         volatile: bool,
     ) -> PyResult<Self> {
+        // The legacy constructor makes tensors of the default float dtype.
+        let dtype = DType::default_float();
         let tensor = if let Some(src) = _share {
             src.get().var.tensor().clone()
         } else if args.is_empty() {
-            Tensor::zeros(&[0], DType::F32)
+            Tensor::zeros(&[0], dtype)
         } else if args.len() == 1 && !args.get_item(0)?.is_instance_of::<pyo3::types::PyInt>() {
-            convert::tensor_from_data(&args.get_item(0)?, Some(DType::F32))?
+            convert::tensor_from_data(&args.get_item(0)?, Some(dtype))?
         } else {
             let sizes = rustgrad::shape::checked_shape(&extract_sizes(args)?).py()?;
-            rustgrad::shape::checked_storage_bytes(&sizes, DType::F32.size_in_bytes()).py()?;
-            rustgrad::tensor::check_allocation(sizes.iter().product(), DType::F32).py()?;
-            Tensor::zeros(&sizes, DType::F32)
+            rustgrad::shape::checked_storage_bytes(&sizes, dtype.size_in_bytes()).py()?;
+            rustgrad::tensor::check_allocation(sizes.iter().product(), dtype).py()?;
+            Tensor::zeros(&sizes, dtype)
         };
         let var = if volatile {
             Variable::new_volatile(tensor)
@@ -439,10 +545,10 @@ impl PyTensor {
         }
     }
 
-    /// Always `cpu`.
+    /// Always `device(type='cpu')`.
     #[getter]
-    fn device(&self) -> &'static str {
-        "cpu"
+    fn device(&self) -> crate::device::PyDevice {
+        crate::device::PyDevice::CPU
     }
 
     /// Whether the dtype is floating point.
@@ -634,36 +740,124 @@ impl PyTensor {
         }
     }
 
-    /// Converts to `dtype` (differentiable between float dtypes); device strings are
-    /// accepted and ignored ("cpu").
+    /// `to(device=None, dtype=None, non_blocking=False, copy=False)`, `to(dtype, ...)` or
+    /// `to(other, ...)`: converts to the dtype (differentiable between float dtypes; the
+    /// device must be the CPU). Returns `self` when nothing changes and `copy` is False,
+    /// as PyTorch does.
     #[pyo3(signature = (*args, **kwargs))]
-    fn to(
-        &self,
-        py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let mut dtype = None;
-        for a in args.iter() {
-            if let Ok(d) = extract_dtype(&a) {
-                dtype = Some(d);
-            } else if let Ok(t) = a.cast::<PyTensor>() {
-                dtype = Some(t.get().var.dtype());
-            } else {
-                convert::check_device(Some(&a))?;
-            }
-        }
-        if let Some(kw) = kwargs {
-            convert::check_device(kw.get_item("device")?.as_ref())?;
-            if let Some(d) = kw.get_item("dtype")? {
-                dtype = extract_opt_dtype(Some(&d))?;
-            }
-        }
-        let out = match dtype {
-            Some(d) => self.var.to_dtype(d).py()?,
-            None => self.var.clone(),
+    fn to<'py>(
+        slf: Bound<'py, Self>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, pyo3::types::PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let target = ToArgs::parse(args, kwargs)?;
+        crate::device::check_device(target.device.as_ref())?;
+        let var = &slf.get().var;
+        let py = slf.py();
+        let out = match target.dtype {
+            Some(d) if target.copy => var.to_dtype_copy(d).py()?,
+            Some(d) if d != var.dtype() => var.to_dtype(d).py()?,
+            _ if target.copy => var.to_dtype_copy(var.dtype()).py()?,
+            _ => return Ok(slf.into_any()),
         };
-        new_tensor(py, out)
+        Ok(new_tensor(py, out)?.into_bound(py).into_any())
+    }
+
+    /// `self`: tensors live on the CPU.
+    #[pyo3(signature = (memory_format = None))]
+    fn cpu<'py>(
+        slf: Bound<'py, Self>,
+        memory_format: Option<&Bound<'py, PyAny>>,
+    ) -> Bound<'py, Self> {
+        let _ = memory_format;
+        slf
+    }
+
+    /// Raises as a CPU-only PyTorch build does: AssertionError "Torch not compiled with
+    /// CUDA enabled".
+    #[pyo3(signature = (device = None, non_blocking = false, memory_format = None))]
+    fn cuda(
+        &self,
+        device: Option<&Bound<'_, PyAny>>,
+        non_blocking: bool,
+        memory_format: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let _ = (non_blocking, memory_format);
+        // A malformed device string is reported first, as PyTorch parses before it
+        // initialises CUDA.
+        crate::device::check_cuda_device(device)?;
+        Err(pyo3::exceptions::PyAssertionError::new_err(
+            "Torch not compiled with CUDA enabled",
+        ))
+    }
+
+    /// Always False: tensors live on the CPU.
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        false
+    }
+
+    /// Always True.
+    #[getter]
+    fn is_cpu(&self) -> bool {
+        true
+    }
+
+    /// Bytes per element.
+    fn element_size(&self) -> usize {
+        self.var.dtype().size_in_bytes()
+    }
+
+    /// Bytes per element.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.var.dtype().size_in_bytes()
+    }
+
+    /// `numel() * element_size()`: the bytes the elements take, as if dense (an expanded
+    /// view counts every element, as in PyTorch).
+    #[getter]
+    fn nbytes(&self) -> usize {
+        // Cannot overflow: a tensor's numel was checked against its byte size when the
+        // shape was made (Note [Checked size arithmetic]); saturate to stay panic-free.
+        self.var
+            .numel()
+            .saturating_mul(self.var.dtype().size_in_bytes())
+    }
+
+    /// `type()` → the legacy type name (`'torch.FloatTensor'`); `type(dtype)` or
+    /// `type('torch.DoubleTensor')` converts like `to(dtype)` (`self` if unchanged).
+    #[pyo3(name = "type", signature = (dtype = None, non_blocking = false))]
+    fn type_<'py>(
+        slf: Bound<'py, Self>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        non_blocking: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = non_blocking;
+        let py = slf.py();
+        let current = slf.get().var.dtype();
+        let Some(dtype) = dtype.filter(|d| !d.is_none()) else {
+            return Ok(pyo3::types::PyString::new(py, current.legacy_type_name()).into_any());
+        };
+        let target = if let Ok(d) = dtype.cast::<PyDType>() {
+            d.get().inner
+        } else if let Ok(name) = dtype.extract::<String>() {
+            legacy_type_from_name(&name)?
+        } else if let Ok(t) = dtype.cast::<pyo3::types::PyType>() {
+            return Err(PyValueError::new_err(format!(
+                "invalid type: '{}'",
+                t.name()?
+            )));
+        } else {
+            return Err(PyTypeError::new_err(
+                "dtype must be a type, str, or dtype object",
+            ));
+        };
+        if target == current {
+            return Ok(slf.into_any());
+        }
+        let out = slf.get().var.to_dtype(target).py()?;
+        Ok(new_tensor(py, out)?.into_bound(py).into_any())
     }
 
     /// Converts to float32.
