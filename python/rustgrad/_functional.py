@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from ._rustgrad import Tensor, full
+from ._rustgrad import Tensor, empty, full, rand, randn
 
 
 def _t(x: Any) -> Tensor:
@@ -139,11 +139,70 @@ def ge(input: Tensor, other: Any) -> Tensor:
     return _t(input).ge(other)
 
 
-def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: builtins.bool = False) -> Tensor:
-    """A tensor of zeros with ``input``'s shape (and dtype unless given)."""
-    return full(tuple(input.shape), 0, dtype=dtype or input.dtype, requires_grad=requires_grad)
+def _like(
+    input: Tensor,
+    make: Any,
+    dtype: Any,
+    device: Any,
+    requires_grad: builtins.bool,
+) -> Tensor:
+    """``make(shape, dtype=..., device=..., requires_grad=...)`` with ``input``'s shape,
+    and its dtype unless one is given (``device`` is checked like any ``device=``)."""
+    return make(
+        tuple(_t(input).shape),
+        dtype=input.dtype if dtype is None else dtype,
+        device=device,
+        requires_grad=requires_grad,
+    )
 
 
-def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+def zeros_like(
+    input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False
+) -> Tensor:
+    """A tensor of zeros with ``input``'s shape (and dtype unless given).
+
+    Example:
+        >>> rustgrad.zeros_like(rustgrad.ones(2, dtype=rustgrad.int64))
+        tensor([0, 0])
+    """
+    return _like(input, lambda s, **kw: full(s, 0, **kw), dtype, device, requires_grad)
+
+
+def ones_like(
+    input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False
+) -> Tensor:
     """A tensor of ones with ``input``'s shape (and dtype unless given)."""
-    return full(tuple(input.shape), 1, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return _like(input, lambda s, **kw: full(s, 1, **kw), dtype, device, requires_grad)
+
+
+def full_like(
+    input: Tensor,
+    fill_value: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """A tensor filled with ``fill_value``, with ``input``'s shape (and dtype unless given)."""
+    return _like(input, lambda s, **kw: full(s, fill_value, **kw), dtype, device, requires_grad)
+
+
+def empty_like(
+    input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False
+) -> Tensor:
+    """An (in rustgrad, zero-filled) tensor with ``input``'s shape and dtype unless given."""
+    return _like(input, lambda s, **kw: empty(*s, **kw), dtype, device, requires_grad)
+
+
+def rand_like(
+    input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False
+) -> Tensor:
+    """Uniform samples in [0, 1) with ``input``'s shape (and dtype unless given)."""
+    return _like(input, lambda s, **kw: rand(*s, **kw), dtype, device, requires_grad)
+
+
+def randn_like(
+    input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False
+) -> Tensor:
+    """Standard normal samples with ``input``'s shape (and dtype unless given)."""
+    return _like(input, lambda s, **kw: randn(*s, **kw), dtype, device, requires_grad)

@@ -30,6 +30,11 @@ def _type_as(self: Tensor, other: Tensor) -> Tensor:
     return self.to(other.dtype)
 
 
+def _get_device(self: Tensor) -> int:
+    """-1: PyTorch's device ordinal of a CPU tensor."""
+    return -1
+
+
 def _T(self: Tensor) -> Tensor:
     return self.permute(*reversed(range(self.dim())))
 
@@ -49,6 +54,7 @@ _METHODS: dict[str, Any] = {
     "view_as": _view_as,
     "expand_as": _expand_as,
     "type_as": _type_as,
+    "get_device": _get_device,
     "T": property(_T),
     "__str__": _str,
     "__format__": _format,
