@@ -20,3 +20,13 @@ def _grad_mode_is_restored():
     enabled = torch.is_grad_enabled()
     torch.set_grad_enabled(True)
     assert enabled, "this test left grad mode off"
+
+
+@pytest.fixture(autouse=True)
+def _default_dtype_is_restored():
+    """Every test must leave the default dtype float32 (it is process-global); restore it so
+    one leak fails one test only."""
+    yield
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    assert default == torch.float32, "this test left the default dtype changed"
