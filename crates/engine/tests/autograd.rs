@@ -1108,7 +1108,7 @@ fn to_dtype_copy_always_copies_and_records_to_copy() -> Result<()> {
     // and a copy of a transposed tensor keeps its strides (preserve_format).
     let x = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], true).t()?;
     let y = x.to_dtype_copy(DType::F64)?;
-    assert!(!y.tensor().shares_storage(x.tensor()));
+    assert!(!y.tensor().shares_storage(&x.tensor()));
     assert_eq!(y.tensor().strides(), x.tensor().strides());
     assert_eq!(y.tensor().to_vec::<f64>(), x.tensor().to_vec::<f64>());
     let node = y.grad_fn().expect("a recorded copy");
@@ -1116,7 +1116,7 @@ fn to_dtype_copy_always_copies_and_records_to_copy() -> Result<()> {
     // An int64 copy is a new leaf that does not require grad.
     let i = Variable::from_tensor(Tensor::from_vec(vec![1i64, 2], &[2])?);
     let j = i.to_dtype_copy(DType::I64)?;
-    assert!(!j.tensor().shares_storage(i.tensor()) && !j.requires_grad());
+    assert!(!j.tensor().shares_storage(&i.tensor()) && !j.requires_grad());
     Ok(())
 }
 
