@@ -1,6 +1,7 @@
-//! `Variable`: a tensor plus its autograd state (requires_grad, grad, grad_fn, volatile).
-//! Every differentiable op lives here: it computes with `Tensor` and, when recording,
-//! creates a graph node holding the op's backward rule and saved tensors.
+//! `Variable`: a tensor plus its autograd state (requires_grad, grad, grad_fn, volatile),
+//! and how ops record history: `record` / `record_view` create a graph node holding the
+//! op's backward rule and saved tensors, `in_place` rebases history for in-place writes.
+//! The ops themselves live by family in `crate::ops` (Note [Op families]).
 
 use crate::autograd::graph::{self, Edge, NodeId, NodeKind, NodeRef};
 use crate::autograd::saved::SavedTensor;
