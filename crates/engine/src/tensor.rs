@@ -214,7 +214,8 @@ macro_rules! dispatch {
     };
 }
 
-/// Like `dispatch!` for float dtypes only; other dtypes return `$err`.
+/// Like `dispatch!` for float dtypes only; other dtypes return `$err()` (a closure, so
+/// that the error and its message are only built on that path).
 macro_rules! dispatch_float {
     ($dtype:expr, $err:expr, $T:ident => $body:expr) => {
         match $dtype {
@@ -226,7 +227,7 @@ macro_rules! dispatch_float {
                 type $T = f64;
                 $body
             }
-            _ => return Err($err),
+            _ => return Err($err()),
         }
     };
 }
@@ -247,7 +248,7 @@ macro_rules! dispatch_num {
                 type $T = i64;
                 $body
             }
-            DType::Bool => return Err($err),
+            DType::Bool => return Err($err()),
         }
     };
 }
@@ -961,7 +962,7 @@ impl Tensor {
         } else {
             self.clone()
         };
-        let err = Error::unsupported_dtype(op.kernel_name(), src.dtype);
+        let err = || Error::unsupported_dtype(op.kernel_name(), src.dtype);
         match op {
             UnaryOp::Neg => map_elems!(dispatch_num, src, err, |x| Num::neg(x)),
             UnaryOp::Abs => map_elems!(dispatch_num, src, err, |x| Num::abs(x)),
@@ -1003,7 +1004,7 @@ impl Tensor {
             return Tensor::from_buffer(Buffer::I64(v), ints.shape()).to_dtype(dtype);
         }
         let src = self.to_dtype(dtype)?;
-        let err = Error::unsupported_dtype("pow", dtype);
+        let err = || Error::unsupported_dtype("pow", dtype);
         if exponent == Scalar::Int(2) || exponent == Scalar::Float(2.0) {
             return map_elems!(dispatch_float, src, err, |x| x * x);
         }
@@ -1046,7 +1047,7 @@ impl Tensor {
         let b = other.to_dtype(compute)?;
         let la = a.layout.broadcast_to(&out_shape)?;
         let lb = b.layout.broadcast_to(&out_shape)?;
-        let err = Error::unsupported_dtype(op.name(), compute);
+        let err = || Error::unsupported_dtype(op.name(), compute);
         let out = dispatch_num!(compute, err, T => {
             let v: Vec<T> = a.read2(&b, |sa: &[T], sb: &[T]| match op {
                 BinaryOp::Add => elementwise::map2(sa, &la, sb, &lb, |x, y| x + y),
@@ -1147,7 +1148,7 @@ impl Tensor {
             return Err(Error::unsupported_dtype(name, DType::Bool));
         }
         let src = self.to_dtype(dtype)?;
-        let err = Error::unsupported_dtype("clamp", dtype);
+        let err = || Error::unsupported_dtype("clamp", dtype);
         dispatch_num!(dtype, err, T => {
             let (lo, hi) = (min.map(Scalar::cast::<T>), max.map(Scalar::cast::<T>));
             // `v != v` only for NaN: a NaN element or bound wins.
@@ -1267,7 +1268,7 @@ impl Tensor {
         let mut out_shape = batch.clone();
         out_shape.extend_from_slice(&[m, n]);
         check_allocation(shape::checked_numel(&out_shape)?, a.dtype)?;
-        let err = Error::unsupported_dtype("matmul", a.dtype);
+        let err = || Error::unsupported_dtype("matmul", a.dtype);
         dispatch_float!(a.dtype, err, T => {
             let v: Vec<T> = a.read2(b, |sa: &[T], sb: &[T]| {
                 let oa = matmul::MatOperand {
