@@ -7,6 +7,7 @@ mod dtype;
 mod errors;
 mod identity;
 mod node;
+mod ops;
 mod random;
 mod tensor;
 

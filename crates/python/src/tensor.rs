@@ -1,14 +1,14 @@
 //! The Python tensor class (`rustgrad.Tensor`), a frozen handle on an engine `Variable`.
 
-use crate::convert::{self, extract_dims, extract_int, extract_scalar, extract_sizes};
+use crate::convert::{self, extract_int, extract_scalar, extract_sizes};
 use crate::dtype::{extract_dtype, extract_opt_dtype, PyDType};
 use crate::errors::IntoPyResult;
 use crate::identity::ObjectTable;
 use crate::node::PyNode;
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
 use rustgrad::storage::WriteSite;
 use rustgrad::tensor::CmpOp;
@@ -53,7 +53,7 @@ impl Drop for PyTensor {
 }
 
 /// Makes `obj` the Python object `object_of` returns for its variable.
-fn register(obj: &Bound<'_, PyTensor>) -> PyResult<()> {
+pub(crate) fn register(obj: &Bound<'_, PyTensor>) -> PyResult<()> {
     TENSOR_OBJECTS.insert(obj.get().var.identity(), obj.as_any())?;
     obj.get().registered.store(true, Ordering::Relaxed);
     Ok(())
@@ -108,7 +108,11 @@ impl Operand {
 }
 
 /// Runs `f` without the GIL when `work` elements make it worth it.
-fn maybe_detach<T: Send>(py: Python<'_>, work: usize, f: impl FnOnce() -> T + Send) -> T {
+pub(crate) fn maybe_detach<T: Send>(
+    py: Python<'_>,
+    work: usize,
+    f: impl FnOnce() -> T + Send,
+) -> T {
     if work >= RELEASE_GIL_ELEMENTS {
         py.detach(f)
     } else {
@@ -116,12 +120,12 @@ fn maybe_detach<T: Send>(py: Python<'_>, work: usize, f: impl FnOnce() -> T + Se
     }
 }
 
-fn new_tensor(py: Python<'_>, var: Variable) -> PyResult<Py<PyTensor>> {
+pub(crate) fn new_tensor(py: Python<'_>, var: Variable) -> PyResult<Py<PyTensor>> {
     Py::new(py, PyTensor::wrap(var))
 }
 
 /// The Python `file:line` of the innermost Python frame, for in-place write sites.
-fn python_site(py: Python<'_>) -> Option<WriteSite> {
+pub(crate) fn python_site(py: Python<'_>) -> Option<WriteSite> {
     static GETFRAME: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let getframe = GETFRAME
         .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
@@ -141,14 +145,14 @@ fn python_site(py: Python<'_>) -> Option<WriteSite> {
 }
 
 /// Records the Python caller as the site of the write that just happened to `var`.
-fn mark_python_site(py: Python<'_>, var: &Variable) {
+pub(crate) fn mark_python_site(py: Python<'_>, var: &Variable) {
     if let Some(site) = python_site(py) {
         var.tensor().version_counter().set_last_write_site(site);
     }
 }
 
 /// The `torch.Size` class, defined in Python.
-fn size_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+pub(crate) fn size_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static SIZE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     Ok(SIZE
         .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
@@ -185,7 +189,7 @@ pub fn to_list<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> 
     }
 }
 
-fn binary(
+pub(crate) fn binary(
     py: Python<'_>,
     a: &Variable,
     other: &Bound<'_, PyAny>,
@@ -200,7 +204,7 @@ fn binary(
     Ok(new_tensor(py, out)?.into_any())
 }
 
-fn reflected(
+pub(crate) fn reflected(
     py: Python<'_>,
     a: &Variable,
     other: &Bound<'_, PyAny>,
@@ -214,7 +218,7 @@ fn reflected(
     Ok(new_tensor(py, out)?.into_any())
 }
 
-fn operand_var(obj: &Bound<'_, PyAny>, like: &Variable) -> PyResult<Variable> {
+pub(crate) fn operand_var(obj: &Bound<'_, PyAny>, like: &Variable) -> PyResult<Variable> {
     Operand::extract(obj)
         .map(|o| o.to_var(like))
         .ok_or_else(|| {
@@ -228,7 +232,7 @@ fn operand_var(obj: &Bound<'_, PyAny>, like: &Variable) -> PyResult<Variable> {
         })
 }
 
-fn compare(
+pub(crate) fn compare(
     py: Python<'_>,
     a: &Variable,
     other: &Bound<'_, PyAny>,
@@ -239,7 +243,7 @@ fn compare(
 
 /// The dtype of a legacy type name (`'torch.FloatTensor'`); a CUDA type name raises as
 /// a CPU-only PyTorch build does.
-fn legacy_type_from_name(name: &str) -> PyResult<DType> {
+pub(crate) fn legacy_type_from_name(name: &str) -> PyResult<DType> {
     let all = [DType::F32, DType::F64, DType::I64, DType::Bool];
     if let Some(d) = all.iter().find(|d| d.legacy_type_name() == name) {
         return Ok(*d);
@@ -259,7 +263,7 @@ fn legacy_type_from_name(name: &str) -> PyResult<DType> {
 /// The arguments of `Tensor.to`, read as PyTorch's three signatures:
 /// `(device=None, dtype=None, non_blocking=False, copy=False)`,
 /// `(dtype, non_blocking=False, copy=False)` and `(tensor, non_blocking=False, copy=False)`.
-struct ToArgs<'py> {
+pub(crate) struct ToArgs<'py> {
     device: Option<Bound<'py, PyAny>>,
     dtype: Option<DType>,
     copy: bool,
@@ -342,7 +346,7 @@ impl<'py> ToArgs<'py> {
 
 /// An optional scalar bound (`clamp(min=None, max=...)`): a number or a one-element
 /// tensor, kept exact (Note [Exact scalars]).
-fn opt_scalar(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>> {
+pub(crate) fn opt_scalar(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>> {
     match obj {
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
@@ -358,7 +362,7 @@ fn opt_scalar(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>> {
 
 /// `alpha * other` for `add`/`sub`, with PyTorch's checks: a float alpha is refused when
 /// the result is integral, a bool alpha unless it is bool; an integer alpha is exact.
-fn scaled_operand(
+pub(crate) fn scaled_operand(
     this: &Variable,
     other: &Bound<'_, PyAny>,
     alpha: Option<&Bound<'_, PyAny>>,
@@ -398,7 +402,7 @@ fn scaled_operand(
 
 /// A comparison method (`eq`, `lt`, ...): unlike the operators, which return
 /// NotImplemented so Python can try the other operand, the methods raise TypeError.
-fn compare_method(
+pub(crate) fn compare_method(
     py: Python<'_>,
     a: &Variable,
     other: &Bound<'_, PyAny>,
@@ -424,7 +428,7 @@ fn compare_method(
 
 impl PyTensor {
     /// Applies an elementwise op, without the GIL when the tensor is large.
-    fn elementwise(
+    pub(crate) fn elementwise(
         &self,
         py: Python<'_>,
         op: fn(&Variable) -> rustgrad::Result<Variable>,
@@ -468,8 +472,6 @@ impl PyTensor {
         };
         Ok(PyTensor::wrap(var))
     }
-
-    // ----- metadata -----------------------------------------------------------------
 
     /// The size of each dimension, as a `rustgrad.Size`.
     #[getter]
@@ -555,8 +557,6 @@ impl PyTensor {
     fn is_floating_point(&self) -> bool {
         self.var.dtype().is_floating_point()
     }
-
-    // ----- autograd state -----------------------------------------------------------
 
     /// Whether gradients are computed for this tensor.
     #[getter]
@@ -696,8 +696,6 @@ impl PyTensor {
         py.detach(move || var.backward_with(grad.as_ref(), retain, create_graph))
             .py()
     }
-
-    // ----- conversion ---------------------------------------------------------------
 
     /// The value of a one-element tensor as a Python number.
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -860,43 +858,6 @@ impl PyTensor {
         Ok(new_tensor(py, out)?.into_bound(py).into_any())
     }
 
-    /// Converts to float32.
-    fn float(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.to_dtype(DType::F32).py()?)
-    }
-
-    /// Converts to float64.
-    fn double(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.to_dtype(DType::F64).py()?)
-    }
-
-    /// Converts to int64.
-    fn long(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.to_dtype(DType::I64).py()?)
-    }
-
-    /// Converts to bool.
-    fn bool(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.to_dtype(DType::Bool).py()?)
-    }
-
-    /// A contiguous tensor (self when already contiguous).
-    fn contiguous(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
-        let v = &slf.get().var;
-        if v.tensor().is_contiguous() {
-            return Ok(slf.into_any());
-        }
-        Ok(new_tensor(slf.py(), v.contiguous().py()?)?
-            .into_bound(slf.py())
-            .into_any())
-    }
-
-    /// `clone()`: a copy with its own storage (differentiable). As PyTorch's default
-    /// `memory_format=torch.preserve_format`, a dense tensor keeps its strides.
-    fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.clone_preserving_strides().py()?)
-    }
-
     fn __repr__(&self) -> String {
         self.var.repr()
     }
@@ -947,724 +908,5 @@ impl PyTensor {
 
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
-    }
-
-    // ----- arithmetic ---------------------------------------------------------------
-
-    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.add(b))
-    }
-
-    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.add(b))
-    }
-
-    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.sub(b))
-    }
-
-    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.rsub(b))
-    }
-
-    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.mul(b))
-    }
-
-    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.mul(b))
-    }
-
-    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.div(b))
-    }
-
-    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        reflected(py, &self.var, other, |a, b| a.div(b))
-    }
-
-    fn __pow__(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let _ = modulo;
-        match extract_scalar(other) {
-            Some(e) => Ok(new_tensor(py, self.var.pow_scalar_value(e).py()?)?.into_any()),
-            None => binary(py, &self.var, other, |a, b| a.pow(b)),
-        }
-    }
-
-    fn __rpow__(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let _ = modulo;
-        reflected(py, &self.var, other, |a, b| a.pow(b))
-    }
-
-    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        if other.cast::<PyTensor>().is_err() {
-            return Ok(py.NotImplemented());
-        }
-        binary(py, &self.var, other, |a, b| a.matmul(b))
-    }
-
-    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        if other.cast::<PyTensor>().is_err() {
-            return Ok(py.NotImplemented());
-        }
-        reflected(py, &self.var, other, |a, b| a.matmul(b))
-    }
-
-    fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.neg().py()?)
-    }
-
-    fn __pos__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.abs().py()?)
-    }
-
-    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Eq)
-    }
-
-    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Ne)
-    }
-
-    fn __lt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Lt)
-    }
-
-    fn __le__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Le)
-    }
-
-    fn __gt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Gt)
-    }
-
-    fn __ge__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Ge)
-    }
-
-    /// `self + alpha * other`.
-    #[pyo3(signature = (other, *, alpha = None))]
-    fn add(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        alpha: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let b = scaled_operand(&self.var, other, alpha)?;
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.add(&b)).py()?,
-        )
-    }
-
-    /// `self - alpha * other`.
-    #[pyo3(signature = (other, *, alpha = None))]
-    fn sub(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        alpha: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let b = scaled_operand(&self.var, other, alpha)?;
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.sub(&b)).py()?,
-        )
-    }
-
-    /// `self * other`.
-    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let b = operand_var(other, &self.var)?;
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.mul(&b)).py()?,
-        )
-    }
-
-    /// `self / other`.
-    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let b = operand_var(other, &self.var)?;
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.div(&b)).py()?,
-        )
-    }
-
-    /// `self ** exponent` (scalar or tensor exponent).
-    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let out = match extract_scalar(exponent) {
-            Some(s) => self.var.pow_scalar_value(s),
-            None => self.var.pow(&operand_var(exponent, &self.var)?),
-        };
-        new_tensor(py, out.py()?)
-    }
-
-    /// Matrix product (`@`).
-    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
-        let b = other.get().var.clone();
-        let work = self.var.numel().max(b.numel());
-        new_tensor(py, maybe_detach(py, work, || self.var.matmul(&b)).py()?)
-    }
-
-    /// 2-D matrix product.
-    fn mm(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
-        if self.var.dim() != 2 || other.get().var.dim() != 2 {
-            return Err(PyRuntimeError::new_err("self must be a matrix"));
-        }
-        self.matmul(py, other)
-    }
-
-    fn neg(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.neg().py()?)
-    }
-
-    fn exp(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::exp)
-    }
-
-    fn log(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::log)
-    }
-
-    fn sqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::sqrt)
-    }
-
-    fn tanh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::tanh)
-    }
-
-    fn sigmoid(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::sigmoid)
-    }
-
-    fn relu(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::relu)
-    }
-
-    fn abs(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.abs().py()?)
-    }
-
-    fn sign(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.sign().py()?)
-    }
-
-    /// Clamps into `[min, max]`.
-    #[pyo3(signature = (min = None, max = None))]
-    fn clamp(
-        &self,
-        py: Python<'_>,
-        min: Option<&Bound<'_, PyAny>>,
-        max: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        new_tensor(
-            py,
-            self.var
-                .clamp_scalar(opt_scalar(min)?, opt_scalar(max)?)
-                .py()?,
-        )
-    }
-
-    fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Eq)
-    }
-
-    fn ne(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Ne)
-    }
-
-    fn lt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Lt)
-    }
-
-    fn le(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Le)
-    }
-
-    fn gt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Gt)
-    }
-
-    fn ge(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Ge)
-    }
-
-    // ----- reductions ---------------------------------------------------------------
-
-    /// Sum of all elements, or over `dim` (int or tuple), keeping dims if `keepdim`.
-    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-    fn sum(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let src = match extract_opt_dtype(dtype)? {
-            Some(d) => self.var.to_dtype(d).py()?,
-            None => self.var.clone(),
-        };
-        let dims = extract_dims(dim)?;
-        let out = maybe_detach(py, src.numel(), || match &dims {
-            None => src.sum(),
-            Some(d) => src.sum_dims(d, keepdim),
-        });
-        new_tensor(py, out.py()?)
-    }
-
-    /// Mean of all elements, or over `dim`.
-    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-    fn mean(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let src = match extract_opt_dtype(dtype)? {
-            Some(d) => self.var.to_dtype(d).py()?,
-            None => self.var.clone(),
-        };
-        let dims = extract_dims(dim)?;
-        let out = maybe_detach(py, src.numel(), || match &dims {
-            None => src.mean(),
-            Some(d) => src.mean_dims(d, keepdim),
-        });
-        new_tensor(py, out.py()?)
-    }
-
-    // ----- views --------------------------------------------------------------------
-
-    /// A view with another shape (`view(2, 3)` or `view((2, 3))`); one size may be -1.
-    #[pyo3(signature = (*shape))]
-    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        if shape.len() == 1 {
-            if let Ok(d) = extract_dtype(&shape.get_item(0)?) {
-                if d != self.var.dtype() {
-                    return Err(PyRuntimeError::new_err(
-                        "view(dtype) reinterpretation is not supported by rustgrad",
-                    ));
-                }
-                // PyTorch 2.x: a distinct alias without autograd history (not `self`).
-                return new_tensor(py, self.var.detach());
-            }
-        }
-        new_tensor(py, self.var.view(&extract_sizes(shape)?).py()?)
-    }
-
-    /// Like view, copying when needed.
-    #[pyo3(signature = (*shape))]
-    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.reshape(&extract_sizes(shape)?).py()?)
-    }
-
-    /// Swaps two dims.
-    fn transpose(
-        &self,
-        py: Python<'_>,
-        dim0: &Bound<'_, PyAny>,
-        dim1: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyTensor>> {
-        let (d0, d1) = (extract_int(dim0)?, extract_int(dim1)?);
-        new_tensor(py, self.var.transpose(d0, d1).py()?)
-    }
-
-    /// Merges dims `start_dim..=end_dim` into one (a view when possible).
-    #[pyo3(signature = (start_dim = None, end_dim = None))]
-    fn flatten(
-        &self,
-        py: Python<'_>,
-        start_dim: Option<&Bound<'_, PyAny>>,
-        end_dim: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let start = start_dim.map(extract_int).transpose()?.unwrap_or(0);
-        let end = end_dim.map(extract_int).transpose()?.unwrap_or(-1);
-        let nd = self.var.dim();
-        let (s, e) = (
-            rustgrad::shape::wrap_dim(start, nd).py()?,
-            rustgrad::shape::wrap_dim(end, nd).py()?,
-        );
-        if s > e {
-            return Err(PyRuntimeError::new_err(
-                "flatten() has invalid args: start_dim cannot come after end_dim",
-            ));
-        }
-        if nd == 0 {
-            return new_tensor(py, self.var.reshape(&[1]).py()?);
-        }
-        let shape = self.var.shape();
-        let mut target: Vec<i64> = shape[..s].iter().map(|&d| d as i64).collect();
-        target.push(shape[s..=e].iter().product::<usize>() as i64);
-        target.extend(shape[e + 1..].iter().map(|&d| d as i64));
-        new_tensor(py, self.var.reshape(&target).py()?)
-    }
-
-    /// Transpose of a <= 2-D tensor.
-    fn t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.t().py()?)
-    }
-
-    /// Reorders dims (`permute(1, 0)` or `permute((1, 0))`).
-    #[pyo3(signature = (*dims))]
-    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.permute(&extract_sizes(dims)?).py()?)
-    }
-
-    /// Broadcasts to a larger size without copying (-1 keeps a size).
-    #[pyo3(signature = (*sizes))]
-    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.expand(&extract_sizes(sizes)?).py()?)
-    }
-
-    /// Inserts a size-1 dim.
-    fn unsqueeze(&self, py: Python<'_>, dim: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.unsqueeze(extract_int(dim)?).py()?)
-    }
-
-    /// Removes size-1 dims (all, or the given one).
-    #[pyo3(signature = (dim = None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-        let out = match dim.filter(|d| !d.is_none()) {
-            None => self.var.squeeze(),
-            Some(d) => self.var.squeeze_dim(extract_int(d)?),
-        };
-        new_tensor(py, out.py()?)
-    }
-
-    /// Indexing: ints, slices, None, Ellipsis, bools, 0-d or one-element integer
-    /// tensors, or tuples of them.
-    fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let (view, copy) = index_variable(&self.var, index)?;
-        let out = if copy { view.clone_data().py()? } else { view };
-        new_tensor(py, out)
-    }
-
-    /// `x[index] = value`: copies into the indexed view.
-    fn __setitem__(
-        &self,
-        py: Python<'_>,
-        index: &Bound<'_, PyAny>,
-        value: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let (view, _) = index_variable(&self.var, index)?;
-        let src = operand_var(value, &view)?;
-        view.copy_(&src).py()?;
-        mark_python_site(py, &view);
-        Ok(())
-    }
-
-    // ----- in-place ops -------------------------------------------------------------
-
-    /// In-place `self += alpha * other`.
-    #[pyo3(signature = (other, *, alpha = None))]
-    fn add_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        let b = scaled_operand(v, other, alpha)?;
-        v.add_(&b).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// In-place `self -= alpha * other`.
-    #[pyo3(signature = (other, *, alpha = None))]
-    fn sub_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        let b = scaled_operand(v, other, alpha)?;
-        v.sub_(&b).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// In-place `self *= other`.
-    fn mul_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        v.mul_(&operand_var(other, v)?).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// In-place `self /= other`.
-    fn div_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        v.div_(&operand_var(other, v)?).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// Fills with zeros.
-    fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        v.zero_().py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// Fills with `value`.
-    fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        let value = match extract_scalar(value) {
-            Some(s) => s,
-            None => match value.cast::<PyTensor>() {
-                Ok(t) => t.get().var.item().py()?,
-                Err(_) => {
-                    return Err(PyTypeError::new_err(
-                        "fill_() expects a number or a 0-d tensor",
-                    ))
-                }
-            },
-        };
-        if v.dtype() == DType::I64 {
-            value.checked_cast::<i64>().py()?;
-        }
-        v.fill_scalar_(value).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// Copies `src` (broadcast and converted) into this tensor.
-    fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        v.copy_(&src.get().var).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// Clamps in place.
-    #[pyo3(signature = (min = None, max = None))]
-    fn clamp_<'py>(
-        slf: Bound<'py, Self>,
-        min: Option<&Bound<'py, PyAny>>,
-        max: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        v.clamp_scalar_(opt_scalar(min)?, opt_scalar(max)?).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// relu in place.
-    fn relu_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        v.relu_().py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    fn __iadd__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
-        Self::add_(slf, other, None).map(|_| ())
-    }
-
-    fn __isub__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
-        Self::sub_(slf, other, None).map(|_| ())
-    }
-
-    fn __imul__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
-        Self::mul_(slf, other).map(|_| ())
-    }
-
-    fn __itruediv__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
-        Self::div_(slf, other).map(|_| ())
-    }
-}
-
-/// One parsed item of a Python index.
-enum IndexItem {
-    /// `None`: a new dim of size 1.
-    NewAxis,
-    /// `...`
-    Ellipsis,
-    /// `start:stop:step`
-    Slice(Option<i64>, Option<i64>, i64),
-    /// An int or a 0-d integer tensor: selects, removing the dim.
-    Int(i64),
-    /// A Python bool or a 0-d bool tensor: PyTorch's mask over a new dim of size 1
-    /// (`x[True]` adds a dim of size 1, `x[False]` one of size 0).
-    Mask(bool),
-    /// A one-element 1-d integer tensor: keeps the dim, with size 1.
-    Tensor1(i64),
-}
-
-impl IndexItem {
-    /// Whether the item indexes a dim of the tensor (None, `...` and masks do not).
-    fn consumes(&self) -> bool {
-        matches!(
-            self,
-            IndexItem::Slice(..) | IndexItem::Int(_) | IndexItem::Tensor1(_)
-        )
-    }
-
-    /// Whether PyTorch treats the item as advanced indexing (the result is a copy).
-    fn advanced(&self) -> bool {
-        matches!(self, IndexItem::Mask(_) | IndexItem::Tensor1(_))
-    }
-
-    fn parse(item: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
-        if item.is_none() {
-            return Ok(IndexItem::NewAxis);
-        }
-        if item.is_instance_of::<PyEllipsis>() {
-            return Ok(IndexItem::Ellipsis);
-        }
-        if let Ok(s) = item.cast::<PySlice>() {
-            let start = opt_index(&s.getattr("start")?)?;
-            let stop = opt_index(&s.getattr("stop")?)?;
-            let step = opt_index(&s.getattr("step")?)?.unwrap_or(1);
-            if step <= 0 {
-                return Err(PyValueError::new_err("step must be greater than zero"));
-            }
-            return Ok(IndexItem::Slice(start, stop, step));
-        }
-        if item.is_instance_of::<pyo3::types::PyBool>() {
-            return Ok(IndexItem::Mask(item.extract::<bool>()?));
-        }
-        if let Ok(t) = item.cast::<PyTensor>() {
-            let t = &t.get().var;
-            return match (t.dtype(), t.dim(), t.numel()) {
-                (DType::F32 | DType::F64, _, _) => Err(PyIndexError::new_err(
-                    "tensors used as indices must be long, int, byte or bool tensors",
-                )),
-                (DType::Bool, 0, _) => Ok(IndexItem::Mask(t.item().py()? == Scalar::Bool(true))),
-                (DType::I64, 0, _) => match t.item().py()? {
-                    Scalar::Int(i) => Ok(IndexItem::Int(i)),
-                    _ => Err(PyRuntimeError::new_err("rustgrad internal error: int tensor item")),
-                },
-                (DType::I64, 1, 1) => match t.item().py()? {
-                    Scalar::Int(i) => Ok(IndexItem::Tensor1(i)),
-                    _ => Err(PyRuntimeError::new_err("rustgrad internal error: int tensor item")),
-                },
-                _ => Err(PyRuntimeError::new_err(
-                    "rustgrad does not support advanced indexing with index tensors of several elements or bool mask tensors yet",
-                )),
-            };
-        }
-        if let Ok(i) = extract_int(item) {
-            return Ok(IndexItem::Int(i));
-        }
-        Err(PyIndexError::new_err(format!(
-            "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got {})",
-            item.get_type().name()?
-        )))
-    }
-}
-
-/// Applies a Python index (int, slice, None, Ellipsis, bool, a 0-d or one-element
-/// integer tensor, or a tuple of them) as views of `var`. The flag says whether PyTorch
-/// would return a copy (advanced indexing): `__getitem__` then copies, while
-/// `__setitem__` writes through the view.
-pub fn index_variable(var: &Variable, index: &Bound<'_, PyAny>) -> PyResult<(Variable, bool)> {
-    let items: Vec<IndexItem> = match index.cast::<PyTuple>() {
-        Ok(t) => t
-            .iter()
-            .map(|i| IndexItem::parse(&i))
-            .collect::<PyResult<_>>()?,
-        Err(_) => vec![IndexItem::parse(index)?],
-    };
-    let nd = var.dim();
-    let used = items.iter().filter(|i| i.consumes()).count();
-    if used > 0 && nd == 0 {
-        return Err(PyIndexError::new_err(
-            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
-        ));
-    }
-    if used > nd {
-        return Err(PyIndexError::new_err(format!(
-            "too many indices for tensor of dimension {nd}"
-        )));
-    }
-    let advanced = items.iter().filter(|i| i.advanced()).count();
-    if advanced > 1 {
-        return Err(PyRuntimeError::new_err(
-            "rustgrad does not support combining several bool or tensor indices (advanced indexing) yet",
-        ));
-    }
-    let mut out = var.clone();
-    // `dim` is the dim of `out` the next item applies to; `source_dim` the dim of `var`
-    // (for messages: selecting removes dims from `out`).
-    let mut dim: i64 = 0;
-    let mut source_dim: usize = 0;
-    let mut seen_ellipsis = false;
-    let bounded = |out: &Variable, dim: i64, i: i64, source_dim: usize| -> PyResult<i64> {
-        let size = out.shape()[dim as usize] as i64;
-        if i >= size || i < -size {
-            return Err(PyIndexError::new_err(format!(
-                "index {i} is out of bounds for dimension {source_dim} with size {size}"
-            )));
-        }
-        Ok(if i < 0 { i + size } else { i })
-    };
-    for item in &items {
-        match *item {
-            IndexItem::NewAxis => {
-                out = out.unsqueeze(dim).py()?;
-                dim += 1;
-            }
-            IndexItem::Mask(keep) => {
-                out = out.unsqueeze(dim).py()?;
-                out = out.slice(dim, Some(0), Some(keep as i64), 1).py()?;
-                dim += 1;
-            }
-            IndexItem::Ellipsis => {
-                if seen_ellipsis {
-                    return Err(PyIndexError::new_err(
-                        "an index can only have a single ellipsis ('...')",
-                    ));
-                }
-                seen_ellipsis = true;
-                dim += (nd - used) as i64;
-                source_dim += nd - used;
-            }
-            IndexItem::Slice(start, stop, step) => {
-                out = out.slice(dim, start, stop, step).py()?;
-                dim += 1;
-                source_dim += 1;
-            }
-            IndexItem::Int(i) => {
-                let i = bounded(&out, dim, i, source_dim)?;
-                out = out.select(dim, i).py()?;
-                source_dim += 1;
-            }
-            IndexItem::Tensor1(i) => {
-                let i = bounded(&out, dim, i, source_dim)?;
-                out = out.slice(dim, Some(i), Some(i + 1), 1).py()?;
-                dim += 1;
-                source_dim += 1;
-            }
-        }
-    }
-    if out.same(var) {
-        // `x[...]` / `x[()]` is a new view of the whole tensor, never `x` itself.
-        out = var.alias();
-    }
-    Ok((out, advanced > 0))
-}
-
-fn opt_index(obj: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
-    if obj.is_none() {
-        Ok(None)
-    } else {
-        extract_int(obj).map(Some)
     }
 }

@@ -1,0 +1,135 @@
+//! `Tensor` methods for in-place ops (`add_`, `fill_`, `copy_`, `t += u`, ...): the
+//! binding of `rustgrad::ops::inplace`.
+
+use crate::convert::extract_scalar;
+use crate::errors::IntoPyResult;
+use crate::tensor::mark_python_site;
+use crate::tensor::operand_var;
+use crate::tensor::opt_scalar;
+use crate::tensor::scaled_operand;
+use crate::PyTensor;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use rustgrad::DType;
+
+#[pymethods]
+impl PyTensor {
+    /// In-place `self += alpha * other`.
+    #[pyo3(signature = (other, *, alpha = None))]
+    fn add_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        alpha: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        let b = scaled_operand(v, other, alpha)?;
+        v.add_(&b).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// In-place `self -= alpha * other`.
+    #[pyo3(signature = (other, *, alpha = None))]
+    fn sub_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        alpha: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        let b = scaled_operand(v, other, alpha)?;
+        v.sub_(&b).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// In-place `self *= other`.
+    fn mul_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        v.mul_(&operand_var(other, v)?).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// In-place `self /= other`.
+    fn div_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        v.div_(&operand_var(other, v)?).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Fills with zeros.
+    fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        v.zero_().py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Fills with `value`.
+    fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        let value = match extract_scalar(value) {
+            Some(s) => s,
+            None => match value.cast::<PyTensor>() {
+                Ok(t) => t.get().var.item().py()?,
+                Err(_) => {
+                    return Err(PyTypeError::new_err(
+                        "fill_() expects a number or a 0-d tensor",
+                    ))
+                }
+            },
+        };
+        if v.dtype() == DType::I64 {
+            value.checked_cast::<i64>().py()?;
+        }
+        v.fill_scalar_(value).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Copies `src` (broadcast and converted) into this tensor.
+    fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        v.copy_(&src.get().var).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Clamps in place.
+    #[pyo3(signature = (min = None, max = None))]
+    fn clamp_<'py>(
+        slf: Bound<'py, Self>,
+        min: Option<&Bound<'py, PyAny>>,
+        max: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        v.clamp_scalar_(opt_scalar(min)?, opt_scalar(max)?).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// relu in place.
+    fn relu_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        v.relu_().py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    fn __iadd__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::add_(slf, other, None).map(|_| ())
+    }
+
+    fn __isub__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::sub_(slf, other, None).map(|_| ())
+    }
+
+    fn __imul__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::mul_(slf, other).map(|_| ())
+    }
+
+    fn __itruediv__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::div_(slf, other).map(|_| ())
+    }
+}

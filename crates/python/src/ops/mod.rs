@@ -1,0 +1,12 @@
+//! The `Tensor` methods of each op family, one file per family of
+//! `rustgrad::ops` (PyO3's `multiple-pymethods`: each file adds a `#[pymethods]` block
+//! to `PyTensor`). See Note [Op families].
+
+mod binary;
+mod copy;
+mod index;
+mod inplace;
+mod linalg;
+mod reduce;
+mod shape;
+mod unary;
