@@ -408,3 +408,16 @@ def test_repr_of_float64_names_the_dtype():
     )
     assert str(torch.float64) == "torch.float64"
     assert str(torch.float32) == "torch.float32"
+
+
+def test_dtype_conversion_methods_return_the_tensor_itself_when_nothing_changes():
+    # PyTorch: x.double() is x for a float64 x (same object, same autograd identity).
+    x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    assert x.double() is x
+    y = torch.ones(2)
+    assert y.float() is y
+    n = torch.ones(2, dtype=torch.int64)
+    assert n.long() is n
+    b = torch.ones(2, dtype=torch.bool)
+    assert b.bool() is b
+    assert x.float() is not x and x.float().grad_fn is not None

@@ -7,26 +7,38 @@ use crate::PyTensor;
 use pyo3::prelude::*;
 use rustgrad::DType;
 
+/// `t.float()` and the like: `t` itself when it has `dtype` already (as PyTorch), else a
+/// converted copy (differentiable between float dtypes).
+fn convert_dtype(slf: Bound<'_, PyTensor>, dtype: DType) -> PyResult<Bound<'_, PyAny>> {
+    let v = &slf.get().var;
+    if v.dtype() == dtype {
+        return Ok(slf.into_any());
+    }
+    Ok(new_tensor(slf.py(), v.to_dtype(dtype).py()?)?
+        .into_bound(slf.py())
+        .into_any())
+}
+
 #[pymethods]
 impl PyTensor {
-    /// Converts to float32.
-    fn float(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.to_dtype(DType::F32).py()?)
+    /// Converts to float32 (the tensor itself when it is float32 already).
+    fn float(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::F32)
     }
 
-    /// Converts to float64.
-    fn double(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.to_dtype(DType::F64).py()?)
+    /// Converts to float64 (the tensor itself when it is float64 already).
+    fn double(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::F64)
     }
 
-    /// Converts to int64.
-    fn long(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.to_dtype(DType::I64).py()?)
+    /// Converts to int64 (the tensor itself when it is int64 already).
+    fn long(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::I64)
     }
 
-    /// Converts to bool.
-    fn bool(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.to_dtype(DType::Bool).py()?)
+    /// Converts to bool (the tensor itself when it is bool already).
+    fn bool(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::Bool)
     }
 
     /// A contiguous tensor (self when already contiguous).
