@@ -421,3 +421,22 @@ def test_dtype_conversion_methods_return_the_tensor_itself_when_nothing_changes(
     b = torch.ones(2, dtype=torch.bool)
     assert b.bool() is b
     assert x.float() is not x and x.float().grad_fn is not None
+
+
+def test_dtype_objects_are_singletons():
+    # PyTorch: `x.dtype is torch.float32` (one object per dtype).
+    assert torch.zeros(1).dtype is torch.float32
+    assert torch.zeros(1, dtype=torch.float64).dtype is torch.float64
+    assert torch.zeros(1, dtype=torch.int64).dtype is torch.int64
+    assert torch.zeros(1, dtype=torch.bool).dtype is torch.bool
+    assert torch.get_default_dtype() is torch.float32
+
+
+def test_tensor_from_a_numpy_scalar_keeps_its_dtype():
+    # PyTorch: torch.tensor(np.float64(1.5)) is a float64 0-d tensor.
+    t = torch.tensor(np.float64(1.5))
+    assert t.dtype is torch.float64 and t.shape == () and t.item() == 1.5
+    assert torch.tensor(np.float32(1.5)).dtype is torch.float32
+    assert torch.tensor(np.int64(3)).dtype is torch.int64
+    assert torch.tensor(np.bool_(True)).dtype is torch.bool
+    assert torch.tensor(np.bool_(True)).item() is True

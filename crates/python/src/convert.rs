@@ -286,6 +286,16 @@ pub fn from_numpy_array(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         let data: Vec<i64> = view.iter().map(|&x| x as i64).collect();
         return Ok(Some(Tensor::from_vec(data, &shape).py()?));
     }
+    // A numpy scalar (`np.float64(1.5)`, an instance of `numpy.generic`) is a 0-d array
+    // of its dtype, as PyTorch reads it.
+    let py = obj.py();
+    let generic = py.import("numpy")?.getattr("generic")?;
+    if obj.is_instance(&generic)? {
+        let array = py.import("numpy")?.call_method1("asarray", (obj,))?;
+        if !array.is_instance(&generic)? {
+            return from_numpy_array(&array);
+        }
+    }
     if obj.hasattr("__array_interface__").unwrap_or(false) && obj.hasattr("dtype").unwrap_or(false)
     {
         return Err(PyTypeError::new_err(format!(

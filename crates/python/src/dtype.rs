@@ -2,15 +2,46 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use rustgrad::DType;
 
 /// A tensor element type, `rustgrad.float32` etc. Its repr is PyTorch's (`torch.float32`),
 /// matching what tensor reprs print.
+///
+/// There is one object per dtype, as in PyTorch (`x.dtype is torch.float32`): get it
+/// with [`dtype_object`]; the private field keeps other modules from making more.
 #[pyclass(name = "dtype", module = "rustgrad", frozen, eq, hash)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyDType {
     pub inner: DType,
+    _one_per_dtype: (),
+}
+
+/// Every dtype, in the order of `DTYPE_OBJECTS`.
+const ALL: [DType; 4] = [DType::F32, DType::F64, DType::I64, DType::Bool];
+
+static DTYPE_OBJECTS: PyOnceLock<[Py<PyDType>; 4]> = PyOnceLock::new();
+
+/// The one Python object of `dtype` (`rustgrad.float32`, ...).
+pub fn dtype_object(py: Python<'_>, dtype: DType) -> PyResult<Bound<'_, PyDType>> {
+    let all = DTYPE_OBJECTS.get_or_try_init(py, || -> PyResult<[Py<PyDType>; 4]> {
+        let make = |inner| {
+            Py::new(
+                py,
+                PyDType {
+                    inner,
+                    _one_per_dtype: (),
+                },
+            )
+        };
+        Ok([make(ALL[0])?, make(ALL[1])?, make(ALL[2])?, make(ALL[3])?])
+    })?;
+    let i = ALL
+        .iter()
+        .position(|d| *d == dtype)
+        .ok_or_else(|| PyTypeError::new_err(format!("no dtype object for {dtype:?}")))?;
+    Ok(all[i].bind(py).clone())
 }
 
 #[pymethods]

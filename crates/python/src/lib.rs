@@ -292,10 +292,8 @@ fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
 
 /// `get_default_dtype()`: float32 unless `set_default_dtype` changed it.
 #[pyfunction]
-fn get_default_dtype() -> PyDType {
-    PyDType {
-        inner: DType::default_float(),
-    }
+fn get_default_dtype(py: Python<'_>) -> PyResult<Bound<'_, PyDType>> {
+    crate::dtype::dtype_object(py, DType::default_float())
 }
 
 /// Sets the number of threads kernels use (1 to `rustgrad.parallel.MAX_THREADS`,
@@ -345,7 +343,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("int64", DType::I64),
         ("bool", DType::Bool),
     ] {
-        m.add(name, PyDType { inner: dtype })?;
+        m.add(name, crate::dtype::dtype_object(m.py(), dtype)?)?;
     }
     m.add_function(wrap_pyfunction!(tensor_fn, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;

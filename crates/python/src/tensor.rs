@@ -541,10 +541,8 @@ impl PyTensor {
 
     /// The element type.
     #[getter]
-    fn dtype(&self) -> PyDType {
-        PyDType {
-            inner: self.var.dtype(),
-        }
+    fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDType>> {
+        crate::dtype::dtype_object(py, self.var.dtype())
     }
 
     /// Always `device(type='cpu')`.
