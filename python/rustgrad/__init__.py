@@ -61,6 +61,7 @@ from ._functional import (
     transpose,
     zeros_like,
 )
+from ._numpy_interop import as_tensor
 from ._rustgrad import (
     Generator,
     Tensor,
@@ -130,6 +131,7 @@ __all__ = [
     "float",
     "float32",
     "float64",
+    "as_tensor",
     "from_numpy",
     "full",
     "full_like",

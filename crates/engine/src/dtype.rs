@@ -242,12 +242,14 @@ macro_rules! impl_element {
             fn slice(buffer: &Buffer) -> Option<&[Self]> {
                 match buffer {
                     Buffer::$variant(v) => Some(v),
+                    Buffer::External(e) => e.slice::<Self>(),
                     _ => None,
                 }
             }
             fn slice_mut(buffer: &mut Buffer) -> Option<&mut [Self]> {
                 match buffer {
                     Buffer::$variant(v) => Some(v),
+                    Buffer::External(e) => e.slice_mut::<Self>(),
                     _ => None,
                 }
             }

@@ -7,8 +7,8 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// The elements of a storage, one variant per dtype.
-#[derive(Clone, Debug, PartialEq)]
+/// The elements of a storage, one variant per dtype, or memory owned by someone else.
+#[derive(Debug)]
 pub enum Buffer {
     /// float32 elements.
     F32(Vec<f32>),
@@ -18,6 +18,107 @@ pub enum Buffer {
     I64(Vec<i64>),
     /// bool elements.
     Bool(Vec<bool>),
+    /// Elements in memory another owner keeps alive (a numpy array shared by
+    /// `from_numpy`). See Note [Shared memory].
+    External(ExternalBuffer),
+}
+
+/// Elements of a numeric dtype in memory that `owner` keeps alive and never moves.
+pub struct ExternalBuffer {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    dtype: DType,
+    /// Dropped (releasing the memory's owner) when the storage is.
+    _owner: Box<dyn std::any::Any + Send + Sync>,
+}
+
+// SAFETY: the memory is only read through `&Buffer` and written through `&mut Buffer`,
+// both obtained from the storage's lock, like a Vec's (Note [Shared memory]).
+unsafe impl Send for ExternalBuffer {}
+// SAFETY: as for Send.
+unsafe impl Sync for ExternalBuffer {}
+
+impl fmt::Debug for ExternalBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExternalBuffer")
+            .field("len", &self.len)
+            .field("dtype", &self.dtype)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExternalBuffer {
+    /// Elements in memory owned by `owner`.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len` initialised elements of `dtype` (not bool: any byte
+    /// pattern of the other dtypes is a valid value), aligned for that dtype, that stay
+    /// valid and in place while `owner` lives; nothing may access the memory while the
+    /// engine writes it (the caller's contract with the memory's other users).
+    pub unsafe fn new(
+        ptr: std::ptr::NonNull<u8>,
+        len: usize,
+        dtype: DType,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> ExternalBuffer {
+        debug_assert!(dtype != DType::Bool);
+        ExternalBuffer {
+            ptr,
+            len,
+            dtype,
+            _owner: owner,
+        }
+    }
+
+    /// The elements as a `T` slice, if `T` is their dtype.
+    pub fn slice<T: crate::dtype::Element>(&self) -> Option<&[T]> {
+        // SAFETY: `new`'s contract: `len` valid, aligned elements of `dtype`.
+        (T::DTYPE == self.dtype && T::DTYPE != DType::Bool)
+            .then(|| unsafe { std::slice::from_raw_parts(self.ptr.as_ptr() as *const T, self.len) })
+    }
+
+    /// The elements as a mutable `T` slice, if `T` is their dtype.
+    pub fn slice_mut<T: crate::dtype::Element>(&mut self) -> Option<&mut [T]> {
+        // SAFETY: as `slice`; `&mut self` comes from the storage's write lock.
+        (T::DTYPE == self.dtype && T::DTYPE != DType::Bool).then(|| unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut T, self.len)
+        })
+    }
+}
+
+impl Clone for Buffer {
+    /// A copy that owns its elements (a shared buffer is copied out).
+    fn clone(&self) -> Buffer {
+        match self {
+            Buffer::F32(v) => Buffer::F32(v.clone()),
+            Buffer::F64(v) => Buffer::F64(v.clone()),
+            Buffer::I64(v) => Buffer::I64(v.clone()),
+            Buffer::Bool(v) => Buffer::Bool(v.clone()),
+            Buffer::External(e) => match e.dtype {
+                DType::F32 => Buffer::F32(e.slice::<f32>().unwrap_or_default().to_vec()),
+                DType::F64 => Buffer::F64(e.slice::<f64>().unwrap_or_default().to_vec()),
+                DType::I64 => Buffer::I64(e.slice::<i64>().unwrap_or_default().to_vec()),
+                DType::Bool => Buffer::Bool(Vec::new()),
+            },
+        }
+    }
+}
+
+impl PartialEq for Buffer {
+    fn eq(&self, other: &Buffer) -> bool {
+        fn same<T: crate::dtype::Element>(a: &Buffer, b: &Buffer) -> bool {
+            match (T::slice(a), T::slice(b)) {
+                (Some(x), Some(y)) => x == y,
+                _ => false,
+            }
+        }
+        match self.dtype() {
+            DType::F32 => same::<f32>(self, other),
+            DType::F64 => same::<f64>(self, other),
+            DType::I64 => same::<i64>(self, other),
+            DType::Bool => same::<bool>(self, other),
+        }
+    }
 }
 
 impl Buffer {
@@ -28,6 +129,18 @@ impl Buffer {
             Buffer::F64(_) => DType::F64,
             Buffer::I64(_) => DType::I64,
             Buffer::Bool(_) => DType::Bool,
+            Buffer::External(e) => e.dtype,
+        }
+    }
+
+    /// The address of the first element (numpy arrays sharing the storage view it).
+    pub fn as_ptr(&self) -> *const u8 {
+        match self {
+            Buffer::F32(v) => v.as_ptr() as *const u8,
+            Buffer::F64(v) => v.as_ptr() as *const u8,
+            Buffer::I64(v) => v.as_ptr() as *const u8,
+            Buffer::Bool(v) => v.as_ptr() as *const u8,
+            Buffer::External(e) => e.ptr.as_ptr(),
         }
     }
 
@@ -38,6 +151,7 @@ impl Buffer {
             Buffer::F64(v) => v.len(),
             Buffer::I64(v) => v.len(),
             Buffer::Bool(v) => v.len(),
+            Buffer::External(e) => e.len,
         }
     }
 

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::kernels::{elementwise, matmul, reduce};
 use crate::layout::Layout;
 use crate::shape::{self, Dims};
-use crate::storage::{Buffer, Storage, VersionCounter, WriteSite};
+use crate::storage::{Buffer, ExternalBuffer, Storage, VersionCounter, WriteSite};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -311,6 +311,36 @@ impl Tensor {
             dtype,
             own_counter: None,
         }
+    }
+
+    /// A tensor over memory another owner keeps alive (a numpy array, shared as by
+    /// PyTorch's `from_numpy`), seen through `layout`. See Note [Shared memory].
+    ///
+    /// # Safety
+    /// As [`ExternalBuffer::new`]: `ptr` points to `len` initialised, aligned elements of
+    /// `dtype` (not bool) that stay valid and in place while `owner` lives, and nothing
+    /// else accesses them while the engine writes them.
+    pub unsafe fn from_external(
+        ptr: std::ptr::NonNull<u8>,
+        len: usize,
+        dtype: DType,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+        layout: Layout,
+    ) -> Result<Tensor> {
+        if dtype == DType::Bool {
+            return Err(Error::NotImplemented(
+                "rustgrad: bool memory cannot be shared; copy it".into(),
+            ));
+        }
+        layout.check_in_bounds(len)?;
+        // SAFETY: forwarded from this function's contract.
+        let buffer = unsafe { ExternalBuffer::new(ptr, len, dtype, owner) };
+        Ok(Tensor {
+            storage: Storage::new(Buffer::External(buffer)),
+            layout,
+            dtype,
+            own_counter: None,
+        })
     }
 
     /// A 0-d tensor holding `value` converted to `dtype`.

@@ -2,7 +2,8 @@
 //! arrays, scalars, size and dim arguments.
 
 use crate::errors::IntoPyResult;
-use numpy::{PyArrayDyn, PyArrayMethods};
+use numpy::ndarray::ShapeBuilder;
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple};
@@ -392,5 +393,108 @@ pub fn extract_dims(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>
             ))
         }
         Some(o) => Ok(Some(vec![extract_int(o)?])),
+    }
+}
+
+/// A tensor sharing a numpy array's memory (`from_numpy`, `as_tensor`), as PyTorch's
+/// `from_numpy`: float32, float64 and int64 arrays whose strides are non-negative are
+/// shared (writes through either are seen by the other); a negative stride is PyTorch's
+/// error; anything else (bool, int32, read-only or misaligned arrays) is copied.
+/// `None` when `obj` is not a numpy array. See Note [Shared memory].
+pub fn share_numpy_array(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+    macro_rules! share {
+        ($t:ty, $dtype:expr) => {
+            if let Ok(a) = obj.cast::<PyArrayDyn<$t>>() {
+                let itemsize = std::mem::size_of::<$t>() as isize;
+                let shape: Vec<usize> = a.shape().to_vec();
+                let strides = a.strides();
+                if strides.iter().any(|&s| s < 0) {
+                    return Err(PyValueError::new_err(
+                        "At least one stride in the given numpy array is negative, and tensors with negative strides are not currently supported. (You can probably work around this by making a copy of your array  with array.copy().) ",
+                    ));
+                }
+                let flags = obj.getattr("flags")?;
+                let shareable = flags.getattr("writeable")?.is_truthy()?
+                    && flags.getattr("aligned")?.is_truthy()?
+                    && strides.iter().all(|&s| s % itemsize == 0);
+                let Some(ptr) = std::ptr::NonNull::new(a.data() as *mut u8) else {
+                    return from_numpy_array(obj);
+                };
+                if !shareable {
+                    return from_numpy_array(obj);
+                }
+                let strides: rustgrad::shape::Dims =
+                    strides.iter().map(|&s| (s / itemsize) as usize).collect();
+                let layout = rustgrad::layout::Layout::new(shape.as_slice().into(), strides, 0);
+                let len = if layout.numel() == 0 { 0 } else { layout.storage_extent().py()? };
+                let owner: Box<dyn std::any::Any + Send + Sync> = Box::new(obj.clone().unbind());
+                // SAFETY: numpy's data pointer addresses `len` elements of this dtype
+                // (the layout's extent, from the array's own shape and strides), aligned
+                // (checked) and writeable (checked); the array object, kept alive by
+                // `owner`, keeps them in place. Concurrent writes through numpy while a
+                // kernel runs are the user's race, as with PyTorch's shared arrays.
+                let t = unsafe { Tensor::from_external(ptr, len, $dtype, owner, layout) };
+                return Ok(Some(t.py()?));
+            }
+        };
+    }
+    share!(f32, DType::F32);
+    share!(f64, DType::F64);
+    share!(i64, DType::I64);
+    from_numpy_array(obj)
+}
+
+/// Keeps a tensor's storage alive while a numpy array views its memory.
+#[pyclass(module = "rustgrad", frozen)]
+struct StorageOwner {
+    _storage: std::sync::Arc<rustgrad::storage::Storage>,
+}
+
+/// A numpy array sharing the tensor's memory (`t.numpy()`), as PyTorch's: writes through
+/// either are seen by the other. Bool tensors are copied (a numpy write could store a
+/// byte that is not a valid Rust bool). See Note [Shared memory].
+pub fn share_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    macro_rules! share {
+        ($ty:ty) => {{
+            let base = t.storage().read().as_ptr() as *mut $ty;
+            let shape: Vec<usize> = t.shape().to_vec();
+            let strides: Vec<usize> = t.strides().to_vec();
+            let owner = Bound::new(
+                py,
+                StorageOwner {
+                    _storage: t.storage().clone(),
+                },
+            )?;
+            let view = if t.numel() == 0 {
+                None
+            } else {
+                // SAFETY: the layout is within the storage (every tensor's invariant),
+                // so the offset and every strided element lie inside the buffer, which
+                // never moves and stays alive while `owner` (the array's base) does.
+                let first = unsafe { base.add(t.layout().offset()) };
+                let view = unsafe {
+                    numpy::ndarray::ArrayView::from_shape_ptr(
+                        numpy::ndarray::IxDyn(&shape).strides(numpy::ndarray::IxDyn(&strides)),
+                        first as *const $ty,
+                    )
+                };
+                Some(view)
+            };
+            match view {
+                // SAFETY: as above; numpy gets the view's pointer, shape and strides and
+                // keeps `owner` as its base.
+                Some(view) => Ok(unsafe {
+                    numpy::PyArray::<$ty, _>::borrow_from_array(&view, owner.into_any())
+                }
+                .into_any()),
+                None => to_numpy(py, t),
+            }
+        }};
+    }
+    match t.dtype() {
+        DType::F32 => share!(f32),
+        DType::F64 => share!(f64),
+        DType::I64 => share!(i64),
+        DType::Bool => to_numpy(py, t),
     }
 }

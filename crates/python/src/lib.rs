@@ -225,10 +225,12 @@ fn randn(
     )
 }
 
-/// A tensor holding a copy of a numpy array's values.
+/// A tensor sharing a numpy array's memory, as PyTorch's `from_numpy` (float32, float64
+/// and int64 arrays; other dtypes, and read-only or misaligned arrays, are copied). See
+/// Note [Shared memory].
 #[pyfunction]
 fn from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-    match convert::from_numpy_array(array)? {
+    match convert::share_numpy_array(array)? {
         Some(t) => leaf(t, false),
         None => Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "expected np.ndarray (got {})",

@@ -705,18 +705,19 @@ impl PyTensor {
         to_list(py, &self.var.tensor())
     }
 
-    /// A numpy array holding a copy of the values.
+    /// A numpy array sharing the tensor's memory, as PyTorch's (bool tensors: a copy).
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         if self.var.requires_grad() {
             return Err(PyRuntimeError::new_err(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
             ));
         }
-        convert::to_numpy(py, &self.var.tensor())
+        convert::share_to_numpy(py, &self.var.tensor())
     }
 
-    /// numpy's conversion hook (numpy 2 passes `dtype` and `copy`). The result is
-    /// always a copy (Note [numpy interop]), so `copy=False` raises as numpy asks.
+    /// numpy's conversion hook (numpy 2 passes `dtype` and `copy`): `np.asarray(t)`
+    /// shares the tensor's memory as `t.numpy()` does; `copy=True` or another dtype
+    /// copies (Note [Shared memory]).
     #[pyo3(signature = (dtype = None, copy = None))]
     fn __array__<'py>(
         &self,
@@ -724,12 +725,11 @@ impl PyTensor {
         dtype: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if copy == Some(false) {
-            return Err(PyValueError::new_err(
-                "Unable to avoid copy while creating an array as requested.",
-            ));
-        }
-        let arr = convert::to_numpy(py, &self.var.tensor())?;
+        let arr = if copy == Some(true) {
+            convert::to_numpy(py, &self.var.tensor())?
+        } else {
+            convert::share_to_numpy(py, &self.var.tensor())?
+        };
         match dtype {
             Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
             _ => Ok(arr),
