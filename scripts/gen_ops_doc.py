@@ -4,8 +4,8 @@ The op list is read from the binding: every method of a `#[pymethods]` block in
 `crates/python/src/ops/<family>.rs` is an op of that family (Note [Op families]). For
 each op the script then asks the built package, by running it, which forms exist
 (`rustgrad.x`, `t.x`, `t.x_`), which dtypes it accepts and whether its float64 result
-records a backward (and the grad_fn's name). Every op needs a sample call in `SAMPLES`
-below; a new op without one makes the script (and the freshness test) fail.
+records a backward (and the grad_fn's name). An op that takes arguments needs its sample
+arguments in `ARGS` below (the test fails on an op that no dtype accepts).
 
     .venv/bin/python scripts/gen_ops_doc.py          # rewrite docs/ops.md
     .venv/bin/python scripts/gen_ops_doc.py --check  # exit 1 if docs/ops.md is stale
@@ -56,76 +56,64 @@ OPERATORS = {
     "__itruediv__": "a /= b",
 }
 
-# A sample call per op: a function of (torch module, a tensor `a` of shape (2, 3)) that
-# calls the op; used to find the accepted dtypes and whether a backward is recorded.
-Sample = Callable[[Any, Any], Any]
+# The arguments of a sample call per op, as a function of (torch module, a tensor `a` of
+# shape (2, 3) with values 1..6): used to find the accepted dtypes and whether a
+# backward is recorded. An op not listed is called without arguments; an in-place op
+# `x_` takes the arguments of `x` and runs on a clone (the leaf is not written).
+Args = Callable[[Any, Any], tuple]
 
 
-def _other(torch: Any, a: Any) -> Any:
-    return torch.ones(2, 3, dtype=a.dtype)
+def _other(torch: Any, a: Any) -> tuple:
+    return (torch.ones(2, 3, dtype=a.dtype),)
 
 
-SAMPLES: dict[str, Sample] = {
+ARGS: dict[str, Args] = {
     # binary
-    "add": lambda t, a: a.add(_other(t, a)),
-    "sub": lambda t, a: a.sub(_other(t, a)),
-    "mul": lambda t, a: a.mul(_other(t, a)),
-    "div": lambda t, a: a.div(_other(t, a)),
-    "pow": lambda t, a: a.pow(_other(t, a)),
-    "eq": lambda t, a: a.eq(_other(t, a)),
-    "ne": lambda t, a: a.ne(_other(t, a)),
-    "lt": lambda t, a: a.lt(_other(t, a)),
-    "le": lambda t, a: a.le(_other(t, a)),
-    "gt": lambda t, a: a.gt(_other(t, a)),
-    "ge": lambda t, a: a.ge(_other(t, a)),
-    # unary
-    "neg": lambda t, a: a.neg(),
-    "exp": lambda t, a: a.exp(),
-    "log": lambda t, a: a.log(),
-    "sqrt": lambda t, a: a.sqrt(),
-    "tanh": lambda t, a: a.tanh(),
-    "sigmoid": lambda t, a: a.sigmoid(),
-    "relu": lambda t, a: a.relu(),
-    "abs": lambda t, a: a.abs(),
-    "sign": lambda t, a: a.sign(),
-    "clamp": lambda t, a: a.clamp(0, 1),
+    **{
+        name: _other
+        for name in [
+            "add",
+            "sub",
+            "mul",
+            "div",
+            "pow",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "atan2",
+            "arctan2",
+            "maximum",
+            "minimum",
+            "fmax",
+            "fmin",
+            "fmod",
+            "remainder",
+            "copysign",
+            "copy",
+        ]
+    },
+    "clamp": lambda t, a: (0, 1),
+    "fill": lambda t, a: (1,),
     # linalg
-    "matmul": lambda t, a: a.matmul(t.ones(3, 2, dtype=a.dtype)),
-    "mm": lambda t, a: a.mm(t.ones(3, 2, dtype=a.dtype)),
-    # reduce
-    "sum": lambda t, a: a.sum(),
-    "mean": lambda t, a: a.mean(),
+    "matmul": lambda t, a: (t.ones(3, 2, dtype=a.dtype),),
+    "mm": lambda t, a: (t.ones(3, 2, dtype=a.dtype),),
     # shape
-    "view": lambda t, a: a.view(6),
-    "reshape": lambda t, a: a.reshape(3, 2),
-    "transpose": lambda t, a: a.transpose(0, 1),
-    "flatten": lambda t, a: a.flatten(),
-    "t": lambda t, a: a.t(),
-    "permute": lambda t, a: a.permute(1, 0),
-    "expand": lambda t, a: a.expand(2, 2, 3),
-    "unsqueeze": lambda t, a: a.unsqueeze(0),
-    "squeeze": lambda t, a: a.squeeze(),
-    # copy
-    "float": lambda t, a: a.float(),
-    "double": lambda t, a: a.double(),
-    "long": lambda t, a: a.long(),
-    "bool": lambda t, a: a.bool(),
-    "contiguous": lambda t, a: a.t().contiguous(),
-    "clone": lambda t, a: a.clone(),
+    "view": lambda t, a: (6,),
+    "reshape": lambda t, a: (3, 2),
+    "transpose": lambda t, a: (0, 1),
+    "permute": lambda t, a: (1, 0),
+    "expand": lambda t, a: (2, 2, 3),
+    "unsqueeze": lambda t, a: (0,),
     # index
-    "__getitem__": lambda t, a: a[0, 1:],
-    "__setitem__": lambda t, a: a.clone().__setitem__(0, 1),
-    # in-place (on a clone, so the leaf is not written)
-    "add_": lambda t, a: a.clone().add_(_other(t, a)),
-    "sub_": lambda t, a: a.clone().sub_(_other(t, a)),
-    "mul_": lambda t, a: a.clone().mul_(_other(t, a)),
-    "div_": lambda t, a: a.clone().div_(_other(t, a)),
-    "zero_": lambda t, a: a.clone().zero_(),
-    "fill_": lambda t, a: a.clone().fill_(1),
-    "copy_": lambda t, a: a.clone().copy_(_other(t, a)),
-    "clamp_": lambda t, a: a.clone().clamp_(0, 1),
-    "relu_": lambda t, a: a.clone().relu_(),
+    "__getitem__": lambda t, a: ((0, slice(1, None)),),
+    "__setitem__": lambda t, a: (0, 1),
 }
+
+# Ops whose sample runs on a non-contiguous input (a transposed view).
+TRANSPOSED = {"contiguous"}
 
 DTYPES = ["float32", "float64", "int64", "bool"]
 
@@ -152,14 +140,23 @@ def binding_ops() -> dict[str, list[str]]:
     return families
 
 
+def sample(torch: Any, name: str, a: Any) -> Any:
+    """Calls op `name` on `a` (a clone of it for in-place ops) with its sample arguments."""
+    in_place = name.endswith("_") and not name.startswith("_")
+    args = ARGS.get(name[:-1] if in_place else name, lambda t, x: ())(torch, a)
+    target = a.clone() if in_place or name == "__setitem__" else a
+    if name in TRANSPOSED:
+        target = target.t()
+    return getattr(target, name)(*args)
+
+
 def probe(torch: Any, name: str) -> tuple[list[str], str]:
     """The dtypes `name` accepts and its backward ('grad_fn name', 'no', or 'n/a')."""
-    sample = SAMPLES[name]
     accepted = []
     for dtype in DTYPES:
         a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]).to(getattr(torch, dtype))
         try:
-            sample(torch, a)
+            sample(torch, name, a)
         except (RuntimeError, TypeError, ValueError, NotImplementedError):
             continue
         accepted.append(dtype)
@@ -167,7 +164,7 @@ def probe(torch: Any, name: str) -> tuple[list[str], str]:
         return accepted, "n/a"
     a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.float64)
     a.requires_grad_()
-    out = sample(torch, a)
+    out = sample(torch, name, a)
     if name == "__setitem__":
         return accepted, "CopySlices"
     if out is a:
@@ -200,9 +197,9 @@ def render() -> str:
             "| --- | --- | --- | --- |",
         ]
         for name in names:
-            if name not in SAMPLES and name not in OPERATORS:
-                raise SystemExit(f"{family}.rs: op {name!r} has no sample call in SAMPLES")
-            if name in OPERATORS and name not in SAMPLES:
+            if name.startswith("_") and not name.startswith("__"):
+                continue  # a private method behind a Python-level function
+            if name in OPERATORS and name not in ARGS:
                 continue  # an operator form of an op listed by its method name
             forms = []
             if name in OPERATORS:
@@ -217,7 +214,7 @@ def render() -> str:
             lines.append(
                 f"| {name} | {', '.join(forms)} | {', '.join(dtypes) or 'none'} | {backward} |"
             )
-        operators = [OPERATORS[n] for n in names if n in OPERATORS and n not in SAMPLES]
+        operators = [OPERATORS[n] for n in names if n in OPERATORS and n not in ARGS]
         if operators:
             lines += ["", "Operators: " + ", ".join(f"`{o}`" for o in operators) + "."]
         lines.append("")

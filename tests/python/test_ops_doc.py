@@ -22,7 +22,7 @@ def test_ops_doc_is_fresh():
     )
 
 
-def test_every_binding_op_has_a_sample_and_a_row():
+def test_every_binding_op_has_a_row_and_runs_for_some_dtype():
     gen = _generator()
     families = gen.binding_ops()
     assert {"unary", "binary", "reduce", "linalg", "shape", "index", "copy", "inplace"} <= set(
@@ -31,9 +31,13 @@ def test_every_binding_op_has_a_sample_and_a_row():
     text = (ROOT / "docs" / "ops.md").read_text()
     for names in families.values():
         for name in names:
-            assert name in gen.SAMPLES or name in gen.OPERATORS, name
-            if name in gen.SAMPLES:
-                assert f"| {name} |" in text, name
+            if name.startswith("_") and not name.startswith("__"):
+                continue
+            if name in gen.OPERATORS and name not in gen.ARGS:
+                continue
+            row = next((r for r in text.splitlines() if r.startswith(f"| {name} |")), None)
+            assert row is not None, name
+            assert "| none |" not in row, f"{name}: its sample call fails for every dtype"
 
 
 def test_backward_column_reflects_the_engine():
