@@ -539,7 +539,7 @@ impl Tensor {
     }
 
     /// Reads the elements as `T` while holding the storage's read lock.
-    fn read<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
+    pub(crate) fn read<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
         let guard = self.storage.read();
         match T::slice(&guard) {
             Some(s) => f(s),
@@ -550,7 +550,11 @@ impl Tensor {
     /// Reads two tensors of the same dtype; one lock when they share storage. Two locks
     /// are taken in storage address order, never argument order: see Note [Locking of
     /// storages].
-    fn read2<T: Element, R>(&self, other: &Tensor, f: impl FnOnce(&[T], &[T]) -> R) -> R {
+    pub(crate) fn read2<T: Element, R>(
+        &self,
+        other: &Tensor,
+        f: impl FnOnce(&[T], &[T]) -> R,
+    ) -> R {
         if self.shares_storage(other) {
             self.read(|s: &[T]| f(s, s))
         } else if self.storage_order_key() < other.storage_order_key() {

@@ -2,6 +2,7 @@
 //! autograd. Parallel work is split into fixed-size chunks (see `parallel`).
 
 pub mod elementwise;
+pub mod math;
 pub mod matmul;
 pub mod reduce;
 

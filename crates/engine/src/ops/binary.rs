@@ -1,17 +1,24 @@
 //! Elementwise ops of two tensors with broadcasting: add, sub, mul, div, pow, rsub,
-//! where, comparisons, and their scalar forms.
+//! where, comparisons, the functions of [`MathBinaryOp`] (atan2, maximum, minimum,
+//! fmax, fmin, fmod, remainder, copysign), and their scalar forms.
 //!
 //! The forward of each op is a `Variable` method that computes through `Tensor` and
 //! records a node holding this family's [`Rule`]; the rule's `apply` is its backward,
 //! written with differentiable ops so that it serves double backward too.
 
-use super::{saved_at, zero_like, Grads, InputShape};
+use super::{saved_at, zero_like, zeros_like, Grads, InputShape};
 use crate::autograd::saved::SavedTensor;
-use crate::dtype::DType;
-use crate::error::Result;
-use crate::tensor::{BinaryOp, CmpOp, Scalar, Tensor};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernels::elementwise;
+use crate::kernels::math::{MathBinaryOp, MathFloat, MathOp};
+use crate::shape;
+use crate::storage::WriteSite;
+use crate::tensor::{check_allocation, BinaryOp, CmpOp, Scalar, Tensor};
 use crate::variable::Variable;
 use smallvec::smallvec;
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The backward rules of this family. Saved tensors are kept beside the rule in the
 /// node, in the order each variant documents.
@@ -31,6 +38,27 @@ pub(crate) enum Rule {
     Pow { a: InputShape, b: InputShape },
     /// `where(cond, a, b)`; saved `[cond]`.
     Where { a: InputShape, b: InputShape },
+    /// `atan2(a, b)`; saved `[a, b]`.
+    Atan2 { a: InputShape, b: InputShape },
+    /// `maximum(a, b)`; saved `[a, b]`.
+    Maximum { a: InputShape, b: InputShape },
+    /// `minimum(a, b)`; saved `[a, b]`.
+    Minimum { a: InputShape, b: InputShape },
+    /// `fmax(a, b)`; saved `[a, b]`.
+    Fmax { a: InputShape, b: InputShape },
+    /// `fmin(a, b)`; saved `[a, b]`.
+    Fmin { a: InputShape, b: InputShape },
+    /// `fmod(a, b)` of two tensors; saved `[a, b]` when `b` needs a gradient.
+    Fmod { a: InputShape, b: InputShape },
+    /// `remainder(a, b)` of two tensors; saved `[a, b]` when `b` needs a gradient.
+    Remainder { a: InputShape, b: InputShape },
+    /// `copysign(a, b)` of two tensors; saved `[a, out]`.
+    Copysign { a: InputShape, b: InputShape },
+    /// `fmod(a, number)`, `remainder(a, number)` (FmodBackward0, RemainderBackward0):
+    /// the gradient passes unchanged.
+    FmodScalar { remainder: bool },
+    /// `copysign(a, number)` (CopysignBackward1); saved `[a, out]`.
+    CopysignScalar,
 }
 
 impl Rule {
@@ -44,6 +72,17 @@ impl Rule {
             Rule::Div { .. } => "DivBackward0",
             Rule::Pow { .. } => "PowBackward1",
             Rule::Where { .. } => "WhereBackward0",
+            Rule::Atan2 { .. } => "Atan2Backward0",
+            Rule::Maximum { .. } => "MaximumBackward0",
+            Rule::Minimum { .. } => "MinimumBackward0",
+            Rule::Fmax { .. } => "FmaxBackward0",
+            Rule::Fmin { .. } => "FminBackward0",
+            Rule::Fmod { .. } => "FmodBackward1",
+            Rule::Remainder { .. } => "RemainderBackward1",
+            Rule::Copysign { .. } => "CopysignBackward0",
+            Rule::FmodScalar { remainder: false } => "FmodBackward0",
+            Rule::FmodScalar { remainder: true } => "RemainderBackward0",
+            Rule::CopysignScalar => "CopysignBackward1",
         }
     }
 
@@ -153,7 +192,182 @@ impl Rule {
                     },
                 ]
             }
+            Rule::Atan2 { a, b } => {
+                let (x, y) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
+                let recip = x.mul(x)?.add(&y.mul(y)?)?.reciprocal()?;
+                smallvec![
+                    if need(0) {
+                        Some(g.mul(&y.mul(&recip)?)?.sum_to(a)?)
+                    } else {
+                        None
+                    },
+                    if need(1) {
+                        Some(g.mul(&x.neg()?.mul(&recip)?)?.sum_to(b)?)
+                    } else {
+                        None
+                    },
+                ]
+            }
+            Rule::Maximum { a, b } | Rule::Minimum { a, b } => {
+                // PyTorch: a tie splits the gradient in half; the smaller (for maximum)
+                // operand gets 0. NaN compares false both ways, so both get it whole.
+                let (x, y) = (saved_at(saved, 0)?.tensor(), saved_at(saved, 1)?.tensor());
+                let tie = x.compare(&y, CmpOp::Eq)?;
+                let shared = Variable::where_cond(&tie, &g.div_scalar(2.0)?, g)?;
+                let (lose_a, lose_b) = match self {
+                    Rule::Maximum { .. } => (CmpOp::Lt, CmpOp::Gt),
+                    _ => (CmpOp::Gt, CmpOp::Lt),
+                };
+                let part = |lose: CmpOp, shape: &InputShape| -> Result<Variable> {
+                    let mask = x.compare(&y, lose)?;
+                    Variable::where_cond(&mask, &zero_like(g), &shared)?.sum_to(shape)
+                };
+                smallvec![
+                    if need(0) {
+                        Some(part(lose_a, a)?)
+                    } else {
+                        None
+                    },
+                    if need(1) {
+                        Some(part(lose_b, b)?)
+                    } else {
+                        None
+                    },
+                ]
+            }
+            Rule::Fmax { a, b } | Rule::Fmin { a, b } => {
+                // PyTorch: `a` gets the gradient where `a >= b` (fmin: `<=`) or `b` is NaN,
+                // `b` gets it elsewhere.
+                let (x, y) = (saved_at(saved, 0)?.tensor(), saved_at(saved, 1)?.tensor());
+                let cmp = if matches!(self, Rule::Fmax { .. }) {
+                    CmpOp::Ge
+                } else {
+                    CmpOp::Le
+                };
+                let to_a = x
+                    .compare(&y, cmp)?
+                    .binary(&y.compare(&y, CmpOp::Ne)?, BinaryOp::Add)?;
+                smallvec![
+                    if need(0) {
+                        Some(Variable::where_cond(&to_a, g, &zero_like(g))?.sum_to(a)?)
+                    } else {
+                        None
+                    },
+                    if need(1) {
+                        Some(Variable::where_cond(&to_a, &zero_like(g), g)?.sum_to(b)?)
+                    } else {
+                        None
+                    },
+                ]
+            }
+            Rule::Fmod { a, b } | Rule::Remainder { a, b } => {
+                // d/db = -(a / b rounded toward zero, or down for remainder): a quotient
+                // that is piecewise constant, so it enters as a constant.
+                let gb = if need(1) {
+                    let (x, y) = (saved_at(saved, 0)?.tensor(), saved_at(saved, 1)?.tensor());
+                    let rounding = if matches!(self, Rule::Fmod { .. }) {
+                        MathOp::Trunc
+                    } else {
+                        MathOp::Floor
+                    };
+                    let quotient = x.binary(&y, BinaryOp::Div)?.math(rounding)?;
+                    Some(g.mul(&Variable::from_tensor(quotient))?.neg()?.sum_to(b)?)
+                } else {
+                    None
+                };
+                smallvec![if need(0) { Some(g.sum_to(a)?) } else { None }, gb]
+            }
+            Rule::Copysign { a, b } => smallvec![
+                if need(0) {
+                    Some(g.mul(&copysign_ratio(saved)?)?.sum_to(a)?)
+                } else {
+                    None
+                },
+                if need(1) {
+                    Some(zeros_like(g).sum_to(b)?)
+                } else {
+                    None
+                },
+            ],
+            Rule::FmodScalar { .. } => smallvec![Some(g.clone())],
+            Rule::CopysignScalar => smallvec![Some(g.mul(&copysign_ratio(saved)?)?)],
         })
+    }
+}
+
+/// `out / a`, 0 where `a == 0`: copysign's derivative in `a` (PyTorch's
+/// `copysign_tensor_self_backward`). It is piecewise constant (+-1), so it enters as a
+/// constant.
+fn copysign_ratio(saved: &[Option<Variable>]) -> Result<Variable> {
+    let (x, out) = (saved_at(saved, 0)?.tensor(), saved_at(saved, 1)?.tensor());
+    let ratio = out.binary(&x, BinaryOp::Div)?;
+    let zero = Tensor::scalar(0.0, ratio.dtype());
+    let at_zero = x.compare(&Tensor::scalar(0.0, x.dtype()), CmpOp::Eq)?;
+    Ok(Variable::from_tensor(Tensor::where_cond(
+        &at_zero, &zero, &ratio,
+    )?))
+}
+
+impl Tensor {
+    /// A [`MathBinaryOp`] with broadcasting and PyTorch's type promotion (atan2 and
+    /// copysign compute integers in the default float dtype; maximum, minimum, fmax
+    /// and fmin accept bool; fmod and remainder refuse bool, and an int64 zero divisor
+    /// is PyTorch's "ZeroDivisionError").
+    pub fn math_binary(&self, other: &Tensor, op: MathBinaryOp) -> Result<Tensor> {
+        let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
+        let promoted = DType::result_type(
+            self.dtype(),
+            self.dim() == 0,
+            other.dtype(),
+            other.dim() == 0,
+        );
+        let dtype = if op.promotes_integers() && !promoted.is_floating_point() {
+            DType::default_float()
+        } else {
+            promoted
+        };
+        check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
+        let compute = match (dtype, op) {
+            (DType::Bool, MathBinaryOp::Fmod | MathBinaryOp::Remainder) => {
+                return Err(Error::unsupported_dtype(op.name(), DType::Bool))
+            }
+            // max / min of bools compute as 0 / 1 and convert back.
+            (DType::Bool, _) => DType::I64,
+            (d, _) => d,
+        };
+        let (a, b) = (self.to_dtype(compute)?, other.to_dtype(compute)?);
+        let la = a.layout().broadcast_to(&out_shape)?;
+        let lb = b.layout().broadcast_to(&out_shape)?;
+        fn floats<T: MathFloat>(
+            a: &Tensor,
+            b: &Tensor,
+            (la, lb): (&crate::layout::Layout, &crate::layout::Layout),
+            op: MathBinaryOp,
+        ) -> Result<Vec<T>> {
+            a.read2(b, |sa: &[T], sb: &[T]| {
+                elementwise::map2(sa, la, sb, lb, |x, y| op.apply(x, y))
+            })
+        }
+        let buffer = match compute {
+            DType::F32 => <f32 as Element>::into_buffer(floats::<f32>(&a, &b, (&la, &lb), op)?),
+            DType::F64 => <f64 as Element>::into_buffer(floats::<f64>(&a, &b, (&la, &lb), op)?),
+            _ => {
+                let zero_divisor = AtomicBool::new(false);
+                let v = a.read2(&b, |sa: &[i64], sb: &[i64]| {
+                    elementwise::map2(sa, &la, sb, &lb, |x, y| {
+                        op.apply_i64(x, y).unwrap_or_else(|| {
+                            zero_divisor.store(true, Ordering::Relaxed);
+                            0
+                        })
+                    })
+                })?;
+                if zero_divisor.load(Ordering::Relaxed) {
+                    return Err(Error::InvalidArgument("ZeroDivisionError".into()));
+                }
+                <i64 as Element>::into_buffer(v)
+            }
+        };
+        Tensor::from_buffer(buffer, &out_shape).to_dtype(dtype)
     }
 }
 
@@ -223,6 +437,119 @@ impl Variable {
             _ => value.result_type_with(self.dtype()),
         };
         Variable::from_tensor(Tensor::from_scalar(value, dtype))
+    }
+
+    /// A [`MathBinaryOp`] of two tensors with broadcasting, recorded with its rule.
+    pub fn math_binary(&self, other: &Variable, op: MathBinaryOp) -> Result<Variable> {
+        let result = self.tensor().math_binary(&other.tensor(), op)?;
+        Ok(Variable::record(result, &[self, other], |needs, out| {
+            let (a, b) = InputShape::pair(self, other, out);
+            let both = || {
+                smallvec![
+                    Some(SavedTensor::input(self)),
+                    Some(SavedTensor::input(other))
+                ]
+            };
+            match op {
+                MathBinaryOp::Atan2 => (Rule::Atan2 { a, b }, both()),
+                MathBinaryOp::Maximum => (Rule::Maximum { a, b }, both()),
+                MathBinaryOp::Minimum => (Rule::Minimum { a, b }, both()),
+                MathBinaryOp::Fmax => (Rule::Fmax { a, b }, both()),
+                MathBinaryOp::Fmin => (Rule::Fmin { a, b }, both()),
+                MathBinaryOp::Fmod | MathBinaryOp::Remainder => {
+                    let saved = if needs[1] { both() } else { smallvec![] };
+                    if op == MathBinaryOp::Fmod {
+                        (Rule::Fmod { a, b }, saved)
+                    } else {
+                        (Rule::Remainder { a, b }, saved)
+                    }
+                }
+                MathBinaryOp::Copysign => (
+                    Rule::Copysign { a, b },
+                    smallvec![
+                        Some(SavedTensor::input(self)),
+                        Some(SavedTensor::output(out, "CopysignBackward0"))
+                    ],
+                ),
+            }
+        }))
+    }
+
+    /// `fmod`, `remainder` or `copysign` with a number as the second operand
+    /// (PyTorch's `.Scalar` overloads: FmodBackward0, RemainderBackward0,
+    /// CopysignBackward1). The other ops of [`MathBinaryOp`] take only tensors.
+    pub fn math_binary_scalar(&self, other: Scalar, op: MathBinaryOp) -> Result<Variable> {
+        let scalar = self.wrap_scalar(other);
+        let result = self.tensor().math_binary(&scalar.tensor(), op)?;
+        Ok(Variable::record(result, &[self], |_, out| match op {
+            MathBinaryOp::Copysign => (
+                Rule::CopysignScalar,
+                smallvec![
+                    Some(SavedTensor::input(self)),
+                    Some(SavedTensor::output(out, "CopysignBackward1"))
+                ],
+            ),
+            _ => (
+                Rule::FmodScalar {
+                    remainder: op == MathBinaryOp::Remainder,
+                },
+                smallvec![],
+            ),
+        }))
+    }
+
+    /// [`Variable::math_binary`] in place (`atan2_`, `fmod_`, ...).
+    #[track_caller]
+    pub fn math_binary_(&self, other: &Variable, op: MathBinaryOp) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place(Some(other), site, |s| s.math_binary(other, op))
+    }
+
+    /// [`Variable::math_binary_scalar`] in place.
+    #[track_caller]
+    pub fn math_binary_scalar_(&self, other: Scalar, op: MathBinaryOp) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place(None, site, |s| s.math_binary_scalar(other, op))
+    }
+
+    /// `atan2(self, other)`.
+    pub fn atan2(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Atan2)
+    }
+
+    /// The larger of each pair; NaN if either is NaN.
+    pub fn maximum(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Maximum)
+    }
+
+    /// The smaller of each pair; NaN if either is NaN.
+    pub fn minimum(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Minimum)
+    }
+
+    /// The larger of each pair, ignoring a NaN.
+    pub fn fmax(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Fmax)
+    }
+
+    /// The smaller of each pair, ignoring a NaN.
+    pub fn fmin(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Fmin)
+    }
+
+    /// C's `fmod` (the dividend's sign).
+    pub fn fmod(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Fmod)
+    }
+
+    /// Python's `%` (the divisor's sign).
+    pub fn remainder(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Remainder)
+    }
+
+    /// `|self|` with the sign of `other`.
+    pub fn copysign(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Copysign)
     }
 
     /// `self + s`.

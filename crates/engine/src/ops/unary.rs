@@ -1,5 +1,9 @@
 //! Elementwise ops of one tensor (and a scalar): neg, exp, log, sqrt, tanh, sigmoid,
-//! relu, abs, sign, pow with a scalar exponent, clamp.
+//! relu, abs, sign, pow with a scalar exponent, clamp; and the math functions and
+//! activations of [`MathOp`] (rsqrt, exp2, expm1, log1p, log2, log10, the trigonometric
+//! and hyperbolic functions, reciprocal, erf, erfinv, the rounding functions, frac,
+//! logsigmoid, silu, mish, elu/selu/celu, gelu, softplus, leaky_relu, hardtanh/relu6,
+//! hardsigmoid, hardswish), plus square and softsign composed of other ops.
 //!
 //! The forward of each op is a `Variable` method that computes through `Tensor` and
 //! records a node holding this family's [`Rule`]; the rule's `apply` is its backward,
@@ -8,10 +12,14 @@
 use super::{saved_at, zero_like, zeros_like, Grads, Save};
 use crate::autograd::saved::SavedTensor;
 use crate::dtype::DType;
-use crate::error::Result;
-use crate::tensor::{CmpOp, Scalar, Tensor, UnaryOp};
+use crate::error::{Error, Result};
+use crate::kernels::elementwise;
+use crate::kernels::math::{EluKind, MathFloat, MathOp, OnIntegers};
+use crate::storage::WriteSite;
+use crate::tensor::{BinaryOp, CmpOp, Scalar, Tensor, UnaryOp};
 use crate::variable::Variable;
 use smallvec::smallvec;
+use std::panic::Location;
 
 /// The backward rules of this family. Saved tensors are kept beside the rule in the
 /// node, in the order each variant documents.
@@ -39,6 +47,8 @@ pub(crate) enum Rule {
     Sign,
     /// `clamp(a, min, max)`; saved `[a]`.
     Clamp { min: Option<f64>, max: Option<f64> },
+    /// A [`MathOp`]; saved `[a]` or `[out]` as [`math_saves`] says.
+    Math(MathOp),
 }
 
 impl Rule {
@@ -56,6 +66,7 @@ impl Rule {
             Rule::Abs => "AbsBackward0",
             Rule::Sign => "SignBackward0",
             Rule::Clamp { .. } => "ClampBackward1",
+            Rule::Math(op) => math_grad_fn_name(*op),
         }
     }
 
@@ -121,7 +132,256 @@ impl Rule {
                 }
                 smallvec![Some(Variable::where_cond(&mask, g, &zero_like(g))?)]
             }
+            Rule::Math(op) => smallvec![Some(math_backward(*op, saved, g)?)],
         })
+    }
+}
+
+/// PyTorch's grad_fn class name of a [`MathOp`].
+fn math_grad_fn_name(op: MathOp) -> &'static str {
+    match op {
+        MathOp::Rsqrt => "RsqrtBackward0",
+        MathOp::Exp2 => "Exp2Backward0",
+        MathOp::Expm1 => "Expm1Backward0",
+        MathOp::Log1p => "Log1PBackward0",
+        MathOp::Log2 => "Log2Backward0",
+        MathOp::Log10 => "Log10Backward0",
+        MathOp::Sin => "SinBackward0",
+        MathOp::Cos => "CosBackward0",
+        MathOp::Tan => "TanBackward0",
+        MathOp::Asin => "AsinBackward0",
+        MathOp::Acos => "AcosBackward0",
+        MathOp::Atan => "AtanBackward0",
+        MathOp::Sinh => "SinhBackward0",
+        MathOp::Cosh => "CoshBackward0",
+        MathOp::Reciprocal => "ReciprocalBackward0",
+        MathOp::Erf => "ErfBackward0",
+        MathOp::Erfinv => "ErfinvBackward0",
+        MathOp::Floor => "FloorBackward0",
+        MathOp::Ceil => "CeilBackward0",
+        MathOp::Round { decimals: 0 } => "RoundBackward0",
+        MathOp::Round { .. } => "RoundBackward1",
+        MathOp::Trunc => "TruncBackward0",
+        MathOp::Frac => "FracBackward0",
+        MathOp::LogSigmoid => "LogSigmoidBackward0",
+        MathOp::Silu => "SiluBackward0",
+        MathOp::Mish => "MishBackward0",
+        MathOp::Elu {
+            kind: EluKind::Celu,
+            ..
+        } => "CeluBackward0",
+        MathOp::Elu { .. } => "EluBackward0",
+        MathOp::Gelu { .. } => "GeluBackward0",
+        MathOp::Softplus { .. } => "SoftplusBackward0",
+        MathOp::LeakyRelu { .. } => "LeakyReluBackward0",
+        MathOp::Hardtanh { .. } => "HardtanhBackward0",
+        MathOp::Hardsigmoid => "HardsigmoidBackward0",
+        MathOp::Hardswish => "HardswishBackward0",
+    }
+}
+
+/// What the rule of a [`MathOp`] saves: the output where the derivative is a function of
+/// it (as PyTorch's formulas use `result`), nothing for the zero-gradient rounding
+/// functions and frac, else the input.
+fn math_saves(op: MathOp) -> Save {
+    match op {
+        MathOp::Rsqrt
+        | MathOp::Exp2
+        | MathOp::Expm1
+        | MathOp::Tan
+        | MathOp::Reciprocal
+        | MathOp::Erfinv => Save::Output,
+        MathOp::Floor | MathOp::Ceil | MathOp::Round { .. } | MathOp::Trunc | MathOp::Frac => {
+            Save::Nothing
+        }
+        _ => Save::Input,
+    }
+}
+
+/// A bool mask of `x op value`, for the piecewise rules.
+fn mask(x: &Variable, op: CmpOp, value: f64) -> Result<Tensor> {
+    x.tensor().compare(&Tensor::scalar(value, x.dtype()), op)
+}
+
+/// The backward of a [`MathOp`]: PyTorch's formulas (`derivatives.yaml` and the
+/// activations' `*_backward` kernels) written with differentiable ops, so that second
+/// derivatives follow. Piecewise rules select with `where`, never multiply by a mask
+/// (Note [Zero gradients]).
+fn math_backward(op: MathOp, saved: &[Option<Variable>], g: &Variable) -> Result<Variable> {
+    use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_SQRT_PI, LN_10, LN_2, PI};
+    let s = || saved_at(saved, 0);
+    match op {
+        MathOp::Rsqrt => g.mul(&s()?.pow_scalar(3.0)?.mul_scalar(-0.5)?),
+        MathOp::Exp2 => g.mul(&s()?.mul_scalar(LN_2)?),
+        MathOp::Expm1 => g.mul(&s()?.add_scalar(1.0)?),
+        MathOp::Log1p => g.div(&s()?.add_scalar(1.0)?),
+        MathOp::Log2 => g.div(&s()?.mul_scalar(LN_2)?),
+        MathOp::Log10 => g.div(&s()?.mul_scalar(LN_10)?),
+        MathOp::Sin => g.mul(&s()?.cos()?),
+        MathOp::Cos => g.mul(&s()?.sin()?.neg()?),
+        MathOp::Tan => {
+            let y = s()?;
+            g.mul(&y.mul(y)?.add_scalar(1.0)?)
+        }
+        MathOp::Asin | MathOp::Acos => {
+            let x = s()?;
+            let d = x.mul(x)?.rsub_scalar(1.0)?.rsqrt()?;
+            let d = if op == MathOp::Acos { d.neg()? } else { d };
+            g.mul(&d)
+        }
+        MathOp::Atan => {
+            let x = s()?;
+            g.div(&x.mul(x)?.add_scalar(1.0)?)
+        }
+        MathOp::Sinh => g.mul(&s()?.cosh()?),
+        MathOp::Cosh => g.mul(&s()?.sinh()?),
+        MathOp::Reciprocal => {
+            let y = s()?;
+            g.neg()?.mul(&y.mul(y)?)
+        }
+        MathOp::Erf => {
+            let x = s()?;
+            g.mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(FRAC_2_SQRT_PI)?)
+        }
+        MathOp::Erfinv => {
+            let y = s()?;
+            g.mul(&y.mul(y)?.exp()?.mul_scalar(0.5 * PI.sqrt())?)
+        }
+        MathOp::Floor | MathOp::Ceil | MathOp::Round { .. } | MathOp::Trunc => Ok(zeros_like(g)),
+        MathOp::Frac => Ok(g.clone()),
+        MathOp::LogSigmoid => g.mul(&s()?.neg()?.sigmoid()?),
+        MathOp::Silu => {
+            let x = s()?;
+            let sig = x.sigmoid()?;
+            g.mul(&sig.mul(&x.mul(&sig.rsub_scalar(1.0)?)?.add_scalar(1.0)?)?)
+        }
+        MathOp::Mish => {
+            let x = s()?;
+            let t = x.softplus(1.0, 20.0)?.tanh()?;
+            let d = x
+                .mul(&x.sigmoid()?)?
+                .mul(&t.mul(&t)?.rsub_scalar(1.0)?)?
+                .add(&t)?;
+            g.mul(&d)
+        }
+        MathOp::Elu { alpha, kind } => {
+            let x = s()?;
+            let (alpha, scale, input_scale) = kind.params(alpha);
+            let positive = g.mul_scalar(scale)?;
+            let negative = g.mul(
+                &x.mul_scalar(input_scale)?
+                    .exp()?
+                    .mul_scalar(input_scale * alpha * scale)?,
+            )?;
+            Variable::where_cond(&mask(x, CmpOp::Gt, 0.0)?, &positive, &negative)
+        }
+        MathOp::Gelu { tanh: false } => {
+            let x = s()?;
+            let cdf = x
+                .mul_scalar(FRAC_1_SQRT_2)?
+                .erf()?
+                .add_scalar(1.0)?
+                .mul_scalar(0.5)?;
+            let pdf = x
+                .mul(x)?
+                .mul_scalar(-0.5)?
+                .exp()?
+                .mul_scalar(FRAC_2_SQRT_PI * FRAC_1_SQRT_2 * 0.5)?;
+            g.mul(&x.mul(&pdf)?.add(&cdf)?)
+        }
+        MathOp::Gelu { tanh: true } => {
+            let x = s()?;
+            let (beta, kappa) = (FRAC_2_SQRT_PI * FRAC_1_SQRT_2, 0.044715);
+            let x2 = x.mul(x)?;
+            let t = x
+                .mul(&x2.mul_scalar(kappa)?.add_scalar(1.0)?)?
+                .mul_scalar(beta)?
+                .tanh()?;
+            let left_derivative = t.add_scalar(1.0)?.mul_scalar(0.5)?;
+            let right_derivative = t
+                .mul(&t)?
+                .rsub_scalar(1.0)?
+                .mul(&x2.mul_scalar(3.0 * kappa)?.add_scalar(1.0)?)?
+                .mul_scalar(beta)?;
+            g.mul(
+                &x.mul_scalar(0.5)?
+                    .mul(&right_derivative)?
+                    .add(&left_derivative)?,
+            )
+        }
+        MathOp::Softplus { beta, threshold } => {
+            let x = s()?;
+            let bx = x.mul_scalar(beta)?;
+            let linear = mask(&bx, CmpOp::Gt, threshold)?;
+            Variable::where_cond(&linear, g, &g.mul(&bx.sigmoid()?)?)
+        }
+        MathOp::LeakyRelu { negative_slope } => {
+            let x = s()?;
+            Variable::where_cond(&mask(x, CmpOp::Gt, 0.0)?, g, &g.mul_scalar(negative_slope)?)
+        }
+        MathOp::Hardtanh { min_val, max_val } => {
+            // PyTorch's hardtanh_backward: 0 where `x <= min_val || x >= max_val`, so a NaN
+            // input passes the gradient.
+            let x = s()?;
+            let blocked = mask(x, CmpOp::Le, min_val)?
+                .binary(&mask(x, CmpOp::Ge, max_val)?, BinaryOp::Add)?;
+            Variable::where_cond(&blocked, &zero_like(g), g)
+        }
+        MathOp::Hardsigmoid => {
+            let x = s()?;
+            let inside =
+                mask(x, CmpOp::Gt, -3.0)?.binary(&mask(x, CmpOp::Lt, 3.0)?, BinaryOp::Mul)?;
+            Variable::where_cond(&inside, &g.div_scalar(6.0)?, &zero_like(g))
+        }
+        MathOp::Hardswish => {
+            let x = s()?;
+            let middle = g.mul(&x.div_scalar(3.0)?.add_scalar(0.5)?)?;
+            let upper = Variable::where_cond(&mask(x, CmpOp::Le, 3.0)?, &middle, g)?;
+            Variable::where_cond(&mask(x, CmpOp::Lt, -3.0)?, &zero_like(g), &upper)
+        }
+    }
+}
+
+impl Tensor {
+    /// A [`MathOp`] elementwise, with PyTorch's dtype rules: float tensors keep their
+    /// dtype; int64 and bool are computed in the default float dtype by the floating
+    /// functions, copied by the rounding functions (int64 only), clamped by hardtanh
+    /// (int64 only) and refused by the rest (NotImplementedError naming PyTorch's
+    /// kernel).
+    pub fn math(&self, op: MathOp) -> Result<Tensor> {
+        let dtype = self.dtype();
+        let refuse = || Error::unsupported_dtype(op.kernel_name(), dtype);
+        let src = if dtype.is_floating_point() {
+            self.clone()
+        } else {
+            match (op.on_integers(), dtype) {
+                (OnIntegers::Promote, _) => self.to_dtype(DType::default_float())?,
+                (OnIntegers::Identity, DType::I64) => return self.deep_clone(),
+                (OnIntegers::Clamp, DType::Bool) => {
+                    return Err(Error::not_implemented_for_dtype(
+                        "Bool inputs not supported for hardtanh",
+                    ))
+                }
+                (OnIntegers::Clamp, _) => {
+                    let MathOp::Hardtanh { min_val, max_val } = op else {
+                        return Err(refuse());
+                    };
+                    // PyTorch writes into an int64 result: the bounds are truncated.
+                    let bound = |v: f64| Scalar::Int(Scalar::Float(v).cast::<i64>());
+                    return self.clamp(Some(bound(min_val)), Some(bound(max_val)));
+                }
+                _ => return Err(refuse()),
+            }
+        };
+        fn map<T: MathFloat>(src: &Tensor, op: MathOp) -> Result<Tensor> {
+            let v = src.read(|s: &[T]| elementwise::map1(s, src.layout(), |x: T| op.apply(x)))?;
+            Ok(Tensor::from_buffer(T::into_buffer(v), src.shape()))
+        }
+        match src.dtype() {
+            DType::F32 => map::<f32>(&src, op),
+            DType::F64 => map::<f64>(&src, op),
+            _ => Err(refuse()),
+        }
     }
 }
 
@@ -199,6 +459,245 @@ impl Variable {
                 smallvec![Some(SavedTensor::input(self))],
             )
         }))
+    }
+
+    /// A [`MathOp`] elementwise (see [`Tensor::math`] for dtypes), recorded with its
+    /// backward rule.
+    pub fn math(&self, op: MathOp) -> Result<Variable> {
+        if let MathOp::Elu {
+            alpha,
+            kind: EluKind::Celu,
+        } = op
+        {
+            if alpha == 0.0 {
+                return Err(Error::InvalidArgument(
+                    "ZeroDivisionError: alpha cannot be 0 for CELU".into(),
+                ));
+            }
+        }
+        let result = self.tensor().math(op)?;
+        let kind = Rule::Math(op);
+        Ok(Variable::record(result, &[self], |_, out| {
+            let saved = match math_saves(op) {
+                Save::Nothing => smallvec![],
+                Save::Input => smallvec![Some(SavedTensor::input(self))],
+                Save::Output => smallvec![Some(SavedTensor::output(out, kind.name()))],
+            };
+            (kind, saved)
+        }))
+    }
+
+    /// A [`MathOp`] in place (`sin_`, `floor_`, `elu_`, ...): through
+    /// Note [In-place ops], so an int64 tensor refuses a floating function with PyTorch's
+    /// cast error.
+    #[track_caller]
+    pub fn math_(&self, op: MathOp) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place(None, site, |s| s.math(op))
+    }
+
+    /// `square` in place.
+    #[track_caller]
+    pub fn square_(&self) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place(None, site, |s| s.square())
+    }
+
+    /// `1 / sqrt(self)`.
+    pub fn rsqrt(&self) -> Result<Variable> {
+        self.math(MathOp::Rsqrt)
+    }
+
+    /// `2^self`.
+    pub fn exp2(&self) -> Result<Variable> {
+        self.math(MathOp::Exp2)
+    }
+
+    /// `e^self - 1`.
+    pub fn expm1(&self) -> Result<Variable> {
+        self.math(MathOp::Expm1)
+    }
+
+    /// `ln(1 + self)`.
+    pub fn log1p(&self) -> Result<Variable> {
+        self.math(MathOp::Log1p)
+    }
+
+    /// Base-2 logarithm.
+    pub fn log2(&self) -> Result<Variable> {
+        self.math(MathOp::Log2)
+    }
+
+    /// Base-10 logarithm.
+    pub fn log10(&self) -> Result<Variable> {
+        self.math(MathOp::Log10)
+    }
+
+    /// Sine.
+    pub fn sin(&self) -> Result<Variable> {
+        self.math(MathOp::Sin)
+    }
+
+    /// Cosine.
+    pub fn cos(&self) -> Result<Variable> {
+        self.math(MathOp::Cos)
+    }
+
+    /// Tangent.
+    pub fn tan(&self) -> Result<Variable> {
+        self.math(MathOp::Tan)
+    }
+
+    /// Arcsine.
+    pub fn asin(&self) -> Result<Variable> {
+        self.math(MathOp::Asin)
+    }
+
+    /// Arccosine.
+    pub fn acos(&self) -> Result<Variable> {
+        self.math(MathOp::Acos)
+    }
+
+    /// Arctangent.
+    pub fn atan(&self) -> Result<Variable> {
+        self.math(MathOp::Atan)
+    }
+
+    /// Hyperbolic sine.
+    pub fn sinh(&self) -> Result<Variable> {
+        self.math(MathOp::Sinh)
+    }
+
+    /// Hyperbolic cosine.
+    pub fn cosh(&self) -> Result<Variable> {
+        self.math(MathOp::Cosh)
+    }
+
+    /// `1 / self`.
+    pub fn reciprocal(&self) -> Result<Variable> {
+        self.math(MathOp::Reciprocal)
+    }
+
+    /// `self * self`, PyTorch's `square` (a `pow(2)`: PowBackward0, int64 stays int64).
+    pub fn square(&self) -> Result<Variable> {
+        self.pow_scalar_value(Scalar::Int(2))
+    }
+
+    /// The error function.
+    pub fn erf(&self) -> Result<Variable> {
+        self.math(MathOp::Erf)
+    }
+
+    /// The inverse error function (NaN outside [-1, 1]).
+    pub fn erfinv(&self) -> Result<Variable> {
+        self.math(MathOp::Erfinv)
+    }
+
+    /// Rounds down; zero gradient.
+    pub fn floor(&self) -> Result<Variable> {
+        self.math(MathOp::Floor)
+    }
+
+    /// Rounds up; zero gradient.
+    pub fn ceil(&self) -> Result<Variable> {
+        self.math(MathOp::Ceil)
+    }
+
+    /// Rounds half to even to `decimals` decimal places; zero gradient.
+    pub fn round(&self, decimals: i64) -> Result<Variable> {
+        self.math(MathOp::Round { decimals })
+    }
+
+    /// Rounds toward zero; zero gradient.
+    pub fn trunc(&self) -> Result<Variable> {
+        self.math(MathOp::Trunc)
+    }
+
+    /// `self - trunc(self)`; the gradient passes unchanged.
+    pub fn frac(&self) -> Result<Variable> {
+        self.math(MathOp::Frac)
+    }
+
+    /// `log(sigmoid(self))`.
+    pub fn log_sigmoid(&self) -> Result<Variable> {
+        self.math(MathOp::LogSigmoid)
+    }
+
+    /// `self * sigmoid(self)`.
+    pub fn silu(&self) -> Result<Variable> {
+        self.math(MathOp::Silu)
+    }
+
+    /// `self * tanh(softplus(self))`.
+    pub fn mish(&self) -> Result<Variable> {
+        self.math(MathOp::Mish)
+    }
+
+    /// `self` above 0, else `alpha * (exp(self) - 1)`.
+    pub fn elu(&self, alpha: f64) -> Result<Variable> {
+        self.math(MathOp::Elu {
+            alpha,
+            kind: EluKind::Elu,
+        })
+    }
+
+    /// Scaled ELU with PyTorch's fixed constants.
+    pub fn selu(&self) -> Result<Variable> {
+        self.math(MathOp::Elu {
+            alpha: crate::kernels::math::SELU_ALPHA,
+            kind: EluKind::Selu,
+        })
+    }
+
+    /// `max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`; `alpha` 0 is an error.
+    pub fn celu(&self, alpha: f64) -> Result<Variable> {
+        self.math(MathOp::Elu {
+            alpha,
+            kind: EluKind::Celu,
+        })
+    }
+
+    /// GELU, exact (`tanh` false) or with the tanh approximation.
+    pub fn gelu(&self, tanh: bool) -> Result<Variable> {
+        self.math(MathOp::Gelu { tanh })
+    }
+
+    /// `log(1 + exp(beta * self)) / beta`, linear where `beta * self > threshold`.
+    pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Variable> {
+        self.math(MathOp::Softplus { beta, threshold })
+    }
+
+    /// `self` above 0, else `negative_slope * self`.
+    pub fn leaky_relu(&self, negative_slope: f64) -> Result<Variable> {
+        self.math(MathOp::LeakyRelu { negative_slope })
+    }
+
+    /// Clamps into `[min_val, max_val]` (HardtanhBackward0: the gradient is 0 at and
+    /// beyond the bounds).
+    pub fn hardtanh(&self, min_val: f64, max_val: f64) -> Result<Variable> {
+        self.math(MathOp::Hardtanh { min_val, max_val })
+    }
+
+    /// `hardtanh(self, 0, 6)`.
+    pub fn relu6(&self) -> Result<Variable> {
+        self.hardtanh(0.0, 6.0)
+    }
+
+    /// `clamp(self + 3, 0, 6) / 6`.
+    pub fn hardsigmoid(&self) -> Result<Variable> {
+        self.math(MathOp::Hardsigmoid)
+    }
+
+    /// `self * clamp(self + 3, 0, 6) / 6`.
+    pub fn hardswish(&self) -> Result<Variable> {
+        self.math(MathOp::Hardswish)
+    }
+
+    /// `self / (1 + |self|)`, composed as PyTorch does (DivBackward0; int64 gives the
+    /// default float dtype).
+    pub fn softsign(&self) -> Result<Variable> {
+        let abs = self.abs()?;
+        self.div(&abs.add(&abs.wrap_scalar(Scalar::Int(1)))?)
     }
 
     /// Clamps into `[min, max]`.

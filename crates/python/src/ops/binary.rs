@@ -6,14 +6,92 @@ use crate::errors::IntoPyResult;
 use crate::tensor::binary;
 use crate::tensor::compare;
 use crate::tensor::compare_method;
+use crate::tensor::mark_python_site;
 use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
 use crate::tensor::operand_var;
 use crate::tensor::reflected;
 use crate::tensor::scaled_operand;
+use crate::tensor::Operand;
 use crate::PyTensor;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use rustgrad::kernels::math::MathBinaryOp;
 use rustgrad::tensor::CmpOp;
+use rustgrad::Variable;
+
+/// The tensor operand of an op that PyTorch binds for tensors only (`maximum`, `atan2`,
+/// ...), with its TypeError for anything else.
+fn tensor_operand(obj: &Bound<'_, PyAny>, op: MathBinaryOp) -> PyResult<Variable> {
+    match obj.cast::<PyTensor>() {
+        Ok(t) => Ok(t.get().var.clone()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{}(): argument 'other' (position 1) must be Tensor, not {}",
+            op_name(op),
+            obj.get_type().name()?
+        ))),
+    }
+}
+
+/// PyTorch's Python name of `op`.
+fn op_name(op: MathBinaryOp) -> &'static str {
+    match op {
+        MathBinaryOp::Atan2 => "atan2",
+        MathBinaryOp::Maximum => "maximum",
+        MathBinaryOp::Minimum => "minimum",
+        MathBinaryOp::Fmax => "fmax",
+        MathBinaryOp::Fmin => "fmin",
+        MathBinaryOp::Fmod => "fmod",
+        MathBinaryOp::Remainder => "remainder",
+        MathBinaryOp::Copysign => "copysign",
+    }
+}
+
+impl PyTensor {
+    /// `op(self, other)` for a tensor `other`, or a number where PyTorch has the
+    /// `.Scalar` overload (`fmod`, `remainder`, `copysign`).
+    fn math_binary(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        op: MathBinaryOp,
+    ) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let out = match scalar_overload(other, op) {
+            Some(s) => maybe_detach(py, v.numel(), || v.math_binary_scalar(s, op)),
+            None => {
+                let b = tensor_operand(other, op)?;
+                maybe_detach(py, v.numel().max(b.numel()), || v.math_binary(&b, op))
+            }
+        };
+        new_tensor(py, out.py()?)
+    }
+
+    /// The in-place form of [`PyTensor::math_binary`]; returns `self`.
+    fn math_binary_in_place<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        op: MathBinaryOp,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        match scalar_overload(other, op) {
+            Some(s) => v.math_binary_scalar_(s, op).py()?,
+            None => v.math_binary_(&tensor_operand(other, op)?, op).py()?,
+        }
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+}
+
+/// A number operand of an op that has PyTorch's `.Scalar` overload.
+fn scalar_overload(other: &Bound<'_, PyAny>, op: MathBinaryOp) -> Option<rustgrad::Scalar> {
+    match op {
+        MathBinaryOp::Fmod | MathBinaryOp::Remainder | MathBinaryOp::Copysign => {
+            extract_scalar(other)
+        }
+        _ => None,
+    }
+}
 
 #[pymethods]
 impl PyTensor {
@@ -151,6 +229,93 @@ impl PyTensor {
             None => self.var.pow(&operand_var(exponent, &self.var)?),
         };
         new_tensor(py, out.py()?)
+    }
+
+    fn atan2(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Atan2)
+    }
+
+    fn arctan2(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Atan2)
+    }
+
+    fn maximum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Maximum)
+    }
+
+    fn minimum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Minimum)
+    }
+
+    fn fmax(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Fmax)
+    }
+
+    fn fmin(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Fmin)
+    }
+
+    fn fmod(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Fmod)
+    }
+
+    fn remainder(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Remainder)
+    }
+
+    fn copysign(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Copysign)
+    }
+
+    fn atan2_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::math_binary_in_place(slf, other, MathBinaryOp::Atan2)
+    }
+
+    fn arctan2_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::math_binary_in_place(slf, other, MathBinaryOp::Atan2)
+    }
+
+    fn fmod_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::math_binary_in_place(slf, other, MathBinaryOp::Fmod)
+    }
+
+    fn remainder_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::math_binary_in_place(slf, other, MathBinaryOp::Remainder)
+    }
+
+    fn copysign_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::math_binary_in_place(slf, other, MathBinaryOp::Copysign)
+    }
+
+    /// `self % other` (Python's remainder: the divisor's sign).
+    fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if Operand::extract(other).is_none() {
+            return Ok(py.NotImplemented());
+        }
+        Ok(self
+            .math_binary(py, other, MathBinaryOp::Remainder)?
+            .into_any())
+    }
+
+    /// `other % self`, computed with `other` as a 0-d tensor (PyTorch records no
+    /// gradient formula for a number dividend; here the gradient of `self` is defined).
+    fn __rmod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        reflected(py, &self.var, other, |a, b| {
+            a.math_binary(b, MathBinaryOp::Remainder)
+        })
+    }
+
+    fn __imod__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::math_binary_in_place(slf, other, MathBinaryOp::Remainder).map(|_| ())
     }
 
     fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

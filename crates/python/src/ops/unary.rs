@@ -1,12 +1,57 @@
 //! `Tensor` methods for unary elementwise ops (`exp`, `relu`, `clamp`, `-t`, `abs(t)`,
-//! ...): the binding of `rustgrad::ops::unary`.
+//! `sin`, `floor`, `sin_`, ...): the binding of `rustgrad::ops::unary`.
+//!
+//! The activations that PyTorch has only in `torch.nn.functional` (gelu, elu, ...) are
+//! private methods here (`_gelu`, ...), called by `python/rustgrad/_elementwise.py`,
+//! so that `Tensor` shows no method PyTorch's lacks.
 
 use crate::errors::IntoPyResult;
+use crate::tensor::mark_python_site;
+use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
 use crate::tensor::opt_scalar;
 use crate::PyTensor;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use rustgrad::kernels::math::MathOp;
 use rustgrad::Variable;
+
+impl PyTensor {
+    /// `op` out of place, without the GIL when the tensor is large.
+    fn math(&self, py: Python<'_>, op: MathOp) -> PyResult<Py<PyTensor>> {
+        let out = maybe_detach(py, self.var.numel(), || self.var.math(op)).py()?;
+        new_tensor(py, out)
+    }
+
+    /// `op` in place; returns `self`.
+    fn math_in_place(slf: Bound<'_, Self>, op: MathOp) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        maybe_detach(slf.py(), v.numel(), || v.math_(op)).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// An activation with PyTorch's `inplace=` flag: `self` written in place and
+    /// returned, or a new tensor.
+    fn activation(slf: Bound<'_, Self>, op: MathOp, inplace: bool) -> PyResult<Py<PyAny>> {
+        if inplace {
+            return Ok(Self::math_in_place(slf, op)?.into_any().unbind());
+        }
+        let py = slf.py();
+        Ok(slf.get().math(py, op)?.into_any())
+    }
+}
+
+/// `approximate=` of gelu.
+fn gelu_tanh(approximate: &str) -> PyResult<bool> {
+    match approximate {
+        "none" => Ok(false),
+        "tanh" => Ok(true),
+        _ => Err(PyRuntimeError::new_err(
+            "approximate argument must be either none or tanh.",
+        )),
+    }
+}
 
 #[pymethods]
 impl PyTensor {
@@ -58,6 +103,321 @@ impl PyTensor {
         new_tensor(py, self.var.sign().py()?)
     }
 
+    fn rsqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Rsqrt)
+    }
+
+    fn exp2(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Exp2)
+    }
+
+    fn expm1(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Expm1)
+    }
+
+    fn log1p(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Log1p)
+    }
+
+    fn log2(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Log2)
+    }
+
+    fn log10(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Log10)
+    }
+
+    fn sin(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Sin)
+    }
+
+    fn cos(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Cos)
+    }
+
+    fn tan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Tan)
+    }
+
+    fn asin(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Asin)
+    }
+
+    fn arcsin(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Asin)
+    }
+
+    fn acos(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Acos)
+    }
+
+    fn arccos(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Acos)
+    }
+
+    fn atan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Atan)
+    }
+
+    fn arctan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Atan)
+    }
+
+    fn sinh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Sinh)
+    }
+
+    fn cosh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Cosh)
+    }
+
+    fn reciprocal(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Reciprocal)
+    }
+
+    fn square(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.elementwise(py, Variable::square)
+    }
+
+    fn erf(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Erf)
+    }
+
+    fn erfinv(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Erfinv)
+    }
+
+    fn floor(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Floor)
+    }
+
+    fn ceil(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Ceil)
+    }
+
+    /// Rounds half to even, to `decimals` decimal places.
+    #[pyo3(signature = (*, decimals = 0))]
+    fn round(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Round { decimals })
+    }
+
+    fn trunc(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Trunc)
+    }
+
+    fn fix(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Trunc)
+    }
+
+    fn frac(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Frac)
+    }
+
+    fn rsqrt_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Rsqrt)
+    }
+
+    fn exp2_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Exp2)
+    }
+
+    fn expm1_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Expm1)
+    }
+
+    fn log1p_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Log1p)
+    }
+
+    fn log2_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Log2)
+    }
+
+    fn log10_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Log10)
+    }
+
+    fn sin_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Sin)
+    }
+
+    fn cos_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Cos)
+    }
+
+    fn tan_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Tan)
+    }
+
+    fn asin_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Asin)
+    }
+
+    fn arcsin_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Asin)
+    }
+
+    fn acos_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Acos)
+    }
+
+    fn arccos_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Acos)
+    }
+
+    fn atan_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Atan)
+    }
+
+    fn arctan_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Atan)
+    }
+
+    fn sinh_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Sinh)
+    }
+
+    fn cosh_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Cosh)
+    }
+
+    fn reciprocal_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Reciprocal)
+    }
+
+    fn square_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        v.square_().py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    fn erf_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Erf)
+    }
+
+    fn erfinv_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Erfinv)
+    }
+
+    fn floor_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Floor)
+    }
+
+    fn ceil_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Ceil)
+    }
+
+    /// Rounds in place.
+    #[pyo3(signature = (*, decimals = 0))]
+    fn round_(slf: Bound<'_, Self>, decimals: i64) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Round { decimals })
+    }
+
+    fn trunc_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Trunc)
+    }
+
+    fn fix_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Trunc)
+    }
+
+    fn frac_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::math_in_place(slf, MathOp::Frac)
+    }
+
+    // Activations that PyTorch's Tensor has as methods.
+
+    #[pyo3(signature = (inplace = false))]
+    fn _selu(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+        Self::activation(slf, selu_op(), inplace)
+    }
+
+    #[pyo3(signature = (alpha = 1.0, inplace = false))]
+    fn _celu(slf: Bound<'_, Self>, alpha: f64, inplace: bool) -> PyResult<Py<PyAny>> {
+        if alpha == 0.0 {
+            return Err(PyRuntimeError::new_err(
+                "ZeroDivisionError: alpha cannot be 0 for CELU",
+            ));
+        }
+        let op = MathOp::Elu {
+            alpha,
+            kind: rustgrad::kernels::math::EluKind::Celu,
+        };
+        Self::activation(slf, op, inplace)
+    }
+
+    #[pyo3(signature = (alpha = 1.0, inplace = false))]
+    fn _elu(slf: Bound<'_, Self>, alpha: f64, inplace: bool) -> PyResult<Py<PyAny>> {
+        let op = MathOp::Elu {
+            alpha,
+            kind: rustgrad::kernels::math::EluKind::Elu,
+        };
+        Self::activation(slf, op, inplace)
+    }
+
+    #[pyo3(signature = (negative_slope = 0.01, inplace = false))]
+    fn _leaky_relu(
+        slf: Bound<'_, Self>,
+        negative_slope: f64,
+        inplace: bool,
+    ) -> PyResult<Py<PyAny>> {
+        Self::activation(slf, MathOp::LeakyRelu { negative_slope }, inplace)
+    }
+
+    #[pyo3(signature = (min_val = -1.0, max_val = 1.0, inplace = false))]
+    fn _hardtanh(
+        slf: Bound<'_, Self>,
+        min_val: f64,
+        max_val: f64,
+        inplace: bool,
+    ) -> PyResult<Py<PyAny>> {
+        Self::activation(slf, MathOp::Hardtanh { min_val, max_val }, inplace)
+    }
+
+    #[pyo3(signature = (inplace = false))]
+    fn _silu(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+        Self::activation(slf, MathOp::Silu, inplace)
+    }
+
+    #[pyo3(signature = (inplace = false))]
+    fn _mish(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+        Self::activation(slf, MathOp::Mish, inplace)
+    }
+
+    #[pyo3(signature = (inplace = false))]
+    fn _hardsigmoid(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+        Self::activation(slf, MathOp::Hardsigmoid, inplace)
+    }
+
+    #[pyo3(signature = (inplace = false))]
+    fn _hardswish(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+        Self::activation(slf, MathOp::Hardswish, inplace)
+    }
+
+    fn _logsigmoid(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::LogSigmoid)
+    }
+
+    #[pyo3(signature = (*, approximate = "none"))]
+    fn _gelu(&self, py: Python<'_>, approximate: &str) -> PyResult<Py<PyTensor>> {
+        self.math(
+            py,
+            MathOp::Gelu {
+                tanh: gelu_tanh(approximate)?,
+            },
+        )
+    }
+
+    #[pyo3(signature = (beta = 1.0, threshold = 20.0))]
+    fn _softplus(&self, py: Python<'_>, beta: f64, threshold: f64) -> PyResult<Py<PyTensor>> {
+        self.math(py, MathOp::Softplus { beta, threshold })
+    }
+
+    fn _softsign(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.elementwise(py, Variable::softsign)
+    }
+
     /// Clamps into `[min, max]`.
     #[pyo3(signature = (min = None, max = None))]
     fn clamp(
@@ -72,5 +432,13 @@ impl PyTensor {
                 .clamp_scalar(opt_scalar(min)?, opt_scalar(max)?)
                 .py()?,
         )
+    }
+}
+
+/// selu's op: PyTorch's fixed alpha and scale.
+fn selu_op() -> MathOp {
+    MathOp::Elu {
+        alpha: rustgrad::kernels::math::SELU_ALPHA,
+        kind: rustgrad::kernels::math::EluKind::Selu,
     }
 }

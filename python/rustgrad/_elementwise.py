@@ -1,0 +1,319 @@
+"""Function forms of the elementwise math ops and activations.
+
+``rustgrad.sin(x)`` is ``x.sin()``, and so on. The activations that PyTorch has only in
+``torch.nn.functional`` (``gelu``, ``elu``, ``leaky_relu``, ...) are defined here with
+its signatures (including ``inplace=``) but are not exported from ``rustgrad``, as
+PyTorch does not export them from ``torch``; a ``rustgrad.nn.functional`` module can
+re-export them. ``selu`` and ``celu`` (and their in-place forms) are in both places in
+PyTorch, so they are exported.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from ._rustgrad import Tensor
+
+
+def _t(x: Any, name: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(
+            f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}"
+        )
+    return x
+
+
+# ----------------------------------------------------------------- math functions
+
+
+def rsqrt(input: Tensor) -> Tensor:
+    """Elementwise ``1 / sqrt(x)``.
+
+    Example:
+        >>> rustgrad.rsqrt(rustgrad.tensor([4.0]))
+        tensor([0.5000])
+    """
+    return _t(input, "rsqrt").rsqrt()
+
+
+def exp2(input: Tensor) -> Tensor:
+    """Elementwise ``2 ** x``."""
+    return _t(input, "exp2").exp2()
+
+
+def expm1(input: Tensor) -> Tensor:
+    """Elementwise ``exp(x) - 1``, accurate near 0."""
+    return _t(input, "expm1").expm1()
+
+
+def log1p(input: Tensor) -> Tensor:
+    """Elementwise ``log(1 + x)``, accurate near 0."""
+    return _t(input, "log1p").log1p()
+
+
+def log2(input: Tensor) -> Tensor:
+    """Elementwise base-2 logarithm."""
+    return _t(input, "log2").log2()
+
+
+def log10(input: Tensor) -> Tensor:
+    """Elementwise base-10 logarithm."""
+    return _t(input, "log10").log10()
+
+
+def sin(input: Tensor) -> Tensor:
+    """Elementwise sine."""
+    return _t(input, "sin").sin()
+
+
+def cos(input: Tensor) -> Tensor:
+    """Elementwise cosine."""
+    return _t(input, "cos").cos()
+
+
+def tan(input: Tensor) -> Tensor:
+    """Elementwise tangent."""
+    return _t(input, "tan").tan()
+
+
+def asin(input: Tensor) -> Tensor:
+    """Elementwise arcsine (NaN outside [-1, 1])."""
+    return _t(input, "asin").asin()
+
+
+def acos(input: Tensor) -> Tensor:
+    """Elementwise arccosine (NaN outside [-1, 1])."""
+    return _t(input, "acos").acos()
+
+
+def atan(input: Tensor) -> Tensor:
+    """Elementwise arctangent."""
+    return _t(input, "atan").atan()
+
+
+arcsin = asin
+arccos = acos
+arctan = atan
+
+
+def sinh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic sine."""
+    return _t(input, "sinh").sinh()
+
+
+def cosh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic cosine."""
+    return _t(input, "cosh").cosh()
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    """Elementwise ``1 / x`` (integers give the default float dtype)."""
+    return _t(input, "reciprocal").reciprocal()
+
+
+def square(input: Tensor) -> Tensor:
+    """Elementwise ``x * x`` (``x ** 2``: int64 stays int64)."""
+    return _t(input, "square").square()
+
+
+def erf(input: Tensor) -> Tensor:
+    """Elementwise error function."""
+    return _t(input, "erf").erf()
+
+
+def erfinv(input: Tensor) -> Tensor:
+    """Elementwise inverse error function (NaN outside [-1, 1], +-inf at +-1)."""
+    return _t(input, "erfinv").erfinv()
+
+
+def floor(input: Tensor) -> Tensor:
+    """Elementwise floor; integers are returned unchanged. Its gradient is zero."""
+    return _t(input, "floor").floor()
+
+
+def ceil(input: Tensor) -> Tensor:
+    """Elementwise ceiling; integers are returned unchanged. Its gradient is zero."""
+    return _t(input, "ceil").ceil()
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    """Rounds half to even, to ``decimals`` decimal places. Its gradient is zero.
+
+    Example:
+        >>> rustgrad.round(rustgrad.tensor([0.5, 1.5, 2.25]), decimals=0)
+        tensor([0., 2., 2.])
+    """
+    return _t(input, "round").round(decimals=decimals)
+
+
+def trunc(input: Tensor) -> Tensor:
+    """Elementwise rounding toward zero. Its gradient is zero."""
+    return _t(input, "trunc").trunc()
+
+
+fix = trunc
+
+
+def frac(input: Tensor) -> Tensor:
+    """Elementwise ``x - trunc(x)``; the gradient passes unchanged."""
+    return _t(input, "frac").frac()
+
+
+# ----------------------------------------------------------------- binary functions
+
+
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise ``atan2(input, other)`` with broadcasting (the angle of the point
+    ``(other, input)``)."""
+    return _t(input, "atan2").atan2(other)
+
+
+arctan2 = atan2
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum with broadcasting; NaN if either operand is NaN."""
+    return _t(input, "maximum").maximum(other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise minimum with broadcasting; NaN if either operand is NaN."""
+    return _t(input, "minimum").minimum(other)
+
+
+def fmax(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum that ignores a NaN operand."""
+    return _t(input, "fmax").fmax(other)
+
+
+def fmin(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise minimum that ignores a NaN operand."""
+    return _t(input, "fmin").fmin(other)
+
+
+def fmod(input: Tensor, other: Any) -> Tensor:
+    """C's ``fmod``: the remainder with the sign of ``input``.
+
+    Example:
+        >>> rustgrad.fmod(rustgrad.tensor([-7.0, 7.0]), 3)
+        tensor([-1.,  1.])
+    """
+    return _t(input, "fmod").fmod(other)
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    """Python's ``%``: the remainder with the sign of ``other``; ``input`` may be a
+    number when ``other`` is a tensor."""
+    if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        return other.__rmod__(input)
+    return _t(input, "remainder").remainder(other)
+
+
+def copysign(input: Tensor, other: Any) -> Tensor:
+    """``|input|`` with the sign of ``other`` (a tensor or a number)."""
+    return _t(input, "copysign").copysign(other)
+
+
+# ----------------------------------------------------------------- activations
+
+
+def selu(input: Tensor, inplace: builtins.bool = False) -> Tensor:
+    """Scaled ELU with PyTorch's fixed ``alpha`` and ``scale``."""
+    return _t(input, "selu")._selu(inplace)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """``selu`` in place."""
+    return _t(input, "selu_")._selu(True)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: builtins.bool = False) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``; ``alpha`` may not be 0."""
+    return _t(input, "celu")._celu(alpha, inplace)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``celu`` in place."""
+    return _t(input, "celu_")._celu(alpha, True)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: builtins.bool = False) -> Tensor:
+    """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    return _t(input, "elu")._elu(alpha, inplace)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``elu`` in place."""
+    return _t(input, "elu_")._elu(alpha, True)
+
+
+def leaky_relu(
+    input: Tensor, negative_slope: float = 0.01, inplace: builtins.bool = False
+) -> Tensor:
+    """``x`` for ``x > 0``, else ``negative_slope * x``."""
+    return _t(input, "leaky_relu")._leaky_relu(negative_slope, inplace)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``leaky_relu`` in place."""
+    return _t(input, "leaky_relu_")._leaky_relu(negative_slope, True)
+
+
+def hardtanh(
+    input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: builtins.bool = False
+) -> Tensor:
+    """Clamps into ``[min_val, max_val]``; the gradient is 0 at and beyond the bounds."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _t(input, "hardtanh")._hardtanh(min_val, max_val, inplace)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """``hardtanh`` in place."""
+    return hardtanh(input, min_val, max_val, True)
+
+
+def relu6(input: Tensor, inplace: builtins.bool = False) -> Tensor:
+    """``hardtanh(x, 0, 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x))``, computed without overflow."""
+    return _t(input, "logsigmoid")._logsigmoid()
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """``x * Phi(x)`` (``approximate='none'``) or its tanh approximation (``'tanh'``)."""
+    return _t(input, "gelu")._gelu(approximate=approximate)
+
+
+def silu(input: Tensor, inplace: builtins.bool = False) -> Tensor:
+    """``x * sigmoid(x)``."""
+    return _t(input, "silu")._silu(inplace)
+
+
+def mish(input: Tensor, inplace: builtins.bool = False) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    return _t(input, "mish")._mish(inplace)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    return _t(input, "softplus")._softplus(beta, threshold)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """``x / (1 + |x|)``."""
+    return _t(input, "softsign")._softsign()
+
+
+def hardsigmoid(input: Tensor, inplace: builtins.bool = False) -> Tensor:
+    """``clamp(x + 3, 0, 6) / 6``."""
+    return _t(input, "hardsigmoid")._hardsigmoid(inplace)
+
+
+def hardswish(input: Tensor, inplace: builtins.bool = False) -> Tensor:
+    """``x * clamp(x + 3, 0, 6) / 6``."""
+    return _t(input, "hardswish")._hardswish(inplace)
