@@ -28,14 +28,21 @@ MIN_CASES = {
     "reduce": 30,
     "matmul": 15,
     "views": 40,
+    "elementwise_ops": 180,
 }
 
 TOLERANCES = {
     "float64": {"rtol": 1e-6, "atol": 1e-9},
     "float32": {"rtol": 1e-5, "atol": 1e-6},
+    "int64": {"rtol": 0, "atol": 0},
 }
 
-NUMPY_DTYPES = {"float64": np.float64, "float32": np.float32, "bool": np.bool_}
+NUMPY_DTYPES = {
+    "float64": np.float64,
+    "float32": np.float32,
+    "int64": np.int64,
+    "bool": np.bool_,
+}
 
 
 def _load_groups() -> dict[str, list[dict[str, Any]]]:
@@ -86,7 +93,35 @@ def _squeeze(xs: list[Any], kw: dict[str, Any]) -> Any:
     return xs[0].squeeze(kw["dim"]) if "dim" in kw else xs[0].squeeze()
 
 
+# elementwise_ops.json: Tensor methods where PyTorch has them, else the activations'
+# function forms (PyTorch's torch.nn.functional).
+EW_UNARY = [
+    *("rsqrt exp2 expm1 log1p log2 log10 sin cos tan asin acos atan sinh cosh".split()),
+    *("reciprocal square erf erfinv floor ceil round trunc frac".split()),
+]
+EW_ACTIVATIONS = [
+    *("logsigmoid relu6 leaky_relu elu selu celu gelu silu mish softplus".split()),
+    *("softsign hardtanh hardsigmoid hardswish".split()),
+]
+EW_BINARY = ["atan2", "maximum", "minimum", "fmax", "fmin", "fmod", "remainder", "copysign"]
+
+
+def _method(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    return lambda xs, kw: getattr(xs[0], op)(*xs[1:], **kw)
+
+
+def _activation(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    from rustgrad import _elementwise
+
+    return lambda xs, kw: getattr(_elementwise, op)(xs[0], **kw)
+
+
 OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
+    **{op: _method(op) for op in EW_UNARY + EW_BINARY},
+    **{op: _activation(op) for op in EW_ACTIVATIONS},
+    "fmod_scalar": lambda xs, kw: xs[0].fmod(kw["other"]),
+    "remainder_scalar": lambda xs, kw: xs[0] % kw["other"],
+    "copysign_scalar": lambda xs, kw: xs[0].copysign(kw["other"]),
     **{op: _unary(op) for op in ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"]},
     "pow": _pow,
     "add": lambda xs, kw: xs[0] + xs[1],
@@ -210,6 +245,14 @@ REQUIRED_OPS = {
         "squeeze",
         "slice",
     },
+    "elementwise_ops": {
+        *EW_UNARY,
+        *EW_ACTIVATIONS,
+        *EW_BINARY,
+        "fmod_scalar",
+        "remainder_scalar",
+        "copysign_scalar",
+    },
 }
 
 
@@ -234,6 +277,6 @@ def test_vectors_are_well_formed() -> None:
             assert len(spec["data"]) == int(np.prod(spec["shape"])), case["name"]
             dtypes.add(spec["dtype"])
     # Both float dtypes appear, and the views of inputs reach non-contiguous layouts.
-    assert dtypes == {"float64", "float32"}
+    assert {"float64", "float32"} <= dtypes <= {"float64", "float32", "int64"}
     view_kinds = {spec["view"]["kind"] for case in CASES for spec in case["inputs"] if spec["view"]}
     assert view_kinds == {"transpose", "slice", "expand", "permute"}

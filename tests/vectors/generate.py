@@ -33,7 +33,7 @@ OUT_DIR = Path(__file__).resolve().parent
 # bit-identical inputs. Outputs and gradients are written at full precision.
 INPUT_DECIMALS = 4
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32}
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "int64": torch.int64}
 
 UNARY_OPS = ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"]
 BINARY_OPS = {
@@ -64,6 +64,78 @@ SCALAR_OPS: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {
     "pow_scalar_base": lambda x, other: other**x,
 }
 REDUCE_OPS = ["sum", "mean"]
+
+# elementwise_ops.json: op name -> (distribution of x, f(xs, kwargs)). Methods where
+# PyTorch's Tensor has one, else torch.nn.functional (the activations).
+_F = torch.nn.functional
+ELEMENTWISE_UNARY: dict[str, str] = {
+    "rsqrt": "positive",
+    "exp2": "normal",
+    "expm1": "normal",
+    "log1p": "positive",
+    "log2": "positive",
+    "log10": "positive",
+    "sin": "normal",
+    "cos": "normal",
+    "tan": "unit",
+    "asin": "unit",
+    "acos": "unit",
+    "atan": "normal",
+    "sinh": "normal",
+    "cosh": "normal",
+    "reciprocal": "nonzero",
+    "square": "normal",
+    "erf": "normal",
+    "erfinv": "unit",
+    "floor": "wide",
+    "ceil": "wide",
+    "round": "wide",
+    "trunc": "wide",
+    "frac": "wide",
+}
+ELEMENTWISE_ACTIVATIONS: dict[str, dict[str, Any]] = {
+    "logsigmoid": {},
+    "relu6": {},
+    "leaky_relu": {"negative_slope": 0.2},
+    "elu": {"alpha": 1.5},
+    "selu": {},
+    "celu": {"alpha": 0.7},
+    "gelu": {"approximate": "tanh"},
+    "silu": {},
+    "mish": {},
+    "softplus": {"beta": 2.0, "threshold": 3.0},
+    "softsign": {},
+    "hardtanh": {"min_val": -2.0, "max_val": 3.0},
+    "hardsigmoid": {},
+    "hardswish": {},
+}
+ELEMENTWISE_BINARY = [
+    "atan2",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "fmod",
+    "remainder",
+    "copysign",
+]
+
+
+def _method(op: str) -> Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]:
+    return lambda xs, kw: getattr(xs[0], op)(*xs[1:], **kw)
+
+
+def _functional(op: str) -> Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]:
+    return lambda xs, kw: getattr(_F, op)(xs[0], **kw)
+
+
+ELEMENTWISE_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]] = {
+    **{op: _method(op) for op in [*ELEMENTWISE_UNARY, *ELEMENTWISE_BINARY]},
+    **{op: _functional(op) for op in ELEMENTWISE_ACTIVATIONS},
+    "fmod_scalar": lambda xs, kw: xs[0].fmod(kw["other"]),
+    "remainder_scalar": lambda xs, kw: xs[0] % kw["other"],
+    "copysign_scalar": lambda xs, kw: xs[0].copysign(kw["other"]),
+}
 
 
 # --------------------------------------------------------------------------- inputs
@@ -115,6 +187,19 @@ def draw(rng: np.random.Generator, shape: list[int], dist: str) -> np.ndarray:
     elif dist == "ties":
         # comparisons: a small value set so that eq/le/ge see many exact ties.
         values = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], n)
+    elif dist == "unit":
+        # asin, acos, erfinv, tan: inside (-1, 1), away from the poles.
+        values = rng.uniform(-0.9, 0.9, n)
+    elif dist == "wide":
+        # activations with kinks (hardtanh, relu6, hardswish, ...): both sides of each.
+        values = rng.uniform(-8.0, 8.0, n)
+        values = np.round(values, INPUT_DECIMALS)
+        kinks = [-3.0, -2.0, -1.0, 0.0, 1.0, 3.0, 6.0]
+        assert not np.isin(values, kinks).any(), "an input sits on a kink"
+    elif dist == "int":
+        values = rng.integers(-5, 6, n)
+    elif dist == "int_nonzero":
+        values = rng.choice([-1, 1], n) * rng.integers(1, 5, n)
     else:
         raise ValueError(f"unknown dist {dist!r}")
     values = np.round(values, INPUT_DECIMALS)
@@ -152,6 +237,8 @@ def reduce_dim(dims: list[int]) -> Any:
 
 
 def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> torch.Tensor:
+    if op in ELEMENTWISE_OPS:
+        return ELEMENTWISE_OPS[op](xs, kwargs)
     if op in UNARY_OPS:
         return getattr(xs[0], op)()
     if op == "pow" and "exponent" in kwargs:
@@ -197,6 +284,8 @@ def to_json_values(t: torch.Tensor) -> list[Any]:
     flat = t.detach().contiguous().reshape(-1)
     if t.dtype == torch.bool:
         return [bool(v) for v in flat.tolist()]
+    if t.dtype == torch.int64:
+        return [int(v) for v in flat.tolist()]
     values = [float(v) for v in flat.tolist()]
     assert all(math.isfinite(v) for v in values), "non-finite value in a vector"
     return values
@@ -613,6 +702,101 @@ def views_cases() -> list[dict[str, Any]]:
     ]
 
 
+def elementwise_cases() -> list[dict[str, Any]]:
+    cases = []
+    for op, d in ELEMENTWISE_UNARY.items():
+        cases += [
+            make_case(f"ew_{op}_2d", op, [inp([3, 4], d)]),
+            make_case(f"ew_{op}_transposed", op, [inp([4, 3], d, view=transpose(0, 1))]),
+            make_case(f"ew_{op}_f32", op, [inp([2, 5], d, dtype="float32")]),
+        ]
+    cases += [
+        make_case("ew_sin_sliced", "sin", [inp([3, 8], view=slice_(1, 1, 8, 3))]),
+        make_case("ew_erf_expanded", "erf", [inp([3, 1], view=expand([3, 4]))]),
+        make_case("ew_expm1_0d", "expm1", [inp([])]),
+        make_case(
+            "ew_rsqrt_permuted", "rsqrt", [inp([2, 3, 4], "positive", view=permute([2, 0, 1]))]
+        ),
+        make_case("ew_cos_no_grad", "cos", [inp([3, 4], requires_grad=False)]),
+        make_case("ew_round_decimals_2", "round", [inp([3, 4], "wide")], {"decimals": 2}),
+        make_case("ew_round_decimals_neg1", "round", [inp([3, 4], "wide")], {"decimals": -1}),
+        # Integer inputs: floating functions give float32, rounding keeps int64.
+        make_case("ew_sin_int", "sin", [inp([3, 4], "int", False, dtype="int64")]),
+        make_case("ew_reciprocal_int", "reciprocal", [inp([5], "int", False, dtype="int64")]),
+        make_case("ew_floor_int", "floor", [inp([3, 4], "int", False, dtype="int64")]),
+        make_case("ew_square_int", "square", [inp([3, 4], "int", False, dtype="int64")]),
+    ]
+    for op, kw in ELEMENTWISE_ACTIVATIONS.items():
+        cases += [
+            make_case(f"ew_{op}_2d", op, [inp([3, 4], "wide")], kw),
+            make_case(f"ew_{op}_transposed", op, [inp([4, 3], "wide", view=transpose(0, 1))], kw),
+            make_case(f"ew_{op}_f32", op, [inp([2, 5], "wide", dtype="float32")], kw),
+        ]
+    cases += [
+        make_case("ew_gelu_exact", "gelu", [inp([3, 4], "wide")]),
+        make_case("ew_gelu_exact_f32", "gelu", [inp([2, 5], "wide", dtype="float32")]),
+        make_case("ew_leaky_relu_default", "leaky_relu", [inp([3, 4], "wide")]),
+        make_case("ew_elu_default_sliced", "elu", [inp([3, 8], "wide", view=slice_(1, 0, 8, 2))]),
+        make_case("ew_softplus_default", "softplus", [inp([3, 4], "wide")]),
+        make_case("ew_softplus_large", "softplus", [inp([3, 4], "wide")], {"threshold": 1.0}),
+        make_case("ew_hardtanh_default", "hardtanh", [inp([3, 4], "wide")]),
+        make_case("ew_relu6_int", "relu6", [inp([3, 4], "int", False, dtype="int64")]),
+        make_case("ew_softsign_int", "softsign", [inp([3, 4], "int", False, dtype="int64")]),
+    ]
+    divisor = {"fmod": "nonzero", "remainder": "nonzero", "atan2": "nonzero"}
+    for op in ELEMENTWISE_BINARY:
+        dy = divisor.get(op, "normal")
+        dx = "nonzero" if op == "copysign" else "normal"
+        cases += [
+            make_case(f"ew_{op}_same_shape", op, [inp([3, 4], dx), inp([3, 4], dy)]),
+            make_case(f"ew_{op}_broadcast_row", op, [inp([3, 4], dx), inp([4], dy)]),
+            make_case(f"ew_{op}_broadcast_both", op, [inp([2, 1, 4], dx), inp([3, 1], dy)]),
+            make_case(
+                f"ew_{op}_transposed_0d",
+                op,
+                [inp([4, 3], dx, view=transpose(0, 1)), inp([], dy)],
+            ),
+            make_case(f"ew_{op}_y_no_grad", op, [inp([3, 4], dx), inp([3, 4], dy, False)]),
+            make_case(
+                f"ew_{op}_f32",
+                op,
+                [inp([2, 5], dx, dtype="float32"), inp([2, 5], dy, dtype="float32")],
+            ),
+        ]
+    ints = [inp([3, 4], "int", False, dtype="int64"), inp([4], "nonzero", False)]
+    cases += [
+        make_case("ew_maximum_ties", "maximum", [inp([3, 4], "ties"), inp([3, 4], "ties")]),
+        make_case("ew_minimum_ties", "minimum", [inp([3, 4], "ties"), inp([4], "ties")]),
+        make_case("ew_fmax_ties", "fmax", [inp([3, 4], "ties"), inp([3, 4], "ties")]),
+        make_case("ew_fmin_ties", "fmin", [inp([3, 4], "ties"), inp([3, 4], "ties")]),
+        make_case("ew_maximum_int", "maximum", [ints[0], inp([4], "int", False, dtype="int64")]),
+        make_case(
+            "ew_remainder_int",
+            "remainder",
+            [ints[0], {**inp([4], "int", False, dtype="int64"), "dist": "int_nonzero"}],
+        ),
+        make_case(
+            "ew_fmod_int",
+            "fmod",
+            [ints[0], {**inp([4], "int", False, dtype="int64"), "dist": "int_nonzero"}],
+        ),
+        make_case("ew_atan2_int_float", "atan2", ints),
+        make_case("ew_fmod_scalar", "fmod_scalar", [inp([3, 4])], {"other": 0.75}),
+        make_case("ew_fmod_scalar_int", "fmod_scalar", [inp([3, 4])], {"other": -2}),
+        make_case("ew_remainder_scalar", "remainder_scalar", [inp([3, 4])], {"other": -0.75}),
+        make_case(
+            "ew_remainder_scalar_f32",
+            "remainder_scalar",
+            [inp([2, 5], dtype="float32")],
+            {"other": 1.5},
+        ),
+        make_case(
+            "ew_copysign_scalar", "copysign_scalar", [inp([3, 4], "nonzero")], {"other": -1.0}
+        ),
+    ]
+    return cases
+
+
 GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "unary": unary_cases,
     "binary": binary_cases,
@@ -621,6 +805,7 @@ GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "reduce": reduce_cases,
     "matmul": matmul_cases,
     "views": views_cases,
+    "elementwise_ops": elementwise_cases,
 }
 
 

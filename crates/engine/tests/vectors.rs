@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-const FILES: [&str; 7] = [
+const FILES: [&str; 8] = [
     "unary.json",
     "binary.json",
     "compare.json",
@@ -18,6 +18,7 @@ const FILES: [&str; 7] = [
     "reduce.json",
     "matmul.json",
     "views.json",
+    "elementwise_ops.json",
 ];
 
 fn vectors_dir() -> PathBuf {
@@ -168,6 +169,81 @@ fn compare_op(op: &str) -> Option<CmpOp> {
     })
 }
 
+fn f64_kwarg(kwargs: &Map<String, Value>, key: &str, default: f64) -> CaseResult<f64> {
+    match kwargs.get(key) {
+        None => Ok(default),
+        Some(v) => v
+            .as_f64()
+            .ok_or_else(|| format!("{key}: expected a number, got {v}")),
+    }
+}
+
+/// The ops of `elementwise_ops.json`; `None` for other ops.
+fn run_elementwise_op(
+    op: &str,
+    kwargs: &Map<String, Value>,
+    args: &[Variable],
+) -> CaseResult<Option<rustgrad::Result<Variable>>> {
+    use rustgrad::kernels::math::MathBinaryOp;
+    let x = &args[0];
+    let y = || args.get(1).ok_or_else(|| format!("op {op} needs 2 inputs"));
+    let kw = |key: &str, default: f64| f64_kwarg(kwargs, key, default);
+    let other = || -> CaseResult<Scalar> {
+        scalar_arg(kwargs.get("other").ok_or("missing kwarg \"other\"")?)
+    };
+    Ok(Some(match op {
+        "rsqrt" => x.rsqrt(),
+        "exp2" => x.exp2(),
+        "expm1" => x.expm1(),
+        "log1p" => x.log1p(),
+        "log2" => x.log2(),
+        "log10" => x.log10(),
+        "sin" => x.sin(),
+        "cos" => x.cos(),
+        "tan" => x.tan(),
+        "asin" => x.asin(),
+        "acos" => x.acos(),
+        "atan" => x.atan(),
+        "sinh" => x.sinh(),
+        "cosh" => x.cosh(),
+        "reciprocal" => x.reciprocal(),
+        "square" => x.square(),
+        "erf" => x.erf(),
+        "erfinv" => x.erfinv(),
+        "floor" => x.floor(),
+        "ceil" => x.ceil(),
+        "round" => x.round(kw("decimals", 0.0)? as i64),
+        "trunc" => x.trunc(),
+        "frac" => x.frac(),
+        "logsigmoid" => x.log_sigmoid(),
+        "relu6" => x.relu6(),
+        "leaky_relu" => x.leaky_relu(kw("negative_slope", 0.01)?),
+        "elu" => x.elu(kw("alpha", 1.0)?),
+        "selu" => x.selu(),
+        "celu" => x.celu(kw("alpha", 1.0)?),
+        "gelu" => x.gelu(kwargs.get("approximate").and_then(Value::as_str) == Some("tanh")),
+        "silu" => x.silu(),
+        "mish" => x.mish(),
+        "softplus" => x.softplus(kw("beta", 1.0)?, kw("threshold", 20.0)?),
+        "softsign" => x.softsign(),
+        "hardtanh" => x.hardtanh(kw("min_val", -1.0)?, kw("max_val", 1.0)?),
+        "hardsigmoid" => x.hardsigmoid(),
+        "hardswish" => x.hardswish(),
+        "atan2" => x.atan2(y()?),
+        "maximum" => x.maximum(y()?),
+        "minimum" => x.minimum(y()?),
+        "fmax" => x.fmax(y()?),
+        "fmin" => x.fmin(y()?),
+        "fmod" => x.fmod(y()?),
+        "remainder" => x.remainder(y()?),
+        "copysign" => x.copysign(y()?),
+        "fmod_scalar" => x.math_binary_scalar(other()?, MathBinaryOp::Fmod),
+        "remainder_scalar" => x.math_binary_scalar(other()?, MathBinaryOp::Remainder),
+        "copysign_scalar" => x.math_binary_scalar(other()?, MathBinaryOp::Copysign),
+        _ => return Ok(None),
+    }))
+}
+
 /// Runs `op` on the (viewed) inputs.
 fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResult<Variable> {
     let kw = |key: &str| {
@@ -180,6 +256,9 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
             .ok_or_else(|| format!("op {op} needs at least {} inputs", i + 1))
     };
     let x = arg(0)?;
+    if let Some(r) = run_elementwise_op(op, kwargs, args)? {
+        return engine(&format!("op {op}"), r);
+    }
     let other = || -> CaseResult<Variable> { Ok(x.wrap_scalar(scalar_arg(kw("other")?)?)) };
     let r = match op {
         "neg" => x.neg(),
@@ -440,6 +519,11 @@ fn matmul_vectors() {
 #[test]
 fn views_vectors() {
     check_file("views.json");
+}
+
+#[test]
+fn elementwise_ops_vectors() {
+    check_file("elementwise_ops.json");
 }
 
 /// Every vector file is read by a test above, and together they hold enough cases.

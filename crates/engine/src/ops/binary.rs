@@ -236,25 +236,31 @@ impl Rule {
                 ]
             }
             Rule::Fmax { a, b } | Rule::Fmin { a, b } => {
-                // PyTorch: `a` gets the gradient where `a >= b` (fmin: `<=`) or `b` is NaN,
-                // `b` gets it elsewhere.
+                // PyTorch: a tie splits the gradient in half; otherwise `a` gets it where
+                // `a > b` (fmin: `<`) or `b` is NaN, and `b` elsewhere.
                 let (x, y) = (saved_at(saved, 0)?.tensor(), saved_at(saved, 1)?.tensor());
                 let cmp = if matches!(self, Rule::Fmax { .. }) {
-                    CmpOp::Ge
+                    CmpOp::Gt
                 } else {
-                    CmpOp::Le
+                    CmpOp::Lt
                 };
+                let tie = x.compare(&y, CmpOp::Eq)?;
+                let half = g.div_scalar(2.0)?;
                 let to_a = x
                     .compare(&y, cmp)?
                     .binary(&y.compare(&y, CmpOp::Ne)?, BinaryOp::Add)?;
+                let part = |mine: &Variable, theirs: &Variable, shape: &InputShape| {
+                    let v = Variable::where_cond(&to_a, mine, theirs)?;
+                    Variable::where_cond(&tie, &half, &v)?.sum_to(shape)
+                };
                 smallvec![
                     if need(0) {
-                        Some(Variable::where_cond(&to_a, g, &zero_like(g))?.sum_to(a)?)
+                        Some(part(g, &zero_like(g), a)?)
                     } else {
                         None
                     },
                     if need(1) {
-                        Some(Variable::where_cond(&to_a, &zero_like(g), g)?.sum_to(b)?)
+                        Some(part(&zero_like(g), g, b)?)
                     } else {
                         None
                     },
