@@ -393,6 +393,63 @@ CASES = {
     ),
 }
 
+# Elementwise math ops and activations (ops/unary.rs, ops/binary.rs).
+_ew = torch._elementwise
+_xi = torch.tensor([1, 2])
+_xb = torch.tensor([True, False])
+CASES.update(
+    {
+        "floor_bool": (
+            lambda: torch.floor(_xb),
+            NIE,
+            "\"floor_vml_cpu\" not implemented for 'Bool'",
+        ),
+        "frac_int": (lambda: torch.frac(_xi), NIE, "\"frac_cpu\" not implemented for 'Long'"),
+        "round_decimals_int": (
+            lambda: torch.round(_xi, decimals=1),
+            NIE,
+            "\"round_cpu\" not implemented for 'Long'",
+        ),
+        "gelu_int": (lambda: _ew.gelu(_xi), NIE, "\"GeluKernelImpl\" not implemented for 'Long'"),
+        "gelu_bad_approximate": (
+            lambda: _ew.gelu(x3, approximate="foo"),
+            RT,
+            "approximate argument must be either none or tanh.",
+        ),
+        "celu_alpha_zero": (lambda: torch.celu(x3, 0.0), RT, "alpha cannot be 0 for CELU"),
+        "hardtanh_min_above_max": (
+            lambda: _ew.hardtanh(x3, 2.0, 1.0),
+            VE,
+            "min_val cannot be greater than max_val",
+        ),
+        "hardtanh_bool": (lambda: _ew.relu6(_xb), NIE, "Bool inputs not supported for hardtanh"),
+        "sin_in_place_int": (
+            lambda: torch.tensor([1, 2]).sin_(),
+            RT,
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        "maximum_number": (lambda: torch.maximum(x3, 2), TE, "must be Tensor, not int"),
+        "atan2_number": (lambda: x3.atan2(2.0), TE, "must be Tensor, not float"),
+        "atan2_shape_mismatch": (
+            lambda: torch.atan2(x3, torch.zeros(5)),
+            RT,
+            "The size of tensor a (4) must match the size of tensor b (5)",
+        ),
+        "fmod_int_by_zero": (
+            lambda: torch.fmod(_xi, torch.tensor([1, 0])),
+            RT,
+            "ZeroDivisionError",
+        ),
+        "remainder_int_by_zero": (lambda: _xi % 0, RT, "ZeroDivisionError"),
+        "remainder_bool": (
+            lambda: torch.remainder(_xb, _xb),
+            NIE,
+            "\"remainder_cpu\" not implemented for 'Bool'",
+        ),
+        "sin_of_huge_expand": (lambda: torch.ones(1).expand(2**20, 2**20).sin(), RT, OOM),
+    }
+)
+
 
 def _nested(depth):
     """``[[...[1]...]]`` with ``depth`` lists."""

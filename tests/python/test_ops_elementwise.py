@@ -1,0 +1,392 @@
+"""Elementwise math ops, activations and binary math functions (ops/unary.rs,
+ops/binary.rs): gradcheck and gradgradcheck in float64, values against numpy over random
+shapes and broadcasts, dtype rules, function / method / in-place forms.
+
+Forward values and gradients against PyTorch itself are in tests/vectors
+(elementwise_ops.json); expected values here come from numpy, math and finite
+differences.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import rustgrad as torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rustgrad import _elementwise as F
+from rustgrad.autograd import gradcheck, gradgradcheck
+
+D = torch.float64
+
+# op -> (input range, numpy reference)
+UNARY: dict[str, tuple[tuple[float, float], Callable[[np.ndarray], np.ndarray]]] = {
+    "rsqrt": ((0.2, 3.0), lambda x: 1 / np.sqrt(x)),
+    "exp2": ((-3.0, 3.0), np.exp2),
+    "expm1": ((-3.0, 3.0), np.expm1),
+    "log1p": ((-0.8, 3.0), np.log1p),
+    "log2": ((0.2, 3.0), np.log2),
+    "log10": ((0.2, 3.0), np.log10),
+    "sin": ((-3.0, 3.0), np.sin),
+    "cos": ((-3.0, 3.0), np.cos),
+    "tan": ((-1.3, 1.3), np.tan),
+    "asin": ((-0.9, 0.9), np.arcsin),
+    "acos": ((-0.9, 0.9), np.arccos),
+    "atan": ((-3.0, 3.0), np.arctan),
+    "sinh": ((-3.0, 3.0), np.sinh),
+    "cosh": ((-3.0, 3.0), np.cosh),
+    "reciprocal": ((0.3, 3.0), np.reciprocal),
+    "square": ((-3.0, 3.0), np.square),
+    "erf": ((-2.5, 2.5), np.vectorize(math.erf)),
+    "erfinv": ((-0.95, 0.95), None),  # checked as the inverse of erf
+    "floor": ((-5.0, 5.0), np.floor),
+    "ceil": ((-5.0, 5.0), np.ceil),
+    "round": ((-5.0, 5.0), np.round),  # numpy rounds half to even too
+    "trunc": ((-5.0, 5.0), np.trunc),
+    "frac": ((-5.0, 5.0), lambda x: x - np.trunc(x)),
+}
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+def _softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
+    return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
+
+
+_erf = np.vectorize(math.erf)
+_SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+
+# name -> (call, numpy reference); kinks are avoided by the inputs of each test.
+ACTIVATIONS: dict[str, tuple[Callable[[Any], Any], Callable[[np.ndarray], np.ndarray]]] = {
+    "logsigmoid": (F.logsigmoid, lambda x: np.log(_sigmoid(x))),
+    "relu6": (F.relu6, lambda x: np.clip(x, 0, 6)),
+    "leaky_relu": (F.leaky_relu, lambda x: np.where(x > 0, x, 0.01 * x)),
+    "leaky_relu_0.2": (
+        lambda t: F.leaky_relu(t, 0.2),
+        lambda x: np.where(x > 0, x, 0.2 * x),
+    ),
+    "elu_1.5": (lambda t: F.elu(t, alpha=1.5), lambda x: np.where(x > 0, x, 1.5 * np.expm1(x))),
+    "selu": (
+        torch.selu,
+        lambda x: _SELU[1] * np.where(x > 0, x, _SELU[0] * np.expm1(x)),
+    ),
+    "celu_0.7": (
+        lambda t: torch.celu(t, 0.7),
+        lambda x: np.where(x > 0, x, 0.7 * np.expm1(x / 0.7)),
+    ),
+    "gelu": (F.gelu, lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2)))),
+    "gelu_tanh": (
+        lambda t: F.gelu(t, approximate="tanh"),
+        lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+    ),
+    "silu": (F.silu, lambda x: x * _sigmoid(x)),
+    "mish": (F.mish, lambda x: x * np.tanh(_softplus(x))),
+    "softplus": (F.softplus, _softplus),
+    "softplus_2_1": (
+        lambda t: F.softplus(t, beta=2.0, threshold=1.0),
+        lambda x: _softplus(x, 2.0, 1.0),
+    ),
+    "softsign": (F.softsign, lambda x: x / (1 + np.abs(x))),
+    "hardtanh": (F.hardtanh, lambda x: np.clip(x, -1, 1)),
+    "hardtanh_-2_3": (lambda t: F.hardtanh(t, -2.0, 3.0), lambda x: np.clip(x, -2, 3)),
+    "hardsigmoid": (F.hardsigmoid, lambda x: np.clip(x + 3, 0, 6) / 6),
+    "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6),
+}
+# Points where an activation has a kink (its gradient there is a convention).
+KINKS = [-3.0, -2.0, -1.0, 0.0, 1.0, 3.0, 6.0]
+
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "atan2": np.arctan2,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "fmax": np.fmax,
+    "fmin": np.fmin,
+    "fmod": np.fmod,
+    "remainder": np.remainder,
+    "copysign": np.copysign,
+}
+
+
+def _leaf(values: np.ndarray) -> Any:
+    return torch.tensor(values.tolist(), dtype=D).requires_grad_()
+
+
+def _uniform(rng: np.random.Generator, shape: tuple[int, ...], lo: float, hi: float) -> Any:
+    return np.round(rng.uniform(lo, hi, shape), 4)
+
+
+def _away_from_kinks(values: np.ndarray) -> np.ndarray:
+    for k in KINKS:
+        near = np.abs(values - k) < 0.05
+        values = np.where(near, values + 0.1, values)
+    return values
+
+
+# ------------------------------------------------------------------ gradients
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_unary_gradcheck_and_gradgradcheck(name: str, layout: str) -> None:
+    (lo, hi), _ = UNARY[name]
+    rng = np.random.default_rng(len(name))
+    x = _leaf(_uniform(rng, (4, 3), lo, hi))
+    fn = getattr(torch, name)
+    f = (lambda t: fn(t.t())) if layout == "transposed" else fn
+    assert gradcheck(f, (x,))
+    assert gradgradcheck(f, (x,))
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_gradcheck_and_gradgradcheck(name: str) -> None:
+    call, _ = ACTIVATIONS[name]
+    rng = np.random.default_rng(len(name))
+    x = _leaf(_away_from_kinks(_uniform(rng, (3, 5), -7.0, 8.0)))
+    assert gradcheck(call, (x,))
+    assert gradgradcheck(call, (x,))
+    # A non-contiguous input: every other column.
+    assert gradcheck(lambda t: call(t[:, ::2]), (x,))
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_gradcheck_and_gradgradcheck(name: str) -> None:
+    rng = np.random.default_rng(len(name))
+    a = _uniform(rng, (3, 4), -3.0, 3.0)
+    b = _uniform(rng, (4,), 0.4, 2.0) * rng.choice([-1.0, 1.0], 4)
+    if name in ("fmod", "remainder"):
+        # Keep a / b away from integers, where the result jumps.
+        q = a / b
+        a = np.where(np.abs(q - np.round(q)) < 0.05, a + 0.2 * np.abs(b), a)
+    if name in ("maximum", "minimum", "fmax", "fmin"):
+        a = np.where(np.abs(a - b) < 0.05, a + 0.2, a)
+    x, y = _leaf(a), _leaf(b)
+    fn = getattr(torch, name)
+    assert gradcheck(fn, (x, y))
+    assert gradgradcheck(fn, (x, y))
+    assert gradcheck(lambda s, t: fn(s.t(), t[:3]), (x, y))
+
+
+@pytest.mark.parametrize("name", ["fmod", "remainder", "copysign"])
+def test_scalar_other_gradcheck(name: str) -> None:
+    x = _leaf(np.array([[0.3, -1.7, 2.2], [-0.4, 1.1, -2.6]]))
+    assert gradcheck(lambda t: getattr(torch, name)(t, -0.75), (x,))
+    assert gradgradcheck(lambda t: getattr(torch, name)(t, -0.75), (x,))
+
+
+def test_round_trunc_floor_ceil_have_zero_gradient_and_frac_passes_it() -> None:
+    x = torch.tensor([0.5, -1.5, 2.7], dtype=D, requires_grad=True)
+    for name in ["floor", "ceil", "round", "trunc"]:
+        x.grad = None
+        getattr(x, name)().backward(torch.tensor([1.0, float("inf"), -2.0], dtype=D))
+        # Zero, not grad * 0 (inf * 0 would be NaN): Note [Zero gradients].
+        assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    x.grad = None
+    x.frac().backward(torch.tensor([1.0, 2.0, 3.0], dtype=D))
+    assert x.grad.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_ties_split_the_gradient_of_maximum_and_fmax() -> None:
+    nan = float("nan")
+    for name, want_a, want_b in [
+        ("maximum", [0.5, 1.0, 0.0, 1.0, 1.0], [0.5, 0.0, 1.0, 1.0, 1.0]),
+        ("fmax", [0.5, 1.0, 0.0, 0.0, 1.0], [0.5, 0.0, 1.0, 1.0, 0.0]),
+        ("fmin", [0.5, 0.0, 1.0, 0.0, 1.0], [0.5, 1.0, 0.0, 1.0, 0.0]),
+    ]:
+        a = torch.tensor([1.0, 2.0, 3.0, nan, 1.0], requires_grad=True)
+        b = torch.tensor([1.0, 1.0, 4.0, 1.0, nan], requires_grad=True)
+        getattr(torch, name)(a, b).sum().backward()
+        assert a.grad.tolist() == want_a, name
+        assert b.grad.tolist() == want_b, name
+
+
+# ------------------------------------------------------------------ values vs numpy
+
+shapes = st.lists(st.integers(1, 4), min_size=0, max_size=3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=shapes, seed=st.integers(0, 2**32 - 1), name=st.sampled_from(sorted(UNARY)))
+def test_unary_matches_numpy(shape: list[int], seed: int, name: str) -> None:
+    (lo, hi), ref = UNARY[name]
+    values = np.asarray(np.random.default_rng(seed).uniform(lo, hi, shape))
+    x = torch.tensor(values, dtype=D)
+    got = getattr(x, name)().numpy()
+    if name == "erfinv":
+        np.testing.assert_allclose(np.vectorize(math.erf)(got), values, rtol=1e-12, atol=1e-14)
+    else:
+        np.testing.assert_allclose(got, ref(values), rtol=1e-12, atol=1e-14)
+    # float32 agrees with the float64 result rounded to float32, within a few ulps.
+    got32 = getattr(torch.tensor(values, dtype=torch.float32), name)().numpy()
+    np.testing.assert_allclose(got32, got.astype(np.float32), rtol=3e-6, atol=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=shapes, seed=st.integers(0, 2**32 - 1), name=st.sampled_from(sorted(ACTIVATIONS)))
+def test_activation_matches_numpy(shape: list[int], seed: int, name: str) -> None:
+    call, ref = ACTIVATIONS[name]
+    values = np.asarray(np.random.default_rng(seed).uniform(-8.0, 8.0, shape))
+    got = call(torch.tensor(values, dtype=D)).numpy()
+    np.testing.assert_allclose(got, ref(values), rtol=1e-12, atol=1e-14)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shapes=st.sampled_from([((3, 4), (4,)), ((2, 1, 4), (3, 1)), ((), (5,)), ((2, 3), (2, 3))]),
+    seed=st.integers(0, 2**32 - 1),
+    name=st.sampled_from(sorted(BINARY)),
+    swap=st.booleans(),
+)
+def test_binary_matches_numpy_with_broadcasting(
+    shapes: tuple[tuple[int, ...], tuple[int, ...]], seed: int, name: str, swap: bool
+) -> None:
+    sa, sb = shapes[::-1] if swap else shapes
+    rng = np.random.default_rng(seed)
+    a = rng.choice([-2.0, -1.0, 0.0, 1.0, 2.5], sa) + rng.uniform(-1, 1, sa).round(1)
+    b = rng.choice([-2.0, -1.0, 1.0, 2.5], sb) + rng.uniform(-0.3, 0.3, sb).round(1)
+    a, b = np.asarray(a), np.where(b == 0, 1.0, b)
+    got = getattr(torch, name)(torch.tensor(a, dtype=D), torch.tensor(b, dtype=D))
+    np.testing.assert_allclose(got.numpy(), BINARY[name](a, b), rtol=1e-12, atol=1e-14)
+
+
+def test_nan_rules_of_maximum_fmax_and_friends() -> None:
+    nan = float("nan")
+    a = torch.tensor([1.0, nan, nan, -0.0])
+    b = torch.tensor([nan, 2.0, nan, 0.0])
+    for name, ref in BINARY.items():
+        if name == "atan2":
+            continue
+        with np.errstate(invalid="ignore"):
+            want = ref(a.numpy(), b.numpy())
+        np.testing.assert_array_equal(getattr(torch, name)(a, b).numpy(), want)
+
+
+def test_special_values() -> None:
+    inf = float("inf")
+    assert torch.erfinv(torch.tensor([1.0, -1.0, 1.5])).tolist()[:2] == [inf, -inf]
+    assert math.isnan(torch.erfinv(torch.tensor([1.5])).item())
+    assert F.logsigmoid(torch.tensor([-1000.0, 1000.0])).tolist() == [-1000.0, 0.0]
+    assert F.softplus(torch.tensor([1000.0])).tolist() == [1000.0]
+    assert torch.round(torch.tensor([0.5, 1.5, 2.5, -0.5])).tolist() == [0.0, 2.0, 2.0, -0.0]
+    assert torch.round(torch.tensor([1.2345, 15.0], dtype=D), decimals=2).tolist() == [1.23, 15.0]
+    assert torch.round(torch.tensor([15.0, 149.0], dtype=D), decimals=-1).tolist() == [20.0, 150.0]
+    assert torch.reciprocal(torch.tensor([0.0, -0.0])).tolist() == [inf, -inf]
+
+
+# ------------------------------------------------------------------ dtypes and forms
+
+
+@pytest.mark.parametrize("name", sorted(set(UNARY) - {"floor", "ceil", "round", "trunc", "frac"}))
+def test_floating_functions_of_integers_give_the_default_float(name: str) -> None:
+    ints = torch.tensor([1, 2, 3])
+    if name == "square":
+        assert ints.square().dtype == torch.int64
+        assert ints.square().tolist() == [1, 4, 9]
+        assert torch.tensor([True]).square().dtype == torch.int64
+        return
+    assert getattr(ints, name)().dtype == torch.float32
+    assert getattr(torch.tensor([True, False]), name)().dtype == torch.float32
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert getattr(ints, name)().dtype == torch.float64
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def test_rounding_functions_keep_integers() -> None:
+    ints = torch.tensor([-3, 0, 7])
+    for name in ["floor", "ceil", "round", "trunc"]:
+        out = getattr(torch, name)(ints)
+        assert out.dtype == torch.int64 and out.tolist() == [-3, 0, 7]
+    assert F.relu6(torch.tensor([-1, 3, 8])).tolist() == [0, 3, 6]
+    assert F.hardtanh(torch.tensor([-5, 0, 5]), -1.5, 2.7).tolist() == [-1, 0, 2]
+    assert F.softsign(torch.tensor([1, -3])).tolist() == [0.5, -0.75]
+
+
+def test_binary_dtypes() -> None:
+    i = torch.tensor([5, -3])
+    assert torch.atan2(i, torch.tensor([2, 2])).dtype == torch.float32
+    assert torch.maximum(i, torch.tensor([2, 2])).tolist() == [5, 2]
+    assert torch.maximum(torch.tensor([True, False]), torch.tensor([False, False])).dtype == (
+        torch.bool
+    )
+    assert torch.fmod(i, torch.tensor([2, 2])).tolist() == [1, -1]
+    assert torch.remainder(i, torch.tensor([2, 2])).tolist() == [1, 1]
+    assert (i % 2).tolist() == [1, 1]
+    assert (7 % torch.tensor([3, -3])).tolist() == [1, -2]
+    assert torch.fmod(i, 2.5).dtype == torch.float32
+    assert torch.copysign(i, -1).tolist() == [-5.0, -3.0]
+    f32, f64 = torch.ones(2), torch.ones(2, dtype=D)
+    assert torch.atan2(f32, f64).dtype == torch.float64
+    assert torch.atan2(f32, torch.tensor(2.0, dtype=D)).dtype == torch.float32
+
+
+def test_grad_fn_names() -> None:
+    x = torch.tensor([0.5, -0.3], dtype=D, requires_grad=True)
+    names = {
+        "RsqrtBackward0": x.abs().rsqrt(),
+        "Log1PBackward0": x.log1p(),
+        "PowBackward0": x.square(),
+        "RoundBackward0": x.round(),
+        "RoundBackward1": x.round(decimals=1),
+        "EluBackward0": torch.selu(x),
+        "CeluBackward0": torch.celu(x),
+        "HardtanhBackward0": F.relu6(x),
+        "DivBackward0": F.softsign(x),
+        "GeluBackward0": F.gelu(x, approximate="tanh"),
+        "Atan2Backward0": torch.atan2(x, x),
+        "FmodBackward0": torch.fmod(x, 2),
+        "FmodBackward1": torch.fmod(x, x),
+        "RemainderBackward0": x % 2,
+        "RemainderBackward1": x % x,
+        "CopysignBackward0": torch.copysign(x, x),
+        "CopysignBackward1": torch.copysign(x, -1.0),
+        "MaximumBackward0": torch.maximum(x, x),
+        "FminBackward0": torch.fmin(x, x),
+    }
+    for name, out in names.items():
+        assert type(out.grad_fn).__name__ == name
+
+
+def test_function_method_and_in_place_forms_agree() -> None:
+    values = [[0.2, -0.4, 0.6], [0.9, -0.1, 0.3]]
+    for name in ["sin", "erf", "erfinv", "expm1", "floor", "frac", "reciprocal", "square"]:
+        x = torch.tensor(values, dtype=D)
+        expected = getattr(torch, name)(x).tolist()
+        assert getattr(x, name)().tolist() == expected
+        y = x.clone()
+        assert getattr(y, name + "_")() is y
+        assert y.tolist() == expected
+        assert y._version == 1
+    for alias, name in [("arcsin", "asin"), ("arctan2", "atan2"), ("fix", "trunc")]:
+        x = torch.tensor(values, dtype=D)
+        args = (x,) if name == "atan2" else ()
+        assert getattr(x, alias)(*args).tolist() == getattr(x, name)(*args).tolist()
+    x = torch.tensor(values, dtype=D)
+    y = x.clone()
+    y %= 0.25
+    assert y.tolist() == (x % 0.25).tolist()
+    for call in [F.elu_, F.leaky_relu_, torch.selu_, torch.celu_, F.hardtanh_]:
+        y = x.clone()
+        assert call(y) is y
+    y = x.clone()
+    assert F.silu(y, inplace=True) is y and y.tolist() == F.silu(x).tolist()
+
+
+def test_in_place_records_through_the_old_history() -> None:
+    w = torch.tensor([0.3, -0.7], dtype=D, requires_grad=True)
+    y = w * 2
+    y.sin_()
+    assert type(y.grad_fn).__name__ == "SinBackward0"
+    y.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), 2 * np.cos(2 * np.array([0.3, -0.7])))
+
+
+def test_integer_outputs_never_require_grad() -> None:
+    x = torch.tensor([1.5, -2.5], requires_grad=True)
+    assert torch.floor(x).requires_grad
+    assert not torch.floor(torch.tensor([1, 2])).requires_grad
