@@ -390,3 +390,21 @@ def test_integer_outputs_never_require_grad() -> None:
     x = torch.tensor([1.5, -2.5], requires_grad=True)
     assert torch.floor(x).requires_grad
     assert not torch.floor(torch.tensor([1, 2])).requires_grad
+
+
+def test_number_to_the_power_of_a_tensor() -> None:
+    t = torch.tensor([1.0, 2.0, -0.5], dtype=D, requires_grad=True)
+    y = 2**t
+    assert type(y.grad_fn).__name__ == "PowBackward2"
+    np.testing.assert_allclose(y.detach().numpy(), [2.0, 4.0, 2**-0.5])
+    y.sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), y.detach().numpy() * math.log(2.0))
+    assert gradcheck(lambda e: 1.5**e, (t,))
+    assert gradgradcheck(lambda e: 1.5**e, (t,))
+    assert torch.pow(3, t).tolist() == (3**t).tolist()
+    assert (2 ** torch.tensor([1, 3])).tolist() == [2, 8]
+    assert (2.5 ** torch.tensor([1, 2])).dtype == torch.float32
+    # A zero base: the gradient is 0 where the exponent is >= 0 (not 0 * -inf).
+    e = torch.tensor([0.0, 2.0], dtype=D, requires_grad=True)
+    (0.0**e).sum().backward()
+    assert e.grad.tolist() == [0.0, 0.0]

@@ -59,6 +59,8 @@ pub(crate) enum Rule {
     FmodScalar { remainder: bool },
     /// `copysign(a, number)` (CopysignBackward1); saved `[a, out]`.
     CopysignScalar,
+    /// `number ** a` (PowBackward2); saved `[a, out]`.
+    PowScalarBase { base: f64 },
 }
 
 impl Rule {
@@ -83,6 +85,7 @@ impl Rule {
             Rule::FmodScalar { remainder: false } => "FmodBackward0",
             Rule::FmodScalar { remainder: true } => "RemainderBackward0",
             Rule::CopysignScalar => "CopysignBackward1",
+            Rule::PowScalarBase { .. } => "PowBackward2",
         }
     }
 
@@ -297,6 +300,21 @@ impl Rule {
             ],
             Rule::FmodScalar { .. } => smallvec![Some(g.clone())],
             Rule::CopysignScalar => smallvec![Some(g.mul(&copysign_ratio(saved)?)?)],
+            Rule::PowScalarBase { base } => {
+                // d/da base^a = base^a ln(base); PyTorch defines it as 0 where base == 0
+                // and a >= 0 (not 0 * -inf).
+                let (e, out) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
+                let term = g.mul(&out.mul_scalar(base.ln())?)?;
+                let grad = if *base == 0.0 {
+                    let cond = e
+                        .tensor()
+                        .compare(&Tensor::scalar(0.0, e.dtype()), CmpOp::Ge)?;
+                    Variable::where_cond(&cond, &zero_like(&term), &term)?
+                } else {
+                    term
+                };
+                smallvec![Some(grad)]
+            }
         })
     }
 }
@@ -501,6 +519,25 @@ impl Variable {
                 },
                 smallvec![],
             ),
+        }))
+    }
+
+    /// `base ** self` for a number `base` (PowBackward2), with the wrapped-number
+    /// promotion of `base` (`2 ** int_tensor` stays int64).
+    pub fn pow_scalar_base(&self, base: Scalar) -> Result<Variable> {
+        let result = self
+            .wrap_scalar(base)
+            .tensor()
+            .binary(&self.tensor(), BinaryOp::Pow)?;
+        let base = base.to_f64();
+        Ok(Variable::record(result, &[self], |_, out| {
+            (
+                Rule::PowScalarBase { base },
+                smallvec![
+                    Some(SavedTensor::input(self)),
+                    Some(SavedTensor::output(out, "PowBackward2"))
+                ],
+            )
         }))
     }
 

@@ -147,6 +147,11 @@ impl PyTensor {
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let _ = modulo;
+        if let Some(base) = extract_scalar(other) {
+            let v = &self.var;
+            let out = maybe_detach(py, v.numel(), || v.pow_scalar_base(base)).py()?;
+            return Ok(new_tensor(py, out)?.into_any());
+        }
         reflected(py, &self.var, other, |a, b| a.pow(b))
     }
 
