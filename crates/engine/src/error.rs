@@ -126,6 +126,10 @@ pub enum Error {
     /// A bad value for an argument (e.g. a negative size).
     #[error("{0}")]
     InvalidArgument(String),
+    /// An index-like argument that does not fit the tensor, with PyTorch's message
+    /// (raised as IndexError), e.g. a reduction over an empty dim.
+    #[error("{0}")]
+    Index(String),
     /// An argument of the wrong type (raised as TypeError by the binding).
     #[error("{0}")]
     Type(String),

@@ -11,7 +11,8 @@ pub fn to_py(err: Error) -> PyErr {
     match err {
         Error::DimOutOfRange { .. }
         | Error::NoDimensions { .. }
-        | Error::IndexOutOfRange { .. } => PyIndexError::new_err(msg),
+        | Error::IndexOutOfRange { .. }
+        | Error::Index(_) => PyIndexError::new_err(msg),
         // PyTorch raises NotImplementedError (a RuntimeError subclass) for missing kernels.
         Error::NoKernel(_) => PyNotImplementedError::new_err(msg),
         Error::Type(_) => PyTypeError::new_err(msg),

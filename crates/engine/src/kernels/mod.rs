@@ -3,6 +3,7 @@
 
 pub mod elementwise;
 pub mod math;
+pub mod lanes;
 pub mod matmul;
 pub mod reduce;
 

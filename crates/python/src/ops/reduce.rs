@@ -1,13 +1,151 @@
-//! `Tensor` methods for reductions (`sum`, `mean`): the binding of
-//! `rustgrad::ops::reduce`.
+//! `Tensor` methods for reductions, scans and sorts (`sum`, `mean`, `max`, `amax`,
+//! `argmax`, `softmax`, `logsumexp`, `prod`, `var`, `std`, `cumsum`, `cumprod`, `norm`,
+//! `nansum`, `nanmean`, `all`, `any`, `count_nonzero`, `median`, `topk`, `sort`,
+//! `argsort`, `unique`): the binding of `rustgrad::ops::reduce`. Ops that return values
+//! and indices return `rustgrad.return_types.<op>` named tuples, as PyTorch's.
 
-use crate::convert::extract_dims;
+use crate::convert::{extract_dims, extract_int, extract_scalar};
 use crate::dtype::extract_opt_dtype;
 use crate::errors::IntoPyResult;
 use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
 use crate::PyTensor;
+use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyString, PyTuple};
+use rustgrad::{Result, Variable};
+
+/// `rustgrad.return_types.<name>(values, indices)`.
+fn return_type(py: Python<'_>, name: &str, pair: (Variable, Variable)) -> PyResult<Py<PyAny>> {
+    let (values, indices) = pair;
+    let values = new_tensor(py, values)?;
+    let indices = new_tensor(py, indices)?;
+    let class = py.import("rustgrad.return_types")?.getattr(name)?;
+    Ok(class.call1(((values, indices),))?.unbind())
+}
+
+impl PyTensor {
+    /// `self`, converted first when a `dtype=` is given.
+    fn with_dtype(&self, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Variable> {
+        Ok(match extract_opt_dtype(dtype)? {
+            Some(d) => self.var.to_dtype(d).py()?,
+            None => self.var.clone(),
+        })
+    }
+
+    /// Runs `f` on `src` (without the GIL when large) and wraps the result.
+    fn run(
+        py: Python<'_>,
+        src: &Variable,
+        f: impl FnOnce(&Variable) -> Result<Variable> + Send,
+    ) -> PyResult<Py<PyTensor>> {
+        let out = maybe_detach(py, src.numel(), || f(src));
+        new_tensor(py, out.py()?)
+    }
+
+    /// `max()` / `max(dim, keepdim)` and the same for `min`.
+    fn extremum(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let max = name == "max";
+        match dim {
+            Some(d) if d.cast::<PyTensor>().is_ok() => Err(PyNotImplementedError::new_err(format!(
+                "rustgrad: {name}(other), the elementwise {}imum of two tensors, is not implemented",
+                name
+            ))),
+            Some(d) if !d.is_none() => {
+                let dim = extract_int(d)?;
+                let src = &self.var;
+                let pair = maybe_detach(py, src.numel(), || {
+                    if max {
+                        src.max_dim(dim, keepdim)
+                    } else {
+                        src.min_dim(dim, keepdim)
+                    }
+                })
+                .py()?;
+                return_type(py, name, pair)
+            }
+            _ => {
+                let out = Self::run(py, &self.var, |v| if max { v.max() } else { v.min() })?;
+                Ok(out.into_any())
+            }
+        }
+    }
+}
+
+/// `var`/`std`'s correction from PyTorch's overloads: `(dim, unbiased, keepdim)`,
+/// `(unbiased)` and `(dim, *, correction, keepdim)`.
+fn correction_of(
+    name: &str,
+    dim: Option<&Bound<'_, PyAny>>,
+    unbiased: Option<bool>,
+    correction: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Option<Vec<i64>>, f64)> {
+    let (dim, unbiased) = match dim {
+        Some(d) if d.is_instance_of::<PyBool>() => {
+            if unbiased.is_some() {
+                return Err(PyTypeError::new_err(format!(
+                    "{name}() received an invalid combination of arguments"
+                )));
+            }
+            (None, Some(d.extract::<bool>()?))
+        }
+        other => (extract_dims(other)?, unbiased),
+    };
+    let correction = match (unbiased, correction) {
+        (Some(_), Some(c)) if !c.is_none() => {
+            return Err(PyTypeError::new_err(format!(
+                "{name}() received an invalid combination of arguments - got both unbiased and correction"
+            )))
+        }
+        (Some(u), _) => u as u8 as f64,
+        (None, Some(c)) if !c.is_none() => extract_scalar(c)
+            .filter(|s| !matches!(s, rustgrad::Scalar::Bool(_)))
+            .ok_or_else(|| {
+                PyTypeError::new_err(format!(
+                    "{name}(): argument 'correction' must be Number, not {}",
+                    c.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                ))
+            })?
+            .to_f64(),
+        _ => 1.0,
+    };
+    Ok((dim, correction))
+}
+
+/// A dim that defaults to -1 (the last).
+fn last_dim_default(dim: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
+    dim.filter(|d| !d.is_none()).map_or(Ok(-1), extract_int)
+}
+
+/// A norm order: a number, or `'fro'` (the 2-norm of the flattened dims).
+fn norm_order(p: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    match p {
+        None => Ok(2.0),
+        Some(p) if p.is_none() => Ok(2.0),
+        Some(p) if p.is_instance_of::<PyString>() => match p.extract::<String>()?.as_str() {
+            "fro" => Ok(2.0),
+            other => Err(PyRuntimeError::new_err(format!(
+                "rustgrad: the matrix norm {other:?} is not implemented (only vector norms)"
+            ))),
+        },
+        Some(p) => match extract_scalar(p) {
+            Some(rustgrad::Scalar::Bool(_)) | None => Err(PyTypeError::new_err(format!(
+                "norm(): argument 'p' must be Number, not {}",
+                p.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))),
+            Some(s) => Ok(s.to_f64()),
+        },
+    }
+}
 
 #[pymethods]
 impl PyTensor {
@@ -20,16 +158,12 @@ impl PyTensor {
         keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let src = match extract_opt_dtype(dtype)? {
-            Some(d) => self.var.to_dtype(d).py()?,
-            None => self.var.clone(),
-        };
+        let src = self.with_dtype(dtype)?;
         let dims = extract_dims(dim)?;
-        let out = maybe_detach(py, src.numel(), || match &dims {
-            None => src.sum(),
-            Some(d) => src.sum_dims(d, keepdim),
-        });
-        new_tensor(py, out.py()?)
+        Self::run(py, &src, |v| match &dims {
+            None => v.sum(),
+            Some(d) => v.sum_dims(d, keepdim),
+        })
     }
 
     /// Mean of all elements, or over `dim`.
@@ -41,15 +175,367 @@ impl PyTensor {
         keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let src = match extract_opt_dtype(dtype)? {
-            Some(d) => self.var.to_dtype(d).py()?,
-            None => self.var.clone(),
-        };
+        let src = self.with_dtype(dtype)?;
         let dims = extract_dims(dim)?;
-        let out = maybe_detach(py, src.numel(), || match &dims {
-            None => src.mean(),
-            Some(d) => src.mean_dims(d, keepdim),
-        });
-        new_tensor(py, out.py()?)
+        Self::run(py, &src, |v| match &dims {
+            None => v.mean(),
+            Some(d) => v.mean_dims(d, keepdim),
+        })
+    }
+
+    /// `max()`: the largest element; `max(dim, keepdim)`: `(values, indices)`.
+    #[pyo3(signature = (dim = None, keepdim = false))]
+    fn max(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        self.extremum(py, "max", dim, keepdim)
+    }
+
+    /// `min()`: the smallest element; `min(dim, keepdim)`: `(values, indices)`.
+    #[pyo3(signature = (dim = None, keepdim = false))]
+    fn min(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        self.extremum(py, "min", dim, keepdim)
+    }
+
+    /// The largest element over `dim` (int or tuple; every dim by default).
+    #[pyo3(signature = (dim = None, keepdim = false))]
+    fn amax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let dims = extract_dims(dim)?.unwrap_or_default();
+        Self::run(py, &self.var, |v| v.amax(&dims, keepdim))
+    }
+
+    /// The smallest element over `dim` (int or tuple; every dim by default).
+    #[pyo3(signature = (dim = None, keepdim = false))]
+    fn amin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let dims = extract_dims(dim)?.unwrap_or_default();
+        Self::run(py, &self.var, |v| v.amin(&dims, keepdim))
+    }
+
+    /// The index of the largest element (along `dim`, or of the flattened tensor).
+    #[pyo3(signature = (dim = None, keepdim = false))]
+    fn argmax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
+        Self::run(py, &self.var, |v| v.argmax(dim, keepdim))
+    }
+
+    /// The index of the smallest element (along `dim`, or of the flattened tensor).
+    #[pyo3(signature = (dim = None, keepdim = false))]
+    fn argmin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
+        Self::run(py, &self.var, |v| v.argmin(dim, keepdim))
+    }
+
+    /// `softmax` along `dim` (after converting to `dtype` if given).
+    #[pyo3(signature = (dim, dtype = None))]
+    fn softmax(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let dim = extract_int(dim)?;
+        Self::run(py, &self.with_dtype(dtype)?, |v| v.softmax(dim))
+    }
+
+    /// `log_softmax` along `dim` (after converting to `dtype` if given).
+    #[pyo3(signature = (dim, dtype = None))]
+    fn log_softmax(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let dim = extract_int(dim)?;
+        Self::run(py, &self.with_dtype(dtype)?, |v| v.log_softmax(dim))
+    }
+
+    /// `log(sum(exp(x)))` over `dim` (int or tuple), computed stably.
+    #[pyo3(signature = (dim, keepdim = false))]
+    fn logsumexp(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let dims = extract_dims(Some(dim))?.unwrap_or_default();
+        Self::run(py, &self.var, |v| v.logsumexp(&dims, keepdim))
+    }
+
+    /// Product of all elements, or along `dim` (an int).
+    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
+    fn prod(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
+        Self::run(py, &self.with_dtype(dtype)?, |v| match dim {
+            None => v.prod(),
+            Some(d) => v.prod_dim(d, keepdim),
+        })
+    }
+
+    /// Variance over `dim` with `correction` (or `unbiased`).
+    #[pyo3(signature = (dim = None, unbiased = None, keepdim = false, *, correction = None))]
+    fn var(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let (dims, c) = correction_of("var", dim, unbiased, correction)?;
+        Self::run(py, &self.var, |v| v.var(dims.as_deref(), c, keepdim))
+    }
+
+    /// Standard deviation over `dim` with `correction` (or `unbiased`).
+    #[pyo3(signature = (dim = None, unbiased = None, keepdim = false, *, correction = None))]
+    fn std(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let (dims, c) = correction_of("std", dim, unbiased, correction)?;
+        Self::run(py, &self.var, |v| v.std(dims.as_deref(), c, keepdim))
+    }
+
+    /// Running sums along `dim`.
+    #[pyo3(signature = (dim, *, dtype = None))]
+    fn cumsum(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let dim = extract_int(dim)?;
+        Self::run(py, &self.with_dtype(dtype)?, |v| v.cumsum(dim))
+    }
+
+    /// Running products along `dim`.
+    #[pyo3(signature = (dim, *, dtype = None))]
+    fn cumprod(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let dim = extract_int(dim)?;
+        Self::run(py, &self.with_dtype(dtype)?, |v| v.cumprod(dim))
+    }
+
+    /// The vector `p`-norm over `dim` (`'fro'` is the 2-norm).
+    #[pyo3(signature = (p = None, dim = None, keepdim = false, dtype = None))]
+    fn norm(
+        &self,
+        py: Python<'_>,
+        p: Option<&Bound<'_, PyAny>>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let ord = norm_order(p)?;
+        let dims = extract_dims(dim)?;
+        Self::run(py, &self.with_dtype(dtype)?, |v| {
+            v.vector_norm(ord, dims.as_deref(), keepdim)
+        })
+    }
+
+    /// Sum over `dim` treating NaN as zero.
+    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
+    fn nansum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let dims = extract_dims(dim)?;
+        Self::run(py, &self.with_dtype(dtype)?, |v| {
+            v.nansum(dims.as_deref(), keepdim)
+        })
+    }
+
+    /// Mean over `dim` of the elements that are not NaN.
+    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
+    fn nanmean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let dims = extract_dims(dim)?;
+        Self::run(py, &self.with_dtype(dtype)?, |v| {
+            v.nanmean(dims.as_deref(), keepdim)
+        })
+    }
+
+    /// Whether every element (over `dim`) is nonzero.
+    #[pyo3(signature = (dim = None, keepdim = false))]
+    fn all(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let dims = extract_dims(dim)?;
+        Self::run(py, &self.var, |v| v.all(dims.as_deref(), keepdim))
+    }
+
+    /// Whether any element (over `dim`) is nonzero.
+    #[pyo3(signature = (dim = None, keepdim = false))]
+    fn any(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let dims = extract_dims(dim)?;
+        Self::run(py, &self.var, |v| v.any(dims.as_deref(), keepdim))
+    }
+
+    /// The number of nonzero elements (over `dim`).
+    #[pyo3(signature = (dim = None))]
+    fn count_nonzero(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let dims = extract_dims(dim)?;
+        Self::run(py, &self.var, |v| v.count_nonzero(dims.as_deref()))
+    }
+
+    /// `median()`: the lower median; `median(dim, keepdim)`: `(values, indices)`.
+    #[pyo3(signature = (dim = None, keepdim = false))]
+    fn median(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        match dim.filter(|d| !d.is_none()) {
+            None => Ok(Self::run(py, &self.var, Variable::median)?.into_any()),
+            Some(d) => {
+                let dim = extract_int(d)?;
+                let src = &self.var;
+                let pair = maybe_detach(py, src.numel(), || src.median_dim(dim, keepdim)).py()?;
+                return_type(py, "median", pair)
+            }
+        }
+    }
+
+    /// The `k` largest (or smallest) elements along `dim`: `(values, indices)`, sorted.
+    #[pyo3(signature = (k, dim = None, largest = true, sorted = true))]
+    fn topk(
+        &self,
+        py: Python<'_>,
+        k: &Bound<'_, PyAny>,
+        dim: Option<&Bound<'_, PyAny>>,
+        largest: bool,
+        sorted: bool,
+    ) -> PyResult<Py<PyAny>> {
+        // Unsorted results may come in any order: these come sorted.
+        let _ = sorted;
+        let (k, dim) = (extract_int(k)?, last_dim_default(dim)?);
+        let src = &self.var;
+        let pair = maybe_detach(py, src.numel(), || src.topk(k, dim, largest)).py()?;
+        return_type(py, "topk", pair)
+    }
+
+    /// Sorts along `dim`: `(values, indices)`. The sort is always stable.
+    #[pyo3(signature = (dim = None, descending = false, *, stable = false))]
+    fn sort(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        descending: bool,
+        stable: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = stable;
+        let dim = last_dim_default(dim)?;
+        let src = &self.var;
+        let pair = maybe_detach(py, src.numel(), || src.sort(dim, descending)).py()?;
+        return_type(py, "sort", pair)
+    }
+
+    /// The indices that sort along `dim` (stable).
+    #[pyo3(signature = (dim = None, descending = false, stable = false))]
+    fn argsort(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        descending: bool,
+        stable: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let _ = stable;
+        let dim = last_dim_default(dim)?;
+        Self::run(py, &self.var, |v| v.argsort(dim, descending))
+    }
+
+    /// The sorted distinct elements, with `inverse` indices and `counts` on request.
+    #[pyo3(signature = (sorted = true, return_inverse = false, return_counts = false, dim = None))]
+    fn unique(
+        &self,
+        py: Python<'_>,
+        sorted: bool,
+        return_inverse: bool,
+        return_counts: bool,
+        dim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        // PyTorch's CPU unique sorts whatever `sorted` says.
+        let _ = sorted;
+        if dim.is_some_and(|d| !d.is_none()) {
+            return Err(PyNotImplementedError::new_err(
+                "rustgrad: unique(dim=...) is not implemented",
+            ));
+        }
+        let src = &self.var;
+        let (values, inverse, counts) = maybe_detach(py, src.numel(), || src.unique()).py()?;
+        let values = new_tensor(py, values)?.into_any();
+        if !return_inverse && !return_counts {
+            return Ok(values);
+        }
+        let mut items = vec![values];
+        if return_inverse {
+            items.push(new_tensor(py, inverse)?.into_any());
+        }
+        if return_counts {
+            items.push(new_tensor(py, counts)?.into_any());
+        }
+        Ok(PyTuple::new(py, items)?.into_any().unbind())
     }
 }
