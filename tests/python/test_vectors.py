@@ -29,6 +29,7 @@ MIN_CASES = {
     "matmul": 15,
     "views": 40,
     "elementwise_ops": 180,
+    "reduce_ops": 130,
 }
 
 TOLERANCES = {
@@ -93,7 +94,33 @@ def _squeeze(xs: list[Any], kw: dict[str, Any]) -> Any:
     return xs[0].squeeze(kw["dim"]) if "dim" in kw else xs[0].squeeze()
 
 
-# elementwise_ops.json: Tensor methods where PyTorch has them, else the activations'
+def _dims_kw(kw: dict[str, Any]) -> dict[str, Any]:
+    return {"dim": _reduce_dim(kw["dim"])} if "dim" in kw else {}
+
+
+def _pair(r: Any) -> Any:
+    # The (values, indices) named tuples as a plain pair; checks they are named tuples.
+    if isinstance(r, tuple):
+        assert type(r).__module__ == "rustgrad.return_types"
+        assert r.values is r[0] and r.indices is r[1]
+        return (r.values, r.indices)
+    return r
+
+
+def _dim_or_all(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    def run(xs: list[Any], kw: dict[str, Any]) -> Any:
+        if "dim" in kw:
+            return _pair(getattr(xs[0], op)(kw["dim"], kw["keepdim"]))
+        return getattr(xs[0], op)()
+
+    return run
+
+
+def _dims_keepdim(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    return lambda xs, kw: getattr(xs[0], op)(**_dims_kw(kw), keepdim=kw["keepdim"])
+
+
+REDUCE_# elementwise_ops.json: Tensor methods where PyTorch has them, else the activations'
 # function forms (PyTorch's torch.nn.functional).
 EW_UNARY = [
     *("rsqrt exp2 expm1 log1p log2 log10 sin cos tan asin acos atan sinh cosh".split()),
@@ -122,6 +149,7 @@ OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     "fmod_scalar": lambda xs, kw: xs[0].fmod(kw["other"]),
     "remainder_scalar": lambda xs, kw: xs[0] % kw["other"],
     "copysign_scalar": lambda xs, kw: xs[0].copysign(kw["other"]),
+    **REDUCE_OPS,
     **{op: _unary(op) for op in ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"]},
     "pow": _pow,
     "add": lambda xs, kw: xs[0] + xs[1],
@@ -188,7 +216,7 @@ def _assert_matches(actual: Any, expected: dict[str, Any], what: str) -> None:
     values = actual.detach().numpy()
     assert values.dtype == NUMPY_DTYPES[expected["dtype"]], f"{what}: numpy dtype"
     want = np.array(expected["data"], dtype=values.dtype).reshape(tuple(expected["shape"]))
-    if expected["dtype"] == "bool":
+    if expected["dtype"] in ("bool", "int64"):
         np.testing.assert_array_equal(values, want, err_msg=what)
     else:
         np.testing.assert_allclose(values, want, err_msg=what, **TOLERANCES[expected["dtype"]])
@@ -199,6 +227,10 @@ def test_vector(case: dict[str, Any]) -> None:
     leaves = [_leaf(spec) for spec in case["inputs"]]
     viewed = [_apply_view(x, spec["view"]) for x, spec in zip(leaves, case["inputs"])]
     out = OPS[case["op"]](viewed, case["kwargs"])
+    if "indices" in case:
+        out, indices = out
+        _assert_matches(indices, case["indices"], "indices")
+        assert not indices.requires_grad
 
     _assert_matches(out, case["output"], "output")
 
@@ -253,6 +285,7 @@ REQUIRED_OPS = {
         "remainder_scalar",
         "copysign_scalar",
     },
+    "reduce_ops": set(REDUCE_OPS),
 }
 
 
@@ -277,6 +310,6 @@ def test_vectors_are_well_formed() -> None:
             assert len(spec["data"]) == int(np.prod(spec["shape"])), case["name"]
             dtypes.add(spec["dtype"])
     # Both float dtypes appear, and the views of inputs reach non-contiguous layouts.
-    assert {"float64", "float32"} <= dtypes <= {"float64", "float32", "int64"}
+    assert dtypes == {"float64", "float32", "int64"}
     view_kinds = {spec["view"]["kind"] for case in CASES for spec in case["inputs"] if spec["view"]}
     assert view_kinds == {"transpose", "slice", "expand", "permute"}

@@ -184,6 +184,11 @@ def draw(rng: np.random.Generator, shape: list[int], dist: str) -> np.ndarray:
     elif dist == "nonzero":
         # relu, abs, divisors: keep away from the kink / pole at 0.
         values = rng.choice([-1.0, 1.0], n) * rng.uniform(0.2, 2.0, n)
+    elif dist == "zeros":
+        # prod, cumprod: exact zeros among normal values (PyTorch's zero-safe gradients).
+        values = rng.normal(0.0, 1.0, n) * (rng.uniform(0.0, 1.0, n) > 0.3)
+    elif dist == "int":
+        values = rng.integers(-5, 6, n).astype(np.float64)
     elif dist == "ties":
         # comparisons: a small value set so that eq/le/ge see many exact ties.
         values = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], n)
@@ -236,7 +241,7 @@ def reduce_dim(dims: list[int]) -> Any:
     return dims[0] if len(dims) == 1 else tuple(dims)
 
 
-def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> torch.Tensor:
+def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> Any:
     if op in ELEMENTWISE_OPS:
         return ELEMENTWISE_OPS[op](xs, kwargs)
     if op in UNARY_OPS:
@@ -255,6 +260,8 @@ def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> torch.T
         return getattr(xs[0], op)()
     if op == "matmul":
         return xs[0] @ xs[1]
+    if op in REDUCE_OPS_FNS:
+        return REDUCE_OPS_FNS[op](xs[0], kwargs)
     x = xs[0]
     if op == "view":
         return x.view(tuple(kwargs["shape"]))
@@ -317,7 +324,7 @@ def make_case(
         leaves.append(leaf)
         inputs_json.append(
             {
-                "data": values.tolist(),
+                "data": [int(v) for v in values] if spec["dtype"] == "int64" else values.tolist(),
                 "shape": spec["shape"],
                 "dtype": spec["dtype"],
                 "requires_grad": spec["requires_grad"],
@@ -326,6 +333,9 @@ def make_case(
         )
 
     out = apply_op(op, kwargs, [apply_view(t, s["view"]) for t, s in zip(leaves, inputs)])
+    indices = None
+    if isinstance(out, tuple):  # (values, indices): max/min/median over a dim, topk, sort
+        out, indices = out
     case: dict[str, Any] = {
         "name": name,
         "op": op,
@@ -333,6 +343,8 @@ def make_case(
         "inputs": inputs_json,
         "output": tensor_json(out),
     }
+    if indices is not None:
+        case["indices"] = tensor_json(indices)
 
     if out.requires_grad:
         go_values = np.round(rng.normal(0.0, 1.0, out.numel()), INPUT_DECIMALS)
@@ -794,6 +806,226 @@ def elementwise_cases() -> list[dict[str, Any]]:
             "ew_copysign_scalar", "copysign_scalar", [inp([3, 4], "nonzero")], {"other": -1.0}
         ),
     ]
+# ------------------------------------------------------------ reduce_ops.json
+# The reductions, scans and sorts beyond sum/mean. Each takes one input `x`; kwargs are
+# described in README.md ("Reductions, scans and sorts"). Ops returning values and
+# indices give a (values, indices) tuple: the case's output is the values, its
+# "indices" field the indices.
+
+
+def _dims_kw(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {"dim": reduce_dim(kwargs["dim"])} if "dim" in kwargs else {}
+
+
+def _pair_or_value(r: Any) -> Any:
+    return (r.values, r.indices) if isinstance(r, tuple) else r
+
+
+REDUCE_OPS_FNS: dict[str, Callable[[torch.Tensor, dict[str, Any]], Any]] = {
+    **{
+        op: (
+            lambda op: (
+                lambda x, kw: _pair_or_value(
+                    getattr(x, op)(kw["dim"], kw["keepdim"]) if "dim" in kw else getattr(x, op)()
+                )
+            )
+        )(op)
+        for op in ["max", "min", "median", "prod"]
+    },
+    **{
+        op: (lambda op: lambda x, kw: getattr(x, op)(**_dims_kw(kw), keepdim=kw["keepdim"]))(op)
+        for op in ["amax", "amin", "logsumexp", "nansum", "nanmean", "all", "any"]
+    },
+    "argmax": lambda x, kw: x.argmax(dim=kw["dim"], keepdim=kw["keepdim"]),
+    "argmin": lambda x, kw: x.argmin(dim=kw["dim"], keepdim=kw["keepdim"]),
+    "count_nonzero": lambda x, kw: x.count_nonzero(**_dims_kw(kw)),
+    "softmax": lambda x, kw: x.softmax(kw["dim"]),
+    "log_softmax": lambda x, kw: x.log_softmax(kw["dim"]),
+    "cumsum": lambda x, kw: x.cumsum(kw["dim"]),
+    "cumprod": lambda x, kw: x.cumprod(kw["dim"]),
+    "var": lambda x, kw: x.var(**_dims_kw(kw), correction=kw["correction"], keepdim=kw["keepdim"]),
+    "std": lambda x, kw: x.std(**_dims_kw(kw), correction=kw["correction"], keepdim=kw["keepdim"]),
+    "vector_norm": lambda x, kw: torch.linalg.vector_norm(
+        x, float(kw["ord"]), **_dims_kw(kw), keepdim=kw["keepdim"]
+    ),
+    "topk": lambda x, kw: _pair_or_value(x.topk(kw["k"], kw["dim"], kw["largest"])),
+    "sort": lambda x, kw: _pair_or_value(x.sort(kw["dim"], kw["descending"])),
+    "argsort": lambda x, kw: x.argsort(kw["dim"], kw["descending"]),
+}
+
+
+def reduce_ops_cases() -> list[dict[str, Any]]:
+    cases = []
+
+    def c(name: str, op: str, spec: dict[str, Any], **kwargs: Any) -> None:
+        cases.append(make_case(name, op, [spec], kwargs))
+
+    i64 = {"dist": "int", "dtype": "int64", "requires_grad": False}
+    for op in ["max", "min", "median"]:
+        c(f"{op}_all", op, inp([3, 4]))
+        c(f"{op}_all_f32", op, inp([2, 5], dtype="float32"))
+        c(f"{op}_dim1", op, inp([3, 4]), dim=1, keepdim=False)
+        c(f"{op}_dim0_keepdim", op, inp([3, 4]), dim=0, keepdim=True)
+        c(f"{op}_dim_neg1_transposed", op, inp([4, 3], view=transpose(0, 1)), dim=-1, keepdim=False)
+        c(f"{op}_dim1_3d_f32", op, inp([2, 3, 4], dtype="float32"), dim=1, keepdim=False)
+        c(f"{op}_dim0_int", op, {**inp([3, 4]), **i64}, dim=0, keepdim=False)
+    c("max_0d_dim0", "max", inp([]), dim=0, keepdim=False)
+    for op in ["amax", "amin"]:
+        c(f"{op}_all", op, inp([3, 4]), keepdim=False)
+        c(f"{op}_dim1", op, inp([3, 4]), dim=[1], keepdim=False)
+        c(f"{op}_dims_0_2_keepdim", op, inp([2, 3, 4]), dim=[0, 2], keepdim=True)
+        c(
+            f"{op}_dims_neg1_neg3_sliced",
+            op,
+            inp([2, 3, 8], view=slice_(2, 0, 8, 2)),
+            dim=[-1, -3],
+            keepdim=False,
+        )
+        c(f"{op}_dim0_f32", op, inp([3, 4], dtype="float32"), dim=[0], keepdim=False)
+        c(f"{op}_ties", op, inp([3, 4], "ties"), dim=[1], keepdim=False)
+        c(f"{op}_expanded", op, inp([3, 1], view=expand([3, 4])), dim=[1], keepdim=False)
+    for op in ["argmax", "argmin"]:
+        c(f"{op}_all", op, inp([3, 4], requires_grad=False), dim=None, keepdim=False)
+        c(f"{op}_dim1", op, inp([3, 4], requires_grad=False), dim=1, keepdim=False)
+        c(f"{op}_dim0_keepdim_int", op, {**inp([3, 4]), **i64}, dim=0, keepdim=True)
+        c(
+            f"{op}_all_keepdim_permuted",
+            op,
+            inp([2, 3, 4], requires_grad=False, view=permute([2, 0, 1])),
+            dim=None,
+            keepdim=True,
+        )
+    for op in ["softmax", "log_softmax"]:
+        c(f"{op}_dim1", op, inp([3, 4]), dim=1)
+        c(f"{op}_dim0", op, inp([3, 4]), dim=0)
+        c(f"{op}_dim_neg2_3d", op, inp([2, 3, 4]), dim=-2)
+        c(f"{op}_transposed", op, inp([4, 3], view=transpose(0, 1)), dim=1)
+        c(f"{op}_f32", op, inp([3, 5], dtype="float32"), dim=-1)
+        c(f"{op}_0d", op, inp([]), dim=0)
+    c("logsumexp_dim1", "logsumexp", inp([3, 4]), dim=[1], keepdim=False)
+    c("logsumexp_dims_0_1_keepdim", "logsumexp", inp([2, 3, 4]), dim=[0, 1], keepdim=True)
+    c(
+        "logsumexp_dim_neg1_sliced",
+        "logsumexp",
+        inp([3, 8], view=slice_(1, 1, 8, 2)),
+        dim=[-1],
+        keepdim=False,
+    )
+    c("logsumexp_dim0_f32", "logsumexp", inp([3, 4], dtype="float32"), dim=[0], keepdim=False)
+    c("logsumexp_int", "logsumexp", {**inp([3, 4]), **i64}, dim=[1], keepdim=False)
+    c("prod_all", "prod", inp([3, 4]))
+    c("prod_all_one_zero", "prod", inp([2, 3], "zeros"))
+    c("prod_dim1", "prod", inp([3, 4]), dim=1, keepdim=False)
+    c("prod_dim0_keepdim_zeros", "prod", inp([4, 3], "zeros"), dim=0, keepdim=True)
+    c("prod_dim_neg1_transposed", "prod", inp([4, 3], view=transpose(0, 1)), dim=-1, keepdim=False)
+    c("prod_dim1_f32", "prod", inp([3, 4], dtype="float32"), dim=1, keepdim=False)
+    c("prod_dim1_int", "prod", {**inp([3, 4]), **i64}, dim=1, keepdim=False)
+    for op in ["var", "std"]:
+        c(f"{op}_all", op, inp([3, 4]), correction=1, keepdim=False)
+        c(f"{op}_all_population", op, inp([3, 4]), correction=0, keepdim=False)
+        c(f"{op}_dim1", op, inp([3, 4]), dim=[1], correction=1, keepdim=False)
+        c(f"{op}_dims_0_2_keepdim", op, inp([2, 3, 4]), dim=[0, 2], correction=1, keepdim=True)
+        c(
+            f"{op}_dim0_correction_2_transposed",
+            op,
+            inp([5, 3], view=transpose(0, 1)),
+            dim=[-1],
+            correction=2,
+            keepdim=False,
+        )
+        c(f"{op}_dim1_f32", op, inp([3, 4], dtype="float32"), dim=[1], correction=1, keepdim=False)
+    for op in ["cumsum", "cumprod"]:
+        c(f"{op}_dim1", op, inp([3, 4]), dim=1)
+        c(f"{op}_dim0", op, inp([3, 4]), dim=0)
+        c(f"{op}_dim_neg1_3d", op, inp([2, 3, 4]), dim=-1)
+        c(f"{op}_transposed", op, inp([4, 3], view=transpose(0, 1)), dim=1)
+        c(f"{op}_f32", op, inp([3, 4], dtype="float32"), dim=1)
+        c(f"{op}_int", op, {**inp([3, 4]), **i64}, dim=1)
+        c(f"{op}_0d", op, inp([]), dim=0)
+    c("cumprod_zeros", "cumprod", inp([3, 5], "zeros"), dim=1)
+    c("cumprod_zeros_dim0", "cumprod", inp([5, 2], "zeros"), dim=0)
+    # ord 0: PyTorch's backward returns no gradient at all (rustgrad: zeros), so no grad.
+    c(
+        "vector_norm_ord_0_dim1",
+        "vector_norm",
+        inp([3, 4], "ties", requires_grad=False),
+        ord=0,
+        dim=[1],
+        keepdim=False,
+    )
+    for ord_ in [2, 1, 3, 0.5, 1.5, "inf", "-inf"]:
+        c(
+            f"vector_norm_ord_{ord_}_all".replace(".", "_").replace("-", "neg"),
+            "vector_norm",
+            inp([3, 4], "nonzero"),
+            ord=ord_,
+            keepdim=False,
+        )
+        c(
+            f"vector_norm_ord_{ord_}_dim1".replace(".", "_").replace("-", "neg"),
+            "vector_norm",
+            inp([3, 4], "nonzero"),
+            ord=ord_,
+            dim=[1],
+            keepdim=False,
+        )
+    c(
+        "vector_norm_dims_0_2_keepdim",
+        "vector_norm",
+        inp([2, 3, 4]),
+        ord=2,
+        dim=[0, 2],
+        keepdim=True,
+    )
+    c(
+        "vector_norm_f32_sliced",
+        "vector_norm",
+        inp([3, 8], dtype="float32", view=slice_(1, 0, 8, 3)),
+        ord=2,
+        dim=[-1],
+        keepdim=False,
+    )
+    for op in ["nansum", "nanmean"]:
+        c(f"{op}_all", op, inp([3, 4]), keepdim=False)
+        c(f"{op}_dim1_keepdim", op, inp([3, 4]), dim=[1], keepdim=True)
+        c(f"{op}_dims_f32", op, inp([2, 3, 4], dtype="float32"), dim=[0, -1], keepdim=False)
+    c("nansum_int", "nansum", {**inp([3, 4]), **i64}, dim=[0], keepdim=False)
+    for op in ["all", "any"]:
+        c(f"{op}_all", op, inp([3, 4], "ties", requires_grad=False), keepdim=False)
+        c(f"{op}_dim1", op, inp([3, 4], "ties", requires_grad=False), dim=[1], keepdim=False)
+        c(f"{op}_dims_keepdim_int", op, {**inp([2, 3, 4]), **i64}, dim=[0, 2], keepdim=True)
+    c("count_nonzero_all", "count_nonzero", inp([3, 4], "ties", requires_grad=False))
+    c("count_nonzero_dims", "count_nonzero", {**inp([2, 3, 4]), **i64}, dim=[0, -1])
+    for largest in [True, False]:
+        tag = "largest" if largest else "smallest"
+        c(f"topk_2_{tag}", "topk", inp([3, 5]), k=2, dim=-1, largest=largest)
+        c(
+            f"topk_1_dim0_{tag}_transposed",
+            "topk",
+            inp([5, 3], view=transpose(0, 1)),
+            k=1,
+            dim=0,
+            largest=largest,
+        )
+    c("topk_3_f32", "topk", inp([2, 4], dtype="float32"), k=3, dim=1, largest=True)
+    for descending in [False, True]:
+        tag = "descending" if descending else "ascending"
+        c(f"sort_{tag}", "sort", inp([3, 5]), dim=-1, descending=descending)
+        c(
+            f"sort_dim0_{tag}_permuted",
+            "sort",
+            inp([2, 3, 4], view=permute([1, 2, 0])),
+            dim=0,
+            descending=descending,
+        )
+        c(
+            f"argsort_{tag}",
+            "argsort",
+            inp([3, 5], requires_grad=False),
+            dim=1,
+            descending=descending,
+        )
+    c("sort_f32", "sort", inp([3, 4], dtype="float32"), dim=0, descending=False)
     return cases
 
 
@@ -806,6 +1038,7 @@ GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "matmul": matmul_cases,
     "views": views_cases,
     "elementwise_ops": elementwise_cases,
+    "reduce_ops": reduce_ops_cases,
 }
 
 

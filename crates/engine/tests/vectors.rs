@@ -19,6 +19,7 @@ const FILES: [&str; 8] = [
     "matmul.json",
     "views.json",
     "elementwise_ops.json",
+    "reduce_ops.json",
 ];
 
 fn vectors_dir() -> PathBuf {
@@ -333,6 +334,97 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
     engine(&format!("op {op}"), r)
 }
 
+/// The ops of reduce_ops.json: the output, and the indices of the ops that return
+/// `(values, indices)`. `None` for other ops.
+fn run_reduce_op(
+    op: &str,
+    kwargs: &Map<String, Value>,
+    x: &Variable,
+) -> Option<CaseResult<(Variable, Option<Variable>)>> {
+    let kw = |key: &str| {
+        kwargs
+            .get(key)
+            .ok_or_else(|| format!("missing kwarg {key:?}"))
+    };
+    let flag = |key: &str| -> CaseResult<bool> {
+        kw(key)?
+            .as_bool()
+            .ok_or_else(|| format!("{key} is not a bool"))
+    };
+    let int = |key: &str| -> CaseResult<i64> { as_i64(kw(key)?, key) };
+    // `dim` as a list of dims, absent meaning all dims.
+    let dims = || -> CaseResult<Option<Vec<i64>>> {
+        kwargs.get("dim").map(|d| i64_list(d, "dim")).transpose()
+    };
+    let has_dim = kwargs.contains_key("dim");
+    let value = |r: rustgrad::Result<Variable>| engine(op, r).map(|v| (v, None));
+    let pair = |r: rustgrad::Result<(Variable, Variable)>| engine(op, r).map(|(v, i)| (v, Some(i)));
+    let run = || -> CaseResult<(Variable, Option<Variable>)> {
+        match op {
+            "max" | "min" | "median" if has_dim => {
+                let (d, k) = (int("dim")?, flag("keepdim")?);
+                pair(match op {
+                    "max" => x.max_dim(d, k),
+                    "min" => x.min_dim(d, k),
+                    _ => x.median_dim(d, k),
+                })
+            }
+            "max" => value(x.max()),
+            "min" => value(x.min()),
+            "median" => value(x.median()),
+            "prod" if has_dim => value(x.prod_dim(int("dim")?, flag("keepdim")?)),
+            "prod" => value(x.prod()),
+            "amax" => value(x.amax(&dims()?.unwrap_or_default(), flag("keepdim")?)),
+            "amin" => value(x.amin(&dims()?.unwrap_or_default(), flag("keepdim")?)),
+            "logsumexp" => value(x.logsumexp(&dims()?.unwrap_or_default(), flag("keepdim")?)),
+            "nansum" => value(x.nansum(dims()?.as_deref(), flag("keepdim")?)),
+            "nanmean" => value(x.nanmean(dims()?.as_deref(), flag("keepdim")?)),
+            "all" => value(x.all(dims()?.as_deref(), flag("keepdim")?)),
+            "any" => value(x.any(dims()?.as_deref(), flag("keepdim")?)),
+            "count_nonzero" => value(x.count_nonzero(dims()?.as_deref())),
+            "argmax" | "argmin" => {
+                let d = as_opt_i64(kw("dim")?, "dim")?;
+                let k = flag("keepdim")?;
+                value(if op == "argmax" {
+                    x.argmax(d, k)
+                } else {
+                    x.argmin(d, k)
+                })
+            }
+            "softmax" => value(x.softmax(int("dim")?)),
+            "log_softmax" => value(x.log_softmax(int("dim")?)),
+            "cumsum" => value(x.cumsum(int("dim")?)),
+            "cumprod" => value(x.cumprod(int("dim")?)),
+            "var" | "std" => {
+                let c = kw("correction")?
+                    .as_f64()
+                    .ok_or("correction is not a number")?;
+                let (d, k) = (dims()?, flag("keepdim")?);
+                value(if op == "var" {
+                    x.var(d.as_deref(), c, k)
+                } else {
+                    x.std(d.as_deref(), c, k)
+                })
+            }
+            "vector_norm" => {
+                let ord = match kw("ord")? {
+                    Value::String(s) => s.parse::<f64>().map_err(|e| format!("ord {s}: {e}"))?,
+                    v => v.as_f64().ok_or("ord is not a number")?,
+                };
+                value(x.vector_norm(ord, dims()?.as_deref(), flag("keepdim")?))
+            }
+            "topk" => pair(x.topk(int("k")?, int("dim")?, flag("largest")?)),
+            "sort" => pair(x.sort(int("dim")?, flag("descending")?)),
+            "argsort" => value(x.argsort(int("dim")?, flag("descending")?)),
+            _ => Err(String::new()),
+        }
+    };
+    match run() {
+        Err(e) if e.is_empty() => None,
+        other => Some(other),
+    }
+}
+
 // ----- comparing --------------------------------------------------------------------
 
 fn tolerances(dtype: DType) -> (f64, f64) {
@@ -362,6 +454,22 @@ fn check_tensor(what: &str, actual: &Variable, expected: &Value) -> CaseResult<(
     let data = field(expected, "data")?
         .as_array()
         .ok_or("data is not a list")?;
+    if dtype == DType::I64 {
+        let got = actual.to_vec::<i64>();
+        if got.len() != data.len() {
+            return Err(format!(
+                "{what}: {} values, expected {}",
+                got.len(),
+                data.len()
+            ));
+        }
+        for (i, (g, e)) in got.iter().zip(data).enumerate() {
+            if Some(*g) != e.as_i64() {
+                return Err(format!("{what}[{i}]: {g}, expected {e}"));
+            }
+        }
+        return Ok(());
+    }
     if dtype == DType::Bool {
         let got = actual.to_vec::<bool>();
         for (i, (g, e)) in got.iter().zip(data).enumerate() {
@@ -417,7 +525,18 @@ fn run_case(case: &Value) -> CaseResult<()> {
         leaves.push(leaf);
     }
 
-    let out = run_op(op, kwargs, &args)?;
+    let out = match args.first().and_then(|x| run_reduce_op(op, kwargs, x)) {
+        Some(result) => {
+            let (out, indices) = result?;
+            match (indices, case.get("indices")) {
+                (Some(i), Some(expected)) => check_tensor("indices", &i, expected)?,
+                (None, None) => {}
+                _ => return Err("indices returned and expected differ".into()),
+            }
+            out
+        }
+        None => run_op(op, kwargs, &args)?,
+    };
     check_tensor("output", &out, field(case, "output")?)?;
 
     let grad_output = field(case, "grad_output")?;
@@ -524,6 +643,11 @@ fn views_vectors() {
 #[test]
 fn elementwise_ops_vectors() {
     check_file("elementwise_ops.json");
+}
+
+#[test]
+fn reduce_ops_vectors() {
+    check_file("reduce_ops.json");
 }
 
 /// Every vector file is read by a test above, and together they hold enough cases.
