@@ -391,6 +391,87 @@ CASES = {
         RT,
         "set_num_threads expects a positive integer",
     ),
+    # ----- reductions, scans and sorts (ops/reduce.rs)
+    "max_of_empty": (
+        lambda: torch.zeros(0, 3).max(),
+        RT,
+        "max(): Expected reduction dim to be specified for input.numel() == 0",
+    ),
+    "max_over_empty_dim": (
+        lambda: torch.zeros(0, 3).max(0),
+        IE,
+        "max(): Expected reduction dim 0 to have non-zero size.",
+    ),
+    "min_dim_out_of_range": (lambda: x.min(2), IE, "Dimension out of range"),
+    "max_keepdim_not_bool": (lambda: x.max(0, 1), TE, "bool"),
+    "amax_empty_dim": (
+        lambda: torch.zeros(2, 0).amax(1),
+        IE,
+        "amax(): Expected reduction dim 1 to have non-zero size.",
+    ),
+    "amin_repeated_dim": (lambda: x.amin((0, 0)), RT, "dim 0 appears multiple times"),
+    "argmax_of_empty": (
+        lambda: torch.zeros(0).argmax(),
+        IE,
+        "argmax(): Expected reduction dim to be specified for input.numel() == 0.",
+    ),
+    "argmin_of_bool": (
+        lambda: torch.tensor([True]).argmin(),
+        NIE,
+        "argmin(): does not support bool input",
+    ),
+    "softmax_of_int": (
+        lambda: i.softmax(0),
+        NIE,
+        "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'",
+    ),
+    "log_softmax_dim_out_of_range": (lambda: x.log_softmax(5), IE, "Dimension out of range"),
+    "logsumexp_float_dim": (lambda: x.logsumexp(1.5), TE, "int"),
+    "prod_dim_out_of_range": (lambda: x.prod(-3), IE, "Dimension out of range"),
+    "var_of_int": (
+        lambda: i.var(),
+        NIE,
+        "std and var only support floating point and complex dtypes",
+    ),
+    "std_bad_correction": (lambda: x.std(correction="a"), TE, "correction"),
+    "cumsum_dim_out_of_range": (lambda: x.cumsum(2), IE, "Dimension out of range"),
+    "cumprod_without_dim": (lambda: x.cumprod(), TE, "dim"),
+    "vector_norm_of_int": (
+        lambda: torch.linalg.vector_norm(i),
+        NIE,
+        "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long",
+    ),
+    "vector_norm_inf_of_empty": (
+        lambda: torch.linalg.vector_norm(torch.zeros(0, 3), float("inf")),
+        RT,
+        "cannot compute the inf norm on an empty tensor",
+    ),
+    "nanmean_of_int": (
+        lambda: i.nanmean(),
+        NIE,
+        "nanmean(): expected input to have floating point or complex dtype but got Long",
+    ),
+    "median_of_bool": (
+        lambda: torch.tensor([True]).median(),
+        NIE,
+        "\"median_cpu\" not implemented for 'Bool'",
+    ),
+    "median_over_empty_dim": (
+        lambda: torch.zeros(2, 0).median(1),
+        IE,
+        "median(): Expected reduction dim 1 to have non-zero size.",
+    ),
+    "topk_k_too_large": (lambda: x.topk(5), RT, "selected index k out of range"),
+    "topk_negative_k": (lambda: x.topk(-1), RT, "selected index k out of range"),
+    "topk_of_bool": (
+        lambda: torch.tensor([True]).topk(1),
+        NIE,
+        "topk does not support bool dtypes on CPU",
+    ),
+    "sort_dim_out_of_range": (lambda: x.sort(2), IE, "Dimension out of range"),
+    "argsort_huge_dim": (lambda: x.argsort(2**62), IE, "Dimension out of range"),
+    "count_nonzero_dim_out_of_range": (lambda: x.count_nonzero(3), IE, "Dimension out of range"),
+    "all_dim_out_of_range": (lambda: x.all(3), IE, "Dimension out of range"),
 }
 
 # Elementwise math ops and activations (ops/unary.rs, ops/binary.rs).

@@ -821,19 +821,26 @@ def _pair_or_value(r: Any) -> Any:
     return (r.values, r.indices) if isinstance(r, tuple) else r
 
 
+def _dim_or_all(op: str) -> Callable[[torch.Tensor, dict[str, Any]], Any]:
+    def run(x: torch.Tensor, kw: dict[str, Any]) -> Any:
+        if "dim" in kw:
+            return _pair_or_value(getattr(x, op)(kw["dim"], kw["keepdim"]))
+        return getattr(x, op)()
+
+    return run
+
+
+def _dims_keepdim(op: str) -> Callable[[torch.Tensor, dict[str, Any]], Any]:
+    def run(x: torch.Tensor, kw: dict[str, Any]) -> Any:
+        return getattr(x, op)(**_dims_kw(kw), keepdim=kw["keepdim"])
+
+    return run
+
+
 REDUCE_OPS_FNS: dict[str, Callable[[torch.Tensor, dict[str, Any]], Any]] = {
+    **{op: _dim_or_all(op) for op in ["max", "min", "median", "prod"]},
     **{
-        op: (
-            lambda op: (
-                lambda x, kw: _pair_or_value(
-                    getattr(x, op)(kw["dim"], kw["keepdim"]) if "dim" in kw else getattr(x, op)()
-                )
-            )
-        )(op)
-        for op in ["max", "min", "median", "prod"]
-    },
-    **{
-        op: (lambda op: lambda x, kw: getattr(x, op)(**_dims_kw(kw), keepdim=kw["keepdim"]))(op)
+        op: _dims_keepdim(op)
         for op in ["amax", "amin", "logsumexp", "nansum", "nanmean", "all", "any"]
     },
     "argmax": lambda x, kw: x.argmax(dim=kw["dim"], keepdim=kw["keepdim"]),
