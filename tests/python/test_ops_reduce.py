@@ -373,6 +373,15 @@ def test_empty_inputs():
     assert e.amax(1).shape == (0,)
 
 
+def test_sum_and_mean_without_dim_honour_keepdim():
+    # Was: shape () (keepdim ignored without a dim); PyTorch gives (1, 1).
+    x = torch.ones(2, 3)
+    assert x.sum(None, True).shape == (1, 1)
+    assert x.mean(keepdim=True).shape == (1, 1)
+    assert torch.sum(x, None, True).tolist() == [[6.0]]
+    assert x.sum().shape == ()
+
+
 def test_zero_dim_inputs():
     s = torch.tensor(2.5, requires_grad=True)
     assert s.max(0).values.item() == 2.5 and s.max(0).indices.item() == 0

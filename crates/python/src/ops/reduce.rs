@@ -160,8 +160,10 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let src = self.with_dtype(dtype)?;
         let dims = extract_dims(dim)?;
+        // `sum(None, keepdim=True)` keeps every dim as size 1, as PyTorch's.
         Self::run(py, &src, |v| match &dims {
-            None => v.sum(),
+            None if !keepdim => v.sum(),
+            None => v.sum_dims(&[], true),
             Some(d) => v.sum_dims(d, keepdim),
         })
     }
@@ -178,7 +180,8 @@ impl PyTensor {
         let src = self.with_dtype(dtype)?;
         let dims = extract_dims(dim)?;
         Self::run(py, &src, |v| match &dims {
-            None => v.mean(),
+            None if !keepdim => v.mean(),
+            None => v.mean_dims(&[], true),
             Some(d) => v.mean_dims(d, keepdim),
         })
     }
