@@ -100,6 +100,12 @@ ARGS: dict[str, Args] = {
     },
     "clamp": lambda t, a: (0, 1),
     "fill": lambda t, a: (1,),
+    # reduce
+    **{
+        name: (lambda t, a: (1,))
+        for name in ["softmax", "log_softmax", "logsumexp", "cumsum", "cumprod"]
+    },
+    "topk": lambda t, a: (2,),
     # linalg
     "matmul": lambda t, a: (t.ones(3, 2, dtype=a.dtype),),
     "mm": lambda t, a: (t.ones(3, 2, dtype=a.dtype),),

@@ -120,7 +120,35 @@ def _dims_keepdim(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
     return lambda xs, kw: getattr(xs[0], op)(**_dims_kw(kw), keepdim=kw["keepdim"])
 
 
-REDUCE_# elementwise_ops.json: Tensor methods where PyTorch has them, else the activations'
+REDUCE_OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
+    **{op: _dim_or_all(op) for op in ["max", "min", "median", "prod"]},
+    **{
+        op: _dims_keepdim(op)
+        for op in ["amax", "amin", "logsumexp", "nansum", "nanmean", "all", "any"]
+    },
+    "argmax": lambda xs, kw: xs[0].argmax(dim=kw["dim"], keepdim=kw["keepdim"]),
+    "argmin": lambda xs, kw: rustgrad.argmin(xs[0], dim=kw["dim"], keepdim=kw["keepdim"]),
+    "count_nonzero": lambda xs, kw: xs[0].count_nonzero(**_dims_kw(kw)),
+    "softmax": lambda xs, kw: xs[0].softmax(kw["dim"]),
+    "log_softmax": lambda xs, kw: rustgrad.log_softmax(xs[0], kw["dim"]),
+    "cumsum": lambda xs, kw: xs[0].cumsum(kw["dim"]),
+    "cumprod": lambda xs, kw: rustgrad.cumprod(xs[0], kw["dim"]),
+    "var": lambda xs, kw: xs[0].var(
+        **_dims_kw(kw), correction=kw["correction"], keepdim=kw["keepdim"]
+    ),
+    "std": lambda xs, kw: rustgrad.std(
+        xs[0], **_dims_kw(kw), correction=kw["correction"], keepdim=kw["keepdim"]
+    ),
+    "vector_norm": lambda xs, kw: rustgrad.linalg.vector_norm(
+        xs[0], float(kw["ord"]), **_dims_kw(kw), keepdim=kw["keepdim"]
+    ),
+    "topk": lambda xs, kw: _pair(xs[0].topk(kw["k"], kw["dim"], kw["largest"])),
+    "sort": lambda xs, kw: _pair(rustgrad.sort(xs[0], kw["dim"], kw["descending"])),
+    "argsort": lambda xs, kw: xs[0].argsort(kw["dim"], kw["descending"]),
+}
+
+
+# elementwise_ops.json: Tensor methods where PyTorch has them, else the activations'
 # function forms (PyTorch's torch.nn.functional).
 EW_UNARY = [
     *("rsqrt exp2 expm1 log1p log2 log10 sin cos tan asin acos atan sinh cosh".split()),

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-const FILES: [&str; 8] = [
+const FILES: [&str; 9] = [
     "unary.json",
     "binary.json",
     "compare.json",

@@ -2,8 +2,8 @@
 //! autograd. Parallel work is split into fixed-size chunks (see `parallel`).
 
 pub mod elementwise;
-pub mod math;
 pub mod lanes;
+pub mod math;
 pub mod matmul;
 pub mod reduce;
 
