@@ -806,6 +806,8 @@ def elementwise_cases() -> list[dict[str, Any]]:
             "ew_copysign_scalar", "copysign_scalar", [inp([3, 4], "nonzero")], {"other": -1.0}
         ),
     ]
+
+
 # ------------------------------------------------------------ reduce_ops.json
 # The reductions, scans and sorts beyond sum/mean. Each takes one input `x`; kwargs are
 # described in README.md ("Reductions, scans and sorts"). Ops returning values and
