@@ -63,6 +63,11 @@ pub enum Error {
         /// The size of that dimension.
         size: usize,
     },
+    /// An index error with PyTorch's own message (`index out of range in self`, a bool
+    /// mask of the wrong shape, a reduction over an empty dim, ...), raised as
+    /// IndexError.
+    #[error("{0}")]
+    Index(String),
     /// An op that does not support a dtype, or two dtypes that do not fit together.
     #[error("{op}: {message}")]
     DType {
@@ -126,10 +131,6 @@ pub enum Error {
     /// A bad value for an argument (e.g. a negative size).
     #[error("{0}")]
     InvalidArgument(String),
-    /// An index-like argument that does not fit the tensor, with PyTorch's message
-    /// (raised as IndexError), e.g. a reduction over an empty dim.
-    #[error("{0}")]
-    Index(String),
     /// An argument of the wrong type (raised as TypeError by the binding).
     #[error("{0}")]
     Type(String),

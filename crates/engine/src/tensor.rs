@@ -954,6 +954,13 @@ impl Tensor {
         ))
     }
 
+    /// A view of the same storage through `layout` (storage positions), checked to stay
+    /// inside the storage: the strided views `diagonal`, `unfold` and `as_strided`.
+    pub fn strided_view(&self, layout: Layout) -> Result<Tensor> {
+        layout.check_in_bounds(self.storage.read().len())?;
+        Ok(self.with_layout(layout))
+    }
+
     /// A view of this tensor's elements (made contiguous first) through `layout`.
     pub fn as_strided(&self, layout: &Layout) -> Result<Tensor> {
         let t = self.contiguous()?;

@@ -4,6 +4,7 @@
 pub mod elementwise;
 pub mod lanes;
 pub mod math;
+pub mod index;
 pub mod matmul;
 pub mod reduce;
 

@@ -4,8 +4,11 @@
 //! records a node holding this family's [`Rule`]; the rule's `apply` is its backward,
 //! written with differentiable ops so that it serves double backward too.
 
-use super::Grads;
-use crate::error::Result;
+use super::{saved_at, zero_like, Grads};
+use crate::autograd::saved::SavedTensor;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernels;
 use crate::layout::Layout;
 use crate::shape::{self, Dims};
 use crate::storage::WriteSite;
@@ -13,6 +16,7 @@ use crate::tensor::Tensor;
 use crate::variable::Variable;
 use smallvec::smallvec;
 use std::panic::Location;
+use std::sync::Arc;
 
 /// The backward rules of this family. Saved tensors are kept beside the rule in the
 /// node, in the order each variant documents.
@@ -33,6 +37,31 @@ pub(crate) enum Rule {
     /// The backward of `AsStrided` as an op: zeros of the base shape with the view's
     /// elements filled.
     AsStridedScatter(Box<Layout>),
+    /// An output read from the input at `map`'s positions (gather, index_select, flip,
+    /// advanced indexing, the strided views diagonal / unfold / as_strided, ...).
+    Take { name: Taken, map: Arc<IndexMap> },
+    /// Zeros with the input added at `map`'s positions (the backward of `Take`).
+    PutAdd { map: Arc<IndexMap> },
+    /// `self` with `src` written or added at positions; saved `[mask]` (the positions
+    /// written) when overwriting.
+    Scatter(Box<ScatterInfo>),
+    /// `self` with a 0-d `value` where a mask is true; saved `[mask]`.
+    Fill { name: Scattered },
+}
+
+fn scattered_name(name: Scattered) -> &'static str {
+    match name {
+        Scattered::Scatter => "ScatterBackward0",
+        Scattered::ScatterValue => "ScatterBackward1",
+        Scattered::ScatterAdd => "ScatterAddBackward0",
+        Scattered::IndexAdd => "IndexAddBackward0",
+        Scattered::IndexPut => "IndexPutBackward0",
+        Scattered::IndexFill => "IndexFillBackward0",
+        Scattered::IndexFillTensor => "IndexFillBackward1",
+        Scattered::MaskedFill => "MaskedFillBackward0",
+        Scattered::MaskedFillTensor => "MaskedFillBackward1",
+        Scattered::DiagEmbed => "DiagEmbedBackward0",
+    }
 }
 
 /// `start:end:step` along `dim`, with Python's bounds already clamped.
@@ -54,6 +83,21 @@ impl Rule {
             Rule::SelectScatter { .. } => "SelectBackwardBackward0",
             Rule::AsStrided(_) => "AsStridedBackward0",
             Rule::AsStridedScatter(_) => "AsStridedScatterBackward0",
+            Rule::Take { name, .. } => match name {
+                Taken::Flip => "FlipBackward0",
+                Taken::Roll => "RollBackward0",
+                Taken::Repeat => "RepeatBackward0",
+                Taken::IndexSelect | Taken::Backward => "IndexSelectBackward0",
+                Taken::Gather => "GatherBackward0",
+                Taken::Take => "TakeBackward0",
+                Taken::Index => "IndexBackward0",
+                Taken::MaskedSelect => "MaskedSelectBackward0",
+                Taken::Diagonal => "DiagonalBackward0",
+                Taken::Unfold => "UnfoldBackward0",
+            },
+            Rule::PutAdd { .. } => "IndexAddBackward0",
+            Rule::Scatter(info) => scattered_name(info.name),
+            Rule::Fill { name } => scattered_name(*name),
         }
     }
 
@@ -61,11 +105,10 @@ impl Rule {
     /// says whether input `i` wants one.
     pub(crate) fn apply(
         &self,
-        _saved: &[Option<Variable>],
+        saved: &[Option<Variable>],
         grad: &Variable,
         needs: &[bool],
     ) -> Result<Grads> {
-        let _ = needs;
         let g = grad;
         Ok(match self {
             Rule::Slice(slice) => {
@@ -90,6 +133,42 @@ impl Rule {
                 smallvec![Some(g.as_strided_scatter(base, layout)?)]
             }
             Rule::AsStridedScatter(layout) => smallvec![Some(g.as_strided(layout)?)],
+            Rule::Take { map, .. } => smallvec![Some(g.put_map(map.clone())?)],
+            Rule::PutAdd { map } => smallvec![Some(g.take_map(map.clone(), Taken::Backward)?)],
+            Rule::Scatter(info) => {
+                let grad_self = if !needs[0] {
+                    None
+                } else if info.add {
+                    Some(g.clone())
+                } else {
+                    let mask = saved_at(saved, 0)?;
+                    Some(Variable::where_cond(&mask.tensor(), &zero_like(g), g)?)
+                };
+                let grad_src = if needs.get(1).copied().unwrap_or(false) {
+                    let part = g.take_map(info.map.clone(), Taken::Backward)?;
+                    Some(match &info.src_map {
+                        Some(m) => part.put_map(m.clone())?,
+                        None => part,
+                    })
+                } else {
+                    None
+                };
+                smallvec![grad_self, grad_src]
+            }
+            Rule::Fill { .. } => {
+                let mask = saved_at(saved, 0)?;
+                let grad_self = if needs[0] {
+                    Some(Variable::where_cond(&mask.tensor(), &zero_like(g), g)?)
+                } else {
+                    None
+                };
+                let grad_value = if needs.get(1).copied().unwrap_or(false) {
+                    Some(Variable::where_cond(&mask.tensor(), g, &zero_like(g))?.sum()?)
+                } else {
+                    None
+                };
+                smallvec![grad_self, grad_value]
+            }
         })
     }
 }
@@ -193,5 +272,872 @@ impl Variable {
                 smallvec![],
             )
         }))
+    }
+}
+
+// ----- indexing by positions (gather, scatter, advanced indexing) -------------------
+
+/// Where each element of an indexing op's output comes from in its input: `positions`
+/// are row-major flat indices into a tensor of shape `src`, one per element of an
+/// output of shape `out`. Built (and bounds-checked) once in the forward, shared by the
+/// node and by its backward.
+#[derive(Debug)]
+pub(crate) struct IndexMap {
+    /// The shape of the indexed tensor.
+    pub src: Dims,
+    /// The shape of the output.
+    pub out: Dims,
+    /// For each output element, its position in the indexed tensor.
+    pub positions: Vec<usize>,
+}
+
+impl IndexMap {
+    /// A map checked against its shapes (every position inside `src`, one per output
+    /// element).
+    pub(crate) fn new(src: Dims, out: Dims, positions: Vec<usize>) -> Result<Arc<IndexMap>> {
+        let (n_src, n_out) = (shape::checked_numel(&src)?, shape::checked_numel(&out)?);
+        if positions.len() != n_out || positions.iter().any(|&p| p >= n_src) {
+            return Err(Error::InvalidArgument(
+                "rustgrad internal error: index map outside its shapes".into(),
+            ));
+        }
+        Ok(Arc::new(IndexMap {
+            src,
+            out,
+            positions,
+        }))
+    }
+
+    /// A map whose positions separate by dim: output index `i` along dim `d` reads
+    /// input index `tables[d][i]` (the output has shape `tables[d].len()`), as flip,
+    /// roll, repeat and index_select do.
+    pub(crate) fn separable(src: &[usize], tables: &[Vec<usize>]) -> Result<Arc<IndexMap>> {
+        let strides = crate::layout::contiguous_strides(src);
+        let out: Dims = tables.iter().map(Vec::len).collect();
+        let n = shape::checked_numel(&out)?;
+        crate::tensor::check_allocation(n, DType::I64)?;
+        let mut positions = vec![0usize];
+        for (table, &stride) in tables.iter().zip(&strides) {
+            let mut next = Vec::with_capacity(positions.len() * table.len());
+            for &p in &positions {
+                next.extend(table.iter().map(|&t| p + t * stride));
+            }
+            positions = next;
+        }
+        IndexMap::new(src.into(), out, positions)
+    }
+
+    /// The positions a layout reaches in a contiguous tensor of shape `src` (the layout
+    /// is in that tensor's coordinates): the map of a view op for its backward.
+    pub(crate) fn of_layout(src: &[usize], layout: &Layout) -> Result<Arc<IndexMap>> {
+        let n = layout.numel();
+        crate::tensor::check_allocation(n, DType::I64)?;
+        let mut positions = vec![0usize; n];
+        crate::kernels::for_each_strided(
+            layout.shape(),
+            [layout.strides()],
+            [layout.offset()],
+            0,
+            n,
+            |i, [o]| positions[i] = o,
+        );
+        IndexMap::new(src.into(), layout.shape().into(), positions)
+    }
+}
+
+/// What an op built on [`Variable::take_map`] is called in PyTorch.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Taken {
+    Flip,
+    Roll,
+    Repeat,
+    IndexSelect,
+    Gather,
+    Take,
+    Index,
+    MaskedSelect,
+    Diagonal,
+    Unfold,
+    /// The backward of a scatter (double backward).
+    Backward,
+}
+
+/// What an op built on [`Variable::scatter_map`] or [`Variable::fill_mask`] is called in
+/// PyTorch.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Scattered {
+    /// `scatter(dim, index, src)`.
+    Scatter,
+    /// `scatter(dim, index, value)`.
+    ScatterValue,
+    ScatterAdd,
+    IndexAdd,
+    IndexPut,
+    IndexFill,
+    IndexFillTensor,
+    MaskedFill,
+    MaskedFillTensor,
+    DiagEmbed,
+}
+
+/// A scatter: `self` with the values of `src` written (or added) at `map`'s positions.
+#[derive(Clone, Debug)]
+pub(crate) struct ScatterInfo {
+    /// Positions in `self` (of shape `map.src`), one per scattered value.
+    pub map: Arc<IndexMap>,
+    /// Where the scattered values come from in `src` when it is larger than the index
+    /// (`scatter(dim, index, src)` reads only `src[:index.shape]`); `None`: all of it.
+    pub src_map: Option<Arc<IndexMap>>,
+    /// Adds instead of overwriting.
+    pub add: bool,
+    pub name: Scattered,
+}
+
+fn take_tensor(t: &Tensor, map: &IndexMap) -> Result<Tensor> {
+    fn go<T: Element>(t: &Tensor, map: &IndexMap) -> Result<Tensor> {
+        let v: Vec<T> = t.try_to_vec()?;
+        Tensor::from_vec(kernels::index::take(&v, &map.positions)?, &map.out)
+    }
+    if t.shape() != map.src.as_slice() {
+        return Err(Error::InvalidArgument(
+            "rustgrad internal error: index map of another shape".into(),
+        ));
+    }
+    match t.dtype() {
+        DType::F32 => go::<f32>(t, map),
+        DType::F64 => go::<f64>(t, map),
+        DType::I64 => go::<i64>(t, map),
+        DType::Bool => go::<bool>(t, map),
+    }
+}
+
+/// `base` (of shape `map.src`) with `src` (of shape `map.out`, converted to `base`'s
+/// dtype) written or added at the positions.
+fn put_tensor(base: &Tensor, src: &Tensor, map: &IndexMap, add: bool) -> Result<Tensor> {
+    fn write<T: Element>(base: &Tensor, src: &Tensor, map: &IndexMap) -> Result<Tensor> {
+        let mut d: Vec<T> = base.try_to_vec()?;
+        let s: Vec<T> = src.try_to_vec()?;
+        kernels::index::put(&mut d, &s, &map.positions, |_, b| b)?;
+        Tensor::from_vec(d, &map.src)
+    }
+    fn accumulate<T: crate::dtype::Num>(
+        base: &Tensor,
+        src: &Tensor,
+        map: &IndexMap,
+    ) -> Result<Tensor> {
+        let mut d: Vec<T> = base.try_to_vec()?;
+        let s: Vec<T> = src.try_to_vec()?;
+        kernels::index::put(&mut d, &s, &map.positions, |a, b| a + b)?;
+        Tensor::from_vec(d, &map.src)
+    }
+    if base.shape() != map.src.as_slice() || src.shape() != map.out.as_slice() {
+        return Err(Error::InvalidArgument(
+            "rustgrad internal error: index map of another shape".into(),
+        ));
+    }
+    match (base.dtype(), add) {
+        (DType::F32, false) => write::<f32>(base, src, map),
+        (DType::F64, false) => write::<f64>(base, src, map),
+        (DType::I64, false) => write::<i64>(base, src, map),
+        (DType::Bool, false) => write::<bool>(base, src, map),
+        (DType::F32, true) => accumulate::<f32>(base, src, map),
+        (DType::F64, true) => accumulate::<f64>(base, src, map),
+        (DType::I64, true) => accumulate::<i64>(base, src, map),
+        (DType::Bool, true) => Err(Error::unsupported_dtype(
+            "index_put_with_accumulate",
+            DType::Bool,
+        )),
+    }
+}
+
+/// The values of an integer index tensor; `op` names the op in PyTorch's dtype error.
+pub(crate) fn index_values(index: &Tensor, op: &str) -> Result<Vec<i64>> {
+    if index.dtype() != DType::I64 {
+        return Err(Error::InvalidArgument(if op == "index_select" {
+            format!("{op}(): Expected dtype int32 or int64 for index")
+        } else {
+            format!("{op}(): Expected dtype int32/int64 for index")
+        }));
+    }
+    index.try_to_vec::<i64>()
+}
+
+impl Variable {
+    /// `out[i] = self.flat[map.positions[i]]`, recorded under `name`; the backward adds
+    /// the gradient back at the positions.
+    pub(crate) fn take_map(&self, map: Arc<IndexMap>, name: Taken) -> Result<Variable> {
+        let result = take_tensor(&self.tensor(), &map)?;
+        Ok(Variable::record(result, &[self], |_, _| {
+            (Rule::Take { name, map }, smallvec![])
+        }))
+    }
+
+    /// Zeros of shape `map.src` with `self` (of shape `map.out`) added at the positions:
+    /// the backward of [`Variable::take_map`].
+    pub(crate) fn put_map(&self, map: Arc<IndexMap>) -> Result<Variable> {
+        let base = Tensor::zeros(&map.src, self.dtype());
+        let result = put_tensor(&base, &self.tensor(), &map, true)?;
+        Ok(Variable::record(result, &[self], |_, _| {
+            (Rule::PutAdd { map }, smallvec![])
+        }))
+    }
+
+    /// `self` with `src`'s values written (`add`: added) at `map`'s positions (of
+    /// `src_map`'s part of `src` when given). `self` and `src` have one dtype.
+    pub(crate) fn scatter_map(
+        &self,
+        src: &Variable,
+        map: Arc<IndexMap>,
+        src_map: Option<Arc<IndexMap>>,
+        add: bool,
+        name: Scattered,
+    ) -> Result<Variable> {
+        let part = match &src_map {
+            Some(m) => take_tensor(&src.tensor(), m)?,
+            None => src.tensor().clone(),
+        };
+        let result = put_tensor(&self.tensor(), &part, &map, add)?;
+        let mask = if add { None } else { Some(touched_mask(&map)?) };
+        Ok(Variable::record(result, &[self, src], |_, _| {
+            let saved = match mask {
+                Some(m) => smallvec![Some(SavedTensor::input(&Variable::from_tensor(m)))],
+                None => smallvec![],
+            };
+            let info = ScatterInfo {
+                map,
+                src_map,
+                add,
+                name,
+            };
+            (Rule::Scatter(Box::new(info)), saved)
+        }))
+    }
+
+    /// `self` with the 0-d `value` where `mask` (bool, broadcastable to `self`) is true.
+    pub(crate) fn fill_mask(
+        &self,
+        mask: &Tensor,
+        value: &Variable,
+        name: Scattered,
+    ) -> Result<Variable> {
+        if value.dim() != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{} only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                match name {
+                    Scattered::IndexFill | Scattered::IndexFillTensor => "index_fill_",
+                    _ => "masked_fill_",
+                },
+                value.dim()
+            )));
+        }
+        let v = value.tensor().to_dtype(self.dtype())?;
+        let result = Tensor::where_cond(mask, &v, &self.tensor())?;
+        if result.shape() != self.tensor().shape() {
+            return Err(Error::ShapeMismatch {
+                op: "masked_fill",
+                message: format!(
+                    "The shape of the mask {:?} does not match the shape of the indexed tensor {:?}",
+                    mask.shape(),
+                    self.shape()
+                ),
+            });
+        }
+        let mask = Variable::from_tensor(mask.clone());
+        Ok(Variable::record(result, &[self, value], |_, _| {
+            (
+                Rule::Fill { name },
+                smallvec![Some(SavedTensor::input(&mask))],
+            )
+        }))
+    }
+}
+
+/// A bool tensor of shape `map.src`, true at the map's positions.
+fn touched_mask(map: &IndexMap) -> Result<Tensor> {
+    let mut mask = crate::kernels::try_vec(shape::checked_numel(&map.src)?, false)?;
+    for &p in &map.positions {
+        if let Some(m) = mask.get_mut(p) {
+            *m = true;
+        }
+    }
+    Tensor::from_vec(mask, &map.src)
+}
+
+// ----- the public indexing ops --------------------------------------------------------
+
+/// Row-major coordinates of each element of `shape`, visited in order.
+fn for_each_coord(shape: &[usize], mut f: impl FnMut(&[usize]) -> Result<()>) -> Result<()> {
+    let n = shape::checked_numel(shape)?;
+    let mut idx: Dims = smallvec::SmallVec::from_elem(0, shape.len());
+    for _ in 0..n {
+        f(&idx)?;
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    Ok(())
+}
+
+/// The shape an op treats a tensor as: 0-d counts as 1-d of size 1.
+fn at_least_1d(shape: &[usize]) -> Dims {
+    if shape.is_empty() {
+        smallvec![1]
+    } else {
+        shape.into()
+    }
+}
+
+/// The map of `gather(dim, index)` into `src` (also the positions of scatters).
+fn gather_map(src: &[usize], dim: usize, index: &Tensor, op: &str) -> Result<Arc<IndexMap>> {
+    let values = index_values(index, op)?;
+    let ishape = at_least_1d(index.shape());
+    let sshape = at_least_1d(src);
+    let strides = crate::layout::contiguous_strides(&sshape);
+    let mut positions = Vec::with_capacity(values.len());
+    let mut i = 0;
+    for_each_coord(&ishape, |coord| {
+        let v = values[i];
+        i += 1;
+        let size = sshape[dim];
+        let w = if v < 0 { v + size as i64 } else { v };
+        if w < 0 || w >= size as i64 {
+            return Err(Error::InvalidArgument(format!(
+                "index {v} is out of bounds for dimension {dim} with size {size}"
+            )));
+        }
+        let mut p = 0;
+        for (k, &c) in coord.iter().enumerate() {
+            p += if k == dim { w as usize } else { c } * strides[k];
+        }
+        positions.push(p);
+        Ok(())
+    })?;
+    IndexMap::new(src.into(), index.shape().into(), positions)
+}
+
+/// Checks the shapes of `gather` / `scatter` (same ndim; the index no larger than
+/// `self` apart from `dim`, nor than `src`).
+fn check_scatter_shapes(
+    op: &str,
+    this: &[usize],
+    dim: usize,
+    index: &[usize],
+    src: Option<&[usize]>,
+) -> Result<()> {
+    let nd = |s: &[usize]| s.len().max(1);
+    if nd(index) != nd(this) {
+        return Err(Error::InvalidArgument(format!(
+            "Index tensor must have the same number of dimensions as {} tensor",
+            if op == "gather" { "input" } else { "self" }
+        )));
+    }
+    if let Some(src) = src {
+        if nd(src) != nd(index) {
+            return Err(Error::InvalidArgument(
+                "Index tensor must have the same number of dimensions as src tensor".into(),
+            ));
+        }
+    }
+    let (i1, s1) = (at_least_1d(index), at_least_1d(this));
+    let bad_self = (0..i1.len()).any(|k| k != dim && i1[k] > s1[k]);
+    let bad_src = src.is_some_and(|s| {
+        let s = at_least_1d(s);
+        (0..i1.len()).any(|k| i1[k] > s[k])
+    });
+    if op == "gather" && bad_self {
+        let k = (0..i1.len())
+            .find(|&k| k != dim && i1[k] > s1[k])
+            .unwrap_or(0);
+        return Err(Error::InvalidArgument(format!(
+            "Size does not match at dimension {k} expected index {index:?} to be no larger than self {this:?} apart from dimension {dim}"
+        )));
+    }
+    if bad_self || bad_src {
+        return Err(Error::InvalidArgument(format!(
+            "Expected index {index:?} to be no larger than self {this:?} apart from dimension {dim} and to be no larger size than src {:?}",
+            src.unwrap_or(this)
+        )));
+    }
+    Ok(())
+}
+
+/// The map selecting `index` (0-d or 1-d) along `dim`, identity elsewhere.
+fn select_map(src: &[usize], dim: usize, index: &Tensor, op: &str) -> Result<Arc<IndexMap>> {
+    // index_select reports "index out of range in self"; index_fill names the index.
+    let out_of_range = |v: i64, size: usize| {
+        if op == "index_select" {
+            Error::Index("index out of range in self".into())
+        } else {
+            Error::IndexOutOfRange {
+                index: v,
+                dim,
+                size,
+            }
+        }
+    };
+    if index.dim() > 1 {
+        return Err(Error::Index(format!(
+            "{op}(): Index is supposed to be a vector"
+        )));
+    }
+    let sshape = at_least_1d(src);
+    let size = sshape[dim];
+    let table = index_values(index, op)?
+        .into_iter()
+        .map(|v| {
+            let w = if v < 0 { v + size as i64 } else { v };
+            if w < 0 || w >= size as i64 {
+                Err(out_of_range(v, size))
+            } else {
+                Ok(w as usize)
+            }
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    let tables: Vec<Vec<usize>> = sshape
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| {
+            if k == dim {
+                table.clone()
+            } else {
+                (0..n).collect()
+            }
+        })
+        .collect();
+    let m = IndexMap::separable(&sshape, &tables)?;
+    let out: Dims = if src.is_empty() && index.dim() == 0 {
+        Dims::new()
+    } else {
+        m.out.clone()
+    };
+    IndexMap::new(src.into(), out, m.positions.clone())
+}
+
+fn bool_mask(mask: &Tensor, op: &str) -> Result<()> {
+    if mask.dtype() != DType::Bool {
+        return Err(Error::InvalidArgument(format!(
+            "{op} only supports boolean masks, but got mask with dtype {}",
+            mask.dtype().scalar_type_name().to_lowercase()
+        )));
+    }
+    Ok(())
+}
+
+impl Variable {
+    /// The entries `index` (a 0-d or 1-d int64 tensor) along `dim`.
+    pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Variable> {
+        let d = shape::wrap_dim(dim, self.dim())?;
+        let map = select_map(&self.shape(), d, index, "index_select")?;
+        self.take_map(map, Taken::IndexSelect)
+    }
+
+    /// `out[i][j] = self[index[i][j]][j]` (for `dim` 0), PyTorch's `gather`.
+    pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Variable> {
+        let d = shape::wrap_dim(dim, self.dim())?;
+        index_values(index, "gather")?;
+        check_scatter_shapes("gather", &self.shape(), d, index.shape(), None)?;
+        let map = gather_map(&self.shape(), d, index, "gather")?;
+        self.take_map(map, Taken::Gather)
+    }
+
+    /// Scatters `src` into a copy of `self` at `index` along `dim` (`add`: accumulate,
+    /// PyTorch's `scatter_add`).
+    pub fn scatter(&self, dim: i64, index: &Tensor, src: &Variable, add: bool) -> Result<Variable> {
+        let op = if add { "scatter_add" } else { "scatter" };
+        let d = shape::wrap_dim(dim, self.dim())?;
+        index_values(index, op)?;
+        if src.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument(format!(
+                "{op}(): Expected self.dtype to be equal to src.dtype"
+            )));
+        }
+        let (this, sshape) = (self.shape(), src.shape());
+        check_scatter_shapes(op, &this, d, index.shape(), Some(&sshape))?;
+        let map = gather_map(&this, d, index, op)?;
+        let src_map = if sshape.as_slice() == index.shape() {
+            None
+        } else {
+            let strides = crate::layout::contiguous_strides(&at_least_1d(&sshape));
+            let mut positions = Vec::with_capacity(map.positions.len());
+            for_each_coord(&at_least_1d(index.shape()), |c| {
+                positions.push(c.iter().zip(&strides).map(|(a, b)| a * b).sum());
+                Ok(())
+            })?;
+            Some(IndexMap::new(
+                sshape.clone(),
+                index.shape().into(),
+                positions,
+            )?)
+        };
+        let name = if add {
+            Scattered::ScatterAdd
+        } else {
+            Scattered::Scatter
+        };
+        self.scatter_map(src, map, src_map, add, name)
+    }
+
+    /// A copy of `self` with the 0-d `value` written at `index` along `dim`.
+    pub fn scatter_value(&self, dim: i64, index: &Tensor, value: &Variable) -> Result<Variable> {
+        let d = shape::wrap_dim(dim, self.dim())?;
+        index_values(index, "scatter")?;
+        check_scatter_shapes("scatter", &self.shape(), d, index.shape(), None)?;
+        let map = gather_map(&self.shape(), d, index, "scatter")?;
+        let mask = touched_mask(&map)?;
+        let v = Variable::from_tensor(value.tensor().to_dtype(self.dtype())?);
+        self.fill_mask(&mask, &v, Scattered::ScatterValue)
+    }
+
+    /// `self` with `alpha * source` added at `index` (0-d or 1-d) along `dim`.
+    pub fn index_add(&self, dim: i64, index: &Tensor, source: &Variable) -> Result<Variable> {
+        let d = shape::wrap_dim(dim, self.dim())?;
+        if index.dim() > 1 {
+            return Err(Error::Index(
+                "index_add_(): Index is supposed to be a vector".into(),
+            ));
+        }
+        let values = index_values(index, "index_add_")?;
+        if source.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument(format!(
+                "index_add_(): self ({}) and source ({}) must have the same scalar type",
+                self.dtype().scalar_type_name(),
+                source.dtype().scalar_type_name()
+            )));
+        }
+        let this = at_least_1d(&self.shape());
+        let sshape = at_least_1d(&source.shape());
+        if sshape.len() == this.len() && sshape[d] != values.len() {
+            return Err(Error::InvalidArgument(format!(
+                "index_add_(): Number of indices ({}) should be equal to source.size(dim): ({}), for dim: {d}",
+                values.len(),
+                sshape[d]
+            )));
+        }
+        let mut expected = this.clone();
+        expected[d] = values.len();
+        if sshape != expected {
+            return Err(Error::InvalidArgument(format!(
+                "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {:?} source.shape = {:?}",
+                self.shape().as_slice(),
+                source.shape().as_slice()
+            )));
+        }
+        let size = this[d];
+        let table = values
+            .iter()
+            .map(|&v| {
+                let w = if v < 0 { v + size as i64 } else { v };
+                if w < 0 || w >= size as i64 {
+                    Err(Error::InvalidArgument(format!(
+                        "index {v} is out of bounds for dimension {d} with size {size}"
+                    )))
+                } else {
+                    Ok(w as usize)
+                }
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let tables: Vec<Vec<usize>> = this
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| {
+                if k == d {
+                    table.clone()
+                } else {
+                    (0..n).collect()
+                }
+            })
+            .collect();
+        let m = IndexMap::separable(&this, &tables)?;
+        let map = IndexMap::new(self.shape(), source.shape(), m.positions.clone())?;
+        self.scatter_map(source, map, None, true, Scattered::IndexAdd)
+    }
+
+    /// `self` with the 0-d `value` at `index` (0-d or 1-d) along `dim`.
+    pub fn index_fill(&self, dim: i64, index: &Tensor, value: &Variable) -> Result<Variable> {
+        let d = shape::wrap_dim(dim, self.dim())?;
+        let map = select_map(&self.shape(), d, index, "index_fill_")?;
+        let mask = touched_mask(&map)?;
+        let name = if value.requires_grad() {
+            Scattered::IndexFillTensor
+        } else {
+            Scattered::IndexFill
+        };
+        self.fill_mask(&mask, value, name)
+    }
+
+    /// `self` with the 0-d `value` where the bool `mask` (broadcast to `self`) is true.
+    pub fn masked_fill(&self, mask: &Tensor, value: &Variable) -> Result<Variable> {
+        bool_mask(mask, "masked_fill_")?;
+        let name = if value.requires_grad() {
+            Scattered::MaskedFillTensor
+        } else {
+            Scattered::MaskedFill
+        };
+        self.fill_mask(mask, value, name)
+    }
+
+    /// The elements where the bool `mask` is true (both broadcast), as a 1-d tensor.
+    pub fn masked_select(&self, mask: &Tensor) -> Result<Variable> {
+        if mask.dtype() != DType::Bool {
+            return Err(Error::InvalidArgument(
+                "masked_select: expected BoolTensor for mask".into(),
+            ));
+        }
+        let shape = shape::broadcast_shapes(&self.shape(), mask.shape())?;
+        let x = if self.shape() == shape {
+            self.clone()
+        } else {
+            self.expand(&super::ints(&shape))?
+        };
+        let m: Vec<bool> = mask.broadcast_to(&shape)?.try_to_vec()?;
+        let positions: Vec<usize> = (0..m.len()).filter(|&i| m[i]).collect();
+        let map = IndexMap::new(shape.clone(), smallvec![positions.len()], positions)?;
+        x.take_map(map, Taken::MaskedSelect)
+    }
+
+    /// The elements at flat `index` positions (negative count from the end), in
+    /// `index`'s shape.
+    pub fn take(&self, index: &Tensor) -> Result<Variable> {
+        let values = index_values(index, "take")?;
+        let n = self.numel();
+        let positions = values
+            .iter()
+            .map(|&v| {
+                let w = if v < 0 { v + n as i64 } else { v };
+                if w < 0 || w >= n as i64 {
+                    Err(Error::Index(format!(
+                        "out of range: tried to access index {v} on a tensor of {n} elements."
+                    )))
+                } else {
+                    Ok(w as usize)
+                }
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let map = IndexMap::new(self.shape(), index.shape().into(), positions)?;
+        self.take_map(map, Taken::Take)
+    }
+
+    /// PyTorch's `aten::index`: `indices[k]` (int64, or bool masks that cover as many
+    /// dims as they have) indexes dim `k`; `None` keeps it. The indexed dims are
+    /// replaced by the broadcast index shape, in place when they are adjacent, first
+    /// otherwise.
+    pub fn index(&self, indices: &[Option<Tensor>]) -> Result<Variable> {
+        let map = self.advanced_map(indices)?;
+        self.take_map(map, Taken::Index)
+    }
+
+    /// `self[indices] = values` (`accumulate`: `+=`), written in place (PyTorch's
+    /// `index_put_`).
+    pub fn index_put_(
+        &self,
+        indices: &[Option<Tensor>],
+        values: &Variable,
+        accumulate: bool,
+    ) -> Result<()> {
+        let map = self.advanced_map(indices)?;
+        let values = if values.dtype() == self.dtype() {
+            values.clone()
+        } else {
+            values.to_dtype(self.dtype())?
+        };
+        let values = values.expand(&super::ints(&map.out)).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}",
+                values.shape().as_slice(),
+                map.out.as_slice()
+            ))
+        })?;
+        self.in_place(Some(&values), WriteSite::Rust(Location::caller()), |s| {
+            s.scatter_map(&values, map, None, accumulate, Scattered::IndexPut)
+        })
+    }
+
+    fn advanced_map(&self, indices: &[Option<Tensor>]) -> Result<Arc<IndexMap>> {
+        let shape = self.shape();
+        // Bool masks become one int64 index per dim they cover.
+        let mut per_dim: Vec<Option<Vec<i64>>> = Vec::new();
+        let mut index_shapes: Vec<Dims> = Vec::new();
+        let mut dims_of: Vec<usize> = Vec::new();
+        for idx in indices {
+            let d = per_dim.len();
+            match idx {
+                None => per_dim.push(None),
+                Some(t) if t.dtype() == DType::Bool => {
+                    let k = t.dim();
+                    for j in 0..k {
+                        if d + j >= shape.len() || t.shape()[j] != shape[d + j] {
+                            return Err(Error::Index(format!(
+                                "The shape of the mask {:?} at index {j} does not match the shape of the indexed tensor {:?} at index {}",
+                                t.shape(),
+                                shape.as_slice(),
+                                d + j
+                            )));
+                        }
+                    }
+                    let m: Vec<bool> = t.try_to_vec()?;
+                    let strides = crate::layout::contiguous_strides(t.shape());
+                    let hits: Vec<usize> = (0..m.len()).filter(|&i| m[i]).collect();
+                    for j in 0..k {
+                        let col = hits
+                            .iter()
+                            .map(|&h| ((h / strides[j]) % t.shape()[j]) as i64)
+                            .collect();
+                        per_dim.push(Some(col));
+                        index_shapes.push(smallvec![hits.len()]);
+                        dims_of.push(d + j);
+                    }
+                    if k == 0 {
+                        return Err(Error::NotImplemented(
+                            "rustgrad: a 0-d bool index inside aten::index".into(),
+                        ));
+                    }
+                }
+                Some(t) if t.dtype() == DType::I64 => {
+                    per_dim.push(Some(t.try_to_vec()?));
+                    index_shapes.push(t.shape().into());
+                    dims_of.push(d);
+                }
+                Some(_) => {
+                    return Err(Error::Index(
+                        "tensors used as indices must be long, int, byte or bool tensors".into(),
+                    ))
+                }
+            }
+        }
+        if per_dim.len() > shape.len() {
+            return Err(Error::Index(format!(
+                "too many indices for tensor of dimension {}",
+                shape.len()
+            )));
+        }
+        per_dim.resize(shape.len(), None);
+        let mut bshape: Dims = Dims::new();
+        for s in &index_shapes {
+            bshape = shape::broadcast_shapes(&bshape, s).map_err(|_| {
+                Error::Index(format!(
+                    "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
+                    index_shapes
+                        .iter()
+                        .map(|s| format!("{:?}", s.as_slice()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        }
+        let adjacent = dims_of.windows(2).all(|w| w[1] == w[0] + 1);
+        let first = dims_of.first().copied().unwrap_or(0);
+        let rest: Vec<usize> = (0..shape.len()).filter(|d| per_dim[*d].is_none()).collect();
+        // The output's dims: (Some(d)) a kept input dim, (None) the broadcast block.
+        let mut layout_dims: Vec<Option<usize>> = Vec::new();
+        if adjacent {
+            layout_dims.extend(rest.iter().filter(|&&d| d < first).map(|&d| Some(d)));
+            layout_dims.push(None);
+            layout_dims.extend(rest.iter().filter(|&&d| d > first).map(|&d| Some(d)));
+        } else {
+            layout_dims.push(None);
+            layout_dims.extend(rest.iter().map(|&d| Some(d)));
+        }
+        let mut out: Dims = Dims::new();
+        for ld in &layout_dims {
+            match ld {
+                Some(d) => out.push(shape[*d]),
+                None => out.extend(bshape.iter().copied()),
+            }
+        }
+        // Broadcast each index to `bshape` and check it.
+        let bn = shape::checked_numel(&bshape)?;
+        let mut wrapped: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut k = 0;
+        for (d, values) in per_dim.iter().enumerate() {
+            let Some(values) = values else { continue };
+            let ishape = &index_shapes[k];
+            k += 1;
+            let t = Tensor::from_vec(values.clone(), ishape)?.broadcast_to(&bshape)?;
+            let size = shape[d];
+            let w = t
+                .try_to_vec::<i64>()?
+                .into_iter()
+                .map(|v| {
+                    let w = if v < 0 { v + size as i64 } else { v };
+                    if w < 0 || w >= size as i64 {
+                        Err(Error::IndexOutOfRange {
+                            index: v,
+                            dim: d,
+                            size,
+                        })
+                    } else {
+                        Ok(w as usize)
+                    }
+                })
+                .collect::<Result<Vec<usize>>>()?;
+            debug_assert_eq!(w.len(), bn);
+            wrapped.push((d, w));
+        }
+        let strides = crate::layout::contiguous_strides(&shape);
+        crate::tensor::check_allocation(shape::checked_numel(&out)?, DType::I64)?;
+        let mut positions = Vec::new();
+        let nb = bshape.len();
+        for_each_coord(&out, |coord| {
+            let mut p = 0;
+            let mut c = 0;
+            let mut b = 0usize;
+            for ld in &layout_dims {
+                match ld {
+                    Some(d) => {
+                        p += coord[c] * strides[*d];
+                        c += 1;
+                    }
+                    None => {
+                        for j in 0..nb {
+                            b = b * bshape[j] + coord[c + j];
+                        }
+                        c += nb;
+                    }
+                }
+            }
+            for (d, w) in &wrapped {
+                p += w[b] * strides[*d];
+            }
+            positions.push(p);
+            Ok(())
+        })?;
+        IndexMap::new(shape, out, positions)
+    }
+
+    /// Runs an out-of-place op in place (`scatter_`, `masked_fill_`, `tril_`, ...):
+    /// `f(self)` is written into `self` with the autograd semantics of Note [In-place
+    /// ops]; `other` is the operand that may carry history into the result.
+    #[track_caller]
+    pub fn in_place_with(
+        &self,
+        other: Option<&Variable>,
+        f: impl FnOnce(&Variable) -> Result<Variable>,
+    ) -> Result<()> {
+        self.in_place(other, WriteSite::Rust(Location::caller()), f)
+    }
+
+    /// The coordinates of the nonzero (true) elements, one row each (`[n, ndim]`).
+    pub fn nonzero(&self) -> Result<Variable> {
+        let flags: Vec<bool> = self.tensor().try_to_vec()?;
+        let shape = self.shape();
+        let strides = crate::layout::contiguous_strides(&shape);
+        let mut out: Vec<i64> = Vec::new();
+        let mut n = 0;
+        for (i, &f) in flags.iter().enumerate() {
+            if f {
+                n += 1;
+                for d in 0..shape.len() {
+                    out.push(((i / strides[d]) % shape[d]) as i64);
+                }
+            }
+        }
+        Ok(Variable::from_tensor(Tensor::from_vec(
+            out,
+            &[n, shape.len()],
+        )?))
     }
 }
