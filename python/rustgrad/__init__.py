@@ -326,3 +326,9 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# Shape, movement and indexing ops (python/rustgrad/_shape.py).
+from . import _shape  # noqa: E402
+from ._shape import *  # noqa: E402,F403
+
+__all__ += _shape.__all__

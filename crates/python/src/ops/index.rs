@@ -215,3 +215,327 @@ fn opt_index(obj: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
         extract_int(obj).map(Some)
     }
 }
+
+/// The engine tensor of an index / mask argument.
+fn index_tensor(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<rustgrad::Tensor> {
+    obj.cast::<PyTensor>()
+        .map(|t| t.get().var.tensor().clone())
+        .map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "argument '{what}' must be Tensor, not {}",
+                obj.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })
+}
+
+/// The result of an out-of-place op, or that op run in place on `slf`.
+fn out_or_in_place<'py>(
+    slf: &Bound<'py, PyTensor>,
+    other: Option<&Variable>,
+    in_place: bool,
+    f: impl FnOnce(&Variable) -> rustgrad::Result<Variable>,
+) -> PyResult<Py<PyAny>> {
+    let v = &slf.get().var;
+    if in_place {
+        v.in_place_with(other, f).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf.clone().into_any().unbind())
+    } else {
+        Ok(new_tensor(slf.py(), f(v).py()?)?.into_any())
+    }
+}
+
+/// `scatter` / `scatter_` with a `src` tensor or a `value`, and PyTorch's `reduce=`.
+fn scatter_any<'py>(
+    slf: &Bound<'py, PyTensor>,
+    dim: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    src: Option<&Bound<'py, PyAny>>,
+    value: Option<&Bound<'py, PyAny>>,
+    reduce: Option<&str>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    let v = slf.get().var.clone();
+    let d = extract_int(dim)?;
+    let idx = index_tensor(index, "index")?;
+    let add = match reduce {
+        None => false,
+        Some("add") => true,
+        Some("multiply") => {
+            return Err(PyRuntimeError::new_err(
+                "rustgrad does not support scatter with reduce='multiply' yet",
+            ))
+        }
+        Some(other) => {
+            return Err(PyRuntimeError::new_err(format!(
+                "reduce argument must be either add or multiply. Got {other}."
+            )))
+        }
+    };
+    let operand = src.or(value).ok_or_else(|| {
+        pyo3::exceptions::PyTypeError::new_err(
+            "scatter() missing required argument 'src' or 'value'",
+        )
+    })?;
+    match operand.cast::<PyTensor>() {
+        Ok(t) if src.is_some() || t.get().var.dim() > 0 => {
+            let s = t.get().var.clone();
+            out_or_in_place(slf, Some(&s), in_place, |x| x.scatter(d, &idx, &s, add))
+        }
+        _ => {
+            let val = operand_var(operand, &v)?;
+            if add {
+                let s = val
+                    .expand(&index_shape(&idx))
+                    .py()?
+                    .to_dtype(v.dtype())
+                    .py()?;
+                return out_or_in_place(slf, None, in_place, |x| x.scatter(d, &idx, &s, true));
+            }
+            out_or_in_place(slf, Some(&val), in_place, |x| {
+                x.scatter_value(d, &idx, &val)
+            })
+        }
+    }
+}
+
+fn index_shape(t: &rustgrad::Tensor) -> Vec<i64> {
+    t.shape().iter().map(|&s| s as i64).collect()
+}
+
+/// The per-dim index list of `index_put_` / `Tensor.index`.
+fn index_list(indices: &Bound<'_, PyAny>) -> PyResult<Vec<Option<rustgrad::Tensor>>> {
+    let seq = indices.cast::<pyo3::types::PySequence>()?;
+    (0..seq.len()?)
+        .map(|i| {
+            let item = seq.get_item(i)?;
+            if item.is_none() {
+                Ok(None)
+            } else {
+                index_tensor(&item, "indices").map(Some)
+            }
+        })
+        .collect()
+}
+
+#[pymethods]
+impl PyTensor {
+    /// The entries `index` along `dim`.
+    fn index_select(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        index: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let idx = index_tensor(index, "index")?;
+        new_tensor(py, self.var.index_select(extract_int(dim)?, &idx).py()?)
+    }
+
+    /// `out[i][j] = self[index[i][j]][j]` for `dim` 0 (and so on).
+    #[pyo3(signature = (dim, index, *, sparse_grad = false))]
+    fn gather(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        index: &Bound<'_, PyAny>,
+        sparse_grad: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let _ = sparse_grad;
+        let idx = index_tensor(index, "index")?;
+        new_tensor(py, self.var.gather(extract_int(dim)?, &idx).py()?)
+    }
+
+    /// A copy with `src` (or `value`) written at `index` along `dim`.
+    #[pyo3(signature = (dim, index, src = None, value = None, *, reduce = None))]
+    fn scatter<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        src: Option<&Bound<'py, PyAny>>,
+        value: Option<&Bound<'py, PyAny>>,
+        reduce: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        scatter_any(slf, dim, index, src, value, reduce, false)
+    }
+
+    /// In-place `scatter`.
+    #[pyo3(signature = (dim, index, src = None, value = None, *, reduce = None))]
+    fn scatter_<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        src: Option<&Bound<'py, PyAny>>,
+        value: Option<&Bound<'py, PyAny>>,
+        reduce: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        scatter_any(slf, dim, index, src, value, reduce, true)
+    }
+
+    /// A copy with `src` added at `index` along `dim`.
+    fn scatter_add<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        src: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        scatter_any(slf, dim, index, Some(src), None, Some("add"), false)
+    }
+
+    /// In-place `scatter_add`.
+    fn scatter_add_<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        src: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        scatter_any(slf, dim, index, Some(src), None, Some("add"), true)
+    }
+
+    /// A copy with `alpha * source` added at `index` along `dim`.
+    #[pyo3(signature = (dim, index, source, *, alpha = None))]
+    fn index_add<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyTensor>,
+        alpha: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        index_add_any(slf, dim, index, source, alpha, false)
+    }
+
+    /// In-place `index_add`.
+    #[pyo3(signature = (dim, index, source, *, alpha = None))]
+    fn index_add_<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyTensor>,
+        alpha: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        index_add_any(slf, dim, index, source, alpha, true)
+    }
+
+    /// A copy with `value` at `index` along `dim`.
+    fn index_fill<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let (d, idx) = (extract_int(dim)?, index_tensor(index, "index")?);
+        let val = operand_var(value, &slf.get().var)?;
+        out_or_in_place(slf, Some(&val), false, |x| x.index_fill(d, &idx, &val))
+    }
+
+    /// In-place `index_fill`.
+    fn index_fill_<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let (d, idx) = (extract_int(dim)?, index_tensor(index, "index")?);
+        let val = operand_var(value, &slf.get().var)?;
+        out_or_in_place(slf, Some(&val), true, |x| x.index_fill(d, &idx, &val))
+    }
+
+    /// A copy with `value` where the bool `mask` is true.
+    fn masked_fill<'py>(
+        slf: &Bound<'py, Self>,
+        mask: &Bound<'py, PyAny>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let m = index_tensor(mask, "mask")?;
+        let val = operand_var(value, &slf.get().var)?;
+        out_or_in_place(slf, Some(&val), false, |x| x.masked_fill(&m, &val))
+    }
+
+    /// In-place `masked_fill`.
+    fn masked_fill_<'py>(
+        slf: &Bound<'py, Self>,
+        mask: &Bound<'py, PyAny>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let m = index_tensor(mask, "mask")?;
+        let val = operand_var(value, &slf.get().var)?;
+        out_or_in_place(slf, Some(&val), true, |x| x.masked_fill(&m, &val))
+    }
+
+    /// The elements where the bool `mask` is true, as a 1-d tensor.
+    fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let m = index_tensor(mask, "mask")?;
+        new_tensor(py, self.var.masked_select(&m).py()?)
+    }
+
+    /// The elements at flat positions `index`, in `index`'s shape.
+    fn take(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let idx = index_tensor(index, "index")?;
+        new_tensor(py, self.var.take(&idx).py()?)
+    }
+
+    /// `aten::index`: one index tensor (or None) per dim.
+    fn _index(&self, py: Python<'_>, indices: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.index(&index_list(indices)?).py()?)
+    }
+
+    /// `self[indices] = values` (or `+=` with `accumulate`), in place.
+    #[pyo3(signature = (indices, values, accumulate = false))]
+    fn index_put_<'py>(
+        slf: Bound<'py, Self>,
+        indices: &Bound<'py, PyAny>,
+        values: &Bound<'py, PyAny>,
+        accumulate: bool,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        let vals = operand_var(values, v)?;
+        v.index_put_(&index_list(indices)?, &vals, accumulate)
+            .py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// The coordinates of the nonzero elements (`[n, ndim]`, or one tensor per dim).
+    #[pyo3(signature = (*, as_tuple = false))]
+    fn nonzero(&self, py: Python<'_>, as_tuple: bool) -> PyResult<Py<PyAny>> {
+        let rows = self.var.nonzero().py()?;
+        if !as_tuple {
+            return Ok(new_tensor(py, rows)?.into_any());
+        }
+        let cols = if self.var.dim() == 0 {
+            // PyTorch treats a 0-d input as 1-d here: one index tensor of 0s.
+            let flat = self.var.reshape(&[1]).py()?.nonzero().py()?;
+            vec![flat.reshape(&[-1]).py()?]
+        } else {
+            (0..self.var.dim())
+                .map(|d| rows.select(1, d as i64).and_then(|c| c.contiguous()))
+                .collect::<rustgrad::Result<Vec<_>>>()
+                .py()?
+        };
+        let items = cols
+            .into_iter()
+            .map(|c| new_tensor(py, c))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyTuple::new(py, items)?.into_any().unbind())
+    }
+}
+
+fn index_add_any<'py>(
+    slf: &Bound<'py, PyTensor>,
+    dim: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyTensor>,
+    alpha: Option<&Bound<'py, PyAny>>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    let (d, idx) = (extract_int(dim)?, index_tensor(index, "index")?);
+    let src = source.get().var.clone();
+    let src = match alpha.and_then(crate::convert::extract_scalar) {
+        None => src,
+        Some(a) if a.to_f64() == 1.0 => src,
+        Some(a) => src.mul(&src.wrap_scalar(a)).py()?,
+    };
+    out_or_in_place(slf, Some(&src), in_place, |x| x.index_add(d, &idx, &src))
+}

@@ -1,12 +1,12 @@
 //! `Tensor` methods for shape and movement ops (`view`, `reshape`, `transpose`,
 //! `permute`, `expand`, ...): the binding of `rustgrad::ops::shape`.
 
-use crate::convert::{extract_int, extract_sizes};
+use crate::convert::{extract_dims, extract_int, extract_sizes};
 use crate::dtype::extract_dtype;
 use crate::errors::IntoPyResult;
-use crate::tensor::new_tensor;
+use crate::tensor::{mark_python_site, new_tensor};
 use crate::PyTensor;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -106,5 +106,325 @@ impl PyTensor {
             Some(d) => self.var.squeeze_dim(extract_int(d)?),
         };
         new_tensor(py, out.py()?)
+    }
+}
+
+/// A Python tuple of new tensors.
+fn tuple_of(py: Python<'_>, vars: Vec<rustgrad::Variable>) -> PyResult<Py<PyTuple>> {
+    let items = vars
+        .into_iter()
+        .map(|v| new_tensor(py, v))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyTuple::new(py, items)?.unbind())
+}
+
+/// The variables of a sequence of tensors (`cat`, `stack`).
+fn tensor_list(tensors: &Bound<'_, PyAny>, op: &str) -> PyResult<Vec<rustgrad::Variable>> {
+    let seq = tensors.cast::<pyo3::types::PySequence>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{op}(): argument 'tensors' must be tuple of Tensors, not {}",
+            tensors
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    (0..seq.len()?)
+        .map(|i| {
+            let item = seq.get_item(i)?;
+            item.cast::<PyTensor>()
+                .map(|t| t.get().var.clone())
+                .map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "expected Tensor as element {i} in argument 0, but got {}",
+                        item.get_type()
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_default()
+                    ))
+                })
+        })
+        .collect()
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `cat(tensors, dim)`: the engine's concatenation (`rustgrad.cat` wraps it).
+    #[staticmethod]
+    fn _cat(
+        py: Python<'_>,
+        tensors: &Bound<'_, PyAny>,
+        dim: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let vars = tensor_list(tensors, "cat")?;
+        new_tensor(py, rustgrad::Variable::cat(&vars, extract_int(dim)?).py()?)
+    }
+
+    /// `stack(tensors, dim)` (`rustgrad.stack` wraps it).
+    #[staticmethod]
+    fn _stack(
+        py: Python<'_>,
+        tensors: &Bound<'_, PyAny>,
+        dim: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let vars = tensor_list(tensors, "stack")?;
+        new_tensor(
+            py,
+            rustgrad::Variable::stack(&vars, extract_int(dim)?).py()?,
+        )
+    }
+
+    /// Pieces of `split_size` (an int) or of the given sizes (a list) along `dim`.
+    #[pyo3(signature = (split_size_or_sections, dim = None))]
+    fn split(
+        &self,
+        py: Python<'_>,
+        split_size_or_sections: &Bound<'_, PyAny>,
+        dim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTuple>> {
+        let d = dim.map(extract_int).transpose()?.unwrap_or(0);
+        let parts = match extract_int(split_size_or_sections) {
+            Ok(size) => self.var.split(size, d),
+            Err(_) => {
+                let sizes = extract_dims(Some(split_size_or_sections))?.unwrap_or_default();
+                self.var.split_with_sizes(&sizes, d)
+            }
+        };
+        tuple_of(py, parts.py()?)
+    }
+
+    /// Pieces of the given sizes along `dim`.
+    #[pyo3(signature = (split_sizes, dim = None))]
+    fn split_with_sizes(
+        &self,
+        py: Python<'_>,
+        split_sizes: &Bound<'_, PyAny>,
+        dim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTuple>> {
+        let d = dim.map(extract_int).transpose()?.unwrap_or(0);
+        let sizes = extract_dims(Some(split_sizes))?.unwrap_or_default();
+        tuple_of(py, self.var.split_with_sizes(&sizes, d).py()?)
+    }
+
+    /// `chunks` pieces of equal size along `dim`.
+    #[pyo3(signature = (chunks, dim = None))]
+    fn chunk(
+        &self,
+        py: Python<'_>,
+        chunks: &Bound<'_, PyAny>,
+        dim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTuple>> {
+        let d = dim.map(extract_int).transpose()?.unwrap_or(0);
+        tuple_of(py, self.var.chunk(extract_int(chunks)?, d).py()?)
+    }
+
+    /// The slices along `dim`, with the dim removed.
+    #[pyo3(signature = (dim = None))]
+    fn unbind(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTuple>> {
+        let d = dim.map(extract_int).transpose()?.unwrap_or(0);
+        tuple_of(py, self.var.unbind(d).py()?)
+    }
+
+    /// `length` elements of `dim` from `start` (a view).
+    fn narrow(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        start: &Bound<'_, PyAny>,
+        length: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let out = self
+            .var
+            .narrow(extract_int(dim)?, extract_int(start)?, extract_int(length)?);
+        new_tensor(py, out.py()?)
+    }
+
+    /// `self[..., index, ...]` along `dim` (a view without that dim).
+    fn select(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        index: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let d = rustgrad::shape::wrap_dim_strict(extract_int(dim)?, self.var.dim()).py()?;
+        let size = self.var.shape()[d] as i64;
+        let i = extract_int(index)?;
+        if i < -size || i >= size {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "select(): index {i} out of range for tensor of size {:?} at dimension {d}",
+                self.var.shape().as_slice()
+            )));
+        }
+        new_tensor(py, self.var.select(d as i64, i).py()?)
+    }
+
+    /// Reverses the order of elements along `dims`.
+    #[pyo3(signature = (*dims))]
+    fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.flip(&extract_sizes(dims)?).py()?)
+    }
+
+    /// Rolls elements by `shifts` along `dims` (of the flattened tensor without dims).
+    #[pyo3(signature = (shifts, dims = None))]
+    fn roll(
+        &self,
+        py: Python<'_>,
+        shifts: &Bound<'_, PyAny>,
+        dims: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let s = extract_dims(Some(shifts))?.unwrap_or_default();
+        let d = extract_dims(dims)?.unwrap_or_default();
+        new_tensor(py, self.var.roll(&s, &d).py()?)
+    }
+
+    /// Repeats the tensor along each dim (`repeat(2, 3)` or `repeat((2, 3))`).
+    #[pyo3(signature = (*sizes))]
+    fn repeat(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.repeat(&extract_sizes(sizes)?).py()?)
+    }
+
+    /// `repeat` with the sizes padded with leading 1s to the tensor's dims.
+    #[pyo3(signature = (*dims))]
+    fn tile(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        let mut sizes = extract_sizes(dims)?;
+        while sizes.len() < self.var.dim() {
+            sizes.insert(0, 1);
+        }
+        new_tensor(py, self.var.repeat(&sizes).py()?)
+    }
+
+    /// The lower triangle of the last two dims (zero above diagonal `diagonal`).
+    #[pyo3(signature = (diagonal = None))]
+    fn tril(&self, py: Python<'_>, diagonal: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
+        new_tensor(py, self.var.tril_triu(k, false).py()?)
+    }
+
+    /// The upper triangle of the last two dims (zero below diagonal `diagonal`).
+    #[pyo3(signature = (diagonal = None))]
+    fn triu(&self, py: Python<'_>, diagonal: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
+        new_tensor(py, self.var.tril_triu(k, true).py()?)
+    }
+
+    /// In-place `tril`.
+    #[pyo3(signature = (diagonal = None))]
+    fn tril_<'py>(
+        slf: Bound<'py, Self>,
+        diagonal: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
+        let v = &slf.get().var;
+        v.in_place_with(None, |s| s.tril_triu(k, false)).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// In-place `triu`.
+    #[pyo3(signature = (diagonal = None))]
+    fn triu_<'py>(
+        slf: Bound<'py, Self>,
+        diagonal: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
+        let v = &slf.get().var;
+        v.in_place_with(None, |s| s.tril_triu(k, true)).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// The diagonal `offset` of dims `dim1`, `dim2` (a view; the diagonal is last).
+    #[pyo3(signature = (offset = 0, dim1 = 0, dim2 = 1))]
+    fn diagonal(
+        &self,
+        py: Python<'_>,
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.diagonal(offset, dim1, dim2).py()?)
+    }
+
+    /// A 1-d tensor as a diagonal matrix, or a matrix's diagonal.
+    #[pyo3(signature = (diagonal = 0))]
+    fn diag(&self, py: Python<'_>, diagonal: i64) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.diag(diagonal).py()?)
+    }
+
+    /// Matrices (dims `dim1`, `dim2`) with the last dim on diagonal `offset`.
+    #[pyo3(signature = (offset = 0, dim1 = -2, dim2 = -1))]
+    fn diag_embed(
+        &self,
+        py: Python<'_>,
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.diag_embed(offset, dim1, dim2).py()?)
+    }
+
+    /// Moves dims `source` to `destination` (ints or sequences).
+    fn movedim(
+        &self,
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        destination: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let s = extract_dims(Some(source))?.unwrap_or_default();
+        let d = extract_dims(Some(destination))?.unwrap_or_default();
+        new_tensor(py, self.var.movedim(&s, &d).py()?)
+    }
+
+    /// Alias of `movedim`.
+    fn moveaxis(
+        &self,
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        destination: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        self.movedim(py, source, destination)
+    }
+
+    /// Windows of `size` elements of `dimension`, `step` apart, as a new last dim.
+    fn unfold(
+        &self,
+        py: Python<'_>,
+        dimension: &Bound<'_, PyAny>,
+        size: &Bound<'_, PyAny>,
+        step: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let out = self.var.unfold(
+            extract_int(dimension)?,
+            extract_int(size)?,
+            extract_int(step)?,
+        );
+        new_tensor(py, out.py()?)
+    }
+
+    /// Repeats each element `repeats` times (an int or a 1-d int64 tensor) along `dim`.
+    #[pyo3(signature = (repeats, dim = None, *, output_size = None))]
+    fn repeat_interleave(
+        &self,
+        py: Python<'_>,
+        repeats: &Bound<'_, PyAny>,
+        dim: Option<&Bound<'_, PyAny>>,
+        output_size: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let _ = output_size;
+        let r = match repeats.cast::<PyTensor>() {
+            Ok(t) if t.get().var.dim() == 1 => {
+                let t = t.get().var.tensor();
+                if t.dtype() != rustgrad::DType::I64 {
+                    return Err(PyRuntimeError::new_err(
+                        "repeat_interleave: repeats has to be Long tensor",
+                    ));
+                }
+                t.try_to_vec::<i64>().py()?
+            }
+            _ => vec![extract_int(repeats)?],
+        };
+        let d = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
+        new_tensor(py, self.var.repeat_interleave(&r, d).py()?)
     }
 }
