@@ -472,6 +472,78 @@ CASES = {
     "argsort_huge_dim": (lambda: x.argsort(2**62), IE, "Dimension out of range"),
     "count_nonzero_dim_out_of_range": (lambda: x.count_nonzero(3), IE, "Dimension out of range"),
     "all_dim_out_of_range": (lambda: x.all(3), IE, "Dimension out of range"),
+    # Shape, movement and indexing ops: every index is checked before memory is touched.
+    "cat_empty_list": (lambda: torch.cat([]), VE, "expected a non-empty list of Tensors"),
+    "cat_not_tensors": (lambda: torch.cat([1, 2]), TE, "expected Tensor as element 0"),
+    "stack_unequal": (
+        lambda: torch.stack([torch.zeros(2), torch.zeros(3)]),
+        RT,
+        "stack expects each tensor to be equal size",
+    ),
+    "split_negative": (lambda: x.split(-1), RT, "split expects split_size be non-negative"),
+    "narrow_past_end": (lambda: x.narrow(1, 3, 2), RT, "exceeds dimension size (4)"),
+    "narrow_start_out_of_range": (lambda: x.narrow(1, 9, 0), IE, "start out of range"),
+    "repeat_negative": (lambda: x.repeat(-1, 2), RT, "negative dimension"),
+    "repeat_huge": (lambda: x.repeat(2**40, 2**40), RT, "numel"),
+    "unfold_zero_step": (lambda: x.unfold(1, 2, 0), RT, "step is 0 but must be > 0"),
+    "gather_index_out_of_range": (
+        lambda: x.gather(1, torch.tensor([[4]])),
+        RT,
+        "index 4 is out of bounds for dimension 1 with size 4",
+    ),
+    "gather_huge_index": (
+        lambda: x.gather(0, torch.tensor([[2**62]])),
+        RT,
+        "is out of bounds for dimension 0 with size 3",
+    ),
+    "gather_float_index": (lambda: x.gather(0, torch.tensor([[0.0]])), RT, "for index"),
+    "scatter_negative_index": (
+        lambda: x.scatter(0, torch.tensor([[-9]]), 1.0),
+        RT,
+        "index -9 is out of bounds for dimension 0 with size 3",
+    ),
+    "scatter_add_index_larger_than_src": (
+        lambda: x.scatter_add(0, torch.tensor([[0, 0]]), torch.zeros(1, 1)),
+        RT,
+        "to be no larger size than src",
+    ),
+    "index_select_out_of_range": (
+        lambda: x.index_select(0, torch.tensor([3])),
+        IE,
+        "index out of range in self",
+    ),
+    "index_select_min_int": (
+        lambda: x.index_select(0, torch.tensor([-(2**63)])),
+        IE,
+        "index out of range in self",
+    ),
+    "take_out_of_range": (lambda: x.take(torch.tensor([12])), IE, "out of range"),
+    "index_add_out_of_range": (
+        lambda: x.index_add(0, torch.tensor([7]), torch.zeros(1, 4)),
+        RT,
+        "index 7 is out of bounds",
+    ),
+    "getitem_list_out_of_range": (lambda: x[[0, 3]], IE, "index 3 is out of bounds"),
+    "getitem_negative_list": (lambda: x[:, [-5]], IE, "index -5 is out of bounds"),
+    "getitem_mask_wrong_shape": (lambda: x[torch.ones(2, 4) > 0], IE, "The shape of the mask"),
+    "getitem_float_list": (lambda: x[[0.5]], IE, "tensors used as indices must be long"),
+    "setitem_list_out_of_range": (
+        lambda: x.__setitem__([5], 1.0),
+        IE,
+        "index 5 is out of bounds for dimension 0 with size 3",
+    ),
+    "index_put_bad_values": (
+        lambda: x.clone().index_put_((torch.tensor([0, 1]),), torch.zeros(3)),
+        RT,
+        "shape mismatch",
+    ),
+    "masked_fill_float_mask": (lambda: x.masked_fill(x, 0.0), RT, "only supports boolean masks"),
+    "diag_embed_same_dims": (
+        lambda: x.diag_embed(0, 1, 1),
+        RT,
+        "diagonal dimensions cannot be identical",
+    ),
+    "movedim_out_of_range": (lambda: x.movedim(2, 0), IE, "Dimension out of range"),
 }
 
 # Elementwise math ops and activations (ops/unary.rs, ops/binary.rs).

@@ -30,6 +30,7 @@ MIN_CASES = {
     "views": 40,
     "elementwise_ops": 180,
     "reduce_ops": 130,
+    "shape_ops": 45,
 }
 
 TOLERANCES = {
@@ -88,6 +89,11 @@ def _pow(xs: list[Any], kw: dict[str, Any]) -> Any:
     if "exponent" in kw:
         return xs[0] ** kw["exponent"]
     return xs[0] ** xs[1]
+
+
+def _kt(spec: dict[str, Any]) -> Any:
+    dtype = getattr(rustgrad, spec["dtype"])
+    return rustgrad.tensor(spec["data"], dtype=dtype).reshape(tuple(spec["shape"]))
 
 
 def _squeeze(xs: list[Any], kw: dict[str, Any]) -> Any:
@@ -211,6 +217,41 @@ OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     "unsqueeze": lambda xs, kw: xs[0].unsqueeze(kw["dim"]),
     "squeeze": _squeeze,
     "slice": lambda xs, kw: xs[0][_slice_index(kw)],
+    **{
+        # shape_ops.json: integer / bool tensors in kwargs are {"data", "shape", "dtype"}.
+        "cat": lambda xs, kw: rustgrad.cat(xs, kw["dim"]),
+        "stack": lambda xs, kw: rustgrad.stack(xs, kw["dim"]),
+        "split": lambda xs, kw: rustgrad.split(xs[0], kw["split"], kw["dim"])[kw["part"]],
+        "chunk": lambda xs, kw: xs[0].chunk(kw["chunks"], kw["dim"])[kw["part"]],
+        "unbind": lambda xs, kw: xs[0].unbind(kw["dim"])[kw["part"]],
+        "narrow": lambda xs, kw: xs[0].narrow(kw["dim"], kw["start"], kw["length"]),
+        "select": lambda xs, kw: xs[0].select(kw["dim"], kw["index"]),
+        "flip": lambda xs, kw: xs[0].flip(kw["dims"]),
+        "roll": lambda xs, kw: xs[0].roll(kw["shifts"], kw["dims"]),
+        "repeat": lambda xs, kw: xs[0].repeat(*kw["sizes"]),
+        "tile": lambda xs, kw: xs[0].tile(kw["dims"]),
+        "tril": lambda xs, kw: xs[0].tril(kw["diagonal"]),
+        "triu": lambda xs, kw: xs[0].triu(kw["diagonal"]),
+        "diagonal": lambda xs, kw: xs[0].diagonal(kw["offset"], kw["dim1"], kw["dim2"]),
+        "diag": lambda xs, kw: xs[0].diag(kw["diagonal"]),
+        "diag_embed": lambda xs, kw: xs[0].diag_embed(kw["offset"], kw["dim1"], kw["dim2"]),
+        "movedim": lambda xs, kw: xs[0].movedim(kw["source"], kw["destination"]),
+        "unfold": lambda xs, kw: xs[0].unfold(kw["dim"], kw["size"], kw["step"]),
+        "repeat_interleave": lambda xs, kw: xs[0].repeat_interleave(kw["repeats"], kw["dim"]),
+        "index_select": lambda xs, kw: xs[0].index_select(kw["dim"], _kt(kw["index"])),
+        "gather": lambda xs, kw: xs[0].gather(kw["dim"], _kt(kw["index"])),
+        "take": lambda xs, kw: xs[0].take(_kt(kw["index"])),
+        "masked_select": lambda xs, kw: xs[0].masked_select(_kt(kw["mask"])),
+        "masked_fill": lambda xs, kw: xs[0].masked_fill(_kt(kw["mask"]), kw["value"]),
+        "index_fill": lambda xs, kw: xs[0].index_fill(kw["dim"], _kt(kw["index"]), kw["value"]),
+        "scatter": lambda xs, kw: xs[0].scatter(kw["dim"], _kt(kw["index"]), xs[1]),
+        "scatter_value": lambda xs, kw: xs[0].scatter(kw["dim"], _kt(kw["index"]), kw["value"]),
+        "scatter_add": lambda xs, kw: xs[0].scatter_add(kw["dim"], _kt(kw["index"]), xs[1]),
+        "index_add": lambda xs, kw: xs[0].index_add(kw["dim"], _kt(kw["index"]), xs[1]),
+        "index": lambda xs, kw: xs[0][
+            tuple(slice(None) if i is None else _kt(i) for i in kw["indices"])
+        ],
+    },
 }
 
 
@@ -314,6 +355,38 @@ REQUIRED_OPS = {
         "copysign_scalar",
     },
     "reduce_ops": set(REDUCE_OPS),
+    "shape_ops": {
+        "cat",
+        "stack",
+        "split",
+        "chunk",
+        "unbind",
+        "narrow",
+        "select",
+        "flip",
+        "roll",
+        "repeat",
+        "tile",
+        "tril",
+        "triu",
+        "diagonal",
+        "diag",
+        "diag_embed",
+        "movedim",
+        "unfold",
+        "repeat_interleave",
+        "index_select",
+        "gather",
+        "take",
+        "masked_select",
+        "masked_fill",
+        "index_fill",
+        "scatter",
+        "scatter_value",
+        "scatter_add",
+        "index_add",
+        "index",
+    },
 }
 
 

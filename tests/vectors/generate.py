@@ -281,6 +281,8 @@ def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> Any:
         return x.squeeze(kwargs["dim"]) if "dim" in kwargs else x.squeeze()
     if op == "slice":
         return x[slice_index(kwargs)]
+    if op in SHAPE_OPS:
+        return SHAPE_OPS[op](xs, kwargs)
     raise ValueError(f"unknown op {op!r}")
 
 
@@ -1038,6 +1040,205 @@ def reduce_ops_cases() -> list[dict[str, Any]]:
     return cases
 
 
+# ------------------------------------------------- shape, movement and indexing ops
+
+
+def itensor(values: Any, dtype: str = "int64") -> dict[str, Any]:
+    """An integer (or bool) tensor argument in kwargs: {"data", "shape", "dtype"}."""
+    t = torch.tensor(values, dtype=torch.bool if dtype == "bool" else torch.int64)
+    return {
+        "data": [v if dtype == "bool" else int(v) for v in t.reshape(-1).tolist()],
+        "shape": list(t.shape),
+        "dtype": dtype,
+    }
+
+
+def kt(spec: dict[str, Any]) -> torch.Tensor:
+    dtype = torch.bool if spec["dtype"] == "bool" else torch.int64
+    return torch.tensor(spec["data"], dtype=dtype).reshape(spec["shape"])
+
+
+SHAPE_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]] = {
+    "cat": lambda xs, kw: torch.cat(xs, kw["dim"]),
+    "stack": lambda xs, kw: torch.stack(xs, kw["dim"]),
+    "split": lambda xs, kw: torch.split(xs[0], kw["split"], kw["dim"])[kw["part"]],
+    "chunk": lambda xs, kw: xs[0].chunk(kw["chunks"], kw["dim"])[kw["part"]],
+    "unbind": lambda xs, kw: xs[0].unbind(kw["dim"])[kw["part"]],
+    "narrow": lambda xs, kw: xs[0].narrow(kw["dim"], kw["start"], kw["length"]),
+    "select": lambda xs, kw: xs[0].select(kw["dim"], kw["index"]),
+    "flip": lambda xs, kw: xs[0].flip(kw["dims"]),
+    "roll": lambda xs, kw: xs[0].roll(kw["shifts"], kw["dims"]),
+    "repeat": lambda xs, kw: xs[0].repeat(*kw["sizes"]),
+    "tile": lambda xs, kw: xs[0].tile(kw["dims"]),
+    "tril": lambda xs, kw: xs[0].tril(kw["diagonal"]),
+    "triu": lambda xs, kw: xs[0].triu(kw["diagonal"]),
+    "diagonal": lambda xs, kw: xs[0].diagonal(kw["offset"], kw["dim1"], kw["dim2"]),
+    "diag": lambda xs, kw: xs[0].diag(kw["diagonal"]),
+    "diag_embed": lambda xs, kw: xs[0].diag_embed(kw["offset"], kw["dim1"], kw["dim2"]),
+    "movedim": lambda xs, kw: xs[0].movedim(kw["source"], kw["destination"]),
+    "unfold": lambda xs, kw: xs[0].unfold(kw["dim"], kw["size"], kw["step"]),
+    "repeat_interleave": lambda xs, kw: xs[0].repeat_interleave(kw["repeats"], kw["dim"]),
+    "index_select": lambda xs, kw: xs[0].index_select(kw["dim"], kt(kw["index"])),
+    "gather": lambda xs, kw: xs[0].gather(kw["dim"], kt(kw["index"])),
+    "take": lambda xs, kw: xs[0].take(kt(kw["index"])),
+    "masked_select": lambda xs, kw: xs[0].masked_select(kt(kw["mask"])),
+    "masked_fill": lambda xs, kw: xs[0].masked_fill(kt(kw["mask"]), kw["value"]),
+    "index_fill": lambda xs, kw: xs[0].index_fill(kw["dim"], kt(kw["index"]), kw["value"]),
+    "scatter": lambda xs, kw: xs[0].scatter(kw["dim"], kt(kw["index"]), xs[1]),
+    "scatter_value": lambda xs, kw: xs[0].scatter(kw["dim"], kt(kw["index"]), kw["value"]),
+    "scatter_add": lambda xs, kw: xs[0].scatter_add(kw["dim"], kt(kw["index"]), xs[1]),
+    "index_add": lambda xs, kw: xs[0].index_add(kw["dim"], kt(kw["index"]), xs[1]),
+    "index": lambda xs, kw: xs[0][
+        tuple(slice(None) if i is None else kt(i) for i in kw["indices"])
+    ],
+}
+
+
+def shape_ops_cases() -> list[dict[str, Any]]:
+    def c(name: str, op: str, specs: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        return make_case(name, op, specs, kwargs)
+
+    t01 = transpose(0, 1)
+    return [
+        c("cat_dim0", "cat", [inp([2, 3]), inp([1, 3])], dim=0),
+        c("cat_neg_dim_transposed", "cat", [inp([3, 2], view=t01), inp([2, 1])], dim=-1),
+        c(
+            "cat_three_f32",
+            "cat",
+            [f32(inp([2])), f32(inp([3])), f32(inp([1], requires_grad=False))],
+            dim=0,
+        ),
+        c("cat_expanded", "cat", [inp([1, 3], view=expand([2, 3])), inp([2, 3])], dim=1),
+        c("stack_dim1", "stack", [inp([2, 3]), inp([2, 3])], dim=1),
+        c(
+            "stack_neg_dim_sliced",
+            "stack",
+            [inp([2, 6], view=slice_(1, 0, 6, 2)), inp([2, 3])],
+            dim=-1,
+        ),
+        c("split_int", "split", [inp([5, 2])], split=2, dim=0, part=2),
+        c(
+            "split_sizes",
+            "split",
+            [inp([2, 6], view=slice_(1, 0, None, 1))],
+            split=[1, 3, 2],
+            dim=-1,
+            part=1,
+        ),
+        c("chunk_dim1", "chunk", [inp([2, 5])], chunks=2, dim=1, part=0),
+        c("unbind_transposed", "unbind", [inp([3, 2], view=t01)], dim=1, part=2),
+        c("narrow_neg_start", "narrow", [inp([3, 5])], dim=1, start=-3, length=2),
+        c("select_neg", "select", [inp([3, 4], view=t01)], dim=0, index=-1),
+        c("flip_two_dims", "flip", [inp([2, 3, 4])], dims=[0, -1]),
+        c("flip_transposed_f32", "flip", [f32(inp([3, 2], view=t01))], dims=[1]),
+        c("roll_dims", "roll", [inp([3, 4])], shifts=[1, -5], dims=[0, 1]),
+        c("roll_flat_transposed", "roll", [inp([3, 2], view=t01)], shifts=[4], dims=[]),
+        c("repeat_new_dims", "repeat", [inp([2, 3])], sizes=[2, 1, 2]),
+        c("repeat_sliced", "repeat", [inp([4], view=slice_(0, 1, None, 2))], sizes=[3]),
+        c("tile_short", "tile", [inp([2, 3])], dims=[2]),
+        c("tril_offset", "tril", [inp([3, 4])], diagonal=1),
+        c("triu_batched_transposed", "triu", [inp([3, 2, 3], view=t01)], diagonal=-1),
+        c("diagonal_offset", "diagonal", [inp([3, 4])], offset=1, dim1=0, dim2=1),
+        c(
+            "diagonal_3d_neg",
+            "diagonal",
+            [inp([2, 3, 4], view=permute([2, 0, 1]))],
+            offset=-1,
+            dim1=-1,
+            dim2=0,
+        ),
+        c("diag_vector", "diag", [inp([3])], diagonal=-1),
+        c("diag_matrix_f32", "diag", [f32(inp([3, 3], view=t01))], diagonal=1),
+        c("diag_embed_last", "diag_embed", [inp([2, 3])], offset=0, dim1=-2, dim2=-1),
+        c("diag_embed_dims", "diag_embed", [inp([2, 2])], offset=1, dim1=0, dim2=2),
+        c("movedim_lists", "movedim", [inp([2, 3, 4])], source=[0, 1], destination=[2, 0]),
+        c("unfold_overlapping", "unfold", [inp([2, 7])], dim=1, size=3, step=2),
+        c("unfold_transposed", "unfold", [inp([5, 2], view=t01)], dim=-1, size=2, step=1),
+        c("repeat_interleave_dim", "repeat_interleave", [inp([2, 3])], repeats=2, dim=1),
+        c(
+            "repeat_interleave_flat",
+            "repeat_interleave",
+            [inp([2, 2], view=t01)],
+            repeats=3,
+            dim=None,
+        ),
+        c("index_select_dups", "index_select", [inp([3, 4])], dim=1, index=itensor([3, 0, 3])),
+        c(
+            "index_select_transposed_f32",
+            "index_select",
+            [f32(inp([4, 3], view=t01))],
+            dim=0,
+            index=itensor([2, 0]),
+        ),
+        c("gather_dim1", "gather", [inp([3, 4])], dim=1, index=itensor([[0, 3], [1, 1], [2, 0]])),
+        c(
+            "gather_dim0_transposed",
+            "gather",
+            [inp([3, 2], view=t01)],
+            dim=0,
+            index=itensor([[1, 0, 1]]),
+        ),
+        c("take_neg", "take", [inp([2, 3], view=t01)], index=itensor([[0, -1], [5, 5]])),
+        c(
+            "masked_select_broadcast",
+            "masked_select",
+            [inp([2, 3])],
+            mask=itensor([True, False, True], "bool"),
+        ),
+        c(
+            "masked_fill_value",
+            "masked_fill",
+            [inp([2, 3])],
+            mask=itensor([[True], [False]], "bool"),
+            value=1.5,
+        ),
+        c("index_fill_dim1", "index_fill", [inp([2, 4])], dim=1, index=itensor([0, 2]), value=-2.0),
+        c(
+            "scatter_src",
+            "scatter",
+            [inp([3, 4]), inp([2, 4])],
+            dim=0,
+            index=itensor([[2, 0, 1, 2], [0, 1, 2, 0]]),
+        ),
+        c(
+            "scatter_value",
+            "scatter_value",
+            [inp([2, 3])],
+            dim=1,
+            index=itensor([[2], [0]]),
+            value=3.0,
+        ),
+        c(
+            "scatter_add_dups",
+            "scatter_add",
+            [inp([3]), inp([4])],
+            dim=0,
+            index=itensor([0, 2, 0, 0]),
+        ),
+        c("index_add_dim1", "index_add", [inp([2, 3]), inp([2, 2])], dim=1, index=itensor([2, 2])),
+        c("index_int_lists", "index", [inp([3, 4])], indices=[itensor([2, 0]), itensor([1, 3])]),
+        c("index_second_dim", "index", [inp([2, 3, 4])], indices=[None, itensor([[2, 0]])]),
+        c(
+            "index_split_dims",
+            "index",
+            [inp([2, 3, 4])],
+            indices=[itensor([1, 0]), None, itensor([3, 0])],
+        ),
+        c(
+            "index_bool_mask",
+            "index",
+            [inp([2, 3])],
+            indices=[itensor([[True, False, True], [False, True, False]], "bool")],
+        ),
+        c(
+            "index_transposed_f32",
+            "index",
+            [f32(inp([3, 2], view=t01))],
+            indices=[None, itensor([0, 2, 2])],
+        ),
+    ]
+
+
 GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "unary": unary_cases,
     "binary": binary_cases,
@@ -1048,6 +1249,7 @@ GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "views": views_cases,
     "elementwise_ops": elementwise_cases,
     "reduce_ops": reduce_ops_cases,
+    "shape_ops": shape_ops_cases,
 }
 
 
