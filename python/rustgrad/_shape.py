@@ -19,6 +19,7 @@ from ._rustgrad import Tensor
 from ._rustgrad import tensor as _tensor
 
 __all__ = [
+    "as_strided",
     "broadcast_to",
     "cat",
     "chunk",
@@ -233,6 +234,13 @@ def repeat_interleave(
 ) -> Tensor:
     """Repeats each element ``repeats`` times along ``dim``."""
     return _t(input).repeat_interleave(repeats, dim, output_size=output_size)
+
+
+def as_strided(
+    input: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: Any = None
+) -> Tensor:
+    """A view of ``input``'s storage with explicit sizes, strides and storage offset."""
+    return _t(input).as_strided(size, stride, storage_offset)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:

@@ -543,6 +543,20 @@ CASES = {
         RT,
         "diagonal dimensions cannot be identical",
     ),
+    "as_strided_out_of_storage": (
+        lambda: x.as_strided((4, 4), (4, 1)),
+        RT,
+        "out of bounds for storage",
+    ),
+    "as_strided_huge": (lambda: x.as_strided((2**62, 2**62), (1, 1)), RT, "numel"),
+    "as_strided_huge_offset": (lambda: x.as_strided((1,), (1,), 2**62), RT, "out of bounds"),
+    "narrow_huge_length": (lambda: x.narrow(1, 1, 2**63 - 1), RT, "exceeds dimension size"),
+    "diag_embed_huge_offset": (
+        lambda: x.diag_embed(2**62),
+        RT,
+        "Storage size calculation overflowed",
+    ),
+    "chunk_empty_into_too_many": (lambda: torch.zeros(0).chunk(2**62), RT, OOM),
     "movedim_out_of_range": (lambda: x.movedim(2, 0), IE, "Dimension out of range"),
 }
 

@@ -77,6 +77,8 @@ DIFFERENTIABLE = {
     "advanced_index_list_pair": (lambda a: a[[0, 1], :, [2, 0]], [(2, 3, 4)]),
     "advanced_index_mask": (lambda a: a[a.detach() > 0], [(3, 3)]),
     "advanced_index_split_dims": (lambda a: a[[1, 0], 1:, [0, 1]], [(2, 3, 2)]),
+    "as_strided": (lambda a: a.as_strided((2, 2), (1, 2), 1), [(6,)]),
+    "as_strided_of_slice": (lambda a: torch.as_strided(a[1:], (3, 2), (1, 1)), [(7,)]),
     "broadcast_to": (lambda a: a.broadcast_to((2, 3, 2)), [(3, 1)]),
     "reshape_as": (lambda a: a.reshape_as(torch.zeros(6)), [(2, 3)]),
     "meshgrid": (lambda a, b: torch.meshgrid(a, b, indexing="xy")[0] * 2, [(3,), (2,)]),
@@ -282,6 +284,18 @@ def test_setitem_advanced_has_gradients():
     assert w.grad.tolist() == [2.0, 2.0, 2.0]
 
 
+def test_extreme_arguments_follow_pytorch():
+    x = torch.zeros(3, 4)
+    assert x.diagonal(-(2**63)).shape == (0,)
+    assert x.diagonal(2**63 - 1).shape == (0,)
+    assert len(torch.zeros(5).split(2**62)) == 1
+    assert [t.shape for t in torch.zeros(5).chunk(2**62)] == [(1,)] * 5
+    assert [t.shape for t in torch.zeros(0).chunk(3)] == [(0,)] * 3
+    assert x.unfold(1, 2, 2**62).shape == (3, 1, 2)
+    y = torch.arange(12.0).reshape(3, 4)
+    assert y.roll(2**63 - 1, 1).tolist() == y.roll(-1, 1).tolist()
+
+
 def test_views_share_storage():
     a = torch.zeros(3, 4)
     a.diagonal().fill_(1.0)
@@ -292,7 +306,53 @@ def test_views_share_storage():
     assert w.shape == (3, 3, 2)
 
 
+def test_as_strided_views_storage_and_scatter_multiply():
+    a = torch.arange(12.0).reshape(3, 4)
+    t = a.t()
+    assert t.as_strided((2, 2), (1, 2)).tolist() == [[0.0, 2.0], [1.0, 3.0]]
+    assert t.as_strided((2, 2), (1, 2), 1).tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    v = a.as_strided((2,), (5,), 1)
+    v.fill_(-1.0)
+    assert a[0, 1].item() == -1.0 and a[1, 2].item() == -1.0
+    b = torch.arange(6.0, dtype=torch.float64).requires_grad_()
+    b[1:].as_strided((3, 2), (1, 1)).sum().backward()
+    assert b.grad.tolist() == [0.0, 1.0, 2.0, 2.0, 1.0, 0.0]
+    x = torch.arange(1.0, 7.0)
+    y = x.scatter(0, idx([0, 0]), torch.tensor([2.0, 3.0]), reduce="multiply")
+    assert y.tolist() == [6.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    z = torch.ones(2, 2).scatter_(1, idx([[1], [1]]), 4.0, reduce="multiply")
+    assert z.tolist() == [[1.0, 4.0], [1.0, 4.0]]
+
+
 ERRORS = [
+    (
+        lambda: torch.zeros(3).as_strided((2, 2), (1,)),
+        RuntimeError,
+        "mismatch in length of strides and shape",
+    ),
+    (
+        lambda: torch.zeros(3).as_strided((2,), (-1,)),
+        RuntimeError,
+        "as_strided: Negative strides are not supported at the moment, got strides: [-1]",
+    ),
+    (
+        lambda: torch.zeros(3, 4).as_strided((2, 2), (1, 20)),
+        RuntimeError,
+        "requiring a storage size of 88 are out of bounds for storage of size 48",
+    ),
+    (lambda: torch.zeros(3).as_strided((1,), (1,), -1), RuntimeError, "invalid storage offset -1"),
+    (
+        lambda: torch.zeros(3, requires_grad=True).scatter(
+            0, idx([0]), torch.ones(1), reduce="multiply"
+        ),
+        RuntimeError,
+        "derivative for aten::scatter is not implemented",
+    ),
+    (
+        lambda: torch.zeros(3).scatter(0, idx([0]), 1.0, reduce="max"),
+        RuntimeError,
+        "reduce argument must be either add or multiply",
+    ),
     (lambda: torch.cat([]), ValueError, "expected a non-empty list of Tensors"),
     (
         lambda: torch.cat([torch.zeros(2, 3), torch.zeros(2, 4)]),

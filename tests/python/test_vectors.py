@@ -248,6 +248,12 @@ OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
         "scatter_value": lambda xs, kw: xs[0].scatter(kw["dim"], _kt(kw["index"]), kw["value"]),
         "scatter_add": lambda xs, kw: xs[0].scatter_add(kw["dim"], _kt(kw["index"]), xs[1]),
         "index_add": lambda xs, kw: xs[0].index_add(kw["dim"], _kt(kw["index"]), xs[1]),
+        "as_strided": lambda xs, kw: xs[0].as_strided(
+            kw["size"], kw["stride"], kw["storage_offset"]
+        ),
+        "scatter_multiply": lambda xs, kw: xs[0].scatter(
+            kw["dim"], _kt(kw["index"]), xs[1], reduce="multiply"
+        ),
         "index": lambda xs, kw: xs[0][
             tuple(slice(None) if i is None else _kt(i) for i in kw["indices"])
         ],
@@ -386,6 +392,8 @@ REQUIRED_OPS = {
         "scatter_add",
         "index_add",
         "index",
+        "as_strided",
+        "scatter_multiply",
     },
 }
 

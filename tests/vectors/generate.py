@@ -1088,6 +1088,10 @@ SHAPE_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor
     "scatter_value": lambda xs, kw: xs[0].scatter(kw["dim"], kt(kw["index"]), kw["value"]),
     "scatter_add": lambda xs, kw: xs[0].scatter_add(kw["dim"], kt(kw["index"]), xs[1]),
     "index_add": lambda xs, kw: xs[0].index_add(kw["dim"], kt(kw["index"]), xs[1]),
+    "as_strided": lambda xs, kw: xs[0].as_strided(kw["size"], kw["stride"], kw["storage_offset"]),
+    "scatter_multiply": lambda xs, kw: xs[0].scatter(
+        kw["dim"], kt(kw["index"]), xs[1], reduce="multiply"
+    ),
     "index": lambda xs, kw: xs[0][
         tuple(slice(None) if i is None else kt(i) for i in kw["indices"])
     ],
@@ -1235,6 +1239,29 @@ def shape_ops_cases() -> list[dict[str, Any]]:
             "index",
             [f32(inp([3, 2], view=t01))],
             indices=[None, itensor([0, 2, 2])],
+        ),
+        c(
+            "as_strided_overlapping",
+            "as_strided",
+            [inp([6])],
+            size=[3, 2],
+            stride=[1, 1],
+            storage_offset=1,
+        ),
+        c(
+            "as_strided_of_slice",
+            "as_strided",
+            [inp([8], view=slice_(0, 2, None, 1))],
+            size=[2, 2],
+            stride=[2, 1],
+            storage_offset=None,
+        ),
+        c(
+            "scatter_multiply_no_grad",
+            "scatter_multiply",
+            [inp([2, 3], requires_grad=False), inp([2, 3], requires_grad=False)],
+            dim=1,
+            index=itensor([[0, 0], [2, 1]]),
         ),
     ]
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-const FILES: [&str; 9] = [
+const FILES: [&str; 10] = [
     "unary.json",
     "binary.json",
     "compare.json",
@@ -20,6 +20,7 @@ const FILES: [&str; 9] = [
     "views.json",
     "elementwise_ops.json",
     "reduce_ops.json",
+    "shape_ops.json",
 ];
 
 fn vectors_dir() -> PathBuf {
@@ -326,6 +327,7 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
             as_opt_i64(kw("end")?, "end")?,
             as_i64(kw("step")?, "step")?,
         ),
+        other_op if SHAPE_OPS.contains(&other_op) => return shape_op(op, kwargs, args),
         other_op => match compare_op(other_op) {
             Some(cmp) => x.compare(arg(1)?, cmp),
             None => return Err(format!("unknown op {other_op:?}")),
@@ -423,6 +425,126 @@ fn run_reduce_op(
         Err(e) if e.is_empty() => None,
         other => Some(other),
     }
+}
+
+/// The ops of `shape_ops.json` (integer and bool tensors in kwargs are tensor objects).
+const SHAPE_OPS: [&str; 32] = [
+    "cat",
+    "stack",
+    "split",
+    "chunk",
+    "unbind",
+    "narrow",
+    "select",
+    "flip",
+    "roll",
+    "repeat",
+    "tile",
+    "tril",
+    "triu",
+    "diagonal",
+    "diag",
+    "diag_embed",
+    "movedim",
+    "unfold",
+    "repeat_interleave",
+    "index_select",
+    "gather",
+    "take",
+    "masked_select",
+    "masked_fill",
+    "index_fill",
+    "scatter",
+    "scatter_value",
+    "scatter_add",
+    "index_add",
+    "index",
+    "as_strided",
+    "scatter_multiply",
+];
+
+fn shape_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResult<Variable> {
+    let kw = |key: &str| {
+        kwargs
+            .get(key)
+            .ok_or_else(|| format!("missing kwarg {key:?}"))
+    };
+    let int = |key: &str| -> CaseResult<i64> { as_i64(kw(key)?, key) };
+    let ints = |key: &str| -> CaseResult<Vec<i64>> { i64_list(kw(key)?, key) };
+    let tensor = |key: &str| -> CaseResult<Tensor> { build_tensor(kw(key)?) };
+    let x = args.first().ok_or("no input")?;
+    let value = || -> CaseResult<Variable> { Ok(x.wrap_scalar(scalar_arg(kw("value")?)?)) };
+    let part = |pieces: rustgrad::Result<Vec<Variable>>| -> CaseResult<Variable> {
+        let pieces = engine("split", pieces)?;
+        let p = int("part")? as usize;
+        pieces.get(p).cloned().ok_or_else(|| format!("no part {p}"))
+    };
+    let r = match op {
+        "cat" => Variable::cat(args, int("dim")?),
+        "stack" => Variable::stack(args, int("dim")?),
+        "split" => {
+            return part(match kw("split")?.as_i64() {
+                Some(size) => x.split(size, int("dim")?),
+                None => x.split_with_sizes(&ints("split")?, int("dim")?),
+            })
+        }
+        "chunk" => return part(x.chunk(int("chunks")?, int("dim")?)),
+        "unbind" => return part(x.unbind(int("dim")?)),
+        "narrow" => x.narrow(int("dim")?, int("start")?, int("length")?),
+        "select" => x.select(int("dim")?, int("index")?),
+        "flip" => x.flip(&ints("dims")?),
+        "roll" => x.roll(&ints("shifts")?, &ints("dims")?),
+        "repeat" => x.repeat(&ints("sizes")?),
+        "tile" => {
+            let mut dims = ints("dims")?;
+            while dims.len() < x.dim() {
+                dims.insert(0, 1);
+            }
+            x.repeat(&dims)
+        }
+        "tril" => x.tril_triu(int("diagonal")?, false),
+        "triu" => x.tril_triu(int("diagonal")?, true),
+        "diagonal" => x.diagonal(int("offset")?, int("dim1")?, int("dim2")?),
+        "diag" => x.diag(int("diagonal")?),
+        "diag_embed" => x.diag_embed(int("offset")?, int("dim1")?, int("dim2")?),
+        "movedim" => x.movedim(&ints("source")?, &ints("destination")?),
+        "unfold" => x.unfold(int("dim")?, int("size")?, int("step")?),
+        "repeat_interleave" => {
+            x.repeat_interleave(&[int("repeats")?], as_opt_i64(kw("dim")?, "dim")?)
+        }
+        "index_select" => x.index_select(int("dim")?, &tensor("index")?),
+        "gather" => x.gather(int("dim")?, &tensor("index")?),
+        "take" => x.take(&tensor("index")?),
+        "masked_select" => x.masked_select(&tensor("mask")?),
+        "masked_fill" => x.masked_fill(&tensor("mask")?, &value()?),
+        "index_fill" => x.index_fill(int("dim")?, &tensor("index")?, &value()?),
+        "scatter" => x.scatter(int("dim")?, &tensor("index")?, &args[1], false),
+        "scatter_value" => x.scatter_value(int("dim")?, &tensor("index")?, &value()?),
+        "scatter_add" => x.scatter(int("dim")?, &tensor("index")?, &args[1], true),
+        "index_add" => x.index_add(int("dim")?, &tensor("index")?, &args[1]),
+        "as_strided" => x.as_strided_view(
+            &ints("size")?,
+            &ints("stride")?,
+            as_opt_i64(kw("storage_offset")?, "storage_offset")?,
+        ),
+        "scatter_multiply" => x.scatter_multiply(int("dim")?, &tensor("index")?, &args[1]),
+        "index" => {
+            let list = kw("indices")?.as_array().ok_or("indices is not a list")?;
+            let indices = list
+                .iter()
+                .map(|i| {
+                    if i.is_null() {
+                        Ok(None)
+                    } else {
+                        build_tensor(i).map(Some)
+                    }
+                })
+                .collect::<CaseResult<Vec<_>>>()?;
+            x.index(&indices)
+        }
+        other => return Err(format!("unknown shape op {other:?}")),
+    };
+    engine(&format!("op {op}"), r)
 }
 
 // ----- comparing --------------------------------------------------------------------
@@ -648,6 +770,11 @@ fn elementwise_ops_vectors() {
 #[test]
 fn reduce_ops_vectors() {
     check_file("reduce_ops.json");
+}
+
+#[test]
+fn shape_ops_vectors() {
+    check_file("shape_ops.json");
 }
 
 /// Every vector file is read by a test above, and together they hold enough cases.

@@ -94,6 +94,7 @@ impl Rule {
                 Taken::MaskedSelect => "MaskedSelectBackward0",
                 Taken::Diagonal => "DiagonalBackward0",
                 Taken::Unfold => "UnfoldBackward0",
+                Taken::AsStrided => "AsStridedBackward0",
             },
             Rule::PutAdd { .. } => "IndexAddBackward0",
             Rule::Scatter(info) => scattered_name(info.name),
@@ -358,6 +359,7 @@ pub(crate) enum Taken {
     MaskedSelect,
     Diagonal,
     Unfold,
+    AsStrided,
     /// The backward of a scatter (double backward).
     Backward,
 }
@@ -411,9 +413,22 @@ fn take_tensor(t: &Tensor, map: &IndexMap) -> Result<Tensor> {
     }
 }
 
+/// How a scatter combines a value with the element already at its place.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Combine {
+    Write,
+    Add,
+    Multiply,
+}
+
 /// `base` (of shape `map.src`) with `src` (of shape `map.out`, converted to `base`'s
 /// dtype) written or added at the positions.
 fn put_tensor(base: &Tensor, src: &Tensor, map: &IndexMap, add: bool) -> Result<Tensor> {
+    let how = if add { Combine::Add } else { Combine::Write };
+    put_tensor_with(base, src, map, how)
+}
+
+fn put_tensor_with(base: &Tensor, src: &Tensor, map: &IndexMap, how: Combine) -> Result<Tensor> {
     fn write<T: Element>(base: &Tensor, src: &Tensor, map: &IndexMap) -> Result<Tensor> {
         let mut d: Vec<T> = base.try_to_vec()?;
         let s: Vec<T> = src.try_to_vec()?;
@@ -424,10 +439,15 @@ fn put_tensor(base: &Tensor, src: &Tensor, map: &IndexMap, add: bool) -> Result<
         base: &Tensor,
         src: &Tensor,
         map: &IndexMap,
+        how: Combine,
     ) -> Result<Tensor> {
         let mut d: Vec<T> = base.try_to_vec()?;
         let s: Vec<T> = src.try_to_vec()?;
-        kernels::index::put(&mut d, &s, &map.positions, |a, b| a + b)?;
+        if how == Combine::Multiply {
+            kernels::index::put(&mut d, &s, &map.positions, |a, b| a * b)?;
+        } else {
+            kernels::index::put(&mut d, &s, &map.positions, |a, b| a + b)?;
+        }
         Tensor::from_vec(d, &map.src)
     }
     if base.shape() != map.src.as_slice() || src.shape() != map.out.as_slice() {
@@ -435,16 +455,16 @@ fn put_tensor(base: &Tensor, src: &Tensor, map: &IndexMap, add: bool) -> Result<
             "rustgrad internal error: index map of another shape".into(),
         ));
     }
-    match (base.dtype(), add) {
-        (DType::F32, false) => write::<f32>(base, src, map),
-        (DType::F64, false) => write::<f64>(base, src, map),
-        (DType::I64, false) => write::<i64>(base, src, map),
-        (DType::Bool, false) => write::<bool>(base, src, map),
-        (DType::F32, true) => accumulate::<f32>(base, src, map),
-        (DType::F64, true) => accumulate::<f64>(base, src, map),
-        (DType::I64, true) => accumulate::<i64>(base, src, map),
-        (DType::Bool, true) => Err(Error::unsupported_dtype(
-            "index_put_with_accumulate",
+    match (base.dtype(), how) {
+        (DType::F32, Combine::Write) => write::<f32>(base, src, map),
+        (DType::F64, Combine::Write) => write::<f64>(base, src, map),
+        (DType::I64, Combine::Write) => write::<i64>(base, src, map),
+        (DType::Bool, Combine::Write) => write::<bool>(base, src, map),
+        (DType::F32, how) => accumulate::<f32>(base, src, map, how),
+        (DType::F64, how) => accumulate::<f64>(base, src, map, how),
+        (DType::I64, how) => accumulate::<i64>(base, src, map, how),
+        (DType::Bool, _) => Err(Error::unsupported_dtype(
+            "scatter_reduce / index_put_with_accumulate",
             DType::Bool,
         )),
     }
@@ -779,6 +799,133 @@ impl Variable {
             Scattered::Scatter
         };
         self.scatter_map(src, map, src_map, add, name)
+    }
+
+    /// `scatter(dim, index, src, reduce='multiply')`: `self` with its elements at
+    /// `index` multiplied by `src`'s. Not differentiable, as in PyTorch ("derivative for
+    /// aten::scatter is not implemented"), so it refuses inputs that require grad.
+    pub fn scatter_multiply(&self, dim: i64, index: &Tensor, src: &Variable) -> Result<Variable> {
+        let d = shape::wrap_dim(dim, self.dim())?;
+        index_values(index, "scatter")?;
+        if src.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument(
+                "scatter(): Expected self.dtype to be equal to src.dtype".into(),
+            ));
+        }
+        let (this, sshape) = (self.shape(), src.shape());
+        check_scatter_shapes("scatter", &this, d, index.shape(), Some(&sshape))?;
+        if crate::autograd::grad_mode::is_grad_enabled()
+            && (self.requires_grad() || src.requires_grad())
+        {
+            return Err(Error::NotImplemented(
+                "derivative for aten::scatter is not implemented".into(),
+            ));
+        }
+        let map = gather_map(&this, d, index, "scatter")?;
+        let strides = crate::layout::contiguous_strides(&at_least_1d(&sshape));
+        let mut positions = Vec::with_capacity(map.positions.len());
+        for_each_coord(&at_least_1d(index.shape()), |c| {
+            positions.push(c.iter().zip(&strides).map(|(a, b)| a * b).sum());
+            Ok(())
+        })?;
+        let src_map = IndexMap::new(sshape.clone(), index.shape().into(), positions)?;
+        let part = take_tensor(&src.tensor(), &src_map)?;
+        let result = put_tensor_with(&self.tensor(), &part, &map, Combine::Multiply)?;
+        Ok(Variable::from_tensor(result))
+    }
+
+    /// A view of this tensor's storage with explicit sizes, strides and storage offset
+    /// (default: this tensor's), checked to stay inside the storage. Its gradient goes
+    /// to the elements of `self` that view the storage positions it reads.
+    pub fn as_strided_view(
+        &self,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<Variable> {
+        let t = self.tensor();
+        if size.len() != stride.len() {
+            return Err(Error::InvalidArgument(
+                "mismatch in length of strides and shape".into(),
+            ));
+        }
+        if stride.iter().any(|&s| s < 0) {
+            return Err(Error::InvalidArgument(format!(
+                "as_strided: Negative strides are not supported at the moment, got strides: {stride:?}"
+            )));
+        }
+        if size.iter().any(|&s| s < 0) {
+            return Err(Error::InvalidArgument(format!(
+                "Storage size calculation overflowed with sizes={size:?} and strides={stride:?}"
+            )));
+        }
+        let offset = storage_offset.unwrap_or(t.layout().offset() as i64);
+        if offset < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "Tensor: invalid storage offset {offset}"
+            )));
+        }
+        let layout = Layout::new(
+            size.iter().map(|&s| s as usize).collect(),
+            stride.iter().map(|&s| s as usize).collect(),
+            offset as usize,
+        );
+        shape::checked_numel(layout.shape())?;
+        let len = t.storage().read().len();
+        let item = self.dtype().size_in_bytes();
+        match layout.storage_extent() {
+            Ok(needed) if needed <= len => {}
+            extent => {
+                return Err(Error::InvalidArgument(format!(
+                    "setStorage: sizes {size:?}, strides {stride:?}, storage offset {offset}, and itemsize {item} requiring a storage size of {} are out of bounds for storage of size {}",
+                    extent.map_or(usize::MAX, |e| e.saturating_mul(item)),
+                    len.saturating_mul(item)
+                )));
+            }
+        }
+        let result = t.strided_view(layout.clone())?;
+        let recording = crate::autograd::grad_mode::is_grad_enabled()
+            && self.requires_grad()
+            && self.dtype().is_floating_point();
+        if !recording {
+            return Ok(self.record_view(result, || super::shape::Rule::Alias));
+        }
+        // Storage position → the element of `self` that views it.
+        let n = self.numel();
+        let mut owner: std::collections::HashMap<usize, usize> =
+            std::collections::HashMap::with_capacity(n);
+        let mut overlapping = false;
+        crate::kernels::for_each_strided(
+            t.shape(),
+            [t.strides()],
+            [t.layout().offset()],
+            0,
+            n,
+            |i, [p]| overlapping |= owner.insert(p, i).is_some(),
+        );
+        let mut positions = Vec::with_capacity(layout.numel());
+        let mut outside = false;
+        crate::kernels::for_each_strided(
+            layout.shape(),
+            [layout.strides()],
+            [layout.offset()],
+            0,
+            layout.numel(),
+            |_, [p]| match owner.get(&p) {
+                Some(&i) => positions.push(i),
+                None => outside = true,
+            },
+        );
+        if overlapping || outside {
+            return Err(Error::NotImplemented(
+                "rustgrad: as_strided of a tensor that requires grad must read only storage elements its input views exactly once".into(),
+            ));
+        }
+        let map = IndexMap::new(self.shape(), layout.shape().into(), positions)?;
+        Ok(self.record_view(result, || Rule::Take {
+            name: Taken::AsStrided,
+            map,
+        }))
     }
 
     /// A copy of `self` with the 0-d `value` written at `index` along `dim`.

@@ -250,9 +250,9 @@ fn diagonal_layout(
 ) -> Layout {
     let (n1, n2) = (shape[dim1] as i64, shape[dim2] as i64);
     let len = if offset >= 0 {
-        n1.min(n2 - offset).max(0)
+        n1.min(n2.saturating_sub(offset)).max(0)
     } else {
-        (n1 + offset).min(n2).max(0)
+        n1.saturating_add(offset).min(n2).max(0)
     } as usize;
     let start = if len == 0 {
         base
@@ -419,10 +419,10 @@ impl Variable {
                 "split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
             )));
         }
-        let count = if split_size == 0 {
+        let count = if split_size == 0 || split_size >= n {
             1
         } else {
-            ((n + split_size - 1) / split_size).max(1)
+            (n + split_size - 1) / split_size
         };
         let sizes: Vec<i64> = (0..count)
             .map(|i| split_size.min(n - i * split_size))
@@ -475,12 +475,23 @@ impl Variable {
         }
         let d = shape::wrap_dim(dim, self.dim())?;
         let n = self.shape()[d] as i64;
-        let size = (n + chunks - 1) / chunks;
+        let size = if chunks >= n {
+            n.min(1)
+        } else {
+            (n + chunks - 1) / chunks
+        };
         if size == 0 {
             // PyTorch: an empty dim gives `chunks` empty pieces.
-            return (0..chunks)
-                .map(|_| self.slice(d as i64, Some(0), Some(0), 1))
-                .collect();
+            let mut pieces = Vec::new();
+            pieces
+                .try_reserve_exact(chunks as usize)
+                .map_err(|_| Error::OutOfMemory {
+                    bytes: (chunks as usize).saturating_mul(std::mem::size_of::<Variable>()),
+                })?;
+            for _ in 0..chunks {
+                pieces.push(self.slice(d as i64, Some(0), Some(0), 1)?);
+            }
+            return Ok(pieces);
         }
         self.split(size, dim)
     }
@@ -514,7 +525,7 @@ impl Variable {
             )));
         }
         let start = if start < 0 { start + size } else { start };
-        if start + length > size {
+        if start.checked_add(length).is_none_or(|end| end > size) {
             return Err(Error::InvalidArgument(format!(
                 "start ({start}) + length ({length}) exceeds dimension size ({size})."
             )));
@@ -694,6 +705,7 @@ impl Variable {
                 taken += 1;
             }
         }
+        shape::checked_storage_bytes(&out_shape, self.dtype().size_in_bytes())?;
         crate::tensor::check_allocation(shape::checked_numel(&out_shape)?, self.dtype())?;
         let within = diagonal_layout(
             &out_shape,
@@ -805,7 +817,7 @@ impl Variable {
         let make = |mut shape: Dims, mut strides: Dims, offset: usize| {
             let stride = strides[d];
             shape[d] = windows;
-            strides[d] = stride * step;
+            strides[d] = stride.saturating_mul(step);
             shape.push(size);
             strides.push(stride);
             Layout::new(shape, strides, offset)

@@ -265,9 +265,20 @@ fn scatter_any<'py>(
         None => false,
         Some("add") => true,
         Some("multiply") => {
-            return Err(PyRuntimeError::new_err(
-                "rustgrad does not support scatter with reduce='multiply' yet",
-            ))
+            let operand = src.or(value).ok_or_else(|| {
+                pyo3::exceptions::PyTypeError::new_err(
+                    "scatter() missing required argument 'src' or 'value'",
+                )
+            })?;
+            let s = match operand.cast::<PyTensor>() {
+                Ok(t) => t.get().var.clone(),
+                Err(_) => operand_var(operand, &slf.get().var)?
+                    .expand(&index_shape(&idx))
+                    .py()?
+                    .to_dtype(slf.get().var.dtype())
+                    .py()?,
+            };
+            return out_or_in_place(slf, None, in_place, |x| x.scatter_multiply(d, &idx, &s));
         }
         Some(other) => {
             return Err(PyRuntimeError::new_err(format!(
@@ -495,6 +506,24 @@ impl PyTensor {
             .py()?;
         mark_python_site(slf.py(), v);
         Ok(slf)
+    }
+
+    /// A view of the storage with explicit sizes, strides and storage offset.
+    #[pyo3(signature = (size, stride, storage_offset = None))]
+    fn as_strided(
+        &self,
+        py: Python<'_>,
+        size: &Bound<'_, PyAny>,
+        stride: &Bound<'_, PyAny>,
+        storage_offset: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let size = crate::convert::extract_dims(Some(size))?.unwrap_or_default();
+        let stride = crate::convert::extract_dims(Some(stride))?.unwrap_or_default();
+        let offset = storage_offset
+            .filter(|o| !o.is_none())
+            .map(extract_int)
+            .transpose()?;
+        new_tensor(py, self.var.as_strided_view(&size, &stride, offset).py()?)
     }
 
     /// The coordinates of the nonzero elements (`[n, ndim]`, or one tensor per dim).
