@@ -526,12 +526,9 @@ def _consumed_before(items: Sequence[Any], stop: Any) -> int:
     return n
 
 
-_BASIC_INDEX = (int, slice, type(None), type(Ellipsis))
-
-
-def _getitem(self: Tensor, index: Any) -> Tensor:
-    if type(index) in _BASIC_INDEX:  # the common case skips the scan for advanced items
-        return _native_getitem(self, index)
+def _getitem_advanced(self: Tensor, index: Any) -> Tensor:
+    """``self[index]`` for an index with integer tensors, lists or bool masks (the
+    binding's ``__getitem__`` sends those here)."""
     split_ = _split_index(self, index)
     if split_ is None:
         return _native_getitem(self, index)
@@ -539,10 +536,8 @@ def _getitem(self: Tensor, index: Any) -> Tensor:
     return view._index(indices)
 
 
-def _setitem(self: Tensor, index: Any, value: Any) -> None:
-    if type(index) in _BASIC_INDEX:
-        _native_setitem(self, index, value)
-        return
+def _setitem_advanced(self: Tensor, index: Any, value: Any) -> None:
+    """``self[index] = value`` for advanced indices: ``index_put_`` on the basic view."""
     split_ = _split_index(self, index)
     if split_ is None:
         _native_setitem(self, index, value)
@@ -566,8 +561,6 @@ _METHODS: dict[str, Any] = {
     "swapaxes": _swap,
     "swapdims": _swap,
     "mT": property(_mT),
-    "__getitem__": _getitem,
-    "__setitem__": _setitem,
     "index_put": _index_put,
 }
 

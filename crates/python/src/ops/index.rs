@@ -14,27 +14,60 @@ use rustgrad::{DType, Scalar, Variable};
 
 #[pymethods]
 impl PyTensor {
-    /// Indexing: ints, slices, None, Ellipsis, bools, 0-d or one-element integer
-    /// tensors, or tuples of them.
-    fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let (view, copy) = index_variable(&self.var, index)?;
+    /// Indexing: ints, slices, None, Ellipsis, bools, 0-d integer tensors, or tuples of
+    /// them, as views; an index with integer tensors, lists or bool masks (advanced
+    /// indexing) goes to `rustgrad._shape._getitem_advanced`.
+    fn __getitem__(slf: &Bound<'_, Self>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if has_advanced_item(index) {
+            return Ok(advanced_hook(slf.py(), "_getitem_advanced")?
+                .call1((slf, index))?
+                .unbind());
+        }
+        let (view, copy) = index_variable(&slf.get().var, index)?;
         let out = if copy { view.clone_data().py()? } else { view };
-        new_tensor(py, out)
+        Ok(new_tensor(slf.py(), out)?.into_any())
     }
 
-    /// `x[index] = value`: copies into the indexed view.
+    /// `x[index] = value`: copies into the indexed view (advanced indices: `index_put_`
+    /// through `rustgrad._shape._setitem_advanced`).
     fn __setitem__(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         index: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let (view, _) = index_variable(&self.var, index)?;
+        if has_advanced_item(index) {
+            advanced_hook(slf.py(), "_setitem_advanced")?.call1((slf, index, value))?;
+            return Ok(());
+        }
+        let (view, _) = index_variable(&slf.get().var, index)?;
         let src = operand_var(value, &view)?;
         view.copy_(&src).py()?;
-        mark_python_site(py, &view);
+        mark_python_site(slf.py(), &view);
         Ok(())
     }
+}
+
+/// Whether an index holds a list or a tensor with dims (PyTorch's advanced indexing).
+fn has_advanced_item(index: &Bound<'_, PyAny>) -> bool {
+    let advanced = |item: &Bound<'_, PyAny>| {
+        item.is_instance_of::<pyo3::types::PyList>()
+            || item
+                .cast::<PyTensor>()
+                .is_ok_and(|t| t.get().var.dim() >= 1)
+    };
+    match index.cast::<PyTuple>() {
+        Ok(t) => t.iter().any(|i| advanced(&i)),
+        Err(_) => advanced(index),
+    }
+}
+
+/// A function of `rustgrad._shape` (imported once).
+fn advanced_hook<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    static MODULE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    let module = MODULE.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py.import("rustgrad._shape")?.into_any().unbind())
+    })?;
+    module.bind(py).getattr(name)
 }
 
 /// One parsed item of a Python index.
