@@ -2,9 +2,9 @@
 //! autograd. Parallel work is split into fixed-size chunks (see `parallel`).
 
 pub mod elementwise;
+pub mod index;
 pub mod lanes;
 pub mod math;
-pub mod index;
 pub mod matmul;
 pub mod reduce;
 
