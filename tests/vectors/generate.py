@@ -808,6 +808,7 @@ def elementwise_cases() -> list[dict[str, Any]]:
             "ew_copysign_scalar", "copysign_scalar", [inp([3, 4], "nonzero")], {"other": -1.0}
         ),
     ]
+    return cases
 
 
 # ------------------------------------------------------------ reduce_ops.json
