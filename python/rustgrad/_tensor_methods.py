@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ._rustgrad import Tensor
+from ._rustgrad import Tensor, full, tensor, zeros
 
 
 def _iter(self: Tensor) -> Iterator[Tensor]:
@@ -59,6 +59,76 @@ _METHODS: dict[str, Any] = {
     "__str__": _str,
     "__format__": _format,
 }
+
+
+def _size_args(size: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``new_zeros(2, 3)`` and ``new_zeros((2, 3))`` alike."""
+    if len(size) == 1 and not isinstance(size[0], int):
+        return tuple(size[0])
+    return size
+
+
+def _new_zeros(
+    self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Zeros of ``size`` with this tensor's dtype (PyTorch's ``Tensor.new_zeros``)."""
+    return zeros(
+        *_size_args(size),
+        dtype=dtype or self.dtype,
+        device=device or self.device,
+        requires_grad=requires_grad,
+    )
+
+
+def _new_ones(
+    self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Ones of ``size`` with this tensor's dtype (PyTorch's ``Tensor.new_ones``)."""
+    return _new_full(
+        self, _size_args(size), 1, dtype=dtype, device=device, requires_grad=requires_grad
+    )
+
+
+def _new_full(
+    self: Tensor,
+    size: Any,
+    fill_value: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """``fill_value`` everywhere, with this tensor's dtype (``Tensor.new_full``)."""
+    return full(
+        tuple(size),
+        fill_value,
+        dtype=dtype or self.dtype,
+        device=device or self.device,
+        requires_grad=requires_grad,
+    )
+
+
+def _new_tensor(
+    self: Tensor, data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """A copy of ``data`` with this tensor's dtype unless ``dtype`` is given
+    (``Tensor.new_tensor``)."""
+    if isinstance(data, Tensor):
+        data = data.detach()
+    return tensor(
+        data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad
+    )
+
+
+_METHODS.update(
+    {
+        "new_zeros": _new_zeros,
+        "new_ones": _new_ones,
+        "new_full": _new_full,
+        "new_empty": _new_zeros,
+        "new_tensor": _new_tensor,
+    }
+)
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

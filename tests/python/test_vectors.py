@@ -51,7 +51,9 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
     return {
         path.stem: json.loads(path.read_text())["cases"]
         for path in sorted(VECTORS_DIR.glob("*.json"))
-        if path.stem != "random"  # random streams: read by test_random.py
+        # random streams and bit-exact factories: read by test_random.py and
+        # test_factories.py
+        if path.stem not in ("random", "factory")
     }
 
 

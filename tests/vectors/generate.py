@@ -22,7 +22,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable
 
-import generate_random  # the sibling script (this directory is on sys.path)
+import generate_factory  # the sibling scripts (this directory is on sys.path)
+import generate_random
 import numpy as np
 import torch
 
@@ -1300,6 +1301,7 @@ def main() -> None:
         print(f"{path.name}: {len(cases)} cases, {len(text)} bytes")
     print(f"total: {len(names)} cases, {total} bytes")
     generate_random.main()  # random.json: PyTorch's random streams
+    generate_factory.main()  # factory.json: linspace, logspace, eye bit for bit
 
 
 if __name__ == "__main__":

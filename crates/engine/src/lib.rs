@@ -26,6 +26,7 @@
 pub mod autograd;
 pub mod dtype;
 pub mod error;
+pub mod factory;
 pub mod format;
 pub mod kernels;
 pub mod layout;

@@ -5,6 +5,7 @@ mod convert;
 mod device;
 mod dtype;
 mod errors;
+mod factory;
 mod identity;
 mod node;
 mod ops;
@@ -352,6 +353,9 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ones, m)?)?;
     m.add_function(wrap_pyfunction!(full, m)?)?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(factory::linspace, m)?)?;
+    m.add_function(wrap_pyfunction!(factory::logspace, m)?)?;
+    m.add_function(wrap_pyfunction!(factory::eye, m)?)?;
     m.add_function(wrap_pyfunction!(empty, m)?)?;
     m.add_function(wrap_pyfunction!(rand, m)?)?;
     m.add_function(wrap_pyfunction!(randn, m)?)?;
