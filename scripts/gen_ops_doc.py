@@ -150,6 +150,31 @@ TRANSPOSED = {"contiguous"}
 
 DTYPES = ["float32", "float64", "int64", "bool"]
 
+# Module-level factories (they make leaves, so no backward) and their sample arguments;
+# `dtype=` is passed to find the dtypes each accepts.
+FACTORIES: dict[str, Args] = {
+    "tensor": lambda t: ([[1, 2], [3, 4]],),
+    "zeros": lambda t: (2, 3),
+    "ones": lambda t: (2, 3),
+    "full": lambda t: ((2, 3), 1),
+    "empty": lambda t: (2, 3),
+    "arange": lambda t: (0, 5),
+    "linspace": lambda t: (0, 4, 5),
+    "logspace": lambda t: (0, 2, 3),
+    "eye": lambda t: (3,),
+    "rand": lambda t: (2, 3),
+    "randn": lambda t: (2, 3),
+    "randint": lambda t: (0, 10, (2, 3)),
+    "randperm": lambda t: (5,),
+    "zeros_like": lambda t: (t.ones(2, 3),),
+    "ones_like": lambda t: (t.ones(2, 3),),
+    "full_like": lambda t: (t.ones(2, 3), 7),
+    "empty_like": lambda t: (t.ones(2, 3),),
+    "rand_like": lambda t: (t.ones(2, 3),),
+    "randn_like": lambda t: (t.ones(2, 3),),
+    "as_tensor": lambda t: ([1, 2],),
+}
+
 
 def binding_ops() -> dict[str, list[str]]:
     """The Python method names of each family's binding file, in source order."""
@@ -251,6 +276,25 @@ def render() -> str:
         if operators:
             lines += ["", "Operators: " + ", ".join(f"`{o}`" for o in operators) + "."]
         lines.append("")
+    lines += [
+        "## factories",
+        "",
+        "Module-level functions that make new leaves (`requires_grad=` makes one that",
+        "requires grad; no backward of their own). Dtypes: those `dtype=` accepts.",
+        "",
+        "| op | forms | dtypes |",
+        "| --- | --- | --- |",
+    ]
+    for name, args in FACTORIES.items():
+        accepted = []
+        for dtype in DTYPES:
+            try:
+                getattr(torch, name)(*args(torch), dtype=getattr(torch, dtype))
+            except (RuntimeError, TypeError, ValueError, NotImplementedError):
+                continue
+            accepted.append(dtype)
+        lines.append(f"| {name} | `torch.{name}` | {', '.join(accepted) or 'none'} |")
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -12,10 +12,7 @@ fn check_steps(steps: i64) -> Result<usize> {
 
 fn refuse_bool(op: &'static str, dtype: DType) -> Result<()> {
     if dtype == DType::Bool {
-        return Err(Error::dtype(
-            op,
-            format!("\"{op}_cpu\" not implemented for 'Bool'"),
-        ));
+        return Err(Error::unsupported_dtype(op, dtype));
     }
     Ok(())
 }
@@ -38,7 +35,7 @@ impl Tensor {
     /// from `start` to `end`, bit for bit PyTorch's on the CPU.
     pub fn linspace(start: Scalar, end: Scalar, steps: i64, dtype: DType) -> Result<Tensor> {
         let steps = check_steps(steps)?;
-        refuse_bool("linspace", dtype)?;
+        refuse_bool("linspace_cpu", dtype)?;
         crate::tensor::check_allocation(steps, dtype)?;
         if steps == 0 {
             return Ok(Tensor::zeros(&[0], dtype));
@@ -86,7 +83,7 @@ impl Tensor {
         dtype: DType,
     ) -> Result<Tensor> {
         let steps = check_steps(steps)?;
-        refuse_bool("logspace", dtype)?;
+        refuse_bool("logspace_cpu", dtype)?;
         crate::tensor::check_allocation(steps, dtype)?;
         if steps == 0 {
             return Ok(Tensor::zeros(&[0], dtype));

@@ -388,6 +388,9 @@ impl Tensor {
 
     /// [`Tensor::arange`] over scalars: integer bounds and step stay exact.
     pub fn arange_scalar(start: Scalar, end: Scalar, step: Scalar, dtype: DType) -> Result<Tensor> {
+        if dtype == DType::Bool {
+            return Err(Error::unsupported_dtype("arange_cpu", dtype));
+        }
         let (fs, fe, fst) = (start.to_f64(), end.to_f64(), step.to_f64());
         if !fst.is_finite() {
             return Err(Error::InvalidArgument(format!(

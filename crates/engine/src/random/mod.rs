@@ -270,6 +270,9 @@ impl Generator {
     /// `n < 2^32 / 20`, a Fisher-Yates shuffle forward from index 0 with one 32-bit
     /// output per swap. Larger `n` is refused.
     pub fn randperm(&self, n: usize, dtype: DType) -> Result<Tensor> {
+        if dtype == DType::Bool {
+            return Err(Error::unsupported_dtype("randperm", dtype));
+        }
         if n as u64 >= u64::from(u32::MAX) / 20 {
             return Err(Error::NotImplemented(format!(
                 "rustgrad: randperm of {n} elements (PyTorch switches to another algorithm at 2^32 / 20)"
