@@ -506,3 +506,18 @@ def test_views_made_before_a_data_assignment_keep_the_old_data():
     assert v.tolist() == [0.0, 0.0] and v._base is s
     s.data = s  # assigning a tensor its own data changes nothing
     assert s.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_name_of_the_cpp_defined_nodes_has_their_namespace():
+    # PyTorch: name() is "torch::autograd::AccumulateGrad" / "...::CopySlices", while
+    # type(node).__name__ is the bare class name; op nodes have no namespace.
+    x = torch.ones(3, requires_grad=True)
+    y = x * 2
+    acc = y.grad_fn.next_functions[0][0]
+    assert acc.name() == "torch::autograd::AccumulateGrad"
+    assert type(acc).__name__ == "AccumulateGrad"
+    assert y.grad_fn.name() == "MulBackward0"
+    z = x * 1
+    z[1].mul_(2)
+    assert z.grad_fn.name() == "torch::autograd::CopySlices"
+    assert type(z.grad_fn).__name__ == "CopySlices"

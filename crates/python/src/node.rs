@@ -78,7 +78,13 @@ impl PyNode {
 
     /// PyTorch's class name of the node, e.g. `MulBackward0`.
     fn name(&self) -> PyResult<&'static str> {
-        autograd::node_name(self.node()?.id()).py()
+        // PyTorch's name() of its two C++-defined nodes carries their namespace; the
+        // Python class names (`type(node).__name__`) do not.
+        Ok(match autograd::node_name(self.node()?.id()).py()? {
+            "CopySlices" => "torch::autograd::CopySlices",
+            "AccumulateGrad" => "torch::autograd::AccumulateGrad",
+            other => other,
+        })
     }
 
     /// For each input of the op: `(node, input_nr)`, or `(None, 0)` when that input
