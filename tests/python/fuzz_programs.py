@@ -56,6 +56,7 @@ RTOL = {"bool": 0.0, "int64": 0.0, "float32": 1e-4, "float64": 1e-9}
 # Ops whose results numpy and rustgrad may round differently (the others are exact on
 # the small dyadic values the programs start from).
 INEXACT = {"div", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "mean", "div_"}
+INEXACT |= {"sin", "cos", "atan", "expm1"}
 MAX_POOL = 8
 ORDINARY = (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError)
 
@@ -491,6 +492,7 @@ SPECIAL = [float("nan"), float("inf"), -float("inf")]
 FLOAT_VALUES = [0.0, 1.0, -1.0, 0.5, -2.0, 3.0, 1.5, -0.75, 2.25, -3.5]
 SAVES = {"mul", "div", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"}
 SAVES |= {"clamp", "matmul", "sign", "mul_", "div_", "clamp_", "relu_", "pow_"}
+SAVES |= {"sin", "cos", "atan", "expm1", "square"}
 
 
 class _ShapeSteps:
@@ -871,8 +873,19 @@ UNARY = {
     "relu": lambda x: np.where(x > 0, x, np.where(np.isnan(x), x, 0)).astype(x.dtype),
     "abs": np.abs,
     "sign": _sign,
+    "sin": np.sin,
+    "cos": np.cos,
+    "atan": np.arctan,
+    "expm1": np.expm1,
+    "square": np.square,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
 }
-TO_FLOAT = {"exp", "log", "sqrt", "tanh", "sigmoid"}
+TO_FLOAT = {"exp", "log", "sqrt", "tanh", "sigmoid", "sin", "cos", "atan", "expm1"}
+# Rounding: int64 kept, bool refused, zero gradient with jumps at integers (so no
+# finite-difference check).
+ROUNDING = {"floor", "ceil", "trunc"}
 
 
 class Generator(_ShapeSteps):
@@ -1035,11 +1048,21 @@ class Generator(_ShapeSteps):
         )
         if op == "sign" and not hasattr(torch, "sign"):
             code = f"{name} = {a.name}.sign()"
-        if a.dtype == "bool" and op in ("neg", "relu", "abs"):
+        if (
+            a.dtype == "bool"
+            and op in ("neg", "relu", "abs")
+            or (a.dtype == "bool" and op in ROUNDING)
+        ):
             return m.run(code, f"{op} of a bool tensor")
         dtype = "float32" if a.dtype not in FLOATS and op in TO_FLOAT else a.dtype
+        if op == "square" and a.dtype == "bool":
+            dtype = "int64"  # PyTorch: square of bool is int64 (pow(x, 2))
         xv = _np(a, dtype)
         if self.grad:
+            if op in ROUNDING:
+                return None
+            if op == "expm1" and not bool(np.all(xv < 5)):
+                return None
             if op in ("relu", "abs", "sign") and dtype in FLOATS and not _smooth(xv):
                 return None
             if op in ("log", "sqrt") and not bool(np.all(xv > 0.1)):
@@ -1047,7 +1070,7 @@ class Generator(_ShapeSteps):
             if op == "exp" and not bool(np.all(xv < 5)):
                 return None
         with np.errstate(all="ignore"):
-            values = UNARY[op](xv)
+            values = np.asarray(UNARY[op](xv)).astype(NP_DTYPE[dtype])
         entry = self.result_entry(name, values, dtype, [a], op)
         m.run(code, None, self._commit_unary(op, a, entry))
 
