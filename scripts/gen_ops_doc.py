@@ -109,6 +109,14 @@ ARGS: dict[str, Args] = {
     # linalg
     "matmul": lambda t, a: (t.ones(3, 2, dtype=a.dtype),),
     "mm": lambda t, a: (t.ones(3, 2, dtype=a.dtype),),
+    "bmm": lambda t, a: (t.ones(1, 3, 2, dtype=a.dtype),),
+    "mv": lambda t, a: (t.ones(3, dtype=a.dtype),),
+    "dot": lambda t, a: (t.ones(6, dtype=a.dtype),),
+    "outer": lambda t, a: (t.ones(2, dtype=a.dtype),),
+    "addmm": lambda t, a: (t.ones(2, 2, dtype=a.dtype), t.ones(2, 3, dtype=a.dtype)),
+    "addmv": lambda t, a: (t.ones(6, 2, dtype=a.dtype), t.ones(2, dtype=a.dtype)),
+    "baddbmm": lambda t, a: (t.ones(1, 2, 2, dtype=a.dtype), t.ones(1, 2, 3, dtype=a.dtype)),
+    "addbmm": lambda t, a: (t.ones(1, 2, 2, dtype=a.dtype), t.ones(1, 2, 3, dtype=a.dtype)),
     # shape
     "view": lambda t, a: (6,),
     "reshape": lambda t, a: (3, 2),
@@ -147,6 +155,15 @@ ARGS: dict[str, Args] = {
 
 # Ops whose sample runs on a non-contiguous input (a transposed view).
 TRANSPOSED = {"contiguous"}
+
+# Ops whose sample runs on `a` reshaped (ops that need another number of dims).
+RESHAPED = {
+    "bmm": (1, 2, 3),
+    "baddbmm": (1, 2, 3),
+    "dot": (6,),
+    "outer": (6,),
+    "addmv": (6,),
+}
 
 DTYPES = ["float32", "float64", "int64", "bool"]
 
@@ -202,6 +219,9 @@ def sample(torch: Any, name: str, a: Any) -> Any:
     """Calls op `name` on `a` (a clone of it for in-place ops) with its sample arguments."""
     in_place = name.endswith("_") and not name.startswith("_")
     args = ARGS.get(name[:-1] if in_place else name, lambda t, x: ())(torch, a)
+    base = name[:-1] if in_place else name
+    if base in RESHAPED:
+        a = a.reshape(RESHAPED[base])
     target = a.clone() if in_place or name == "__setitem__" else a
     if name in TRANSPOSED:
         target = target.t()

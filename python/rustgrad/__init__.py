@@ -338,3 +338,9 @@ from . import _shape  # noqa: E402
 from ._shape import *  # noqa: E402,F403
 
 __all__ += _shape.__all__
+
+# Linear-algebra ops (python/rustgrad/_linalg.py).
+from . import _linalg  # noqa: E402
+from ._linalg import *  # noqa: E402,F403
+
+__all__ += _linalg.__all__

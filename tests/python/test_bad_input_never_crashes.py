@@ -617,6 +617,96 @@ CASES.update(
     }
 )
 
+# Linear algebra (ops/linalg.rs).
+_m23, _v3 = torch.ones(2, 3), torch.ones(3)
+CASES.update(
+    {
+        "mm_inner_mismatch": (
+            lambda: torch.mm(_m23, torch.ones(4, 5)),
+            RT,
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        ),
+        "mm_vector": (lambda: torch.mm(_v3, _m23), RT, "self must be a matrix"),
+        "mm_dtype_mismatch": (
+            lambda: _m23.mm(torch.ones(3, 2, dtype=torch.float64)),
+            RT,
+            "expected m1 and m2 to have the same dtype",
+        ),
+        "bmm_2d": (lambda: torch.bmm(_m23, x3), RT, "batch1 must be a 3D tensor"),
+        "bmm_batch_mismatch": (
+            lambda: x3.bmm(torch.ones(3, 4, 2)),
+            RT,
+            "Expected size for first two dimensions of batch2 tensor to be: [2, 4]",
+        ),
+        "mv_size_mismatch": (
+            lambda: _m23.mv(torch.ones(2)),
+            RT,
+            "size mismatch, got input (2), mat (2x3), vec (2)",
+        ),
+        "mv_matrix_vec": (
+            lambda: torch.mv(_m23, torch.ones(3, 1)),
+            RT,
+            "vector + matrix @ vector expected, got 1, 2, 2",
+        ),
+        "dot_2d": (
+            lambda: torch.dot(_m23, _v3),
+            RT,
+            "1D tensors expected, but got 2D and 1D tensors",
+        ),
+        "dot_size_mismatch": (
+            lambda: _v3.dot(torch.ones(4)),
+            RT,
+            "inconsistent tensor size, expected tensor [3] and src [4]",
+        ),
+        "outer_2d": (lambda: torch.outer(_v3, _m23), RT, "Expected 1-D argument vec2"),
+        "addmm_input_not_broadcastable": (
+            lambda: torch.addmm(torch.ones(3, 3), _m23, torch.ones(3, 3)),
+            RT,
+            "The expanded size of the tensor (2) must match the existing size (3)",
+        ),
+        "addmm_input_3d": (
+            lambda: torch.addmm(x3, _m23, torch.ones(3, 3)),
+            RT,
+            "the number of sizes provided (2) must be greater or equal to the number of dim",
+        ),
+        "addmm_beta_string": (
+            lambda: torch.addmm(_m23, _m23, torch.ones(3, 3), beta="a"),
+            TE,
+            "beta must be a number",
+        ),
+        "addmm__bad_in_place_shape": (
+            lambda: torch.ones(2, 1).addmm_(_m23, torch.ones(3, 4)),
+            RT,
+            "Bad in-place call: input tensor size [2, 1] and output tensor size [2, 4]",
+        ),
+        "addmv_input_mismatch": (
+            lambda: torch.addmv(_v3, _m23, _v3),
+            RT,
+            "size mismatch, got input (3), mat (2x3), vec (3)",
+        ),
+        "baddbmm_batch_mismatch": (
+            lambda: torch.baddbmm(x3, x3, torch.ones(3, 4, 4)),
+            RT,
+            "Expected size for first two dimensions of batch2 tensor",
+        ),
+        "addbmm_input_mismatch": (
+            lambda: torch.addbmm(torch.ones(3, 6), x3, torch.ones(2, 4, 5)),
+            RT,
+            "The expanded size of the tensor (5) must match the existing size (6)",
+        ),
+        "matmul_3d_vector_mismatch": (
+            lambda: x3 @ torch.ones(2),
+            RT,
+            "size mismatch, got input (6), mat (6x4), vec (2)",
+        ),
+        "matmul_huge_product": (
+            lambda: torch.ones(1, 1).expand(2**20, 1) @ torch.ones(1, 1).expand(1, 2**20),
+            RT,
+            OOM,
+        ),
+    }
+)
+
 
 def _nested(depth):
     """``[[...[1]...]]`` with ``depth`` lists."""

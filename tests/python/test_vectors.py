@@ -31,6 +31,7 @@ MIN_CASES = {
     "elementwise_ops": 180,
     "reduce_ops": 130,
     "shape_ops": 45,
+    "linalg_ops": 25,
 }
 
 TOLERANCES = {
@@ -179,6 +180,24 @@ def _activation(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
     return lambda xs, kw: getattr(_elementwise, op)(xs[0], **kw)
 
 
+LINALG_OPS = [
+    "mm",
+    "bmm",
+    "mv",
+    "dot",
+    "outer",
+    "addmm",
+    "addmv",
+    "baddbmm",
+    "addbmm",
+    "tensordot",
+]
+
+
+def _linalg(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    return lambda xs, kw: getattr(rustgrad, op)(*xs, **kw)
+
+
 OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     **{op: _method(op) for op in EW_UNARY + EW_BINARY},
     **{op: _activation(op) for op in EW_ACTIVATIONS},
@@ -260,6 +279,8 @@ OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
             tuple(slice(None) if i is None else _kt(i) for i in kw["indices"])
         ],
     },
+    # linalg_ops.json: function forms, beta/alpha as keyword arguments.
+    **{op: _linalg(op) for op in LINALG_OPS},
 }
 
 
@@ -397,6 +418,7 @@ REQUIRED_OPS = {
         "as_strided",
         "scatter_multiply",
     },
+    "linalg_ops": set(LINALG_OPS),
 }
 
 

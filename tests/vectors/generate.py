@@ -284,6 +284,8 @@ def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> Any:
         return x[slice_index(kwargs)]
     if op in SHAPE_OPS:
         return SHAPE_OPS[op](xs, kwargs)
+    if op in LINALG_OPS:
+        return LINALG_OPS[op](xs, kwargs)
     raise ValueError(f"unknown op {op!r}")
 
 
@@ -1268,6 +1270,111 @@ def shape_ops_cases() -> list[dict[str, Any]]:
     ]
 
 
+# --------------------------------------------------------------------------- linalg ops
+
+LINALG_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]] = {
+    "mm": lambda xs, kw: torch.mm(xs[0], xs[1]),
+    "bmm": lambda xs, kw: torch.bmm(xs[0], xs[1]),
+    "mv": lambda xs, kw: torch.mv(xs[0], xs[1]),
+    "dot": lambda xs, kw: torch.dot(xs[0], xs[1]),
+    "outer": lambda xs, kw: torch.outer(xs[0], xs[1]),
+    "addmm": lambda xs, kw: torch.addmm(xs[0], xs[1], xs[2], **kw),
+    "addmv": lambda xs, kw: torch.addmv(xs[0], xs[1], xs[2], **kw),
+    "baddbmm": lambda xs, kw: torch.baddbmm(xs[0], xs[1], xs[2], **kw),
+    "addbmm": lambda xs, kw: torch.addbmm(xs[0], xs[1], xs[2], **kw),
+    "tensordot": lambda xs, kw: torch.tensordot(xs[0], xs[1], **kw),
+}
+
+
+def linalg_ops_cases() -> list[dict[str, Any]]:
+    def c(name: str, op: str, specs: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        return make_case(name, op, specs, kwargs)
+
+    t01, t12 = transpose(0, 1), transpose(1, 2)
+    return [
+        c("mm_basic", "mm", [inp([3, 4]), inp([4, 2])]),
+        c("mm_transposed", "mm", [inp([4, 3], view=t01), inp([2, 4], view=t01)]),
+        c("mm_f32", "mm", [f32(inp([2, 3])), f32(inp([3, 2]))]),
+        c("bmm_basic", "bmm", [inp([2, 3, 4]), inp([2, 4, 2])]),
+        c("bmm_transposed", "bmm", [inp([2, 4, 3], view=t12), inp([4, 2, 2], view=t01)]),
+        c("bmm_f32", "bmm", [f32(inp([3, 2, 2])), f32(inp([3, 2, 1]))]),
+        c("mv_basic", "mv", [inp([3, 4]), inp([4])]),
+        c("mv_transposed_sliced", "mv", [inp([4, 3], view=t01), inp([8], view=slice_(0, 0, 8, 2))]),
+        c("mv_f32", "mv", [f32(inp([2, 3])), f32(inp([3]))]),
+        c("dot_basic", "dot", [inp([5]), inp([5])]),
+        c(
+            "dot_sliced_no_grad",
+            "dot",
+            [inp([6], view=slice_(0, 1, 6, 2)), inp([3], requires_grad=False)],
+        ),
+        c("dot_f32", "dot", [f32(inp([4])), f32(inp([4]))]),
+        c("outer_basic", "outer", [inp([3]), inp([4])]),
+        c("outer_f32", "outer", [f32(inp([2])), f32(inp([3]))]),
+        c(
+            "outer_int",
+            "outer",
+            [inp([3], "int", False, dtype="int64"), inp([2], "int", False, dtype="int64")],
+        ),
+        c("addmm_basic", "addmm", [inp([3, 2]), inp([3, 4]), inp([4, 2])]),
+        c(
+            "addmm_broadcast_row_scaled",
+            "addmm",
+            [inp([2]), inp([3, 4]), inp([4, 2])],
+            beta=0.5,
+            alpha=-2.0,
+        ),
+        c(
+            "addmm_transposed_int_scale",
+            "addmm",
+            [inp([2, 3], view=t01), inp([4, 3], view=t01), inp([4, 2])],
+            beta=2,
+            alpha=3,
+        ),
+        c("addmm_beta_zero", "addmm", [inp([3, 2]), inp([3, 4]), inp([4, 2])], beta=0),
+        c("addmm_f32", "addmm", [f32(inp([1, 2])), f32(inp([3, 4])), f32(inp([4, 2]))]),
+        c("addmv_basic", "addmv", [inp([3]), inp([3, 4]), inp([4])]),
+        c(
+            "addmv_scaled_transposed",
+            "addmv",
+            [inp([1]), inp([4, 3], view=t01), inp([4])],
+            beta=-1.5,
+            alpha=0.5,
+        ),
+        c("addmv_f32", "addmv", [f32(inp([2])), f32(inp([2, 3])), f32(inp([3]))]),
+        c("baddbmm_basic", "baddbmm", [inp([2, 3, 2]), inp([2, 3, 4]), inp([2, 4, 2])]),
+        c(
+            "baddbmm_broadcast_scaled",
+            "baddbmm",
+            [inp([3, 1]), inp([2, 4, 3], view=t12), inp([2, 4, 2])],
+            beta=0.5,
+            alpha=2.0,
+        ),
+        c(
+            "baddbmm_f32",
+            "baddbmm",
+            [f32(inp([2, 2, 2])), f32(inp([2, 2, 3])), f32(inp([2, 3, 2]))],
+        ),
+        c("addbmm_basic", "addbmm", [inp([3, 2]), inp([2, 3, 4]), inp([2, 4, 2])]),
+        c(
+            "addbmm_broadcast_scaled",
+            "addbmm",
+            [inp([2]), inp([3, 3, 4]), inp([3, 2, 4], view=t12)],
+            beta=-1.0,
+            alpha=0.25,
+        ),
+        c("addbmm_f32", "addbmm", [f32(inp([2, 2])), f32(inp([2, 2, 3])), f32(inp([2, 3, 2]))]),
+        c("tensordot_int_dims", "tensordot", [inp([2, 3, 4]), inp([3, 4, 2])], dims=2),
+        c(
+            "tensordot_lists_neg_transposed",
+            "tensordot",
+            [inp([3, 2, 4], view=t01), inp([4, 3])],
+            dims=[[-1, 1], [0, 1]],
+        ),
+        c("tensordot_outer_f32", "tensordot", [f32(inp([2])), f32(inp([3]))], dims=0),
+        c("tensordot_size1_broadcast", "tensordot", [inp([2, 1]), inp([3, 2])], dims=[[1], [0]]),
+    ]
+
+
 GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "unary": unary_cases,
     "binary": binary_cases,
@@ -1279,6 +1386,7 @@ GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "elementwise_ops": elementwise_cases,
     "reduce_ops": reduce_ops_cases,
     "shape_ops": shape_ops_cases,
+    "linalg_ops": linalg_ops_cases,
 }
 
 

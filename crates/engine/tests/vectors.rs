@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-const FILES: [&str; 10] = [
+const FILES: [&str; 11] = [
     "unary.json",
     "binary.json",
     "compare.json",
@@ -21,6 +21,7 @@ const FILES: [&str; 10] = [
     "elementwise_ops.json",
     "reduce_ops.json",
     "shape_ops.json",
+    "linalg_ops.json",
 ];
 
 fn vectors_dir() -> PathBuf {
@@ -328,6 +329,45 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
             as_i64(kw("step")?, "step")?,
         ),
         other_op if SHAPE_OPS.contains(&other_op) => return shape_op(op, kwargs, args),
+        "mm" => x.mm(arg(1)?),
+        "bmm" => x.bmm(arg(1)?),
+        "mv" => x.mv(arg(1)?),
+        "dot" => x.dot(arg(1)?),
+        "outer" => x.outer(arg(1)?),
+        "tensordot" => {
+            let dims = kw("dims")?;
+            let (dims_a, dims_b) = match dims.as_i64() {
+                Some(n) => (
+                    ((x.dim() as i64 - n)..x.dim() as i64).collect(),
+                    (0..n).collect(),
+                ),
+                None => {
+                    let pair = dims.as_array().ok_or("dims is neither an int nor a pair")?;
+                    let lists = pair
+                        .iter()
+                        .map(|l| i64_list(l, "dims"))
+                        .collect::<CaseResult<Vec<_>>>()?;
+                    let [a, b]: [Vec<i64>; 2] =
+                        lists.try_into().map_err(|_| "dims is not a pair")?;
+                    (a, b)
+                }
+            };
+            x.tensordot(arg(1)?, &dims_a, &dims_b)
+        }
+        "addmm" | "addmv" | "baddbmm" | "addbmm" => {
+            // beta and alpha default to 1, as in PyTorch.
+            let coefficient = |key: &str| -> CaseResult<Scalar> {
+                kwargs.get(key).map_or(Ok(Scalar::Int(1)), scalar_arg)
+            };
+            let (beta, alpha) = (coefficient("beta")?, coefficient("alpha")?);
+            let f = match op {
+                "addmm" => Variable::addmm,
+                "addmv" => Variable::addmv,
+                "baddbmm" => Variable::baddbmm,
+                _ => Variable::addbmm,
+            };
+            f(x, arg(1)?, arg(2)?, beta, alpha)
+        }
         other_op => match compare_op(other_op) {
             Some(cmp) => x.compare(arg(1)?, cmp),
             None => return Err(format!("unknown op {other_op:?}")),
@@ -775,6 +815,11 @@ fn reduce_ops_vectors() {
 #[test]
 fn shape_ops_vectors() {
     check_file("shape_ops.json");
+}
+
+#[test]
+fn linalg_ops_vectors() {
+    check_file("linalg_ops.json");
 }
 
 /// Every vector file is read by a test above, and together they hold enough cases.
