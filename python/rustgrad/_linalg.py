@@ -22,6 +22,7 @@ __all__ = [
     "baddbmm",
     "bmm",
     "dot",
+    "einsum",
     "mv",
     "outer",
     "tensordot",
@@ -119,3 +120,32 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
             )
         return a._tensordot(b, list(dims_a), list(dims_b))
     raise RuntimeError("tensordot expects dims to be an int or a pair of lists of dims")
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """Einstein summation: ``torch.einsum("ij,jk->ik", a, b)`` is ``a @ b``.
+
+    Supports explicit and implicit outputs, repeated subscripts (``"ii->i"`` is the
+    diagonal, ``"ii"`` the trace), ``...`` for broadcast batch dims, and the operands
+    given either as arguments or as one list.
+
+    Example:
+        >>> torch.einsum("i,i->", torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0]))
+        tensor(11.)
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise ValueError(
+            "einsum(): must specify the equation string and at least one operand, "
+            "or at least one operand and its subscripts list"
+        )
+    for i, op in enumerate(operands):
+        if not isinstance(op, Tensor):
+            raise TypeError(
+                f"einsum(): argument 'operands' must be tuple of Tensors, "
+                f"but found element of type {type(op).__name__} at pos {i}"
+            )
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): argument 'equation' must be str, not {type(equation).__name__}")
+    return Tensor._einsum(equation, list(operands))

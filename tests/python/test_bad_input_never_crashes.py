@@ -699,6 +699,31 @@ CASES.update(
             RT,
             "size mismatch, got input (6), mat (6x4), vec (2)",
         ),
+        "einsum_bad_subscript": (
+            lambda: torch.einsum("i1", _v3),
+            RT,
+            "invalid subscript given at index 1 in the equation string",
+        ),
+        "einsum_too_few_operands": (
+            lambda: torch.einsum("i,i", _v3),
+            RT,
+            "fewer operands were provided than specified in the equation",
+        ),
+        "einsum_no_operands": (
+            lambda: torch.einsum("i"),
+            VE,
+            "must specify the equation string and at least one operand",
+        ),
+        "einsum_size_mismatch": (
+            lambda: torch.einsum("i,i", _v3, torch.ones(2)),
+            RT,
+            "subscript i has size 2 for operand 1 which does not broadcast",
+        ),
+        "tensordot_duplicate_dims": (
+            lambda: torch.tensordot(_m23, torch.ones(3, 3), dims=([1, 1], [0, 1])),
+            RT,
+            "dim 1 appears multiple times in the list of dims",
+        ),
         "matmul_huge_product": (
             lambda: torch.ones(1, 1).expand(2**20, 1) @ torch.ones(1, 1).expand(1, 2**20),
             RT,

@@ -65,6 +65,19 @@ DIFFERENTIABLE = {
         lambda a, b: torch.tensordot(a, b, dims=([1], [0])),
         [(2, 1), (3, 2)],
     ),
+    "einsum_matmul": (lambda a, b: torch.einsum("ij,jk->ik", a, b), [(2, 3), (3, 4)]),
+    "einsum_trace": (lambda a: torch.einsum("ii", a), [(3, 3)]),
+    "einsum_diagonal_transposed": (lambda a: torch.einsum("ii->i", t(a)), [(3, 3)]),
+    "einsum_batch_diagonal": (lambda a: torch.einsum("...ii->...i", a), [(2, 3, 3)]),
+    "einsum_ellipsis_broadcast": (
+        lambda a, b: torch.einsum("...ij,...jk", a, t(b)),
+        [(2, 1, 2, 3), (3, 4, 3)],
+    ),
+    "einsum_four_operands": (
+        lambda a, b, c, d: torch.einsum("ij,jk,k,kjl->li", a, b, c, d),
+        [(2, 3), (3, 2), (2,), (2, 3, 4)],
+    ),
+    "einsum_list_form_outer": (lambda a, b: torch.einsum("i,j", [a, b]), [(2,), (3,)]),
     "linalg_norm_fro": (lambda a: torch.linalg.norm(t(a), "fro"), [(3, 2)]),
     "matrix_norm_batched": (lambda a: torch.linalg.matrix_norm(a, keepdim=True), [(2, 3, 2)]),
     "matrix_norm_1": (lambda a: torch.linalg.matrix_norm(a, 1), [(3, 2)]),
@@ -354,4 +367,78 @@ def test_tensordot_errors(k):
     fn, exc, phrase = TENSORDOT_ERRORS[k]
     with pytest.raises(exc) as info:
         fn()
+    assert phrase in str(info.value)
+
+
+def _einsum_case(draw):
+    """A random valid equation with up to 4 operands and arrays for it."""
+    letters = "abcdeA"
+    sizes = {c: draw(st.integers(1, 3)) for c in letters}
+    n_ops = draw(st.integers(1, 4))
+    terms = [
+        "".join(draw(st.lists(st.sampled_from(letters), min_size=0, max_size=3)))
+        for _ in range(n_ops)
+    ]
+    used = sorted(set("".join(terms)))
+    explicit = draw(st.booleans())
+    out = "".join(draw(st.permutations(used))[: draw(st.integers(0, len(used)))])
+    equation = ",".join(terms) + (f"->{out}" if explicit else "")
+    shapes = [[sizes[c] for c in term] for term in terms]
+    return equation, shapes
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_einsum_matches_numpy(data):
+    equation, shapes = _einsum_case(data.draw)
+    g = np.random.default_rng(len(equation))
+    arrays = [g.normal(size=s) for s in shapes]
+    tensors = [torch.tensor(a.tolist(), dtype=torch.float64).reshape(a.shape) for a in arrays]
+    expected = np.einsum(equation, *arrays)
+    out = torch.einsum(equation, *tensors)
+    assert tuple(out.shape) == np.shape(expected), equation
+    np.testing.assert_allclose(arr(out), expected, rtol=1e-10, atol=1e-10, err_msg=equation)
+
+
+def test_einsum_size_one_broadcast_and_spaces():
+    a, b = leaf(2, 1), leaf(1, 3)
+    np.testing.assert_allclose(arr(torch.einsum("ab, ab -> ab", a, b)), arr(a) * arr(b), rtol=1e-12)
+    np.testing.assert_allclose(arr(torch.einsum("ab,ab", a, b)), (arr(a) * arr(b)).sum())
+
+
+EINSUM_ERRORS = [
+    ("ij,jk", [(2, 3), (4, 5)],
+     "einsum(): subscript j has size 4 for operand 1 which does not broadcast with "
+     "previously seen size 3"),
+    ("ij,jk", [(2, 3)], "einsum(): fewer operands were provided than specified in the equation"),
+    ("ij", [(2, 3), (3, 4)],
+     "einsum(): more operands were provided than specified in the equation"),
+    ("i1,jk", [(2, 3), (3, 4)],
+     "einsum(): invalid subscript given at index 1 in the equation string, subscripts must "
+     "be in [a-zA-Z]"),
+    ("ijk", [(2, 3)],
+     "einsum(): the number of subscripts in the equation (3) does not match the number of "
+     "dimensions (2) for operand 0 and no ellipsis was given"),
+    ("ij->ii", [(2, 3)], "einsum(): output subscript i appears more than once in the output"),
+    ("ij->k", [(2, 3)],
+     "einsum(): output subscript k does not appear in the equation for any input operand"),
+    ("ii->i", [(2, 3)],
+     "einsum(): subscript i is repeated for operand 0 but the sizes don't match, 3 != 2"),
+    ("i....->", [(2, 3)],
+     "einsum(): found '.' for operand 0 for which an ellipsis was already found"),
+    ("ij->i->j", [(2, 3)],
+     "einsum(): invalid subscript given at index 5 in the equation string"),
+    ("...ij,...jk", [(5, 2, 3), (4, 3, 4)],
+     "einsum(): dimension 0 covered by ellipsis in operand 1has size 4 which does not "
+     "broadcast with previously seen ellipsis with size 5 for the respective dimension"),
+    ("ij,jk->i.k", [(2, 3), (3, 4)],
+     "einsum(): found '.' for output that is not part of any ellipsis (...)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("k", range(len(EINSUM_ERRORS)))
+def test_einsum_errors_are_pytorchs(k):
+    equation, shapes, phrase = EINSUM_ERRORS[k]
+    with pytest.raises(RuntimeError) as info:
+        torch.einsum(equation, *[torch.ones(*s) for s in shapes])
     assert phrase in str(info.value)

@@ -191,10 +191,13 @@ LINALG_OPS = [
     "baddbmm",
     "addbmm",
     "tensordot",
+    "einsum",
 ]
 
 
 def _linalg(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    if op == "einsum":
+        return lambda xs, kw: rustgrad.einsum(kw["equation"], *xs)
     return lambda xs, kw: getattr(rustgrad, op)(*xs, **kw)
 
 

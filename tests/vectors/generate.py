@@ -1283,6 +1283,7 @@ LINALG_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tenso
     "baddbmm": lambda xs, kw: torch.baddbmm(xs[0], xs[1], xs[2], **kw),
     "addbmm": lambda xs, kw: torch.addbmm(xs[0], xs[1], xs[2], **kw),
     "tensordot": lambda xs, kw: torch.tensordot(xs[0], xs[1], **kw),
+    "einsum": lambda xs, kw: torch.einsum(kw["equation"], *xs),
 }
 
 
@@ -1372,6 +1373,33 @@ def linalg_ops_cases() -> list[dict[str, Any]]:
         ),
         c("tensordot_outer_f32", "tensordot", [f32(inp([2])), f32(inp([3]))], dims=0),
         c("tensordot_size1_broadcast", "tensordot", [inp([2, 1]), inp([3, 2])], dims=[[1], [0]]),
+        c("einsum_matmul", "einsum", [inp([2, 3]), inp([3, 4])], equation="ij,jk->ik"),
+        c("einsum_trace", "einsum", [inp([3, 3])], equation="ii"),
+        c("einsum_diagonal_transposed", "einsum", [inp([3, 3], view=t01)], equation="ii->i"),
+        c(
+            "einsum_batch_ellipsis",
+            "einsum",
+            [inp([2, 3, 4]), inp([5, 4], view=t01)],
+            equation="...ij,...jk",
+        ),
+        c(
+            "einsum_three_operands_implicit",
+            "einsum",
+            [inp([2, 3]), inp([3, 4]), inp([4])],
+            equation="ab,bc,c",
+        ),
+        c(
+            "einsum_broadcast_size1_f32",
+            "einsum",
+            [f32(inp([2, 1])), f32(inp([3, 4]))],
+            equation="ab,cb->ac",
+        ),
+        c(
+            "einsum_four_operands_permuted",
+            "einsum",
+            [inp([2, 3]), inp([3, 2]), inp([2]), inp([4, 3, 2], view=permute([2, 1, 0]))],
+            equation="ij,jk,k,kjl->li",
+        ),
     ]
 
 

@@ -92,3 +92,32 @@ fn bmm_and_mm_refuse_wrong_ranks_and_sizes() {
     assert_eq!(values(&out), [3.0; 4]);
     assert_eq!(name(&out), "BmmBackward0");
 }
+
+#[test]
+fn einsum_trace_and_matmul_have_their_closed_forms() {
+    let m = leaf(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let trace = Variable::einsum("ii", std::slice::from_ref(&m)).unwrap();
+    assert_eq!(values(&trace), [5.0]);
+    trace.backward().unwrap();
+    // d trace / d m is the identity.
+    assert_eq!(values(&m.grad().unwrap()), [1.0, 0.0, 0.0, 1.0]);
+
+    let a = leaf(&[1.0, 2.0], &[1, 2]);
+    let b = leaf(&[3.0, 4.0], &[2, 1]);
+    let ab = Variable::einsum("ij,jk->ik", &[a.clone(), b.clone()]).unwrap();
+    assert_eq!(values(&ab), [11.0]);
+    let err = Variable::einsum("ij,jk", std::slice::from_ref(&a)).unwrap_err();
+    assert!(err.to_string().contains("fewer operands"), "{err}");
+}
+
+#[test]
+fn tensordot_contracts_the_named_dims() {
+    // Contracting both dims of two 2x2 matrices is the sum of their elementwise product.
+    let a = leaf(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let b = leaf(&[5.0, 6.0, 7.0, 8.0], &[2, 2]);
+    let full = a.tensordot(&b, &[0, 1], &[0, 1]).unwrap();
+    assert_eq!(values(&full), [70.0]);
+    // dims [1] with [0] is the matrix product.
+    let mm = a.tensordot(&b, &[1], &[0]).unwrap();
+    assert_eq!(values(&mm), [19.0, 22.0, 43.0, 50.0]);
+}

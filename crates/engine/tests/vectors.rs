@@ -334,6 +334,10 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
         "mv" => x.mv(arg(1)?),
         "dot" => x.dot(arg(1)?),
         "outer" => x.outer(arg(1)?),
+        "einsum" => {
+            let equation = kw("equation")?.as_str().ok_or("equation is not a string")?;
+            Variable::einsum(equation, args)
+        }
         "tensordot" => {
             let dims = kw("dims")?;
             let (dims_a, dims_b) = match dims.as_i64() {

@@ -5,6 +5,8 @@
 //! records a node holding this family's [`Rule`]; the rule's `apply` is its backward,
 //! written with differentiable ops so that it serves double backward too.
 
+mod einsum;
+
 use super::{saved_at, Grads};
 use crate::autograd::saved::SavedTensor;
 use crate::error::{Error, Result};

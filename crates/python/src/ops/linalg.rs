@@ -303,4 +303,19 @@ impl PyTensor {
             a.tensordot(b, &dims_a, &dims_b)
         })
     }
+
+    /// `torch.einsum` (the Python function collects the operands).
+    #[staticmethod]
+    fn _einsum(
+        py: Python<'_>,
+        equation: &str,
+        operands: Vec<Bound<'_, PyTensor>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let vars: Vec<Variable> = operands.iter().map(|o| o.get().var.clone()).collect();
+        let work = vars.iter().map(Variable::numel).max().unwrap_or(0);
+        new_tensor(
+            py,
+            maybe_detach(py, work, || Variable::einsum(equation, &vars)).py()?,
+        )
+    }
 }
