@@ -558,6 +558,12 @@ CASES = {
     ),
     "chunk_empty_into_too_many": (lambda: torch.zeros(0).chunk(2**62), RT, OOM),
     "movedim_out_of_range": (lambda: x.movedim(2, 0), IE, "Dimension out of range"),
+    "expand_non_singleton": (
+        lambda: torch.ones(3, 5).expand(2, 5),
+        RT,
+        "The expanded size of the tensor (2) must match the existing size (3) at "
+        "non-singleton dimension 0.  Target sizes: [2, 5].  Tensor sizes: [3, 5]",
+    ),
 }
 
 # Elementwise math ops and activations (ops/unary.rs, ops/binary.rs).

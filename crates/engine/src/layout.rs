@@ -221,7 +221,7 @@ impl Layout {
             } else if s == 1 {
                 strides[i] = 0;
             } else {
-                return Err(self.expand_error(target));
+                return Err(self.size_mismatch_error(target, i));
             }
         }
         Ok(Layout {
@@ -229,6 +229,24 @@ impl Layout {
             strides,
             offset: self.offset,
         })
+    }
+
+    /// PyTorch's message for a target size that differs from a non-1 size at `dim`.
+    fn size_mismatch_error(&self, target: &[usize], dim: usize) -> Error {
+        let list = |v: &[usize]| {
+            v.iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let lead = target.len() - self.ndim();
+        Error::InvalidArgument(format!(
+            "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension {dim}.  Target sizes: [{}].  Tensor sizes: [{}]",
+            target[dim],
+            self.shape[dim - lead],
+            list(target),
+            list(&self.shape)
+        ))
     }
 
     fn expand_error(&self, target: &[usize]) -> Error {
