@@ -99,6 +99,12 @@ ARGS: dict[str, Args] = {
         ]
     },
     "clamp": lambda t, a: (0, 1),
+    # three operands (ops/ternary.rs)
+    "clip": lambda t, a: (0, 1),
+    "lerp": lambda t, a: (t.ones(2, 3, dtype=a.dtype), 0.5),
+    "addcmul": lambda t, a: (t.ones(2, 3, dtype=a.dtype), t.ones(3, dtype=a.dtype)),
+    "addcdiv": lambda t, a: (t.ones(2, 3, dtype=a.dtype), t.ones(3, dtype=a.dtype)),
+    "where": lambda t, a: (a > 2, t.zeros(3, dtype=a.dtype)),
     "fill": lambda t, a: (1,),
     # reduce
     **{

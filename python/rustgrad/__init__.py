@@ -344,3 +344,8 @@ from . import _linalg  # noqa: E402
 from ._linalg import *  # noqa: E402,F403
 
 __all__ += _linalg.__all__
+
+# Elementwise ops of three operands (the last section of python/rustgrad/_elementwise.py).
+from ._elementwise import addcdiv, addcmul, clip, lerp  # noqa: E402
+
+__all__ += ["addcdiv", "addcmul", "clip", "lerp"]

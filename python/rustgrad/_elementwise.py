@@ -317,3 +317,50 @@ def hardsigmoid(input: Tensor, inplace: builtins.bool = False) -> Tensor:
 def hardswish(input: Tensor, inplace: builtins.bool = False) -> Tensor:
     """``x * clamp(x + 3, 0, 6) / 6``."""
     return _t(input, "hardswish")._hardswish(inplace)
+
+
+# ----------------------------------------------------------------- three operands
+
+
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """``input + weight * (end - input)``; ``weight`` is a number or a tensor, and all
+    broadcast.
+
+    Example:
+        >>> rustgrad.lerp(rustgrad.tensor([0.0, 2.0]), rustgrad.tensor([4.0, 4.0]), 0.5)
+        tensor([2., 3.])
+    """
+    return _t(input, "lerp").lerp(end, weight)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2`` with broadcasting.
+
+    Example:
+        >>> rustgrad.addcmul(rustgrad.ones(2), rustgrad.tensor([2.0, 3.0]),
+        ...                  rustgrad.tensor([4.0, 5.0]), value=0.5)
+        tensor([5.0000, 8.5000])
+    """
+    return _t(input, "addcmul").addcmul(tensor1, tensor2, value=value)
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2`` with broadcasting (integer ``tensor1`` and
+    ``tensor2`` are refused, as in PyTorch).
+
+    Example:
+        >>> rustgrad.addcdiv(rustgrad.ones(2), rustgrad.tensor([2.0, 3.0]),
+        ...                  rustgrad.tensor([4.0, 5.0]), value=2)
+        tensor([2.0000, 2.2000])
+    """
+    return _t(input, "addcdiv").addcdiv(tensor1, tensor2, value=value)
+
+
+def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Alias of ``clamp``: bounds are numbers or tensors (broadcast, with gradients).
+
+    Example:
+        >>> rustgrad.clip(rustgrad.tensor([-2.0, 0.5, 3.0]), -1, 1)
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
+    return _t(input, "clip").clip(min, max)

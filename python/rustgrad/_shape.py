@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._rustgrad import Tensor
+from ._rustgrad import bool as _bool
 from ._rustgrad import tensor as _tensor
 
 __all__ = [
@@ -308,12 +309,46 @@ def nonzero(input: Tensor, *, as_tuple: builtins.bool = False) -> Any:
 
 
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
-    """``where(cond)`` is ``nonzero(cond, as_tuple=True)``; ``where(cond, x, y)`` selects."""
+    """``where(cond)`` is ``nonzero(cond, as_tuple=True)``; ``where(cond, x, y)`` takes
+    ``x`` where ``cond`` holds and ``y`` elsewhere (tensors or numbers, broadcast, with
+    PyTorch's promotion; gradients flow to ``x`` and ``y``).
+
+    Example:
+        >>> rustgrad.where(rustgrad.tensor([True, False]), rustgrad.tensor([1.0, 2.0]), 0.0)
+        tensor([1., 0.])
+    """
     if input is None and other is None:
         return _t(condition).nonzero(as_tuple=True)
-    raise NotImplementedError(
-        "rustgrad.where(condition, input, other) is not bound yet; use where(condition)"
-    )
+    if input is None or other is None:
+        raise TypeError(
+            "where() received an invalid combination of arguments: expected (Tensor "
+            "condition) or (Tensor condition, Tensor input, Tensor other)"
+        )
+    if isinstance(input, Tensor):
+        return input.where(condition, other)
+    if isinstance(other, Tensor):
+        return _wrap_number(input, other).where(condition, other)
+    if not isinstance(input, (builtins.bool, int, float)) or not isinstance(
+        other, (builtins.bool, int, float)
+    ):
+        raise TypeError(
+            f"where(): argument 'input' must be Tensor or Number, not {type(input).__name__}"
+        )
+    return _tensor(input).where(condition, _tensor(other))
+
+
+def _wrap_number(value: Any, like: Tensor) -> Tensor:
+    """A Python number as a 0-d tensor of its wrapped-number dtype next to ``like``
+    (Note [Wrapped scalars]): ``like``'s dtype unless the number is of a higher kind."""
+    kind = 0 if isinstance(value, builtins.bool) else 1 if isinstance(value, int) else 2
+    if not isinstance(value, (builtins.bool, int, float)):
+        raise TypeError(
+            f"where(): argument 'input' must be Tensor or Number, not {type(value).__name__}"
+        )
+    like_kind = 2 if like.dtype.is_floating_point else 0 if like.dtype == _bool else 1
+    if kind <= like_kind:
+        return _tensor(value, dtype=like.dtype)
+    return _tensor(value)
 
 
 def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:

@@ -734,6 +734,73 @@ CASES.update(
             lambda: torch.ones(1, 1).expand(2**20, 1) @ torch.ones(1, 1).expand(1, 2**20),
             RT,
             OOM,
+
+# Three-operand elementwise ops (ops/ternary.rs).
+_f3 = torch.ones(3)
+CASES.update(
+    {
+        "lerp_end_dtype": (
+            lambda: torch.lerp(_f3, torch.ones(3, dtype=torch.float64), 0.5),
+            RT,
+            "expected dtype float for `end` but got dtype double",
+        ),
+        "lerp_int": (
+            lambda: torch.lerp(_xi, _xi, 0.5),
+            NIE,
+            "\"lerp_kernel_scalar\" not implemented for 'Long'",
+        ),
+        "lerp_end_number": (lambda: torch.lerp(_f3, 2.0, 0.5), TE, "must be Tensor, not float"),
+        "lerp_shape": (lambda: torch.lerp(_f3, torch.ones(2), 0.5), RT, "must match the size"),
+        "lerp_in_place_broadcast": (
+            lambda: torch.ones(3).lerp_(torch.ones(2, 3), 0.5),
+            RT,
+            "doesn't match the broadcast shape",
+        ),
+        "addcmul_bool": (
+            lambda: torch.addcmul(_xb, _xb, _xb),
+            NIE,
+            "\"addcmul_cpu_out\" not implemented for 'Bool'",
+        ),
+        "addcdiv_int": (
+            lambda: torch.addcdiv(_f3, _xi[:1], _xi[:1]),
+            RT,
+            "Integer division with addcdiv is no longer supported",
+        ),
+        "addcmul_value_str": (
+            lambda: torch.addcmul(_f3, _f3, _f3, value="a"),
+            TE,
+            "argument 'value' must be Number",
+        ),
+        "clamp_tensor_shape": (
+            lambda: torch.clamp(_f3, torch.ones(2)),
+            RT,
+            "must match the size",
+        ),
+        "clamp_tensor_and_number": (
+            lambda: torch.clamp(_f3, torch.ones(3), 1.0),
+            TE,
+            "clamp() received an invalid combination of arguments",
+        ),
+        "clip_no_bounds": (
+            lambda: torch.clip(_f3),
+            RT,
+            "At least one of 'min' or 'max' must not be None",
+        ),
+        "clamp_in_place_int_float_bound": (
+            lambda: torch.tensor([1, 2]).clamp_(torch.tensor([1.5])),
+            RT,
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        "where_int_condition": (
+            lambda: torch.where(_xi, _f3[:2], _f3[:2]),
+            RT,
+            "where expected condition to be a boolean tensor, but got a tensor with dtype Long",
+        ),
+        "where_shape": (lambda: torch.where(_xb, _f3[:2], _f3), RT, "must match the size"),
+        "where_two_args": (
+            lambda: torch.where(_xb, _f3),
+            TE,
+            "where() received an invalid combination of arguments",
         ),
     }
 )

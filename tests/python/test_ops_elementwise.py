@@ -408,3 +408,206 @@ def test_number_to_the_power_of_a_tensor() -> None:
     e = torch.tensor([0.0, 2.0], dtype=D, requires_grad=True)
     (0.0**e).sum().backward()
     assert e.grad.tolist() == [0.0, 0.0]
+
+
+# ------------------------------------------------------------------ three operands
+# lerp, addcmul, addcdiv, clamp/clip with tensor bounds, where(cond, x, y)
+# (ops/ternary.rs). Expected values: numpy and the closed forms of the gradients.
+
+
+def _lerp_np(a: np.ndarray, b: np.ndarray, w: Any) -> np.ndarray:
+    return a + w * (b - a)
+
+
+TERNARY: dict[str, tuple[Callable[..., Any], Callable[..., np.ndarray]]] = {
+    "lerp_scalar": (lambda a, b, c: torch.lerp(a, b, 0.3), lambda a, b, c: _lerp_np(a, b, 0.3)),
+    "lerp": (torch.lerp, _lerp_np),
+    "addcmul": (
+        lambda a, b, c: torch.addcmul(a, b, c, value=-1.5),
+        lambda a, b, c: a - 1.5 * b * c,
+    ),
+    "addcdiv": (
+        lambda a, b, c: torch.addcdiv(a, b, c, value=0.5),
+        lambda a, b, c: a + 0.5 * b / c,
+    ),
+    "clamp": (torch.clamp, lambda a, b, c: np.minimum(np.maximum(a, b), c)),
+    "clip": (torch.clip, lambda a, b, c: np.minimum(np.maximum(a, b), c)),
+    "where": (
+        lambda a, b, c: torch.where(a > 0, b, c),
+        lambda a, b, c: np.where(a > 0, b, c),
+    ),
+}
+
+
+def _ternary_inputs(name: str, rng: np.random.Generator, shapes: list[Any]) -> list[np.ndarray]:
+    a, b, c = (_uniform(rng, tuple(s), -3.0, 3.0) for s in shapes)
+    if name == "addcdiv":
+        c = np.where(np.abs(c) < 0.3, 0.5, c)
+    if name in ("clamp", "clip"):
+        # Bounds below / above, every x at least 0.05 away from both (no ties).
+        b = b - 3.5
+        c = c + 3.5
+        a = np.where(np.abs(a - b) < 0.05, a + 0.1, a)
+        a = np.where(np.abs(a - c) < 0.05, a - 0.1, a)
+    return [a, b, c]
+
+
+@pytest.mark.parametrize("name", sorted(TERNARY))
+def test_ternary_gradcheck_and_gradgradcheck(name: str) -> None:
+    call, _ = TERNARY[name]
+    rng = np.random.default_rng(len(name) + 7)
+    a, b, c = (_leaf(v) for v in _ternary_inputs(name, rng, [(3, 4), (4,), (3, 1)]))
+    if name == "where":
+        a.requires_grad_(False)
+    assert gradcheck(call, (a, b, c))
+    assert gradgradcheck(call, (a, b, c))
+    # Non-contiguous operands: a transposed x and a column-strided third operand.
+    a2, b2, c2 = _ternary_inputs(name, rng, [(3, 4), (4,), (3, 1)])
+    x, u, v = _leaf(a2.T.copy()), _leaf(b2), _leaf(np.concatenate([c2, c2 + 1.0], axis=1))
+    if name == "where":
+        x.requires_grad_(False)
+    assert gradcheck(lambda t, p, q: call(t.t(), p, q[:, ::2]), (x, u, v))
+
+
+def test_clamp_with_bounds_that_cross_the_input_gradchecks() -> None:
+    # Bounds that sit inside the range of x (some elements below, inside, above).
+    rng = np.random.default_rng(3)
+    x = _leaf(np.array([-2.0, -0.7, 0.1, 0.6, 2.2, 3.1]))
+    lo = _leaf(np.array([-1.0, -1.0, -0.5, 0.0, 0.5, 4.0]))
+    hi = _leaf(np.array([1.0, 1.0, 1.5, 0.3, 2.0, 3.5]))  # last: min > max
+    assert gradcheck(torch.clamp, (x, lo, hi))
+    assert gradgradcheck(torch.clamp, (x, lo, hi))
+    assert gradcheck(lambda t, m: t.clamp(min=m), (x, lo))
+    assert gradcheck(lambda t, m: t.clip(max=m), (x, hi))
+    del rng
+
+
+def test_clamp_tensor_gradient_rules() -> None:
+    nan = float("nan")
+    x = torch.tensor([0.0, 1.0, 2.0, 3.0, nan, 1.5], dtype=D, requires_grad=True)
+    lo = torch.tensor([1.0, 1.0, 1.0, 1.0, 1.0, 1.0], dtype=D, requires_grad=True)
+    hi = torch.tensor([2.0, 2.0, 2.0, 2.0, 2.0, 2.0], dtype=D, requires_grad=True)
+    torch.clamp(x, lo, hi).sum().backward()
+    # Inside: x; below: min; above: max; at a bound (min < max): split; NaN x: x.
+    assert x.grad.tolist() == [0.0, 0.5, 0.5, 0.0, 1.0, 1.0]
+    assert lo.grad.tolist() == [1.0, 0.5, 0.0, 0.0, 0.0, 0.0]
+    assert hi.grad.tolist() == [0.0, 0.0, 0.5, 1.0, 0.0, 0.0]
+    # min > max: the result is max, which takes the whole gradient.
+    x2 = torch.tensor([0.0, 1.5, 3.0], dtype=D, requires_grad=True)
+    lo2 = torch.full((3,), 2.0, dtype=D, requires_grad=True)
+    hi2 = torch.full((3,), 1.0, dtype=D, requires_grad=True)
+    y = torch.clamp(x2, lo2, hi2)
+    assert y.tolist() == [1.0, 1.0, 1.0]
+    y.sum().backward()
+    assert x2.grad.tolist() == [0.0, 0.0, 0.0]
+    assert lo2.grad.tolist() == [0.0, 0.0, 0.0]
+    assert hi2.grad.tolist() == [1.0, 1.0, 1.0]
+    # One bound: maximum's rule (ties split, NaN to both), summed over broadcasting.
+    x3 = torch.tensor([0.0, 1.0, 2.0, nan], dtype=D, requires_grad=True)
+    m3 = torch.tensor(1.0, dtype=D, requires_grad=True)
+    torch.clamp(x3, min=m3).sum().backward()
+    assert x3.grad.tolist() == [0.0, 0.5, 1.0, 1.0]
+    assert m3.grad.item() == 2.5
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=shapes,
+    seed=st.integers(0, 2**32 - 1),
+    name=st.sampled_from(sorted(TERNARY)),
+    drop=st.lists(st.integers(0, 2), max_size=3),
+)
+def test_ternary_matches_numpy_with_broadcasting(
+    shape: list[int], seed: int, name: str, drop: list[int]
+) -> None:
+    rng = np.random.default_rng(seed)
+    # Each operand drops some leading dims or has 1s where the output has sizes.
+    operand_shapes = []
+    for i in range(3):
+        s = list(shape)[min(drop.count(i), len(shape)) :]
+        operand_shapes.append([1 if rng.random() < 0.3 else d for d in s])
+    vals = _ternary_inputs(name, rng, operand_shapes)
+    call, ref = TERNARY[name]
+    got = call(*(torch.tensor(v, dtype=D) for v in vals))
+    want = ref(*vals)
+    assert list(got.shape) == list(np.shape(want))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_lerp_is_exact_at_the_ends_and_matches_pytorchs_formula() -> None:
+    a = torch.tensor([0.1, -3.7, 1e10], dtype=D)
+    b = torch.tensor([0.3, 2.9, -1e-10], dtype=D)
+    assert torch.lerp(a, b, 1.0).tolist() == b.tolist()
+    assert torch.lerp(a, b, 0.0).tolist() == a.tolist()
+    w = torch.tensor([0.0, 1.0, 0.75], dtype=D)
+    got = torch.lerp(a, b, w).tolist()
+    assert got[:2] == [0.1, 2.9]
+    assert got[2] == 1e-10 * -1 - (-1e-10 - 1e10) * (1 - 0.75)
+
+
+def test_ternary_dtypes() -> None:
+    f32, i64 = torch.float32, torch.int64
+    ints = torch.tensor([1, 2, 3])
+    assert torch.addcmul(ints, ints, ints, value=2).tolist() == [3, 10, 21]
+    assert torch.addcmul(ints, ints, ints, value=0.5).tolist() == [1, 2, 3]  # value -> int
+    assert torch.addcmul(torch.ones(3), ints, ints).dtype == f32
+    assert torch.addcmul(torch.ones(3), torch.ones(3, dtype=D), ints).dtype == D
+    assert torch.addcdiv(torch.ones(3), torch.ones(3), ints).dtype == f32
+    assert torch.clamp(ints, torch.tensor([2]), torch.tensor([2])).dtype == i64
+    assert torch.clamp(ints, torch.tensor([2.5])).tolist() == [2.5, 2.5, 3.0]
+    assert torch.clamp(torch.tensor([True, False]), torch.tensor([True])).tolist() == [True, True]
+    cond = torch.tensor([True, False])
+    assert torch.where(cond, 1.0, 0).dtype == f32
+    assert torch.where(cond, 1, 0).dtype == i64
+    assert torch.where(cond, True, False).dtype == torch.bool
+    assert torch.where(cond, torch.tensor([1, 2]), 2.5).dtype == f32
+    assert torch.where(cond, 2.5, torch.tensor([1, 2])).tolist() == [2.5, 2.0]
+    assert torch.where(cond, torch.ones(2, dtype=D), 0.1).tolist() == [1.0, 0.1]
+    assert torch.where(cond, torch.ones(2), torch.ones(2, dtype=D)).dtype == D
+    assert torch.lerp(torch.ones(3), torch.ones(3), torch.tensor(0.5, dtype=D)).dtype == f32
+    with pytest.raises(RuntimeError, match="expected dtype float for `end` but got dtype double"):
+        torch.lerp(torch.ones(3), torch.ones(3, dtype=D), 0.5)
+    with pytest.raises(NotImplementedError, match='"lerp_kernel_scalar" not implemented'):
+        torch.lerp(ints, ints, 0.5)
+
+
+def test_ternary_grad_fn_names_and_forms() -> None:
+    x = torch.tensor([0.5, 1.5, -2.0], dtype=D, requires_grad=True)
+    e = torch.tensor([1.0, 1.0, 1.0], dtype=D, requires_grad=True)
+    names = {
+        "LerpBackward0": torch.lerp(x, e, 0.5),
+        "LerpBackward1": x.lerp(e, e),
+        "AddcmulBackward0": x.addcmul(e, e),
+        "AddcdivBackward0": torch.addcdiv(x, e, e),
+        "ClampBackward0": x.clamp(e),
+        "ClampBackward1": x.clip(0.0, 1.0),
+        "WhereBackward0": x.where(x > 0, e),
+    }
+    for name, t in names.items():
+        assert type(t.grad_fn).__name__ == name
+    # In-place forms agree with the function forms and record through the old history.
+    for fn, inplace in [
+        (lambda t: torch.lerp(t, e, 0.25), lambda t: t.lerp_(e, 0.25)),
+        (lambda t: torch.lerp(t, e, e * 0.3), lambda t: t.lerp_(e, e * 0.3)),
+        (lambda t: torch.addcmul(t, e, x, value=2), lambda t: t.addcmul_(e, x, value=2)),
+        (lambda t: torch.addcdiv(t, x, e + 1), lambda t: t.addcdiv_(x, e + 1)),
+        (lambda t: torch.clip(t, e * 0, e), lambda t: t.clip_(e * 0, e)),
+        (lambda t: torch.clamp(t, max=e), lambda t: t.clamp_(max=e)),
+    ]:
+        want = fn(x)
+        y = x * 1
+        out = inplace(y)
+        assert out is y
+        assert y.tolist() == want.tolist()
+        x.grad = None
+        y.sum().backward()
+        g = x.grad.tolist()
+        x.grad = None
+        want.sum().backward()
+        assert g == x.grad.tolist()
+    # An int64 destination refuses a float result (PyTorch's cast error).
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        torch.tensor([1, 2]).clamp_(torch.tensor([1.5]))
+    # where(cond) alone is still nonzero(as_tuple=True).
+    (idx,) = torch.where(torch.tensor([False, True, True]))
+    assert idx.tolist() == [1, 2]

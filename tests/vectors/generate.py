@@ -136,6 +136,16 @@ ELEMENTWISE_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.
     "fmod_scalar": lambda xs, kw: xs[0].fmod(kw["other"]),
     "remainder_scalar": lambda xs, kw: xs[0] % kw["other"],
     "copysign_scalar": lambda xs, kw: xs[0].copysign(kw["other"]),
+    # Three operands (kwargs in README.md): where's condition is `x > 0` of its first
+    # input, which takes no gradient.
+    "lerp_scalar": lambda xs, kw: xs[0].lerp(xs[1], kw["weight"]),
+    "lerp": lambda xs, kw: xs[0].lerp(xs[1], xs[2]),
+    "addcmul": lambda xs, kw: xs[0].addcmul(xs[1], xs[2], **kw),
+    "addcdiv": lambda xs, kw: xs[0].addcdiv(xs[1], xs[2], **kw),
+    "clamp_tensor": lambda xs, kw: xs[0].clamp(xs[1], xs[2]),
+    "clamp_min_tensor": lambda xs, kw: xs[0].clamp(min=xs[1]),
+    "clamp_max_tensor": lambda xs, kw: xs[0].clamp(max=xs[1]),
+    "where": lambda xs, kw: torch.where(xs[0] > 0, xs[1], xs[2]),
 }
 
 
@@ -809,6 +819,71 @@ def elementwise_cases() -> list[dict[str, Any]]:
         ),
         make_case(
             "ew_copysign_scalar", "copysign_scalar", [inp([3, 4], "nonzero")], {"other": -1.0}
+        ),
+    ]
+    # Three operands: same shapes, broadcasting, views, float32, ties for clamp.
+    n, t = inp([3, 4]), inp([4, 3], view=transpose(0, 1))
+    cases += [
+        make_case("ew_lerp_scalar", "lerp_scalar", [n, inp([3, 4])], {"weight": 0.3}),
+        make_case("ew_lerp_scalar_far", "lerp_scalar", [t, inp([4])], {"weight": 0.75}),
+        make_case("ew_lerp_tensor", "lerp", [n, inp([3, 4]), inp([3, 4], "unit")]),
+        make_case("ew_lerp_broadcast", "lerp", [inp([2, 1, 4]), inp([3, 1]), inp([4], "wide")]),
+        make_case("ew_lerp_0d_weight", "lerp", [t, inp([3, 4]), inp([], "unit")]),
+        make_case(
+            "ew_lerp_f32", "lerp", [f32(inp([2, 5])), f32(inp([2, 5])), f32(inp([2, 5], "unit"))]
+        ),
+        make_case("ew_addcmul", "addcmul", [n, inp([3, 4]), inp([3, 4])], {"value": 0.5}),
+        make_case("ew_addcmul_broadcast", "addcmul", [inp([4]), t, inp([3, 1])]),
+        make_case("ew_addcmul_f32", "addcmul", [f32(inp([2, 5])), f32(inp([5])), f32(inp([2, 1]))]),
+        make_case(
+            "ew_addcmul_int",
+            "addcmul",
+            [inp([3, 4], "int", False, dtype="int64")] * 3,
+            {"value": 2},
+        ),
+        make_case("ew_addcdiv", "addcdiv", [n, inp([3, 4]), inp([3, 4], "nonzero")], {"value": -2}),
+        make_case("ew_addcdiv_broadcast", "addcdiv", [inp([3, 1]), t, inp([4], "nonzero")]),
+        make_case(
+            "ew_addcdiv_f32",
+            "addcdiv",
+            [f32(inp([2, 5])), f32(inp([2, 5])), f32(inp([5], "nonzero"))],
+            {"value": 0.25},
+        ),
+        make_case(
+            "ew_clamp_tensor", "clamp_tensor", [inp([3, 4]), inp([3, 4], "ties"), inp([4], "ties")]
+        ),
+        make_case(
+            "ew_clamp_tensor_ties",
+            "clamp_tensor",
+            [inp([3, 4], "ties"), inp([3, 4], "ties"), inp([3, 4], "ties")],
+        ),
+        make_case("ew_clamp_min_tensor", "clamp_min_tensor", [t, inp([3, 1], "ties")]),
+        make_case("ew_clamp_max_tensor", "clamp_max_tensor", [inp([3, 4], "ties"), inp([])]),
+        make_case(
+            "ew_clamp_tensor_f32",
+            "clamp_tensor",
+            [f32(inp([2, 5])), f32(inp([5], "ties")), f32(inp([2, 1], "ties"))],
+        ),
+        make_case(
+            "ew_clamp_tensor_int",
+            "clamp_tensor",
+            [
+                inp([3, 4], "int", False, dtype="int64"),
+                inp([4], "int", False, dtype="int64"),
+                inp([3, 1], "int", False, dtype="int64"),
+            ],
+        ),
+        make_case("ew_where", "where", [inp([3, 4], requires_grad=False), n, inp([3, 4])]),
+        make_case("ew_where_broadcast", "where", [inp([3, 1], requires_grad=False), t, inp([4])]),
+        make_case(
+            "ew_where_f32",
+            "where",
+            [inp([2, 5], requires_grad=False), f32(inp([2, 5])), f32(inp([]))],
+        ),
+        make_case(
+            "ew_where_int_float",
+            "where",
+            [inp([3, 4], requires_grad=False), inp([3, 4], "int", False, dtype="int64"), inp([4])],
         ),
     ]
     return cases

@@ -205,3 +205,43 @@ fn binary_gradients() {
     close(&x.grad().unwrap().to_vec::<f64>(), &[1.0, 1.0]);
     close(&y.grad().unwrap().to_vec::<f64>(), &[-3.0, 4.0]);
 }
+
+#[test]
+fn three_operand_values_and_gradients() {
+    // lerp with a tensor weight: d/da = 1 - w, d/dend = w, d/dw = end - a.
+    let (a, end, w) = (leaf(&[1.0, -2.0]), leaf(&[3.0, 2.0]), leaf(&[0.25, 0.75]));
+    let out = a.lerp(&end, &w).unwrap();
+    close(&out.to_vec::<f64>(), &[1.5, 1.0]);
+    out.sum().unwrap().backward().unwrap();
+    close(&a.grad().unwrap().to_vec::<f64>(), &[0.75, 0.25]);
+    close(&end.grad().unwrap().to_vec::<f64>(), &[0.25, 0.75]);
+    close(&w.grad().unwrap().to_vec::<f64>(), &[2.0, 4.0]);
+
+    // addcdiv: a + v * t1 / t2; d/dt2 = -v * t1 / t2^2.
+    let (a, t1, t2) = (leaf(&[1.0, 1.0]), leaf(&[2.0, 3.0]), leaf(&[4.0, -1.0]));
+    let out = a.addcdiv(&t1, &t2, Scalar::Float(2.0)).unwrap();
+    close(&out.to_vec::<f64>(), &[2.0, -5.0]);
+    out.sum().unwrap().backward().unwrap();
+    close(&t1.grad().unwrap().to_vec::<f64>(), &[0.5, -2.0]);
+    close(&t2.grad().unwrap().to_vec::<f64>(), &[-0.25, -6.0]);
+
+    // addcmul on int64 converts `value` to the dtype (0.5 -> 0), as PyTorch does.
+    let ints = Variable::from_tensor(Tensor::from_vec(vec![1i64, 2, 3], &[3]).unwrap());
+    let out = ints.addcmul(&ints, &ints, Scalar::Float(0.5)).unwrap();
+    assert_eq!(out.dtype(), DType::I64);
+    assert_eq!(out.tensor().to_vec::<i64>(), vec![1, 2, 3]);
+
+    // clamp with tensor bounds: ties split (min < max), min > max gives max.
+    let x = leaf(&[0.0, 1.0, 1.5, 5.0]);
+    let (lo, hi) = (leaf(&[1.0, 1.0, 1.0, 3.0]), leaf(&[2.0, 2.0, 2.0, 2.0]));
+    let out = x.clamp_tensor(Some(&lo), Some(&hi)).unwrap();
+    close(&out.to_vec::<f64>(), &[1.0, 1.0, 1.5, 2.0]);
+    out.sum().unwrap().backward().unwrap();
+    close(&x.grad().unwrap().to_vec::<f64>(), &[0.0, 0.5, 1.0, 0.0]);
+    close(&lo.grad().unwrap().to_vec::<f64>(), &[1.0, 0.5, 0.0, 0.0]);
+    close(&hi.grad().unwrap().to_vec::<f64>(), &[0.0, 0.0, 0.0, 1.0]);
+    assert!(matches!(
+        x.clamp_tensor(None, None),
+        Err(Error::InvalidArgument(_))
+    ));
+}

@@ -190,7 +190,10 @@ fn run_elementwise_op(
     use rustgrad::kernels::math::MathBinaryOp;
     let x = &args[0];
     let y = || args.get(1).ok_or_else(|| format!("op {op} needs 2 inputs"));
+    let z = || args.get(2).ok_or_else(|| format!("op {op} needs 3 inputs"));
     let kw = |key: &str, default: f64| f64_kwarg(kwargs, key, default);
+    let value =
+        || -> CaseResult<Scalar> { kwargs.get("value").map_or(Ok(Scalar::Int(1)), scalar_arg) };
     let other = || -> CaseResult<Scalar> {
         scalar_arg(kwargs.get("other").ok_or("missing kwarg \"other\"")?)
     };
@@ -243,6 +246,19 @@ fn run_elementwise_op(
         "fmod_scalar" => x.math_binary_scalar(other()?, MathBinaryOp::Fmod),
         "remainder_scalar" => x.math_binary_scalar(other()?, MathBinaryOp::Remainder),
         "copysign_scalar" => x.math_binary_scalar(other()?, MathBinaryOp::Copysign),
+        "lerp_scalar" => x.lerp_scalar(y()?, kw("weight", f64::NAN)?),
+        "lerp" => x.lerp(y()?, z()?),
+        "addcmul" => x.addcmul(y()?, z()?, value()?),
+        "addcdiv" => x.addcdiv(y()?, z()?, value()?),
+        "clamp_tensor" => x.clamp_tensor(Some(y()?), Some(z()?)),
+        "clamp_min_tensor" => x.clamp_tensor(Some(y()?), None),
+        "clamp_max_tensor" => x.clamp_tensor(None, Some(y()?)),
+        "where" => {
+            let (a, b) = (y()?, z()?);
+            x.tensor()
+                .compare(&Tensor::scalar(0.0, x.dtype()), CmpOp::Gt)
+                .and_then(|cond| Variable::where_cond(&cond, a, b))
+        }
         _ => return Ok(None),
     }))
 }

@@ -12,6 +12,7 @@ pub(crate) mod inplace;
 pub(crate) mod linalg;
 pub(crate) mod reduce;
 pub(crate) mod shape;
+pub(crate) mod ternary;
 pub(crate) mod unary;
 
 use crate::error::{Error, Result};
@@ -37,6 +38,8 @@ pub(crate) enum Rule {
     Shape(shape::Rule),
     /// A rule of `index.rs`.
     Index(index::Rule),
+    /// A rule of `ternary.rs`.
+    Ternary(ternary::Rule),
     /// A rule of `copy.rs`.
     Copy(copy::Rule),
     /// A rule of `inplace.rs`.
@@ -53,6 +56,7 @@ impl Rule {
             Rule::Linalg(r) => r.name(),
             Rule::Shape(r) => r.name(),
             Rule::Index(r) => r.name(),
+            Rule::Ternary(r) => r.name(),
             Rule::Copy(r) => r.name(),
             Rule::Inplace(r) => r.name(),
         }
@@ -73,6 +77,7 @@ impl Rule {
             Rule::Linalg(r) => r.apply(saved, grad, needs),
             Rule::Shape(r) => r.apply(saved, grad, needs),
             Rule::Index(r) => r.apply(saved, grad, needs),
+            Rule::Ternary(r) => r.apply(saved, grad, needs),
             Rule::Copy(r) => r.apply(saved, grad, needs),
             Rule::Inplace(r) => r.apply(saved, grad, needs),
         }
@@ -112,6 +117,12 @@ impl From<shape::Rule> for Rule {
 impl From<index::Rule> for Rule {
     fn from(rule: index::Rule) -> Rule {
         Rule::Index(rule)
+    }
+}
+
+impl From<ternary::Rule> for Rule {
+    fn from(rule: ternary::Rule) -> Rule {
+        Rule::Ternary(rule)
     }
 }
 

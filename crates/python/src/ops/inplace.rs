@@ -5,7 +5,6 @@ use crate::convert::extract_scalar;
 use crate::errors::IntoPyResult;
 use crate::tensor::mark_python_site;
 use crate::tensor::operand_var;
-use crate::tensor::opt_scalar;
 use crate::tensor::scaled_operand;
 use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
@@ -92,19 +91,6 @@ impl PyTensor {
     fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
         v.copy_(&src.get().var).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// Clamps in place.
-    #[pyo3(signature = (min = None, max = None))]
-    fn clamp_<'py>(
-        slf: Bound<'py, Self>,
-        min: Option<&Bound<'py, PyAny>>,
-        max: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        v.clamp_scalar_(opt_scalar(min)?, opt_scalar(max)?).py()?;
         mark_python_site(slf.py(), v);
         Ok(slf)
     }

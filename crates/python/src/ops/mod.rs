@@ -9,4 +9,5 @@ mod inplace;
 mod linalg;
 mod reduce;
 mod shape;
+mod ternary;
 mod unary;

@@ -9,7 +9,6 @@ use crate::errors::IntoPyResult;
 use crate::tensor::mark_python_site;
 use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
-use crate::tensor::opt_scalar;
 use crate::PyTensor;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -416,22 +415,6 @@ impl PyTensor {
 
     fn _softsign(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         self.elementwise(py, Variable::softsign)
-    }
-
-    /// Clamps into `[min, max]`.
-    #[pyo3(signature = (min = None, max = None))]
-    fn clamp(
-        &self,
-        py: Python<'_>,
-        min: Option<&Bound<'_, PyAny>>,
-        max: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        new_tensor(
-            py,
-            self.var
-                .clamp_scalar(opt_scalar(min)?, opt_scalar(max)?)
-                .py()?,
-        )
     }
 }
 
