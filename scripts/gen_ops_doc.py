@@ -57,6 +57,16 @@ OPERATORS = {
     "__isub__": "a -= b",
     "__imul__": "a *= b",
     "__itruediv__": "a /= b",
+    "__and__": "a & b",
+    "__rand__": "n & a",
+    "__or__": "a | b",
+    "__ror__": "n | a",
+    "__xor__": "a ^ b",
+    "__rxor__": "n ^ a",
+    "__iand__": "a &= b",
+    "__ior__": "a |= b",
+    "__ixor__": "a ^= b",
+    "__invert__": "~a",
 }
 
 # The arguments of a sample call per op, as a function of (torch module, a tensor `a` of
@@ -105,6 +115,18 @@ ARGS: dict[str, Args] = {
     "addcmul": lambda t, a: (t.ones(2, 3, dtype=a.dtype), t.ones(3, dtype=a.dtype)),
     "addcdiv": lambda t, a: (t.ones(2, 3, dtype=a.dtype), t.ones(3, dtype=a.dtype)),
     "where": lambda t, a: (a > 2, t.zeros(3, dtype=a.dtype)),
+    # logical and bitwise (ops/logical.rs)
+    **{
+        name: _other
+        for name in [
+            "logical_and",
+            "logical_or",
+            "logical_xor",
+            "bitwise_and",
+            "bitwise_or",
+            "bitwise_xor",
+        ]
+    },
     "fill": lambda t, a: (1,),
     # reduce
     **{

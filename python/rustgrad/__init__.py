@@ -349,3 +349,40 @@ __all__ += _linalg.__all__
 from ._elementwise import addcdiv, addcmul, clip, lerp  # noqa: E402
 
 __all__ += ["addcdiv", "addcmul", "clip", "lerp"]
+
+# Predicates, logical and bitwise ops (python/rustgrad/_elementwise.py).
+from ._elementwise import (  # noqa: E402
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    isfinite,
+    isinf,
+    isnan,
+    isneginf,
+    isposinf,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    nan_to_num,
+    nan_to_num_,
+)
+
+__all__ += [
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "isneginf",
+    "isposinf",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "nan_to_num",
+    "nan_to_num_",
+]

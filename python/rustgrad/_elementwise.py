@@ -364,3 +364,114 @@ def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
         tensor([-1.0000,  0.5000,  1.0000])
     """
     return _t(input, "clip").clip(min, max)
+
+
+# ----------------------------------------------------------------- predicates, logical
+
+
+def isnan(input: Tensor) -> Tensor:
+    """True where ``input`` is NaN (bool; integers are never NaN)."""
+    return _t(input, "isnan").isnan()
+
+
+def isinf(input: Tensor) -> Tensor:
+    """True where ``input`` is +inf or -inf."""
+    return _t(input, "isinf").isinf()
+
+
+def isfinite(input: Tensor) -> Tensor:
+    """True where ``input`` is neither NaN nor infinite.
+
+    Example:
+        >>> rustgrad.isfinite(rustgrad.tensor([1.0, float("inf"), float("nan")]))
+        tensor([ True, False, False])
+    """
+    return _t(input, "isfinite").isfinite()
+
+
+def isposinf(input: Tensor) -> Tensor:
+    """True where ``input`` is +inf."""
+    return _t(input, "isposinf").isposinf()
+
+
+def isneginf(input: Tensor) -> Tensor:
+    """True where ``input`` is -inf."""
+    return _t(input, "isneginf").isneginf()
+
+
+def nan_to_num(
+    input: Tensor,
+    nan: float = 0.0,
+    posinf: float | None = None,
+    neginf: float | None = None,
+) -> Tensor:
+    """Replaces NaN by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (defaults: the
+    dtype's largest and lowest finite values); the gradient passes where ``input`` is
+    finite.
+
+    Example:
+        >>> rustgrad.nan_to_num(rustgrad.tensor([float("nan"), 2.0]), nan=-1.0)
+        tensor([-1.,  2.])
+    """
+    return _t(input, "nan_to_num").nan_to_num(nan, posinf, neginf)
+
+
+def nan_to_num_(
+    input: Tensor,
+    nan: float = 0.0,
+    posinf: float | None = None,
+    neginf: float | None = None,
+) -> Tensor:
+    """``nan_to_num`` in place."""
+    return _t(input, "nan_to_num_").nan_to_num_(nan, posinf, neginf)
+
+
+def logical_and(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise ``input and other`` of truth values (nonzero is true); bool."""
+    return _t(input, "logical_and").logical_and(other)
+
+
+def logical_or(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise ``input or other`` of truth values; bool."""
+    return _t(input, "logical_or").logical_or(other)
+
+
+def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise exclusive or of truth values; bool."""
+    return _t(input, "logical_xor").logical_xor(other)
+
+
+def logical_not(input: Tensor) -> Tensor:
+    """Elementwise ``not input`` (true where the element is zero); bool."""
+    return _t(input, "logical_not").logical_not()
+
+
+def _bitwise(input: Any, other: Any, name: str) -> Tensor:
+    if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        return getattr(other, f"__r{name[8:]}__")(input)
+    return getattr(_t(input, name), name)(other)
+
+
+def bitwise_and(input: Any, other: Any) -> Tensor:
+    """Elementwise ``&`` of bool or int64 tensors (or a number).
+
+    Example:
+        >>> rustgrad.bitwise_and(rustgrad.tensor([12, 10]), 6)
+        tensor([4, 2])
+    """
+    return _bitwise(input, other, "bitwise_and")
+
+
+def bitwise_or(input: Any, other: Any) -> Tensor:
+    """Elementwise ``|`` of bool or int64 tensors (or a number)."""
+    return _bitwise(input, other, "bitwise_or")
+
+
+def bitwise_xor(input: Any, other: Any) -> Tensor:
+    """Elementwise ``^`` of bool or int64 tensors (or a number)."""
+    return _bitwise(input, other, "bitwise_xor")
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    """Elementwise ``~`` of a bool or int64 tensor."""
+    return _t(input, "bitwise_not").bitwise_not()

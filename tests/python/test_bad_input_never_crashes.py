@@ -797,6 +797,39 @@ CASES.update(
             "where expected condition to be a boolean tensor, but got a tensor with dtype Long",
         ),
         "where_shape": (lambda: torch.where(_xb, _f3[:2], _f3), RT, "must match the size"),
+        "bitwise_and_float": (
+            lambda: torch.bitwise_and(_f3, _f3),
+            NIE,
+            "\"bitwise_and_cpu\" not implemented for 'Float'",
+        ),
+        "bitwise_or_float_number": (
+            lambda: _xi | 1.5,
+            NIE,
+            "\"bitwise_or_cpu\" not implemented for 'Float'",
+        ),
+        "bitwise_not_float": (
+            lambda: torch.bitwise_not(_f3),
+            NIE,
+            "\"bitwise_not_cpu\" not implemented for 'Float'",
+        ),
+        "invert_float": (lambda: ~_f3, TE, "only implemented on integer and Boolean-type"),
+        "bitwise_xor_shape": (lambda: _xi ^ torch.tensor([1, 2, 3]), RT, "must match the size"),
+        "bitwise_in_place_bool_int": (
+            lambda: torch.tensor([True]).bitwise_or_(2),
+            RT,
+            "result type Long can't be cast to the desired output type Bool",
+        ),
+        "logical_and_number": (
+            lambda: torch.logical_and(_f3, 2),
+            TE,
+            "argument 'other' (position 1) must be Tensor, not int",
+        ),
+        "logical_or_shape": (
+            lambda: torch.logical_or(_f3, torch.ones(2)),
+            RT,
+            "must match the size",
+        ),
+        "nan_to_num_str": (lambda: torch.nan_to_num(_f3, nan="a"), TE, "must be real number"),
         "where_two_args": (
             lambda: torch.where(_xb, _f3),
             TE,

@@ -611,3 +611,135 @@ def test_ternary_grad_fn_names_and_forms() -> None:
     # where(cond) alone is still nonzero(as_tuple=True).
     (idx,) = torch.where(torch.tensor([False, True, True]))
     assert idx.tolist() == [1, 2]
+
+
+# ------------------------------------------------------------------ predicates, logical
+# isnan/isinf/isfinite/isposinf/isneginf, nan_to_num, logical_* and bitwise_* (with the
+# & | ^ ~ operators) (ops/logical.rs). Expected values: numpy.
+
+INF, NAN = float("inf"), float("nan")
+SPECIAL = [1.5, NAN, INF, -INF, 0.0, -2.0]
+
+
+def test_predicates_match_numpy() -> None:
+    x = np.array(SPECIAL)
+    for dtype in (torch.float32, D):
+        t = torch.tensor(SPECIAL, dtype=dtype)
+        for name, ref in [
+            ("isnan", np.isnan),
+            ("isinf", np.isinf),
+            ("isfinite", np.isfinite),
+            ("isposinf", np.isposinf),
+            ("isneginf", np.isneginf),
+        ]:
+            got = getattr(torch, name)(t)
+            assert got.dtype == torch.bool
+            assert got.tolist() == ref(x).tolist(), name
+            assert getattr(t.t() if t.dim() == 2 else t, name)().tolist() == ref(x).tolist()
+    ints = torch.tensor([[1, -2], [3, 4]])
+    assert torch.isfinite(ints).tolist() == [[True, True], [True, True]]
+    assert torch.isnan(ints.t()).tolist() == [[False, False], [False, False]]
+    assert torch.isinf(torch.tensor([True])).tolist() == [False]
+
+
+def test_nan_to_num_values_and_dtypes() -> None:
+    x = np.array(SPECIAL)
+    for dtype, info in [(torch.float32, np.finfo(np.float32)), (D, np.finfo(np.float64))]:
+        got = torch.nan_to_num(torch.tensor(SPECIAL, dtype=dtype))
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(
+            got.numpy(), np.nan_to_num(x.astype(info.dtype), posinf=info.max, neginf=info.min)
+        )
+    got = torch.tensor(SPECIAL).nan_to_num(nan=1.0, posinf=2.0, neginf=-3.0)
+    assert got.tolist() == [1.5, 1.0, 2.0, -3.0, 0.0, -2.0]
+    # An out-of-range replacement is infinite again in float32, as in PyTorch.
+    assert torch.nan_to_num(torch.tensor([INF]), posinf=1e39).tolist() == [INF]
+    assert torch.nan_to_num(torch.tensor([1, 2]), nan=1.5).tolist() == [1, 2]
+    y = torch.tensor(SPECIAL, dtype=D)
+    assert torch.nan_to_num_(y, nan=7.0) is y
+    assert y.tolist()[1] == 7.0
+
+
+def test_nan_to_num_gradcheck_and_gradient_at_specials() -> None:
+    rng = np.random.default_rng(5)
+    x = _leaf(_uniform(rng, (4, 3), -3.0, 3.0))
+    assert gradcheck(lambda t: torch.nan_to_num(t.t(), nan=1.0), (x,))
+    assert gradgradcheck(lambda t: t.nan_to_num(posinf=1.0), (x,))
+    s = torch.tensor(SPECIAL, dtype=D, requires_grad=True)
+    out = torch.nan_to_num(s)
+    assert type(out.grad_fn).__name__ == "NanToNumBackward0"
+    out.backward(torch.full((6,), INF, dtype=D))
+    # The gradient passes where the input is finite; an infinite incoming gradient stays
+    # out of the replaced elements (Note [Zero gradients]).
+    assert s.grad.tolist() == [INF, 0.0, 0.0, 0.0, INF, INF]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=shapes,
+    seed=st.integers(0, 2**32 - 1),
+    name=st.sampled_from(["and", "or", "xor"]),
+)
+def test_logical_and_bitwise_match_numpy(shape: list[int], seed: int, name: str) -> None:
+    rng = np.random.default_rng(seed)
+    other_shape = [1 if rng.random() < 0.3 else d for d in shape][rng.integers(0, 2) :]
+    a = rng.integers(-4, 5, shape)
+    b = rng.integers(-4, 5, other_shape)
+    ta, tb = torch.tensor(a.tolist()), torch.tensor(b.tolist())
+    fa = ta.to(D) if rng.random() < 0.5 else ta
+    lref = getattr(np, f"logical_{name}")(a, b)
+    got = getattr(torch, f"logical_{name}")(fa, tb)
+    assert got.dtype == torch.bool
+    assert got.numpy().tolist() == lref.tolist()
+    bref = getattr(np, f"bitwise_{name}")(a, b)
+    op = {"and": "__and__", "or": "__or__", "xor": "__xor__"}[name]
+    assert getattr(torch, f"bitwise_{name}")(ta, tb).numpy().tolist() == bref.tolist()
+    assert getattr(ta, op)(tb).numpy().tolist() == bref.tolist()
+    ba, bb = ta > 0, tb > 0
+    bool_ref = getattr(np, f"bitwise_{name}")(a > 0, b > 0)
+    got_bool = getattr(ba, op)(bb)
+    assert got_bool.dtype == torch.bool
+    assert got_bool.numpy().tolist() == bool_ref.tolist()
+
+
+def test_logical_and_bitwise_forms_and_dtypes() -> None:
+    i = torch.tensor([12, -2, 3])
+    b = torch.tensor([True, False, True])
+    assert (i & 6).tolist() == [4, 6, 2]
+    assert (6 & i).tolist() == [4, 6, 2]
+    assert (i | 1).tolist() == [13, -1, 3]
+    assert (i ^ i).tolist() == [0, 0, 0]
+    assert (~i).tolist() == [-13, 1, -4]
+    assert (~b).tolist() == [False, True, False]
+    assert torch.bitwise_not(i).tolist() == [-13, 1, -4]
+    assert (b | True).dtype == torch.bool
+    assert (b & 2).dtype == torch.int64
+    assert torch.bitwise_and(b, i).tolist() == [0, 0, 1]
+    assert torch.bitwise_and(2, i).tolist() == [0, 2, 2]
+    assert torch.logical_not(torch.tensor([0.0, NAN, -1.0])).tolist() == [True, False, False]
+    assert torch.logical_xor(torch.tensor([0.0, 2.0]), torch.tensor([0, 0])).tolist() == [
+        False,
+        True,
+    ]
+    # In place: logical ops write 0/1 in self's dtype; bitwise ops keep self's dtype.
+    j = torch.tensor([1, 0, 5])
+    assert j.logical_and_(b) is j and j.tolist() == [1, 0, 1]
+    f = torch.tensor([0.0, 2.0])
+    assert f.logical_not_().tolist() == [1.0, 0.0]
+    k = torch.tensor([12, 5])
+    k &= 6
+    assert k.tolist() == [4, 4]
+    k |= torch.tensor([1, 2])
+    assert k.tolist() == [5, 6]
+    k ^= 3
+    assert k.tolist() == [6, 5]
+    assert k.bitwise_not_().tolist() == [-7, -6]
+    bb = torch.tensor([True, False])
+    bb ^= torch.tensor([True, True])
+    assert bb.tolist() == [False, True]
+    with pytest.raises(RuntimeError, match="result type Long can't be cast"):
+        torch.tensor([True]).bitwise_or_(2)
+    # Results never require grad.
+    w = torch.tensor([1.0, NAN], requires_grad=True)
+    assert not torch.isnan(w).requires_grad
+    assert not torch.logical_and(w, w).requires_grad

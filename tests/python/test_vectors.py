@@ -167,6 +167,29 @@ EW_ACTIVATIONS = [
     *("logsigmoid relu6 leaky_relu elu selu celu gelu silu mish softplus".split()),
     *("softsign hardtanh hardsigmoid hardswish".split()),
 ]
+EW_PRED = ["isnan", "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num"]
+EW_LOGICAL = [
+    *("logical_and logical_or logical_xor logical_not".split()),
+    *("bitwise_and bitwise_or bitwise_xor bitwise_not".split()),
+]
+
+
+def _specials(x: Any) -> Any:
+    """generate.py's `specials`: +inf above 1.2, -inf below -1.2, NaN where |x| < 0.2."""
+    if not x.is_floating_point():
+        return x
+    x2 = rustgrad.where(x.abs() < 0.2, float("nan"), x)
+    return rustgrad.where(x > 1.2, float("inf"), rustgrad.where(x < -1.2, float("-inf"), x2))
+
+
+def _on_specials(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    return lambda xs, kw: getattr(_specials(xs[0]), op)(**kw)
+
+
+def _function(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    return lambda xs, kw: getattr(rustgrad, op)(*xs)
+
+
 EW_BINARY = ["atan2", "maximum", "minimum", "fmax", "fmin", "fmod", "remainder", "copysign"]
 
 
@@ -215,6 +238,11 @@ OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     "clamp_min_tensor": lambda xs, kw: xs[0].clamp(min=xs[1]),
     "clamp_max_tensor": lambda xs, kw: xs[0].clip(max=xs[1]),
     "where": lambda xs, kw: rustgrad.where(xs[0] > 0, xs[1], xs[2]),
+    **{op: _on_specials(op) for op in EW_PRED},
+    **{op: _function(op) for op in EW_LOGICAL},
+    "bitwise_and_bool": lambda xs, kw: (xs[0] > 0) & (xs[1] > 0),
+    "bitwise_xor_bool": lambda xs, kw: rustgrad.bitwise_xor(xs[0] > 0, xs[1] > 0),
+    "bitwise_not_bool": lambda xs, kw: ~(xs[0] > 0),
     **REDUCE_OPS,
     **{op: _unary(op) for op in ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"]},
     "pow": _pow,
@@ -395,6 +423,9 @@ REQUIRED_OPS = {
         "copysign_scalar",
         *("lerp_scalar lerp addcmul addcdiv where".split()),
         *("clamp_tensor clamp_min_tensor clamp_max_tensor".split()),
+        *EW_PRED,
+        *EW_LOGICAL,
+        *("bitwise_and_bool bitwise_xor_bool bitwise_not_bool".split()),
     },
     "reduce_ops": set(REDUCE_OPS),
     "shape_ops": {

@@ -126,6 +126,10 @@ def _method(op: str) -> Callable[[list[torch.Tensor], dict[str, Any]], torch.Ten
     return lambda xs, kw: getattr(xs[0], op)(*xs[1:], **kw)
 
 
+def _on_specials(op: str) -> Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]:
+    return lambda xs, kw: getattr(specials(xs[0]), op)(**kw)
+
+
 def _functional(op: str) -> Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]:
     return lambda xs, kw: getattr(_F, op)(xs[0], **kw)
 
@@ -146,7 +150,38 @@ ELEMENTWISE_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.
     "clamp_min_tensor": lambda xs, kw: xs[0].clamp(min=xs[1]),
     "clamp_max_tensor": lambda xs, kw: xs[0].clamp(max=xs[1]),
     "where": lambda xs, kw: torch.where(xs[0] > 0, xs[1], xs[2]),
+    # Predicates and nan_to_num see `specials(x)`: +inf above 1.2, -inf below -1.2, NaN
+    # where |x| < 0.2, for float inputs (the vectors hold finite inputs only).
+    **{
+        op: _on_specials(op)
+        for op in ["isnan", "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num"]
+    },
+    **{
+        op: _method(op)
+        for op in [
+            "logical_and",
+            "logical_or",
+            "logical_xor",
+            "logical_not",
+            "bitwise_and",
+            "bitwise_or",
+            "bitwise_xor",
+            "bitwise_not",
+        ]
+    },
+    # Bool operands of the bitwise ops: `x > 0` of float inputs.
+    "bitwise_and_bool": lambda xs, kw: (xs[0] > 0) & (xs[1] > 0),
+    "bitwise_xor_bool": lambda xs, kw: (xs[0] > 0) ^ (xs[1] > 0),
+    "bitwise_not_bool": lambda xs, kw: ~(xs[0] > 0),
 }
+
+
+def specials(x: torch.Tensor) -> torch.Tensor:
+    if not x.is_floating_point():
+        return x
+    inf = float("inf")
+    x = torch.where(x.abs() < 0.2, float("nan"), x)
+    return torch.where(x > 1.2, inf, torch.where(x < -1.2, -inf, x))
 
 
 # --------------------------------------------------------------------------- inputs
@@ -885,6 +920,43 @@ def elementwise_cases() -> list[dict[str, Any]]:
             "where",
             [inp([3, 4], requires_grad=False), inp([3, 4], "int", False, dtype="int64"), inp([4])],
         ),
+    ]
+    # Predicates, nan_to_num, logical and bitwise ops.
+    ii = inp([3, 4], "int", False, dtype="int64")
+    for op in ["isnan", "isinf", "isfinite", "isposinf", "isneginf"]:
+        cases.append(make_case(f"ew_{op}", op, [inp([3, 4], requires_grad=False)]))
+    cases += [
+        make_case("ew_isnan_int", "isnan", [ii]),
+        make_case("ew_isfinite_int", "isfinite", [ii]),
+        make_case("ew_nan_to_num", "nan_to_num", [inp([3, 4])]),
+        make_case(
+            "ew_nan_to_num_values",
+            "nan_to_num",
+            [inp([4, 3], view=transpose(0, 1))],
+            {"nan": 0.5, "posinf": 2.0, "neginf": -3.0},
+        ),
+        make_case("ew_nan_to_num_f32", "nan_to_num", [f32(inp([2, 5]))], {"posinf": 1e3}),
+        make_case("ew_nan_to_num_int", "nan_to_num", [ii], {"nan": 1.5}),
+        make_case("ew_logical_and", "logical_and", [ii, inp([4], requires_grad=False)]),
+        make_case("ew_logical_or", "logical_or", [inp([3, 4], "ties", False), ii]),
+        make_case("ew_logical_xor", "logical_xor", [inp([3, 1], "ties", False), ii]),
+        make_case("ew_logical_not", "logical_not", [inp([3, 4], "ties", False)]),
+        make_case("ew_logical_not_int", "logical_not", [ii]),
+        make_case("ew_bitwise_and", "bitwise_and", [ii, inp([4], "int", False, dtype="int64")]),
+        make_case("ew_bitwise_or", "bitwise_or", [ii, inp([3, 1], "int", False, dtype="int64")]),
+        make_case("ew_bitwise_xor", "bitwise_xor", [ii, inp([3, 4], "int", False, dtype="int64")]),
+        make_case("ew_bitwise_not", "bitwise_not", [ii]),
+        make_case(
+            "ew_bitwise_and_bool",
+            "bitwise_and_bool",
+            [inp([3, 4], requires_grad=False), inp([4], requires_grad=False)],
+        ),
+        make_case(
+            "ew_bitwise_xor_bool",
+            "bitwise_xor_bool",
+            [inp([3, 4], requires_grad=False), inp([3, 4], requires_grad=False)],
+        ),
+        make_case("ew_bitwise_not_bool", "bitwise_not_bool", [inp([3, 4], requires_grad=False)]),
     ]
     return cases
 

@@ -245,3 +245,33 @@ fn three_operand_values_and_gradients() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn predicates_logical_and_bitwise() {
+    use rustgrad::kernels::logical::{FloatClass, LogicalOp};
+    let x = Variable::from_tensor(
+        Tensor::from_vec(vec![1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY], &[4]).unwrap(),
+    );
+    let class = |c| x.is_class(c).unwrap().tensor().to_vec::<bool>();
+    assert_eq!(class(FloatClass::Nan), [false, true, false, false]);
+    assert_eq!(class(FloatClass::Finite), [true, false, false, false]);
+    assert_eq!(class(FloatClass::NegInf), [false, false, false, true]);
+    let cleaned = x.nan_to_num(None, Some(5.0), None).unwrap();
+    assert_eq!(cleaned.to_vec::<f64>(), [1.0, 0.0, 5.0, f64::MIN]);
+
+    let ints = |v: Vec<i64>| Variable::from_tensor(Tensor::from_vec(v, &[3]).unwrap());
+    let (a, b) = (ints(vec![12, -2, 0]), ints(vec![6, 6, 6]));
+    let and = a.bitwise(&b, LogicalOp::And).unwrap();
+    assert_eq!(and.tensor().to_vec::<i64>(), [4, 6, 0]);
+    assert_eq!(
+        a.bitwise_not().unwrap().tensor().to_vec::<i64>(),
+        [-13, 1, -1]
+    );
+    let l = a.logical(&b, LogicalOp::Xor).unwrap();
+    assert_eq!(l.dtype(), DType::Bool);
+    assert_eq!(l.tensor().to_vec::<bool>(), [false, false, true]);
+    assert!(matches!(
+        x.bitwise(&x, LogicalOp::Or),
+        Err(Error::NoKernel(m)) if m == "\"bitwise_or_cpu\" not implemented for 'Double'"
+    ));
+}

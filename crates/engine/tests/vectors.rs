@@ -181,12 +181,40 @@ fn f64_kwarg(kwargs: &Map<String, Value>, key: &str, default: f64) -> CaseResult
     }
 }
 
+/// `x > 0` (bool operands of the bitwise cases).
+fn positive(x: &Variable) -> rustgrad::Result<Variable> {
+    x.compare(
+        &Variable::from_tensor(Tensor::scalar(0.0, x.dtype())),
+        CmpOp::Gt,
+    )
+}
+
+/// generate.py's `specials`: a float `x` with +inf above 1.2, -inf below -1.2 and NaN
+/// where `|x| < 0.2` (differentiable where it keeps `x`).
+fn specials(x: &Variable) -> rustgrad::Result<Variable> {
+    if !x.dtype().is_floating_point() {
+        return Ok(x.clone());
+    }
+    let c = |v: f64| Variable::from_tensor(Tensor::scalar(v, x.dtype()));
+    let t = x.tensor().clone();
+    let near_zero = x
+        .abs()?
+        .tensor()
+        .compare(&Tensor::scalar(0.2, x.dtype()), CmpOp::Lt)?;
+    let x = Variable::where_cond(&near_zero, &c(f64::NAN), x)?;
+    let above = t.compare(&Tensor::scalar(1.2, t.dtype()), CmpOp::Gt)?;
+    let below = t.compare(&Tensor::scalar(-1.2, t.dtype()), CmpOp::Lt)?;
+    let x = Variable::where_cond(&below, &c(f64::NEG_INFINITY), &x)?;
+    Variable::where_cond(&above, &c(f64::INFINITY), &x)
+}
+
 /// The ops of `elementwise_ops.json`; `None` for other ops.
 fn run_elementwise_op(
     op: &str,
     kwargs: &Map<String, Value>,
     args: &[Variable],
 ) -> CaseResult<Option<rustgrad::Result<Variable>>> {
+    use rustgrad::kernels::logical::{FloatClass, LogicalOp};
     use rustgrad::kernels::math::MathBinaryOp;
     let x = &args[0];
     let y = || args.get(1).ok_or_else(|| format!("op {op} needs 2 inputs"));
@@ -253,6 +281,34 @@ fn run_elementwise_op(
         "clamp_tensor" => x.clamp_tensor(Some(y()?), Some(z()?)),
         "clamp_min_tensor" => x.clamp_tensor(Some(y()?), None),
         "clamp_max_tensor" => x.clamp_tensor(None, Some(y()?)),
+        "isnan" => specials(x).and_then(|v| v.is_class(FloatClass::Nan)),
+        "isinf" => specials(x).and_then(|v| v.is_class(FloatClass::Inf)),
+        "isfinite" => specials(x).and_then(|v| v.is_class(FloatClass::Finite)),
+        "isposinf" => specials(x).and_then(|v| v.is_class(FloatClass::PosInf)),
+        "isneginf" => specials(x).and_then(|v| v.is_class(FloatClass::NegInf)),
+        "nan_to_num" => {
+            let opt = |k: &str| kwargs.get(k).and_then(Value::as_f64);
+            let (n, p, m) = (opt("nan"), opt("posinf"), opt("neginf"));
+            specials(x).and_then(|v| v.nan_to_num(n, p, m))
+        }
+        "logical_and" => x.logical(y()?, LogicalOp::And),
+        "logical_or" => x.logical(y()?, LogicalOp::Or),
+        "logical_xor" => x.logical(y()?, LogicalOp::Xor),
+        "logical_not" => x.logical_not(),
+        "bitwise_and" => x.bitwise(y()?, LogicalOp::And),
+        "bitwise_or" => x.bitwise(y()?, LogicalOp::Or),
+        "bitwise_xor" => x.bitwise(y()?, LogicalOp::Xor),
+        "bitwise_not" => x.bitwise_not(),
+        "bitwise_and_bool" | "bitwise_xor_bool" => {
+            let op = if op == "bitwise_and_bool" {
+                LogicalOp::And
+            } else {
+                LogicalOp::Xor
+            };
+            let b = y()?;
+            positive(x).and_then(|p| p.bitwise(&positive(b)?, op))
+        }
+        "bitwise_not_bool" => positive(x).and_then(|p| p.bitwise_not()),
         "where" => {
             let (a, b) = (y()?, z()?);
             x.tensor()

@@ -4,6 +4,7 @@
 pub mod elementwise;
 pub mod index;
 pub mod lanes;
+pub mod logical;
 pub mod math;
 pub mod matmul;
 pub mod reduce;

@@ -10,6 +10,7 @@ pub(crate) mod copy;
 pub(crate) mod index;
 pub(crate) mod inplace;
 pub(crate) mod linalg;
+pub(crate) mod logical;
 pub(crate) mod reduce;
 pub(crate) mod shape;
 pub(crate) mod ternary;

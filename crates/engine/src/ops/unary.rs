@@ -49,6 +49,8 @@ pub(crate) enum Rule {
     Clamp { min: Option<f64>, max: Option<f64> },
     /// A [`MathOp`]; saved `[a]` or `[out]` as [`math_saves`] says.
     Math(MathOp),
+    /// `nan_to_num(a)` (forward in `logical.rs`); saved `[a]`.
+    NanToNum,
 }
 
 impl Rule {
@@ -67,6 +69,7 @@ impl Rule {
             Rule::Sign => "SignBackward0",
             Rule::Clamp { .. } => "ClampBackward1",
             Rule::Math(op) => math_grad_fn_name(*op),
+            Rule::NanToNum => "NanToNumBackward0",
         }
     }
 
@@ -133,6 +136,15 @@ impl Rule {
                 smallvec![Some(Variable::where_cond(&mask, g, &zero_like(g))?)]
             }
             Rule::Math(op) => smallvec![Some(math_backward(*op, saved, g)?)],
+            Rule::NanToNum => {
+                // The gradient passes where `a` is finite (PyTorch multiplies by
+                // isfinite(a); `where` keeps an infinite incoming gradient out of the
+                // replaced elements: Note [Zero gradients]).
+                let finite = saved_at(saved, 0)?
+                    .tensor()
+                    .is_class(crate::kernels::logical::FloatClass::Finite)?;
+                smallvec![Some(Variable::where_cond(&finite, g, &zero_like(g))?)]
+            }
         })
     }
 }

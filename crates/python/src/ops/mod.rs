@@ -7,6 +7,7 @@ mod copy;
 mod index;
 mod inplace;
 mod linalg;
+mod logical;
 mod reduce;
 mod shape;
 mod ternary;

@@ -1,0 +1,288 @@
+//! `Tensor` methods for the predicates and the logical / bitwise ops (`isnan`,
+//! `logical_and`, `bitwise_or`, `t & u`, `~t`, `nan_to_num`, ...): the binding of
+//! `rustgrad::ops::logical`.
+
+use crate::errors::IntoPyResult;
+use crate::tensor::binary;
+use crate::tensor::mark_python_site;
+use crate::tensor::maybe_detach;
+use crate::tensor::new_tensor;
+use crate::tensor::operand_var;
+use crate::tensor::reflected;
+use crate::PyTensor;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use rustgrad::kernels::logical::{FloatClass, LogicalOp};
+use rustgrad::Variable;
+
+/// The tensor `other` of a logical op (PyTorch binds them for tensors only).
+fn logical_operand(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Variable> {
+    match obj.cast::<PyTensor>() {
+        Ok(t) => Ok(t.get().var.clone()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{name}(): argument 'other' (position 1) must be Tensor, not {}",
+            obj.get_type().name()?
+        ))),
+    }
+}
+
+fn logical_name(op: LogicalOp) -> &'static str {
+    match op {
+        LogicalOp::And => "logical_and",
+        LogicalOp::Or => "logical_or",
+        LogicalOp::Xor => "logical_xor",
+    }
+}
+
+impl PyTensor {
+    fn class(&self, py: Python<'_>, class: FloatClass) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        new_tensor(py, maybe_detach(py, v.numel(), || v.is_class(class)).py()?)
+    }
+
+    fn logical_op(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        op: LogicalOp,
+    ) -> PyResult<Py<PyTensor>> {
+        let (a, b) = (&self.var, logical_operand(other, logical_name(op))?);
+        let out = maybe_detach(py, a.numel().max(b.numel()), || a.logical(&b, op));
+        new_tensor(py, out.py()?)
+    }
+
+    fn logical_op_in_place<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        op: LogicalOp,
+    ) -> PyResult<Bound<'py, Self>> {
+        let b = logical_operand(other, &format!("{}_", logical_name(op)))?;
+        let v = &slf.get().var;
+        v.logical_(&b, op).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    fn bitwise_op(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        op: LogicalOp,
+    ) -> PyResult<Py<PyTensor>> {
+        let (a, b) = (&self.var, operand_var(other, &self.var)?);
+        let out = maybe_detach(py, a.numel().max(b.numel()), || a.bitwise(&b, op));
+        new_tensor(py, out.py()?)
+    }
+
+    fn bitwise_op_in_place<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        op: LogicalOp,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        let b = operand_var(other, v)?;
+        v.bitwise_(&b, op).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    /// True where the element is NaN.
+    fn isnan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.class(py, FloatClass::Nan)
+    }
+
+    /// True where the element is +inf or -inf.
+    fn isinf(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.class(py, FloatClass::Inf)
+    }
+
+    /// True where the element is neither NaN nor infinite.
+    fn isfinite(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.class(py, FloatClass::Finite)
+    }
+
+    /// True where the element is +inf.
+    fn isposinf(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.class(py, FloatClass::PosInf)
+    }
+
+    /// True where the element is -inf.
+    fn isneginf(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        self.class(py, FloatClass::NegInf)
+    }
+
+    /// Replaces NaN, +inf and -inf (defaults: 0 and the dtype's extreme finite values).
+    #[pyo3(signature = (nan = 0.0, posinf = None, neginf = None))]
+    fn nan_to_num(
+        &self,
+        py: Python<'_>,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+    ) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let out = maybe_detach(py, v.numel(), || v.nan_to_num(nan, posinf, neginf));
+        new_tensor(py, out.py()?)
+    }
+
+    /// `nan_to_num` in place.
+    #[pyo3(signature = (nan = 0.0, posinf = None, neginf = None))]
+    fn nan_to_num_(
+        slf: Bound<'_, Self>,
+        nan: Option<f64>,
+        posinf: Option<f64>,
+        neginf: Option<f64>,
+    ) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        v.nan_to_num_(nan, posinf, neginf).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Elementwise logical and (bool result).
+    fn logical_and(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.logical_op(py, other, LogicalOp::And)
+    }
+
+    /// Elementwise logical or (bool result).
+    fn logical_or(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.logical_op(py, other, LogicalOp::Or)
+    }
+
+    /// Elementwise logical exclusive or (bool result).
+    fn logical_xor(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.logical_op(py, other, LogicalOp::Xor)
+    }
+
+    /// Elementwise logical not (bool result).
+    fn logical_not(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        new_tensor(py, maybe_detach(py, v.numel(), || v.logical_not()).py()?)
+    }
+
+    fn logical_and_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::logical_op_in_place(slf, other, LogicalOp::And)
+    }
+
+    fn logical_or_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::logical_op_in_place(slf, other, LogicalOp::Or)
+    }
+
+    fn logical_xor_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::logical_op_in_place(slf, other, LogicalOp::Xor)
+    }
+
+    fn logical_not_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        v.logical_not_().py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    /// Elementwise bitwise and of bool or int64 tensors (and numbers).
+    fn bitwise_and(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.bitwise_op(py, other, LogicalOp::And)
+    }
+
+    /// Elementwise bitwise or.
+    fn bitwise_or(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.bitwise_op(py, other, LogicalOp::Or)
+    }
+
+    /// Elementwise bitwise exclusive or.
+    fn bitwise_xor(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.bitwise_op(py, other, LogicalOp::Xor)
+    }
+
+    /// Elementwise bitwise not (`~`).
+    fn bitwise_not(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        new_tensor(py, maybe_detach(py, v.numel(), || v.bitwise_not()).py()?)
+    }
+
+    fn bitwise_and_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::bitwise_op_in_place(slf, other, LogicalOp::And)
+    }
+
+    fn bitwise_or_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::bitwise_op_in_place(slf, other, LogicalOp::Or)
+    }
+
+    fn bitwise_xor_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::bitwise_op_in_place(slf, other, LogicalOp::Xor)
+    }
+
+    fn bitwise_not_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        v.bitwise_not_().py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::And))
+    }
+
+    fn __rand__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        reflected(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::And))
+    }
+
+    fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::Or))
+    }
+
+    fn __ror__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        reflected(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::Or))
+    }
+
+    fn __xor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::Xor))
+    }
+
+    fn __rxor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        reflected(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::Xor))
+    }
+
+    fn __iand__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::bitwise_op_in_place(slf, other, LogicalOp::And).map(|_| ())
+    }
+
+    fn __ior__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::bitwise_op_in_place(slf, other, LogicalOp::Or).map(|_| ())
+    }
+
+    fn __ixor__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::bitwise_op_in_place(slf, other, LogicalOp::Xor).map(|_| ())
+    }
+
+    /// `~self`: bitwise not of a bool or int64 tensor (PyTorch's TypeError otherwise).
+    fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        if self.var.dtype().is_floating_point() {
+            return Err(PyTypeError::new_err(
+                "~ (operator.invert) is only implemented on integer and Boolean-type tensors",
+            ));
+        }
+        self.bitwise_not(py)
+    }
+}
