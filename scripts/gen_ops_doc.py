@@ -105,6 +105,9 @@ ARGS: dict[str, Args] = {
             "fmod",
             "remainder",
             "copysign",
+            "hypot",
+            "logaddexp",
+            "logaddexp2",
             "copy",
         ]
     },

@@ -386,3 +386,8 @@ __all__ += [
     "nan_to_num",
     "nan_to_num_",
 ]
+
+# Sign, hypot and logaddexp (python/rustgrad/_elementwise.py).
+from ._elementwise import hypot, logaddexp, logaddexp2, sgn, signbit  # noqa: E402
+
+__all__ += ["hypot", "logaddexp", "logaddexp2", "sgn", "signbit"]

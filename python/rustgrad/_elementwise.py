@@ -475,3 +475,41 @@ def bitwise_xor(input: Any, other: Any) -> Tensor:
 def bitwise_not(input: Tensor) -> Tensor:
     """Elementwise ``~`` of a bool or int64 tensor."""
     return _t(input, "bitwise_not").bitwise_not()
+
+
+# ----------------------------------------------------------------- sign, hypot, logaddexp
+
+
+def sgn(input: Tensor) -> Tensor:
+    """The sign of real ``input`` (-1, 0, 1), as ``sign``; recorded as SgnBackward0."""
+    return _t(input, "sgn").sgn()
+
+
+def signbit(input: Tensor) -> Tensor:
+    """True where the sign bit is set: negative numbers and -0.0 (bool).
+
+    Example:
+        >>> rustgrad.signbit(rustgrad.tensor([-1.0, -0.0, 0.0, 2.0]))
+        tensor([ True,  True, False, False])
+    """
+    return _t(input, "signbit").signbit()
+
+
+def hypot(input: Tensor, other: Tensor) -> Tensor:
+    """``sqrt(input**2 + other**2)`` without overflow, broadcast (floating only).
+
+    Example:
+        >>> rustgrad.hypot(rustgrad.tensor([3.0]), rustgrad.tensor([4.0]))
+        tensor([5.])
+    """
+    return _t(input, "hypot").hypot(other)
+
+
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    """``log(exp(input) + exp(other))`` without overflow, broadcast (floating only)."""
+    return _t(input, "logaddexp").logaddexp(other)
+
+
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """``log2(2**input + 2**other)`` without overflow, broadcast (floating only)."""
+    return _t(input, "logaddexp2").logaddexp2(other)

@@ -830,6 +830,21 @@ CASES.update(
             "must match the size",
         ),
         "nan_to_num_str": (lambda: torch.nan_to_num(_f3, nan="a"), TE, "must be real number"),
+        "hypot_int": (
+            lambda: torch.hypot(_xi, _xi),
+            NIE,
+            "\"hypot_cpu\" not implemented for 'Long'",
+        ),
+        "logaddexp_number": (
+            lambda: torch.logaddexp(_f3, 2.0),
+            TE,
+            "must be Tensor, not float",
+        ),
+        "logaddexp2_shape": (
+            lambda: torch.logaddexp2(_f3, torch.ones(2)),
+            RT,
+            "must match the size",
+        ),
         "where_two_args": (
             lambda: torch.where(_xb, _f3),
             TE,

@@ -109,6 +109,9 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "fmod": np.fmod,
     "remainder": np.remainder,
     "copysign": np.copysign,
+    "hypot": np.hypot,
+    "logaddexp": np.logaddexp,
+    "logaddexp2": np.logaddexp2,
 }
 
 
@@ -743,3 +746,50 @@ def test_logical_and_bitwise_forms_and_dtypes() -> None:
     w = torch.tensor([1.0, NAN], requires_grad=True)
     assert not torch.isnan(w).requires_grad
     assert not torch.logical_and(w, w).requires_grad
+
+
+# ------------------------------------------------------------------ sgn, signbit, hypot
+
+
+def test_sgn_signbit_and_float_only_binary_functions() -> None:
+    x = torch.tensor([-1.5, 0.0, 2.0, -0.0], dtype=D, requires_grad=True)
+    y = torch.sgn(x)
+    assert y.tolist() == [-1.0, 0.0, 1.0, 0.0]
+    assert type(y.grad_fn).__name__ == "SgnBackward0"
+    y.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert torch.sgn(torch.tensor([-7, 0, 5])).tolist() == [-1, 0, 1]
+    z = torch.tensor([-2.0, 3.0])
+    assert z.sgn_() is z and z.tolist() == [-1.0, 1.0]
+    assert torch.signbit(torch.tensor([-1.0, -0.0, 0.0, NAN, -NAN])).tolist() == [
+        True,
+        True,
+        False,
+        bool(np.signbit(np.float32(NAN))),
+        bool(np.signbit(-np.float32(NAN))),
+    ]
+    assert torch.signbit(torch.tensor([-3, 0, 4])).tolist() == [True, False, False]
+    assert torch.signbit(torch.tensor([True, False])).tolist() == [False, False]
+    # Equal infinities: logaddexp gives them back (not inf - inf = NaN).
+    assert torch.logaddexp(torch.tensor([-INF, INF]), torch.tensor([-INF, INF])).tolist() == [
+        -INF,
+        INF,
+    ]
+    assert torch.logaddexp2(torch.tensor([1000.0]), torch.tensor([1000.0])).tolist() == [1001.0]
+    assert torch.hypot(torch.tensor([3e30]), torch.tensor([4e30])).tolist()[0] == pytest.approx(
+        5e30
+    )
+    h = torch.tensor([3.0]).hypot_(torch.tensor([4.0]))
+    assert h.tolist() == [5.0]
+    names = {
+        "HypotBackward0": torch.hypot,
+        "LogaddexpBackward0": torch.logaddexp,
+        "Logaddexp2Backward0": torch.logaddexp2,
+    }
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    for name, fn in names.items():
+        assert type(fn(a, a).grad_fn).__name__ == name
+    ints = torch.tensor([1, 2])
+    for name in ["hypot", "logaddexp", "logaddexp2"]:
+        with pytest.raises(NotImplementedError, match=f'"{name}_cpu" not implemented for'):
+            getattr(torch, name)(ints, ints)

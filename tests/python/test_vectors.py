@@ -190,7 +190,19 @@ def _function(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
     return lambda xs, kw: getattr(rustgrad, op)(*xs)
 
 
-EW_BINARY = ["atan2", "maximum", "minimum", "fmax", "fmin", "fmod", "remainder", "copysign"]
+EW_BINARY = [
+    "hypot",
+    "logaddexp",
+    "logaddexp2",
+    "atan2",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "fmod",
+    "remainder",
+    "copysign",
+]
 
 
 def _method(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
@@ -240,6 +252,8 @@ OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     "where": lambda xs, kw: rustgrad.where(xs[0] > 0, xs[1], xs[2]),
     **{op: _on_specials(op) for op in EW_PRED},
     **{op: _function(op) for op in EW_LOGICAL},
+    "sgn": _function("sgn"),
+    "signbit": _function("signbit"),
     "bitwise_and_bool": lambda xs, kw: (xs[0] > 0) & (xs[1] > 0),
     "bitwise_xor_bool": lambda xs, kw: rustgrad.bitwise_xor(xs[0] > 0, xs[1] > 0),
     "bitwise_not_bool": lambda xs, kw: ~(xs[0] > 0),
@@ -425,7 +439,7 @@ REQUIRED_OPS = {
         *("clamp_tensor clamp_min_tensor clamp_max_tensor".split()),
         *EW_PRED,
         *EW_LOGICAL,
-        *("bitwise_and_bool bitwise_xor_bool bitwise_not_bool".split()),
+        *("bitwise_and_bool bitwise_xor_bool bitwise_not_bool sgn signbit".split()),
     },
     "reduce_ops": set(REDUCE_OPS),
     "shape_ops": {

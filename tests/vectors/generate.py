@@ -111,6 +111,9 @@ ELEMENTWISE_ACTIVATIONS: dict[str, dict[str, Any]] = {
     "hardswish": {},
 }
 ELEMENTWISE_BINARY = [
+    "hypot",
+    "logaddexp",
+    "logaddexp2",
     "atan2",
     "maximum",
     "minimum",
@@ -170,6 +173,8 @@ ELEMENTWISE_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.
         ]
     },
     # Bool operands of the bitwise ops: `x > 0` of float inputs.
+    "sgn": _method("sgn"),
+    "signbit": _method("signbit"),
     "bitwise_and_bool": lambda xs, kw: (xs[0] > 0) & (xs[1] > 0),
     "bitwise_xor_bool": lambda xs, kw: (xs[0] > 0) ^ (xs[1] > 0),
     "bitwise_not_bool": lambda xs, kw: ~(xs[0] > 0),
@@ -920,6 +925,13 @@ def elementwise_cases() -> list[dict[str, Any]]:
             "where",
             [inp([3, 4], requires_grad=False), inp([3, 4], "int", False, dtype="int64"), inp([4])],
         ),
+    ]
+    cases += [
+        make_case("ew_sgn", "sgn", [inp([4, 3], "nonzero", view=transpose(0, 1))]),
+        make_case("ew_sgn_int", "sgn", [inp([3, 4], "int", False, dtype="int64")]),
+        make_case("ew_signbit", "signbit", [inp([3, 4], "ties", False)]),
+        make_case("ew_signbit_int", "signbit", [inp([3, 4], "int", False, dtype="int64")]),
+        make_case("ew_logaddexp_far", "logaddexp", [inp([3, 4], "wide"), inp([4], "wide")]),
     ]
     # Predicates, nan_to_num, logical and bitwise ops.
     ii = inp([3, 4], "int", False, dtype="int64")

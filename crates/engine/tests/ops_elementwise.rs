@@ -275,3 +275,30 @@ fn predicates_logical_and_bitwise() {
         Err(Error::NoKernel(m)) if m == "\"bitwise_or_cpu\" not implemented for 'Double'"
     ));
 }
+
+#[test]
+fn hypot_and_logaddexp_gradients() {
+    let (x, y) = (leaf(&[3.0, -5.0]), leaf(&[4.0, 12.0]));
+    let h = x.math_binary(&y, MathBinaryOp::Hypot).unwrap();
+    close(&h.to_vec::<f64>(), &[5.0, 13.0]);
+    h.sum().unwrap().backward().unwrap();
+    close(&x.grad().unwrap().to_vec::<f64>(), &[0.6, -5.0 / 13.0]);
+    close(&y.grad().unwrap().to_vec::<f64>(), &[0.8, 12.0 / 13.0]);
+
+    // d/da logaddexp(a, b) = sigmoid(a - b).
+    let (x, y) = (leaf(&[0.5, -1.0]), leaf(&[0.5, 2.0]));
+    let l = x.math_binary(&y, MathBinaryOp::Logaddexp).unwrap();
+    close(
+        &l.to_vec::<f64>(),
+        &[0.5 + 2f64.ln(), (1f64.exp().recip() + 2f64.exp()).ln()],
+    );
+    l.sum().unwrap().backward().unwrap();
+    let sigmoid = |v: f64| 1.0 / (1.0 + (-v).exp());
+    close(&x.grad().unwrap().to_vec::<f64>(), &[0.5, sigmoid(-3.0)]);
+    close(&y.grad().unwrap().to_vec::<f64>(), &[0.5, sigmoid(3.0)]);
+    let ints = Variable::from_tensor(Tensor::from_vec(vec![1i64], &[1]).unwrap());
+    assert!(matches!(
+        ints.math_binary(&ints, MathBinaryOp::Logaddexp2),
+        Err(Error::NoKernel(_))
+    ));
+}

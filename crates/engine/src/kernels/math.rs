@@ -532,6 +532,12 @@ pub enum MathBinaryOp {
     Remainder,
     /// `|a|` with the sign of `b`.
     Copysign,
+    /// `sqrt(a^2 + b^2)` without overflow (floats only).
+    Hypot,
+    /// `log(exp(a) + exp(b))` without overflow (floats only).
+    Logaddexp,
+    /// `log2(2^a + 2^b)` without overflow (floats only).
+    Logaddexp2,
 }
 
 impl MathBinaryOp {
@@ -584,6 +590,24 @@ impl MathBinaryOp {
                 }
             }
             MathBinaryOp::Copysign => a.copysign(b),
+            // Computed in f64 (PyTorch's float32 kernels may differ in the last bit).
+            MathBinaryOp::Hypot => T::c(a.to_f64().hypot(b.to_f64())),
+            MathBinaryOp::Logaddexp | MathBinaryOp::Logaddexp2 => {
+                let (x, y) = (a.to_f64(), b.to_f64());
+                // PyTorch: equal infinities give themselves (not inf - inf = NaN).
+                if x.is_infinite() && x == y {
+                    return a;
+                }
+                let (m, d) = (x.max(y), -(x - y).abs());
+                if x.is_nan() || y.is_nan() {
+                    return nan;
+                }
+                T::c(if self == MathBinaryOp::Logaddexp {
+                    m + d.exp().ln_1p()
+                } else {
+                    m + d.exp2().ln_1p() / std::f64::consts::LN_2
+                })
+            }
         }
     }
 
@@ -607,13 +631,26 @@ impl MathBinaryOp {
                 }
             }
             // Float-only ops never reach here: the caller promotes their operands.
-            MathBinaryOp::Atan2 | MathBinaryOp::Copysign => a,
+            MathBinaryOp::Atan2
+            | MathBinaryOp::Copysign
+            | MathBinaryOp::Hypot
+            | MathBinaryOp::Logaddexp
+            | MathBinaryOp::Logaddexp2 => a,
         })
     }
 
     /// Whether integer operands are computed in the default float dtype.
     pub fn promotes_integers(self) -> bool {
         matches!(self, MathBinaryOp::Atan2 | MathBinaryOp::Copysign)
+    }
+
+    /// Whether only floating dtypes have a kernel (PyTorch's "not implemented for
+    /// 'Long'").
+    pub fn floats_only(self) -> bool {
+        matches!(
+            self,
+            MathBinaryOp::Hypot | MathBinaryOp::Logaddexp | MathBinaryOp::Logaddexp2
+        )
     }
 
     /// PyTorch's name of the op, for dtype errors.
@@ -627,6 +664,9 @@ impl MathBinaryOp {
             MathBinaryOp::Fmod => "fmod_cpu",
             MathBinaryOp::Remainder => "remainder_cpu",
             MathBinaryOp::Copysign => "copysign_cpu",
+            MathBinaryOp::Hypot => "hypot_cpu",
+            MathBinaryOp::Logaddexp => "logaddexp_cpu",
+            MathBinaryOp::Logaddexp2 => "logaddexp2_cpu",
         }
     }
 }

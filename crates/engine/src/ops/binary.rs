@@ -54,6 +54,12 @@ pub(crate) enum Rule {
     Remainder { a: InputShape, b: InputShape },
     /// `copysign(a, b)` of two tensors; saved `[a, out]`.
     Copysign { a: InputShape, b: InputShape },
+    /// `hypot(a, b)`; saved `[a, b, out]`.
+    Hypot { a: InputShape, b: InputShape },
+    /// `logaddexp(a, b)`; saved `[a, b]`.
+    Logaddexp { a: InputShape, b: InputShape },
+    /// `logaddexp2(a, b)`; saved `[a, b]`.
+    Logaddexp2 { a: InputShape, b: InputShape },
     /// `fmod(a, number)`, `remainder(a, number)` (FmodBackward0, RemainderBackward0):
     /// the gradient passes unchanged.
     FmodScalar { remainder: bool },
@@ -82,6 +88,9 @@ impl Rule {
             Rule::Fmod { .. } => "FmodBackward1",
             Rule::Remainder { .. } => "RemainderBackward1",
             Rule::Copysign { .. } => "CopysignBackward0",
+            Rule::Hypot { .. } => "HypotBackward0",
+            Rule::Logaddexp { .. } => "LogaddexpBackward0",
+            Rule::Logaddexp2 { .. } => "Logaddexp2Backward0",
             Rule::FmodScalar { remainder: false } => "FmodBackward0",
             Rule::FmodScalar { remainder: true } => "RemainderBackward0",
             Rule::CopysignScalar => "CopysignBackward1",
@@ -298,6 +307,40 @@ impl Rule {
                     None
                 },
             ],
+            Rule::Hypot { a, b } => {
+                // d/da = a / out, d/db = b / out.
+                let (x, y, out) = (
+                    saved_at(saved, 0)?,
+                    saved_at(saved, 1)?,
+                    saved_at(saved, 2)?,
+                );
+                smallvec![
+                    if need(0) {
+                        Some(g.mul(x)?.div(out)?.sum_to(a)?)
+                    } else {
+                        None
+                    },
+                    if need(1) {
+                        Some(g.mul(y)?.div(out)?.sum_to(b)?)
+                    } else {
+                        None
+                    },
+                ]
+            }
+            Rule::Logaddexp { a, b } | Rule::Logaddexp2 { a, b } => {
+                // d/da = 1 / (1 + e^(b - a)) (base 2 for logaddexp2), and symmetrically.
+                let (x, y) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
+                let two = matches!(self, Rule::Logaddexp2 { .. });
+                let part = |p: &Variable, q: &Variable, shape: &InputShape| -> Result<Variable> {
+                    let d = q.sub(p)?;
+                    let e = if two { d.exp2()? } else { d.exp()? };
+                    g.div(&e.add_scalar(1.0)?)?.sum_to(shape)
+                };
+                smallvec![
+                    if need(0) { Some(part(x, y, a)?) } else { None },
+                    if need(1) { Some(part(y, x, b)?) } else { None },
+                ]
+            }
             Rule::FmodScalar { .. } => smallvec![Some(g.clone())],
             Rule::CopysignScalar => smallvec![Some(g.mul(&copysign_ratio(saved)?)?)],
             Rule::PowScalarBase { base } => {
@@ -352,6 +395,9 @@ impl Tensor {
         };
         check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
         let compute = match (dtype, op) {
+            (DType::Bool | DType::I64, op) if op.floats_only() => {
+                return Err(Error::unsupported_dtype(op.name(), dtype))
+            }
             (DType::Bool, MathBinaryOp::Fmod | MathBinaryOp::Remainder) => {
                 return Err(Error::unsupported_dtype(op.name(), DType::Bool))
             }
@@ -488,6 +534,16 @@ impl Variable {
                         (Rule::Remainder { a, b }, saved)
                     }
                 }
+                MathBinaryOp::Hypot => (
+                    Rule::Hypot { a, b },
+                    smallvec![
+                        Some(SavedTensor::input(self)),
+                        Some(SavedTensor::input(other)),
+                        Some(SavedTensor::output(out, "HypotBackward0"))
+                    ],
+                ),
+                MathBinaryOp::Logaddexp => (Rule::Logaddexp { a, b }, both()),
+                MathBinaryOp::Logaddexp2 => (Rule::Logaddexp2 { a, b }, both()),
                 MathBinaryOp::Copysign => (
                     Rule::Copysign { a, b },
                     smallvec![

@@ -1,5 +1,5 @@
 //! Elementwise predicates and logical / bitwise ops: `isnan`, `isinf`, `isfinite`,
-//! `isposinf`, `isneginf`, `logical_and/or/xor/not`, `bitwise_and/or/xor/not`, and
+//! `isposinf`, `isneginf`, `signbit`, `logical_and/or/xor/not`, `bitwise_and/or/xor/not`, and
 //! `nan_to_num` (whose rule, NanToNumBackward0, is in `unary.rs`).
 //!
 //! Every op here but `nan_to_num` has a bool or integer result, which never carries
@@ -36,6 +36,26 @@ impl Tensor {
                     DType::Bool,
                 ))
             }
+        };
+        Ok(Tensor::from_buffer(
+            <bool as Element>::into_buffer(v),
+            self.shape(),
+        ))
+    }
+
+    /// `signbit`: true where the sign bit is set (-0.0 and negative NaN included;
+    /// negative integers; never for bool).
+    pub fn signbit(&self) -> Result<Tensor> {
+        check_allocation(self.numel(), DType::Bool)?;
+        let v: Vec<bool> = match self.dtype() {
+            DType::F32 => self.read(|s: &[f32]| {
+                elementwise::map1(s, self.layout(), |x: f32| x.is_sign_negative())
+            })?,
+            DType::F64 => self.read(|s: &[f64]| {
+                elementwise::map1(s, self.layout(), |x: f64| x.is_sign_negative())
+            })?,
+            DType::I64 => self.read(|s: &[i64]| elementwise::map1(s, self.layout(), |x| x < 0))?,
+            DType::Bool => return Ok(Tensor::full(self.shape(), 0.0, DType::Bool)),
         };
         Ok(Tensor::from_buffer(
             <bool as Element>::into_buffer(v),
@@ -186,6 +206,11 @@ impl Variable {
     /// Whether each element is of `class` (`isnan`, `isinf`, ...); bool, no history.
     pub fn is_class(&self, class: FloatClass) -> Result<Variable> {
         Ok(Variable::from_tensor(self.tensor().is_class(class)?))
+    }
+
+    /// `signbit` (bool, no history).
+    pub fn signbit(&self) -> Result<Variable> {
+        Ok(Variable::from_tensor(self.tensor().signbit()?))
     }
 
     /// `logical_and` / `or` / `xor` (bool, no history).

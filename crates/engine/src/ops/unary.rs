@@ -45,6 +45,8 @@ pub(crate) enum Rule {
     Abs,
     /// `sign(a)`: zero gradient.
     Sign,
+    /// `sgn(a)`, sign for real dtypes (SgnBackward0): zero gradient.
+    Sgn,
     /// `clamp(a, min, max)`; saved `[a]`.
     Clamp { min: Option<f64>, max: Option<f64> },
     /// A [`MathOp`]; saved `[a]` or `[out]` as [`math_saves`] says.
@@ -67,6 +69,7 @@ impl Rule {
             Rule::Relu => "ReluBackward0",
             Rule::Abs => "AbsBackward0",
             Rule::Sign => "SignBackward0",
+            Rule::Sgn => "SgnBackward0",
             Rule::Clamp { .. } => "ClampBackward1",
             Rule::Math(op) => math_grad_fn_name(*op),
             Rule::NanToNum => "NanToNumBackward0",
@@ -115,7 +118,7 @@ impl Rule {
                 smallvec![Some(Variable::where_cond(&blocked, &zero_like(g), g)?)]
             }
             Rule::Abs => smallvec![Some(g.mul(&saved_at(saved, 0)?.sign()?)?)],
-            Rule::Sign => smallvec![Some(zeros_like(g))],
+            Rule::Sign | Rule::Sgn => smallvec![Some(zeros_like(g))],
             Rule::Clamp { min, max } => {
                 // PyTorch 2.x with number bounds: the gradient passes strictly inside
                 // (min < x < max); at a bound and outside it is 0, and so for NaN.
@@ -453,6 +456,17 @@ impl Variable {
     /// Sign (-1, 0, 1); its gradient is zero.
     pub fn sign(&self) -> Result<Variable> {
         self.unary(UnaryOp::Sign, Rule::Sign, Save::Nothing)
+    }
+
+    /// `sgn`: the sign for real dtypes, recorded as SgnBackward0 (zero gradient).
+    pub fn sgn(&self) -> Result<Variable> {
+        self.unary(UnaryOp::Sign, Rule::Sgn, Save::Nothing)
+    }
+
+    /// [`Variable::sgn`] in place.
+    #[track_caller]
+    pub fn sgn_(&self) -> Result<()> {
+        self.in_place(None, WriteSite::Rust(Location::caller()), |s| s.sgn())
     }
 
     /// `self ** exponent` for a scalar exponent.

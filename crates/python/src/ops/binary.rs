@@ -44,6 +44,9 @@ fn op_name(op: MathBinaryOp) -> &'static str {
         MathBinaryOp::Fmod => "fmod",
         MathBinaryOp::Remainder => "remainder",
         MathBinaryOp::Copysign => "copysign",
+        MathBinaryOp::Hypot => "hypot",
+        MathBinaryOp::Logaddexp => "logaddexp",
+        MathBinaryOp::Logaddexp2 => "logaddexp2",
     }
 }
 
@@ -270,6 +273,22 @@ impl PyTensor {
 
     fn copysign(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         self.math_binary(py, other, MathBinaryOp::Copysign)
+    }
+
+    fn hypot(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Hypot)
+    }
+
+    fn logaddexp(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Logaddexp)
+    }
+
+    fn logaddexp2(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Logaddexp2)
+    }
+
+    fn hypot_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::math_binary_in_place(slf, other, MathBinaryOp::Hypot)
     }
 
     fn atan2_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {

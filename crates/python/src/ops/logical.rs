@@ -114,6 +114,12 @@ impl PyTensor {
         self.class(py, FloatClass::NegInf)
     }
 
+    /// True where the sign bit is set (negative numbers, -0.0).
+    fn signbit(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        new_tensor(py, maybe_detach(py, v.numel(), || v.signbit()).py()?)
+    }
+
     /// Replaces NaN, +inf and -inf (defaults: 0 and the dtype's extreme finite values).
     #[pyo3(signature = (nan = 0.0, posinf = None, neginf = None))]
     fn nan_to_num(

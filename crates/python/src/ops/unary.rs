@@ -102,6 +102,19 @@ impl PyTensor {
         new_tensor(py, self.var.sign().py()?)
     }
 
+    /// The sign for real dtypes (SgnBackward0).
+    fn sgn(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, self.var.sgn().py()?)
+    }
+
+    /// `sgn` in place.
+    fn sgn_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let v = &slf.get().var;
+        v.sgn_().py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
     fn rsqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         self.math(py, MathOp::Rsqrt)
     }
