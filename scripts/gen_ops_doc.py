@@ -67,6 +67,9 @@ OPERATORS = {
     "__ior__": "a |= b",
     "__ixor__": "a ^= b",
     "__invert__": "~a",
+    "__floordiv__": "a // b",
+    "__rfloordiv__": "n // a",
+    "__ifloordiv__": "a //= b",
 }
 
 # The arguments of a sample call per op, as a function of (torch module, a tensor `a` of
@@ -108,6 +111,9 @@ ARGS: dict[str, Args] = {
             "hypot",
             "logaddexp",
             "logaddexp2",
+            "divide",
+            "true_divide",
+            "floor_divide",
             "copy",
         ]
     },

@@ -391,3 +391,8 @@ __all__ += [
 from ._elementwise import hypot, logaddexp, logaddexp2, sgn, signbit  # noqa: E402
 
 __all__ += ["hypot", "logaddexp", "logaddexp2", "sgn", "signbit"]
+
+# Division with rounding (python/rustgrad/_elementwise.py).
+from ._elementwise import divide, floor_divide, true_divide  # noqa: E402
+
+__all__ += ["divide", "floor_divide", "true_divide"]

@@ -513,3 +513,30 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """``log2(2**input + 2**other)`` without overflow, broadcast (floating only)."""
     return _t(input, "logaddexp2").logaddexp2(other)
+
+
+# ----------------------------------------------------------------- division
+
+
+def divide(input: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """Alias of ``div``: true division, or rounded with ``rounding_mode='trunc'`` /
+    ``'floor'`` (integers stay integers; their zero divisor is a ZeroDivisionError).
+
+    Example:
+        >>> rustgrad.divide(rustgrad.tensor([-7, 7]), 2, rounding_mode="floor")
+        tensor([-4,  3])
+    """
+    return _t(input, "divide").divide(other, rounding_mode=rounding_mode)
+
+
+def true_divide(input: Tensor, other: Any) -> Tensor:
+    """``input / other`` (integers give the default float dtype)."""
+    return _t(input, "true_divide").true_divide(other)
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """``input // other``: the quotient rounded down. Not differentiable (its backward
+    raises, as PyTorch's does)."""
+    if not isinstance(input, Tensor) and isinstance(other, Tensor):
+        return other.__rfloordiv__(input)
+    return _t(input, "floor_divide").floor_divide(other)

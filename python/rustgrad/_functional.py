@@ -69,9 +69,10 @@ def mul(input: Tensor, other: Any) -> Tensor:
     return _t(input).mul(other)
 
 
-def div(input: Tensor, other: Any) -> Tensor:
-    """``input / other`` (true division) with broadcasting."""
-    return _t(input).div(other)
+def div(input: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """``input / other`` with broadcasting: true division, or rounded toward zero
+    (``rounding_mode='trunc'``) or down (``'floor'``, zero gradient)."""
+    return _t(input).div(other, rounding_mode=rounding_mode)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:

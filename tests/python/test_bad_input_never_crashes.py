@@ -845,6 +845,27 @@ CASES.update(
             RT,
             "must match the size",
         ),
+        "div_bad_rounding_mode": (
+            lambda: torch.div(_f3, 2, rounding_mode="bad"),
+            RT,
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'bad'",
+        ),
+        "div_floor_int_zero": (
+            lambda: torch.div(_xi, 0, rounding_mode="floor"),
+            RT,
+            "ZeroDivisionError",
+        ),
+        "floor_divide_int_zero": (lambda: _xi // torch.tensor([1, 0]), RT, "ZeroDivisionError"),
+        "div_floor_bool": (
+            lambda: torch.div(_xb, _xb, rounding_mode="floor"),
+            NIE,
+            "\"div_floor_cpu\" not implemented for 'Bool'",
+        ),
+        "floor_divide_in_place_int_float": (
+            lambda: torch.tensor([3]).floor_divide_(1.5),
+            RT,
+            "result type Float can't be cast to the desired output type Long",
+        ),
         "where_two_args": (
             lambda: torch.where(_xb, _f3),
             TE,

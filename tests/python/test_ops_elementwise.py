@@ -793,3 +793,55 @@ def test_sgn_signbit_and_float_only_binary_functions() -> None:
     for name in ["hypot", "logaddexp", "logaddexp2"]:
         with pytest.raises(NotImplementedError, match=f'"{name}_cpu" not implemented for'):
             getattr(torch, name)(ints, ints)
+
+
+# ------------------------------------------------------------------ division with rounding
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), shape=shapes)
+def test_rounding_division_matches_numpy(seed: int, shape: list[int]) -> None:
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-20, 21, shape)
+    b = rng.choice([-7, -3, -2, -1, 1, 2, 3, 5], shape)
+    ta, tb = torch.tensor(a.tolist()), torch.tensor(b.tolist())
+    assert (ta // tb).numpy().tolist() == np.floor_divide(a, b).tolist()
+    assert torch.div(ta, tb, rounding_mode="trunc").numpy().tolist() == np.trunc(a / b).tolist()
+    fa, fb = a * 0.75, b * 0.5
+    got = torch.divide(torch.tensor(fa, dtype=D), torch.tensor(fb, dtype=D), rounding_mode="floor")
+    np.testing.assert_array_equal(got.numpy(), np.floor_divide(fa, fb))
+    got = torch.floor_divide(torch.tensor(fa, dtype=D), torch.tensor(fb, dtype=D))
+    np.testing.assert_array_equal(got.numpy(), np.floor_divide(fa, fb))
+
+
+def test_rounding_division_forms_gradients_and_dtypes() -> None:
+    x = torch.tensor([-7.5, 7.5, 1.3], dtype=D, requires_grad=True)
+    y = torch.tensor([2.0, -2.0, 0.5], dtype=D, requires_grad=True)
+    out = torch.div(x, y, rounding_mode="floor")
+    assert out.tolist() == [-4.0, -4.0, 2.0]
+    assert type(out.grad_fn).__name__ == "DivBackward2"
+    out.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    assert y.grad.tolist() == [0.0, 0.0, 0.0]
+    assert gradcheck(lambda s, t: s.div(t, rounding_mode="trunc"), (x, y))
+    assert x.div(y, rounding_mode="trunc").tolist() == [-3.0, -3.0, 2.0]
+    assert torch.true_divide(torch.tensor([7]), 2).tolist() == [3.5]
+    assert torch.tensor([7]).div(2, rounding_mode="floor").dtype == torch.int64
+    assert (7 // torch.tensor([2, -2])).tolist() == [3, -4]
+    assert torch.floor_divide(7.0, torch.tensor([2.0])).tolist() == [3.0]
+    assert torch.div(torch.tensor([5.0, -5.0]), 0.0, rounding_mode="floor").tolist() == [
+        INF,
+        -INF,
+    ]
+    z = torch.tensor([7, -7])
+    z //= 2
+    assert z.tolist() == [3, -4]
+    w = torch.tensor([7.0, -7.0])
+    assert w.div_(2, rounding_mode="trunc") is w and w.tolist() == [3.0, -3.0]
+    assert torch.tensor([7.0]).true_divide_(2).tolist() == [3.5]
+    assert torch.tensor([9]).floor_divide_(2).tolist() == [4]
+    # floor_divide has no derivative in PyTorch: its backward raises.
+    f = torch.floor_divide(x, y)
+    assert f.requires_grad
+    with pytest.raises(RuntimeError, match="the derivative for 'floor_divide' is not implemented"):
+        f.sum().backward()

@@ -253,6 +253,9 @@ OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     **{op: _on_specials(op) for op in EW_PRED},
     **{op: _function(op) for op in EW_LOGICAL},
     "sgn": _function("sgn"),
+    "div_trunc": lambda xs, kw: rustgrad.div(xs[0], xs[1], rounding_mode="trunc"),
+    "div_floor": lambda xs, kw: xs[0].divide(xs[1], rounding_mode="floor"),
+    "floor_divide": lambda xs, kw: xs[0] // xs[1],
     "signbit": _function("signbit"),
     "bitwise_and_bool": lambda xs, kw: (xs[0] > 0) & (xs[1] > 0),
     "bitwise_xor_bool": lambda xs, kw: rustgrad.bitwise_xor(xs[0] > 0, xs[1] > 0),
@@ -440,6 +443,7 @@ REQUIRED_OPS = {
         *EW_PRED,
         *EW_LOGICAL,
         *("bitwise_and_bool bitwise_xor_bool bitwise_not_bool sgn signbit".split()),
+        *("div_trunc div_floor floor_divide".split()),
     },
     "reduce_ops": set(REDUCE_OPS),
     "shape_ops": {

@@ -174,6 +174,9 @@ ELEMENTWISE_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.
     },
     # Bool operands of the bitwise ops: `x > 0` of float inputs.
     "sgn": _method("sgn"),
+    "div_trunc": lambda xs, kw: torch.div(xs[0], xs[1], rounding_mode="trunc"),
+    "div_floor": lambda xs, kw: torch.div(xs[0], xs[1], rounding_mode="floor"),
+    "floor_divide": lambda xs, kw: xs[0] // xs[1],
     "signbit": _method("signbit"),
     "bitwise_and_bool": lambda xs, kw: (xs[0] > 0) & (xs[1] > 0),
     "bitwise_xor_bool": lambda xs, kw: (xs[0] > 0) ^ (xs[1] > 0),
@@ -926,12 +929,40 @@ def elementwise_cases() -> list[dict[str, Any]]:
             [inp([3, 4], requires_grad=False), inp([3, 4], "int", False, dtype="int64"), inp([4])],
         ),
     ]
+    ii = inp([3, 4], "int", False, dtype="int64")
     cases += [
         make_case("ew_sgn", "sgn", [inp([4, 3], "nonzero", view=transpose(0, 1))]),
         make_case("ew_sgn_int", "sgn", [inp([3, 4], "int", False, dtype="int64")]),
         make_case("ew_signbit", "signbit", [inp([3, 4], "ties", False)]),
         make_case("ew_signbit_int", "signbit", [inp([3, 4], "int", False, dtype="int64")]),
         make_case("ew_logaddexp_far", "logaddexp", [inp([3, 4], "wide"), inp([4], "wide")]),
+        make_case("ew_div_trunc", "div_trunc", [inp([3, 4], "wide"), inp([4], "nonzero")]),
+        make_case(
+            "ew_div_floor_f32",
+            "div_floor",
+            [f32(inp([4, 3], "wide", view=transpose(0, 1))), f32(inp([3, 1], "nonzero"))],
+        ),
+        make_case("ew_div_floor", "div_floor", [inp([3, 4], "wide"), inp([3, 4], "nonzero")]),
+        make_case(
+            "ew_div_floor_int",
+            "div_floor",
+            [ii, {**inp([4], "int", False, dtype="int64"), "dist": "int_nonzero"}],
+        ),
+        make_case(
+            "ew_div_trunc_int",
+            "div_trunc",
+            [ii, {**inp([3, 1], "int", False, dtype="int64"), "dist": "int_nonzero"}],
+        ),
+        make_case(
+            "ew_floor_divide",
+            "floor_divide",
+            [inp([3, 4], "wide", False), inp([4], "nonzero", False)],
+        ),
+        make_case(
+            "ew_floor_divide_int",
+            "floor_divide",
+            [ii, {**inp([3, 4], "int", False, dtype="int64"), "dist": "int_nonzero"}],
+        ),
     ]
     # Predicates, nan_to_num, logical and bitwise ops.
     ii = inp([3, 4], "int", False, dtype="int64")

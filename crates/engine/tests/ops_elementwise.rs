@@ -302,3 +302,19 @@ fn hypot_and_logaddexp_gradients() {
         Err(Error::NoKernel(_))
     ));
 }
+
+#[test]
+fn division_with_rounding() {
+    let x = leaf(&[-7.5, 7.5, 1.0]);
+    let y = leaf(&[2.0, -2.0, 0.5]);
+    let floor = x.math_binary(&y, MathBinaryOp::DivFloor).unwrap();
+    close(&floor.to_vec::<f64>(), &[-4.0, -4.0, 2.0]);
+    let trunc = x.math_binary(&y, MathBinaryOp::DivTrunc).unwrap();
+    close(&trunc.to_vec::<f64>(), &[-3.0, -3.0, 2.0]);
+    floor.sum().unwrap().backward().unwrap();
+    close(&x.grad().unwrap().to_vec::<f64>(), &[0.0, 0.0, 0.0]);
+    let ints = |v: Vec<i64>| Variable::from_tensor(Tensor::from_vec(v, &[2]).unwrap());
+    let q = ints(vec![-7, 7]).floor_divide(&ints(vec![2, -2])).unwrap();
+    assert_eq!(q.tensor().to_vec::<i64>(), [-4, -4]);
+    assert!(ints(vec![1, 2]).floor_divide(&ints(vec![1, 0])).is_err());
+}

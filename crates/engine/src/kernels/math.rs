@@ -538,6 +538,10 @@ pub enum MathBinaryOp {
     Logaddexp,
     /// `log2(2^a + 2^b)` without overflow (floats only).
     Logaddexp2,
+    /// `a / b` rounded toward zero (`div(rounding_mode='trunc')`).
+    DivTrunc,
+    /// `a / b` rounded down (`div(rounding_mode='floor')`, `floor_divide`, `//`).
+    DivFloor,
 }
 
 impl MathBinaryOp {
@@ -590,6 +594,28 @@ impl MathBinaryOp {
                 }
             }
             MathBinaryOp::Copysign => a.copysign(b),
+            MathBinaryOp::DivTrunc => (a / b).trunc(),
+            MathBinaryOp::DivFloor => {
+                // PyTorch's div_floor_floating: from fmod, so that the quotient of exact
+                // multiples is exact; a zero divisor gives a / b.
+                if b == T::ZERO {
+                    return a / b;
+                }
+                let m = a.fmod(b);
+                let mut div = (a - m) / b;
+                if m != T::ZERO && ((b < T::ZERO) != (m < T::ZERO)) {
+                    div = div - T::ONE;
+                }
+                if div == T::ZERO {
+                    return T::ZERO.copysign(a / b);
+                }
+                let floored = div.floor();
+                if div - floored > T::c(0.5) {
+                    floored + T::ONE
+                } else {
+                    floored
+                }
+            }
             // Computed in f64 (PyTorch's float32 kernels may differ in the last bit).
             MathBinaryOp::Hypot => T::c(a.to_f64().hypot(b.to_f64())),
             MathBinaryOp::Logaddexp | MathBinaryOp::Logaddexp2 => {
@@ -631,6 +657,23 @@ impl MathBinaryOp {
                 }
             }
             // Float-only ops never reach here: the caller promotes their operands.
+            MathBinaryOp::DivTrunc => {
+                if b == 0 {
+                    return None;
+                }
+                a.wrapping_div(b)
+            }
+            MathBinaryOp::DivFloor => {
+                if b == 0 {
+                    return None;
+                }
+                let q = a.wrapping_div(b);
+                if a.wrapping_rem(b) != 0 && ((a < 0) != (b < 0)) {
+                    q - 1
+                } else {
+                    q
+                }
+            }
             MathBinaryOp::Atan2
             | MathBinaryOp::Copysign
             | MathBinaryOp::Hypot
@@ -667,6 +710,8 @@ impl MathBinaryOp {
             MathBinaryOp::Hypot => "hypot_cpu",
             MathBinaryOp::Logaddexp => "logaddexp_cpu",
             MathBinaryOp::Logaddexp2 => "logaddexp2_cpu",
+            MathBinaryOp::DivTrunc => "div_trunc_cpu",
+            MathBinaryOp::DivFloor => "div_floor_cpu",
         }
     }
 }

@@ -60,6 +60,10 @@ pub(crate) enum Rule {
     Logaddexp { a: InputShape, b: InputShape },
     /// `logaddexp2(a, b)`; saved `[a, b]`.
     Logaddexp2 { a: InputShape, b: InputShape },
+    /// `div(a, b, rounding_mode=...)` (DivBackward2): zero gradients.
+    DivRounding { a: InputShape, b: InputShape },
+    /// `floor_divide(a, b)`: PyTorch has no derivative (its node is "NotImplemented").
+    FloorDivide,
     /// `fmod(a, number)`, `remainder(a, number)` (FmodBackward0, RemainderBackward0):
     /// the gradient passes unchanged.
     FmodScalar { remainder: bool },
@@ -91,6 +95,8 @@ impl Rule {
             Rule::Hypot { .. } => "HypotBackward0",
             Rule::Logaddexp { .. } => "LogaddexpBackward0",
             Rule::Logaddexp2 { .. } => "Logaddexp2Backward0",
+            Rule::DivRounding { .. } => "DivBackward2",
+            Rule::FloorDivide => "NotImplemented",
             Rule::FmodScalar { remainder: false } => "FmodBackward0",
             Rule::FmodScalar { remainder: true } => "RemainderBackward0",
             Rule::CopysignScalar => "CopysignBackward1",
@@ -341,6 +347,23 @@ impl Rule {
                     if need(1) { Some(part(y, x, b)?) } else { None },
                 ]
             }
+            Rule::DivRounding { a, b } => smallvec![
+                if need(0) {
+                    Some(zeros_like(g).sum_to(a)?)
+                } else {
+                    None
+                },
+                if need(1) {
+                    Some(zeros_like(g).sum_to(b)?)
+                } else {
+                    None
+                },
+            ],
+            Rule::FloorDivide => {
+                return Err(Error::NotImplemented(
+                    "the derivative for 'floor_divide' is not implemented.".into(),
+                ))
+            }
             Rule::FmodScalar { .. } => smallvec![Some(g.clone())],
             Rule::CopysignScalar => smallvec![Some(g.mul(&copysign_ratio(saved)?)?)],
             Rule::PowScalarBase { base } => {
@@ -398,9 +421,13 @@ impl Tensor {
             (DType::Bool | DType::I64, op) if op.floats_only() => {
                 return Err(Error::unsupported_dtype(op.name(), dtype))
             }
-            (DType::Bool, MathBinaryOp::Fmod | MathBinaryOp::Remainder) => {
-                return Err(Error::unsupported_dtype(op.name(), DType::Bool))
-            }
+            (
+                DType::Bool,
+                MathBinaryOp::Fmod
+                | MathBinaryOp::Remainder
+                | MathBinaryOp::DivTrunc
+                | MathBinaryOp::DivFloor,
+            ) => return Err(Error::unsupported_dtype(op.name(), DType::Bool)),
             // max / min of bools compute as 0 / 1 and convert back.
             (DType::Bool, _) => DType::I64,
             (d, _) => d,
@@ -543,6 +570,9 @@ impl Variable {
                     ],
                 ),
                 MathBinaryOp::Logaddexp => (Rule::Logaddexp { a, b }, both()),
+                MathBinaryOp::DivTrunc | MathBinaryOp::DivFloor => {
+                    (Rule::DivRounding { a, b }, smallvec![])
+                }
                 MathBinaryOp::Logaddexp2 => (Rule::Logaddexp2 { a, b }, both()),
                 MathBinaryOp::Copysign => (
                     Rule::Copysign { a, b },
@@ -595,6 +625,24 @@ impl Variable {
                 ],
             )
         }))
+    }
+
+    /// `floor_divide(self, other)` (`//`): [`MathBinaryOp::DivFloor`], recorded with
+    /// PyTorch's "NotImplemented" node, whose backward is an error.
+    pub fn floor_divide(&self, other: &Variable) -> Result<Variable> {
+        let result = self
+            .tensor()
+            .math_binary(&other.tensor(), MathBinaryOp::DivFloor)?;
+        Ok(Variable::record(result, &[self, other], |_, _| {
+            (Rule::FloorDivide, smallvec![])
+        }))
+    }
+
+    /// [`Variable::floor_divide`] in place.
+    #[track_caller]
+    pub fn floor_divide_(&self, other: &Variable) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place(Some(other), site, |s| s.floor_divide(other))
     }
 
     /// [`Variable::math_binary`] in place (`atan2_`, `fmod_`, ...).

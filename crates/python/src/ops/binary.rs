@@ -47,6 +47,7 @@ fn op_name(op: MathBinaryOp) -> &'static str {
         MathBinaryOp::Hypot => "hypot",
         MathBinaryOp::Logaddexp => "logaddexp",
         MathBinaryOp::Logaddexp2 => "logaddexp2",
+        MathBinaryOp::DivTrunc | MathBinaryOp::DivFloor => "div",
     }
 }
 
@@ -83,6 +84,36 @@ impl PyTensor {
         }
         mark_python_site(slf.py(), v);
         Ok(slf)
+    }
+}
+
+/// The op of `div(..., rounding_mode=...)`: `None` for true division.
+pub(crate) fn rounding_op(mode: Option<&str>) -> PyResult<Option<MathBinaryOp>> {
+    match mode {
+        None => Ok(None),
+        Some("trunc") => Ok(Some(MathBinaryOp::DivTrunc)),
+        Some("floor") => Ok(Some(MathBinaryOp::DivFloor)),
+        Some(m) => Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+        ))),
+    }
+}
+
+impl PyTensor {
+    /// `div` / `divide` / `true_divide` with an optional rounding mode.
+    fn div_any(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        rounding_mode: Option<&str>,
+    ) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let b = operand_var(other, v)?;
+        let out = match rounding_op(rounding_mode)? {
+            None => maybe_detach(py, v.numel(), || v.div(&b)),
+            Some(op) => maybe_detach(py, v.numel(), || v.math_binary(&b, op)),
+        };
+        new_tensor(py, out.py()?)
     }
 }
 
@@ -221,13 +252,61 @@ impl PyTensor {
         )
     }
 
-    /// `self / other`.
-    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let b = operand_var(other, &self.var)?;
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.div(&b)).py()?,
-        )
+    /// `self / other`, rounded when `rounding_mode` is 'trunc' or 'floor'.
+    #[pyo3(signature = (other, *, rounding_mode = None))]
+    fn div(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        rounding_mode: Option<&str>,
+    ) -> PyResult<Py<PyTensor>> {
+        self.div_any(py, other, rounding_mode)
+    }
+
+    /// Alias of `div`.
+    #[pyo3(signature = (other, *, rounding_mode = None))]
+    fn divide(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        rounding_mode: Option<&str>,
+    ) -> PyResult<Py<PyTensor>> {
+        self.div_any(py, other, rounding_mode)
+    }
+
+    /// `self / other` (true division).
+    fn true_divide(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.div_any(py, other, None)
+    }
+
+    /// `self / other` rounded down (not differentiable, as in PyTorch).
+    fn floor_divide(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let b = operand_var(other, v)?;
+        new_tensor(py, maybe_detach(py, v.numel(), || v.floor_divide(&b)).py()?)
+    }
+
+    /// `floor_divide` in place.
+    fn floor_divide_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        v.floor_divide_(&operand_var(other, v)?).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+
+    fn __floordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binary(py, &self.var, other, |a, b| a.floor_divide(b))
+    }
+
+    fn __rfloordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        reflected(py, &self.var, other, |a, b| a.floor_divide(b))
+    }
+
+    fn __ifloordiv__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+        Self::floor_divide_(slf, other).map(|_| ())
     }
 
     /// `self ** exponent` (scalar or tensor exponent).

@@ -50,11 +50,38 @@ impl PyTensor {
     }
 
     /// In-place `self /= other`.
-    fn div_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+    #[pyo3(signature = (other, *, rounding_mode = None))]
+    fn div_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        rounding_mode: Option<&str>,
+    ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
-        v.div_(&operand_var(other, v)?).py()?;
+        let b = operand_var(other, v)?;
+        match crate::ops::binary::rounding_op(rounding_mode)? {
+            None => v.div_(&b).py()?,
+            Some(op) => v.math_binary_(&b, op).py()?,
+        }
         mark_python_site(slf.py(), v);
         Ok(slf)
+    }
+
+    /// Alias of `div_`.
+    #[pyo3(signature = (other, *, rounding_mode = None))]
+    fn divide_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        rounding_mode: Option<&str>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::div_(slf, other, rounding_mode)
+    }
+
+    /// `div_` without rounding.
+    fn true_divide_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        Self::div_(slf, other, None)
     }
 
     /// Fills with zeros.
@@ -116,6 +143,6 @@ impl PyTensor {
     }
 
     fn __itruediv__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
-        Self::div_(slf, other).map(|_| ())
+        Self::div_(slf, other, None).map(|_| ())
     }
 }

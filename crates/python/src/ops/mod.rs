@@ -2,7 +2,7 @@
 //! `rustgrad::ops` (PyO3's `multiple-pymethods`: each file adds a `#[pymethods]` block
 //! to `PyTensor`). See Note [Op families].
 
-mod binary;
+pub(crate) mod binary;
 mod copy;
 mod index;
 mod inplace;
