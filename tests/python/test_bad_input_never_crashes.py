@@ -734,6 +734,9 @@ CASES.update(
             lambda: torch.ones(1, 1).expand(2**20, 1) @ torch.ones(1, 1).expand(1, 2**20),
             RT,
             OOM,
+        ),
+    }
+)
 
 # Three-operand elementwise ops (ops/ternary.rs).
 _f3 = torch.ones(3)
