@@ -151,6 +151,19 @@ pub(crate) fn mark_python_site(py: Python<'_>, var: &Variable) {
     }
 }
 
+/// Runs an in-place op `f` on `slf`'s variable, records the Python line as the site of
+/// the write (Note [Version counters]) and returns `slf`, as every `x.op_()` does.
+pub(crate) fn written<'py>(
+    slf: Bound<'py, PyTensor>,
+    f: impl FnOnce(Python<'py>, &Variable) -> PyResult<()>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let py = slf.py();
+    let v = &slf.get().var;
+    f(py, v)?;
+    mark_python_site(py, v);
+    Ok(slf)
+}
+
 /// The `torch.Size` class, defined in Python.
 pub(crate) fn size_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static SIZE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

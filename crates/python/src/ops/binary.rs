@@ -12,6 +12,7 @@ use crate::tensor::new_tensor;
 use crate::tensor::operand_var;
 use crate::tensor::reflected;
 use crate::tensor::scaled_operand;
+use crate::tensor::written;
 use crate::tensor::Operand;
 use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
@@ -291,10 +292,7 @@ impl PyTensor {
         slf: Bound<'py, Self>,
         other: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        v.floor_divide_(&operand_var(other, v)?).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.floor_divide_(&operand_var(other, v)?).py())
     }
 
     fn __floordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

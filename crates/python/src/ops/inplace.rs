@@ -6,6 +6,7 @@ use crate::errors::IntoPyResult;
 use crate::tensor::mark_python_site;
 use crate::tensor::operand_var;
 use crate::tensor::scaled_operand;
+use crate::tensor::written;
 use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -43,10 +44,7 @@ impl PyTensor {
 
     /// In-place `self *= other`.
     fn mul_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        v.mul_(&operand_var(other, v)?).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.mul_(&operand_var(other, v)?).py())
     }
 
     /// In-place `self /= other`.
@@ -86,10 +84,7 @@ impl PyTensor {
 
     /// Fills with zeros.
     fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        v.zero_().py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.zero_().py())
     }
 
     /// Fills with `value`.
@@ -116,18 +111,12 @@ impl PyTensor {
 
     /// Copies `src` (broadcast and converted) into this tensor.
     fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        v.copy_(&src.get().var).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.copy_(&src.get().var).py())
     }
 
     /// relu in place.
     fn relu_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        v.relu_().py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.relu_().py())
     }
 
     fn __iadd__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {

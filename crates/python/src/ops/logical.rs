@@ -9,6 +9,7 @@ use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
 use crate::tensor::operand_var;
 use crate::tensor::reflected;
+use crate::tensor::written;
 use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -57,10 +58,7 @@ impl PyTensor {
         op: LogicalOp,
     ) -> PyResult<Bound<'py, Self>> {
         let b = logical_operand(other, &format!("{}_", logical_name(op)))?;
-        let v = &slf.get().var;
-        v.logical_(&b, op).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.logical_(&b, op).py())
     }
 
     fn bitwise_op(
@@ -142,10 +140,7 @@ impl PyTensor {
         posinf: Option<f64>,
         neginf: Option<f64>,
     ) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        v.nan_to_num_(nan, posinf, neginf).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.nan_to_num_(nan, posinf, neginf).py())
     }
 
     /// Elementwise logical and (bool result).
@@ -191,10 +186,7 @@ impl PyTensor {
     }
 
     fn logical_not_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        v.logical_not_().py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.logical_not_().py())
     }
 
     /// Elementwise bitwise and of bool or int64 tensors (and numbers).
@@ -240,10 +232,7 @@ impl PyTensor {
     }
 
     fn bitwise_not_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        v.bitwise_not_().py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.bitwise_not_().py())
     }
 
     fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

@@ -4,7 +4,8 @@
 use crate::convert::{extract_dims, extract_int, extract_sizes};
 use crate::dtype::extract_dtype;
 use crate::errors::IntoPyResult;
-use crate::tensor::{mark_python_site, new_tensor};
+use crate::tensor::new_tensor;
+use crate::tensor::written;
 use crate::PyTensor;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -315,10 +316,9 @@ impl PyTensor {
         diagonal: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
         let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
-        let v = &slf.get().var;
-        v.in_place_with(None, |s| s.tril_triu(k, false)).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| {
+            v.in_place_with(None, |s| s.tril_triu(k, false)).py()
+        })
     }
 
     /// In-place `triu`.
@@ -328,10 +328,9 @@ impl PyTensor {
         diagonal: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
         let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
-        let v = &slf.get().var;
-        v.in_place_with(None, |s| s.tril_triu(k, true)).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| {
+            v.in_place_with(None, |s| s.tril_triu(k, true)).py()
+        })
     }
 
     /// The diagonal `offset` of dims `dim1`, `dim2` (a view; the diagonal is last).

@@ -6,9 +6,9 @@
 //! so that `Tensor` shows no method PyTorch's lacks.
 
 use crate::errors::IntoPyResult;
-use crate::tensor::mark_python_site;
 use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
+use crate::tensor::written;
 use crate::PyTensor;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -24,10 +24,9 @@ impl PyTensor {
 
     /// `op` in place; returns `self`.
     fn math_in_place(slf: Bound<'_, Self>, op: MathOp) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        maybe_detach(slf.py(), v.numel(), || v.math_(op)).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |py, v| {
+            maybe_detach(py, v.numel(), || v.math_(op)).py()
+        })
     }
 
     /// An activation with PyTorch's `inplace=` flag: `self` written in place and
@@ -109,10 +108,7 @@ impl PyTensor {
 
     /// `sgn` in place.
     fn sgn_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        v.sgn_().py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.sgn_().py())
     }
 
     fn rsqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
@@ -298,10 +294,7 @@ impl PyTensor {
     }
 
     fn square_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        let v = &slf.get().var;
-        v.square_().py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
+        written(slf, |_, v| v.square_().py())
     }
 
     fn erf_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
