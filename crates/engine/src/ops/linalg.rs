@@ -224,19 +224,10 @@ fn check_expand(input: &[usize], target: &[usize]) -> Result<()> {
             input.len()
         )));
     }
-    let lead = target.len() - input.len();
-    for (i, &s) in input.iter().enumerate() {
-        let t = target[lead + i];
-        if s != t && s != 1 {
-            return Err(Error::InvalidArgument(format!(
-                "The expanded size of the tensor ({t}) must match the existing size ({s}) at non-singleton dimension {}.  Target sizes: [{}].  Tensor sizes: [{}]",
-                lead + i,
-                list(target),
-                list(input)
-            )));
-        }
-    }
-    Ok(())
+    // The size check and its message are the layout's (PyTorch's expand message).
+    crate::layout::Layout::contiguous(input)
+        .broadcast_to(target)
+        .map(|_| ())
 }
 
 /// PyTorch's `mv` size error for a `rows x cols` matrix times a vector of `len`.
