@@ -492,7 +492,7 @@ SPECIAL = [float("nan"), float("inf"), -float("inf")]
 FLOAT_VALUES = [0.0, 1.0, -1.0, 0.5, -2.0, 3.0, 1.5, -0.75, 2.25, -3.5]
 SAVES = {"mul", "div", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"}
 SAVES |= {"clamp", "matmul", "sign", "mul_", "div_", "clamp_", "relu_", "pow_"}
-SAVES |= {"sin", "cos", "atan", "expm1", "square"}
+SAVES |= {"sin", "cos", "atan", "expm1", "square", "maximum", "minimum"}
 
 
 class _ShapeSteps:
@@ -850,6 +850,14 @@ BINARY = {
     "ge": (">=", np.greater_equal),
 }
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+# Ops of two tensors written as a function call or a bitwise operator.
+PAIRWISE = {
+    "maximum": ("torch.maximum({x}, {y})", np.maximum),
+    "minimum": ("torch.minimum({x}, {y})", np.minimum),
+    "bitwise_and": ("{x} & {y}", np.bitwise_and),
+    "bitwise_or": ("{x} | {y}", np.bitwise_or),
+    "bitwise_xor": ("{x} ^ {y}", np.bitwise_xor),
+}
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -936,10 +944,12 @@ class Generator(_ShapeSteps):
 
     def binary(self) -> None:
         m = self.m
-        op = self.choice(list(BINARY) + ["matmul"])
+        op = self.choice(list(BINARY) + ["matmul"] + list(PAIRWISE))
         a = self.pick()
         if op == "matmul":
             return self.matmul(a)
+        if op in PAIRWISE:
+            return self.pairwise(a, op)
         b = self.other_operand(a)
         reflected = not isinstance(b, Entry) and self.d(st.booleans())
         x, y = (b, a) if reflected else (a, b)
@@ -987,6 +997,36 @@ class Generator(_ShapeSteps):
         def commit():
             if self.grad and differentiable:
                 self.mark_saved(op, x, y, entry)
+            m.add(entry)
+
+        m.run(code, None, commit)
+
+    def pairwise(self, a: Entry, op: str) -> None:
+        """maximum/minimum (gradient to the larger/smaller operand) and the bitwise
+        operators (bool and int64 only), on two tensors."""
+        m = self.m
+        b = self.pick(lambda e: broadcast_shapes(a.shape, e.shape) is not None) or self.pick()
+        name = m.fresh_name()
+        form, fn = PAIRWISE[op]
+        code = f"{name} = " + form.format(x=a.name, y=b.name)
+        if broadcast_shapes(a.shape, b.shape) is None:
+            return m.run(code, "shapes do not broadcast")
+        rt = result_type(a, b)
+        bitwise = op.startswith("bitwise")
+        if bitwise and rt in FLOATS:
+            return m.run(code, "bitwise ops on floating tensors")
+        xv, yv = _operand(a, rt), _operand(b, rt)
+        if self.grad and not bitwise and rt in FLOATS:
+            with np.errstate(all="ignore"):
+                if not _smooth(xv - yv):
+                    return None  # a tie: maximum's gradient is split there
+        with np.errstate(all="ignore"):
+            values = fn(xv, yv)
+        entry = self.result_entry(name, values, rt, [a, b], None if bitwise else op)
+
+        def commit():
+            if self.grad and not bitwise:
+                self.mark_saved(op, a, b, entry)
             m.add(entry)
 
         m.run(code, None, commit)
