@@ -878,6 +878,46 @@ CASES.update(
 )
 
 
+# Factories, .data assignment and numpy sharing (this session's additions).
+_rg = torch.zeros(3, requires_grad=True)
+CASES.update(
+    {
+        "linspace_negative_steps": (
+            lambda: torch.linspace(0, 1, -1),
+            RT,
+            "number of steps must be non-negative",
+        ),
+        "logspace_bool": (
+            lambda: torch.logspace(0, 1, 3, dtype=torch.bool),
+            NIE,
+            "\"logspace_cpu\" not implemented for 'Bool'",
+        ),
+        "eye_negative": (lambda: torch.eye(-2), RT, "n must be greater or equal to 0, got -2"),
+        "eye_huge": (lambda: torch.eye(2**40, 2**40), RT, "overflow"),
+        "data_int_while_requiring_grad": (
+            lambda: setattr(_rg, "data", torch.zeros(3, dtype=torch.int64)),
+            RT,
+            "data set to a tensor that requires gradients must be floating point",
+        ),
+        "data_not_a_tensor": (
+            lambda: setattr(_rg, "data", [1.0]),
+            TE,
+            "Variable data has to be a tensor, but got list",
+        ),
+        "from_numpy_negative_strides": (
+            lambda: torch.from_numpy(np.arange(3.0)[::-1]),
+            VE,
+            "At least one stride in the given numpy array is negative",
+        ),
+        "from_numpy_not_an_array": (
+            lambda: torch.from_numpy([1.0]),
+            TE,
+            "expected np.ndarray (got list)",
+        ),
+    }
+)
+
+
 def _nested(depth):
     """``[[...[1]...]]`` with ``depth`` lists."""
     data = 1
