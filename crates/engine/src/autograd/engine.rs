@@ -13,12 +13,10 @@ use super::graph::{self, Edge, NodeId, NodeKind};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::ops;
-use crate::storage::WriteSite;
 use crate::tensor::Tensor;
 use crate::variable::{EdgeSource, SavedSlots, Variable};
 use smallvec::SmallVec;
 use std::collections::{BinaryHeap, HashMap};
-use std::panic::Location;
 
 /// Per-node state during one backward pass.
 struct Pending {
@@ -180,16 +178,15 @@ fn route(
 
 /// PyTorch's CopySlices backward: `grad` is the gradient of the whole base. The part
 /// at the view goes through the in-place op's rule (`inner`); its gradient w.r.t. the
-/// view's old values replaces that part, and its other inputs get theirs.
+/// view's old values replaces that part, and its other inputs get theirs. Built from
+/// differentiable ops, so it is itself differentiable under `create_graph`.
 fn copy_slices(
     layout: &Layout,
     inner: NodeId,
     grad: &Variable,
     retain_graph: bool,
 ) -> Result<ops::Grads> {
-    let site = WriteSite::Rust(Location::caller());
-    let result = grad.tensor().deep_clone()?;
-    let grad_slice = Variable::from_tensor(result.as_strided(layout)?.deep_clone()?);
+    let grad_slice = grad.as_strided(layout)?;
     let inner_task = graph::take_task(inner, retain_graph)?;
     let NodeKind::Op(op) = &inner_task.kind else {
         return Err(Error::NotImplemented(
@@ -203,13 +200,9 @@ fn copy_slices(
     let mut grads = op
         .apply(&unpack(&inner_task.saved, inner)?, &grad_slice, &needs)?
         .into_iter();
-    let region = result.as_strided(layout)?;
-    match grads.next().flatten() {
-        Some(view_grad) => region.copy_from(&view_grad.tensor(), site)?,
-        None => region.fill(0.0, site)?,
-    }
+    let view_grad = grads.next().flatten();
     let mut out: ops::Grads = SmallVec::new();
-    out.push(Some(Variable::from_tensor(result)));
+    out.push(Some(grad.replace_region(layout, view_grad.as_ref())?));
     out.extend(grads);
     Ok(out)
 }

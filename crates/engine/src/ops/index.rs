@@ -262,6 +262,26 @@ impl Variable {
         }))
     }
 
+    /// `self` with the elements that `layout` selects replaced by `value` (by zeros
+    /// when `None`): the gradient CopySlices passes to the base's old history.
+    /// Differentiable in `self` and `value` (a `where` over the region's mask), and
+    /// exact: the elements outside the region are `self`'s, bit for bit.
+    pub(crate) fn replace_region(
+        &self,
+        layout: &Layout,
+        value: Option<&Variable>,
+    ) -> Result<Variable> {
+        let shape = self.shape();
+        let mask = Tensor::zeros(&shape, DType::Bool);
+        mask.as_strided(layout)?
+            .fill(1.0, WriteSite::Rust(Location::caller()))?;
+        let inside = match value {
+            Some(v) => v.as_strided_scatter(&shape, layout)?,
+            None => Variable::from_tensor(Tensor::zeros(&[], self.dtype())),
+        };
+        Variable::where_cond(&mask, &inside, self)
+    }
+
     /// Zeros of `shape` with `self` written at the elements `layout` selects.
     pub(crate) fn as_strided_scatter(&self, shape: &[usize], layout: &Layout) -> Result<Variable> {
         let out = Tensor::zeros(shape, self.dtype());
