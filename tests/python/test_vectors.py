@@ -32,6 +32,7 @@ MIN_CASES = {
     "reduce_ops": 130,
     "shape_ops": 45,
     "linalg_ops": 25,
+    "coverage_ops": 50,
 }
 
 TOLERANCES = {
@@ -236,6 +237,46 @@ def _linalg(op: str) -> Callable[[list[Any], dict[str, Any]], Any]:
     return lambda xs, kw: getattr(rustgrad, op)(*xs, **kw)
 
 
+def _ords(kw: dict[str, Any]) -> dict[str, Any]:
+    return {k: float(v) if v in ("inf", "-inf") else v for k, v in kw.items()}
+
+
+# coverage_ops.json: aliases, composites and multi-output reductions ("part").
+COVERAGE_OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
+    "sign": lambda xs, kw: xs[0].sign(),
+    "clamp": lambda xs, kw: rustgrad.clamp(xs[0], **kw),
+    "clip": lambda xs, kw: xs[0].clip(**kw),
+    "norm": lambda xs, kw: rustgrad.norm(xs[0], **_ords(kw)),
+    "matrix_norm": lambda xs, kw: rustgrad.linalg.matrix_norm(xs[0], **_ords(kw)),
+    "linalg_norm": lambda xs, kw: rustgrad.linalg.norm(xs[0], **_ords(kw)),
+    "var_mean": lambda xs, kw: rustgrad.var_mean(xs[0], kw["dim"], correction=kw["correction"])[
+        kw["part"]
+    ],
+    "std_mean": lambda xs, kw: rustgrad.std_mean(xs[0], kw["dim"], correction=kw["correction"])[
+        kw["part"]
+    ],
+    "unique": lambda xs, kw: xs[0].unique(sorted=True, return_inverse=True, return_counts=True)[
+        kw["part"]
+    ],
+    "nonzero": lambda xs, kw: xs[0].nonzero(),
+    "where_cond": lambda xs, kw: rustgrad.where(xs[0])[kw["part"]],
+    "flatten": lambda xs, kw: rustgrad.flatten(xs[0], kw["start_dim"], kw["end_dim"]),
+    "unflatten": lambda xs, kw: xs[0].unflatten(kw["dim"], kw["sizes"]),
+    "hstack": lambda xs, kw: rustgrad.hstack(xs),
+    "vstack": lambda xs, kw: rustgrad.vstack(xs),
+    "concat": lambda xs, kw: rustgrad.concat(xs, dim=kw["dim"]),
+    "broadcast_to": lambda xs, kw: rustgrad.broadcast_to(xs[0], kw["shape"]),
+    "expand_as": lambda xs, kw: xs[0].expand_as(xs[1]),
+    "view_as": lambda xs, kw: xs[0].view_as(xs[1]),
+    "reshape_as": lambda xs, kw: xs[0].reshape_as(xs[1]),
+    "swapaxes": lambda xs, kw: rustgrad.swapaxes(xs[0], kw["dim0"], kw["dim1"]),
+    "mT": lambda xs, kw: xs[0].mT,
+    "contiguous": lambda xs, kw: xs[0].contiguous(),
+    "take_along_dim": lambda xs, kw: xs[0].take_along_dim(_kt(kw["indices"]), kw["dim"]),
+    "meshgrid": lambda xs, kw: rustgrad.meshgrid(*xs, indexing=kw["indexing"])[kw["part"]],
+}
+
+
 OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     **{op: _method(op) for op in EW_UNARY + EW_BINARY},
     **{op: _activation(op) for op in EW_ACTIVATIONS},
@@ -337,6 +378,7 @@ OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     },
     # linalg_ops.json: function forms, beta/alpha as keyword arguments.
     **{op: _linalg(op) for op in LINALG_OPS},
+    **COVERAGE_OPS,
 }
 
 
@@ -481,6 +523,7 @@ REQUIRED_OPS = {
         "scatter_multiply",
     },
     "linalg_ops": set(LINALG_OPS),
+    "coverage_ops": set(COVERAGE_OPS),
 }
 
 

@@ -339,6 +339,8 @@ def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> Any:
         return SHAPE_OPS[op](xs, kwargs)
     if op in LINALG_OPS:
         return LINALG_OPS[op](xs, kwargs)
+    if op in COVERAGE_OPS:
+        return COVERAGE_OPS[op](xs, kwargs)
     raise ValueError(f"unknown op {op!r}")
 
 
@@ -1593,6 +1595,169 @@ def linalg_ops_cases() -> list[dict[str, Any]]:
     ]
 
 
+# --------------------------------------------------------------------------- coverage ops
+# Ops of the issue's list that the other groups do not reach: aliases and composites
+# (the Rust reader runs each through the Rust API a Rust user would call for it) and
+# the multi-output reductions, one output per case ("part").
+
+
+def _ords(kw: dict[str, Any]) -> dict[str, Any]:
+    """kwargs with "inf" / "-inf" (JSON has no infinities) as floats; "fro" stays."""
+    return {k: float(v) if v in ("inf", "-inf") else v for k, v in kw.items()}
+
+
+COVERAGE_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]] = {
+    "sign": lambda xs, kw: xs[0].sign(),
+    "clamp": lambda xs, kw: xs[0].clamp(**kw),
+    "clip": lambda xs, kw: torch.clip(xs[0], **kw),
+    "norm": lambda xs, kw: xs[0].norm(**_ords(kw)),
+    "matrix_norm": lambda xs, kw: torch.linalg.matrix_norm(xs[0], **_ords(kw)),
+    "linalg_norm": lambda xs, kw: torch.linalg.norm(xs[0], **_ords(kw)),
+    "var_mean": lambda xs, kw: torch.var_mean(xs[0], kw["dim"], correction=kw["correction"])[
+        kw["part"]
+    ],
+    "std_mean": lambda xs, kw: torch.std_mean(xs[0], kw["dim"], correction=kw["correction"])[
+        kw["part"]
+    ],
+    "unique": lambda xs, kw: torch.unique(
+        xs[0], sorted=True, return_inverse=True, return_counts=True
+    )[kw["part"]],
+    "nonzero": lambda xs, kw: torch.nonzero(xs[0]),
+    "where_cond": lambda xs, kw: torch.where(xs[0])[kw["part"]],
+    "flatten": lambda xs, kw: xs[0].flatten(kw["start_dim"], kw["end_dim"]),
+    "unflatten": lambda xs, kw: xs[0].unflatten(kw["dim"], kw["sizes"]),
+    "hstack": lambda xs, kw: torch.hstack(xs),
+    "vstack": lambda xs, kw: torch.vstack(xs),
+    "concat": lambda xs, kw: torch.concat(xs, dim=kw["dim"]),
+    "broadcast_to": lambda xs, kw: xs[0].broadcast_to(kw["shape"]),
+    "expand_as": lambda xs, kw: xs[0].expand_as(xs[1]),
+    "view_as": lambda xs, kw: xs[0].view_as(xs[1]),
+    "reshape_as": lambda xs, kw: xs[0].reshape_as(xs[1]),
+    "swapaxes": lambda xs, kw: xs[0].swapaxes(kw["dim0"], kw["dim1"]),
+    "mT": lambda xs, kw: xs[0].mT,
+    "contiguous": lambda xs, kw: xs[0].contiguous(),
+    "take_along_dim": lambda xs, kw: torch.take_along_dim(xs[0], kt(kw["indices"]), kw["dim"]),
+    "meshgrid": lambda xs, kw: torch.meshgrid(*xs, indexing=kw["indexing"])[kw["part"]],
+}
+
+
+def coverage_ops_cases() -> list[dict[str, Any]]:
+    def c(name: str, op: str, specs: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        return make_case(name, op, specs, kwargs)
+
+    t01 = transpose(0, 1)
+    ints = inp([7], "int", False, dtype="int64")
+    return [
+        c("sign_basic", "sign", [inp([2, 3])]),
+        c("sign_transposed_f32", "sign", [f32(inp([3, 2], view=t01))]),
+        c("sign_int", "sign", [inp([5], "int", False, dtype="int64")]),
+        c("clamp_both", "clamp", [inp([3, 4])], min=-0.5, max=0.5),
+        c("clamp_min_only_f32", "clamp", [f32(inp([4, 3], view=t01))], min=0.1),
+        c("clamp_max_only", "clamp", [inp([6], view=slice_(0, 0, 6, 2))], max=-0.2),
+        c("clamp_int", "clamp", [inp([6], "int", False, dtype="int64")], min=-1, max=2),
+        c("clip_both", "clip", [inp([2, 3])], min=-0.3, max=0.8),
+        c("norm_default", "norm", [inp([3, 4])]),
+        c("norm_p1_dim", "norm", [inp([3, 4])], p=1, dim=-1),
+        c("norm_inf_dim_keepdim", "norm", [inp([3, 4], view=t01)], p="inf", dim=0, keepdim=True),
+        c("norm_p3_f32", "norm", [f32(inp([2, 3]))], p=3.0, dim=[0, 1]),
+        c("norm_fro_dims", "norm", [inp([2, 3, 2])], p="fro", dim=[-2, -1]),
+        c("matrix_norm_fro", "matrix_norm", [inp([3, 4])]),
+        c("matrix_norm_1_batched", "matrix_norm", [inp([2, 3, 3])], ord=1),
+        c("matrix_norm_neg1", "matrix_norm", [inp([3, 4], view=t01)], ord=-1),
+        c("matrix_norm_inf_keepdim", "matrix_norm", [inp([2, 3, 4])], ord="inf", keepdim=True),
+        c("matrix_norm_neg_inf_f32", "matrix_norm", [f32(inp([3, 3]))], ord="-inf"),
+        c("matrix_norm_fro_dims", "matrix_norm", [inp([3, 2, 4])], ord="fro", dim=[0, 2]),
+        c("linalg_norm_vector", "linalg_norm", [inp([5])]),
+        c("linalg_norm_matrix_fro", "linalg_norm", [inp([3, 4])]),
+        c("linalg_norm_ord_dim", "linalg_norm", [inp([3, 4])], ord=1, dim=1),
+        c("linalg_norm_matrix_inf", "linalg_norm", [inp([3, 4])], ord="inf", dim=[0, 1]),
+        c("var_mean_var", "var_mean", [inp([3, 4])], dim=1, correction=1, part=0),
+        c("var_mean_mean", "var_mean", [inp([3, 4], view=t01)], dim=0, correction=1, part=1),
+        c("std_mean_std", "std_mean", [f32(inp([2, 5]))], dim=-1, correction=0, part=0),
+        c("std_mean_mean", "std_mean", [inp([2, 3, 2])], dim=[0, 2], correction=1, part=1),
+        c("unique_values", "unique", [inp([7], "int", False, dtype="int64")], part=0),
+        c("unique_inverse", "unique", [inp([2, 4], "int", False, dtype="int64")], part=1),
+        c("unique_counts", "unique", [ints], part=2),
+        c("unique_float_values", "unique", [inp([6], requires_grad=False)], part=0),
+        c("nonzero_2d", "nonzero", [inp([3, 4], "int", False, dtype="int64")]),
+        c(
+            "nonzero_float_transposed",
+            "nonzero",
+            [inp([3, 2], "int", False, dtype="int64", view=t01)],
+        ),
+        c("where_cond_rows", "where_cond", [inp([3, 4], "int", False, dtype="int64")], part=0),
+        c("where_cond_cols", "where_cond", [inp([3, 4], "int", False, dtype="int64")], part=1),
+        c("flatten_all", "flatten", [inp([2, 3, 2])], start_dim=0, end_dim=-1),
+        c(
+            "flatten_middle_transposed",
+            "flatten",
+            [inp([3, 2, 4], view=t01)],
+            start_dim=1,
+            end_dim=2,
+        ),
+        c("unflatten_basic", "unflatten", [inp([2, 6])], dim=1, sizes=[2, 3]),
+        c("unflatten_neg_inferred", "unflatten", [f32(inp([6, 2]))], dim=-2, sizes=[-1, 2]),
+        c("hstack_1d", "hstack", [inp([2]), inp([3])]),
+        c("hstack_2d", "hstack", [inp([2, 1]), inp([3, 2], view=t01)]),
+        c("vstack_1d", "vstack", [inp([3]), inp([3])]),
+        c("vstack_2d_f32", "vstack", [f32(inp([1, 2])), f32(inp([2, 2]))]),
+        c("concat_neg_dim", "concat", [inp([2, 2]), inp([2, 3])], dim=-1),
+        c("broadcast_to_basic", "broadcast_to", [inp([3, 1])], shape=[2, 3, 4]),
+        c("expand_as_basic", "expand_as", [inp([1, 3]), inp([4, 3], requires_grad=False)]),
+        c("view_as_basic", "view_as", [inp([2, 6]), inp([3, 4], requires_grad=False)]),
+        c(
+            "reshape_as_transposed",
+            "reshape_as",
+            [inp([3, 4], view=t01), inp([2, 6], requires_grad=False)],
+        ),
+        c("swapaxes_basic", "swapaxes", [inp([2, 3, 4])], dim0=0, dim1=-1),
+        c("mT_batched", "mT", [inp([2, 3, 4])]),
+        c("contiguous_transposed", "contiguous", [inp([3, 4], view=t01)]),
+        c(
+            "take_along_dim_rows",
+            "take_along_dim",
+            [inp([3, 4])],
+            indices=itensor([[0, 3], [1, 1], [2, 0]]),
+            dim=1,
+        ),
+        c(
+            "take_along_dim_broadcast_neg",
+            "take_along_dim",
+            [inp([3, 4], view=t01)],
+            indices=itensor([[2, 0, 1]]),
+            dim=-2,
+        ),
+        c(
+            "meshgrid_ij_0",
+            "meshgrid",
+            [inp([3]), inp([2], requires_grad=False)],
+            indexing="ij",
+            part=0,
+        ),
+        c(
+            "meshgrid_ij_1",
+            "meshgrid",
+            [inp([3], requires_grad=False), inp([2])],
+            indexing="ij",
+            part=1,
+        ),
+        c(
+            "meshgrid_xy_0",
+            "meshgrid",
+            [f32(inp([3])), f32(inp([2], requires_grad=False))],
+            indexing="xy",
+            part=0,
+        ),
+        c(
+            "meshgrid_xy_1",
+            "meshgrid",
+            [inp([3], requires_grad=False), inp([4], view=slice_(0, 0, 4, 2))],
+            indexing="xy",
+            part=1,
+        ),
+    ]
+
+
 GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "unary": unary_cases,
     "binary": binary_cases,
@@ -1605,6 +1770,7 @@ GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "reduce_ops": reduce_ops_cases,
     "shape_ops": shape_ops_cases,
     "linalg_ops": linalg_ops_cases,
+    "coverage_ops": coverage_ops_cases,
 }
 
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-const FILES: [&str; 11] = [
+const FILES: [&str; 12] = [
     "unary.json",
     "binary.json",
     "compare.json",
@@ -22,6 +22,7 @@ const FILES: [&str; 11] = [
     "reduce_ops.json",
     "shape_ops.json",
     "linalg_ops.json",
+    "coverage_ops.json",
 ];
 
 fn vectors_dir() -> PathBuf {
@@ -409,6 +410,7 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
             as_i64(kw("step")?, "step")?,
         ),
         other_op if SHAPE_OPS.contains(&other_op) => return shape_op(op, kwargs, args),
+        other_op if COVERAGE_OPS.contains(&other_op) => return coverage_op(op, kwargs, args),
         "mm" => x.mm(arg(1)?),
         "bmm" => x.bmm(arg(1)?),
         "mv" => x.mv(arg(1)?),
@@ -671,6 +673,227 @@ fn shape_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseRes
     engine(&format!("op {op}"), r)
 }
 
+/// The ops of `coverage_ops.json`: aliases and composites, each run through the Rust
+/// API a Rust user calls for it (composites spelled out with the engine's primitives,
+/// as the Python package composes them), and one output ("part") of multi-output ops.
+const COVERAGE_OPS: [&str; 25] = [
+    "sign",
+    "clamp",
+    "clip",
+    "norm",
+    "matrix_norm",
+    "linalg_norm",
+    "var_mean",
+    "std_mean",
+    "unique",
+    "nonzero",
+    "where_cond",
+    "flatten",
+    "unflatten",
+    "hstack",
+    "vstack",
+    "concat",
+    "broadcast_to",
+    "expand_as",
+    "view_as",
+    "reshape_as",
+    "swapaxes",
+    "mT",
+    "contiguous",
+    "take_along_dim",
+    "meshgrid",
+];
+
+/// A norm order from the vectors: a number, or "inf" / "-inf" / "fro" (as 2).
+fn norm_order(v: Option<&Value>, default: f64) -> CaseResult<f64> {
+    match v {
+        None => Ok(default),
+        Some(Value::String(s)) if s == "fro" => Ok(2.0),
+        Some(Value::String(s)) => s.parse::<f64>().map_err(|e| format!("ord {s}: {e}")),
+        Some(v) => v.as_f64().ok_or_else(|| "ord is not a number".into()),
+    }
+}
+
+/// `linalg.matrix_norm` for ord fro / 1 / -1 / inf / -inf over dims (d0, d1).
+fn matrix_norm(
+    x: &Variable,
+    ord: f64,
+    d0: i64,
+    d1: i64,
+    keepdim: bool,
+) -> rustgrad::Result<Variable> {
+    if ord == 2.0 {
+        return x.vector_norm(2.0, Some(&[d0, d1]), keepdim);
+    }
+    let n = x.dim() as i64;
+    let (d0, d1) = (d0.rem_euclid(n), d1.rem_euclid(n));
+    let (summed, reduced) = if ord.abs() == 1.0 { (d0, d1) } else { (d1, d0) };
+    let sums = x.abs()?.sum_dims(&[summed], true)?;
+    let out = if ord > 0.0 {
+        sums.amax(&[reduced], true)?
+    } else {
+        sums.amin(&[reduced], true)?
+    };
+    if keepdim {
+        Ok(out)
+    } else {
+        out.squeeze_dim(d0.max(d1))?.squeeze_dim(d0.min(d1))
+    }
+}
+
+fn coverage_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResult<Variable> {
+    let kw = |key: &str| {
+        kwargs
+            .get(key)
+            .ok_or_else(|| format!("missing kwarg {key:?}"))
+    };
+    let int = |key: &str| -> CaseResult<i64> { as_i64(kw(key)?, key) };
+    let ints = |key: &str| -> CaseResult<Vec<i64>> { i64_list(kw(key)?, key) };
+    let flag = |key: &str| kwargs.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let bound = |key: &str| kwargs.get(key).map(scalar_arg).transpose();
+    // `dim` as an int or a list; absent meaning all dims.
+    let dims = || -> CaseResult<Option<Vec<i64>>> {
+        kwargs
+            .get("dim")
+            .map(|d| match d.as_i64() {
+                Some(i) => Ok(vec![i]),
+                None => i64_list(d, "dim"),
+            })
+            .transpose()
+    };
+    let x = args.first().ok_or("no input")?;
+    let part = || -> CaseResult<usize> { Ok(int("part")? as usize) };
+    let pick = |pieces: Vec<Variable>| -> CaseResult<Variable> {
+        let p = part()?;
+        pieces.get(p).cloned().ok_or_else(|| format!("no part {p}"))
+    };
+    let shape_of = |v: &Variable| -> Vec<i64> { v.shape().iter().map(|&s| s as i64).collect() };
+    let r = match op {
+        "sign" => x.sign(),
+        "clamp" | "clip" => x.clamp_scalar(bound("min")?, bound("max")?),
+        "norm" => {
+            let ord = norm_order(kwargs.get("p"), 2.0)?;
+            x.vector_norm(ord, dims()?.as_deref(), flag("keepdim"))
+        }
+        "matrix_norm" | "linalg_norm" => {
+            let ord = kwargs.get("ord");
+            let matrix_dims = match dims()? {
+                Some(d) if d.len() == 2 => Some((d[0], d[1])),
+                Some(_) => None,
+                None if op == "matrix_norm" || (x.dim() == 2 && ord.is_some()) => Some((-2, -1)),
+                None => None,
+            };
+            match matrix_dims {
+                Some((d0, d1)) => matrix_norm(x, norm_order(ord, 2.0)?, d0, d1, flag("keepdim")),
+                None => x.vector_norm(norm_order(ord, 2.0)?, dims()?.as_deref(), flag("keepdim")),
+            }
+        }
+        "var_mean" | "std_mean" => {
+            let c = kw("correction")?
+                .as_f64()
+                .ok_or("correction is not a number")?;
+            let d = dims()?;
+            let (a, b) = engine(
+                op,
+                if op == "var_mean" {
+                    x.var_mean(d.as_deref(), c, false)
+                } else {
+                    x.std_mean(d.as_deref(), c, false)
+                },
+            )?;
+            return pick(vec![a, b]);
+        }
+        "unique" => {
+            let (values, inverse, counts) = engine(op, x.unique())?;
+            return pick(vec![values, inverse, counts]);
+        }
+        "nonzero" => x.nonzero(),
+        "where_cond" => {
+            // torch.where(cond): the columns of nonzero(cond).
+            let nz = engine(op, x.nonzero())?;
+            nz.select(1, part()? as i64)
+        }
+        "flatten" => {
+            let n = x.dim() as i64;
+            let (start, end) = (
+                int("start_dim")?.rem_euclid(n),
+                int("end_dim")?.rem_euclid(n),
+            );
+            let shape = shape_of(x);
+            let mut target: Vec<i64> = shape[..start as usize].to_vec();
+            target.push(shape[start as usize..=end as usize].iter().product());
+            target.extend_from_slice(&shape[end as usize + 1..]);
+            x.reshape(&target)
+        }
+        "unflatten" => {
+            let d = int("dim")?.rem_euclid(x.dim() as i64) as usize;
+            let shape = shape_of(x);
+            let mut target: Vec<i64> = shape[..d].to_vec();
+            target.extend(ints("sizes")?);
+            target.extend_from_slice(&shape[d + 1..]);
+            x.reshape(&target)
+        }
+        "hstack" => {
+            let dim = if x.dim() == 1 { 0 } else { 1 };
+            Variable::cat(args, dim)
+        }
+        "vstack" => {
+            let rows = args
+                .iter()
+                .map(|a| {
+                    if a.dim() == 1 {
+                        a.unsqueeze(0)
+                    } else {
+                        Ok(a.clone())
+                    }
+                })
+                .collect::<rustgrad::Result<Vec<_>>>();
+            Variable::cat(&engine(op, rows)?, 0)
+        }
+        "concat" => Variable::cat(args, int("dim")?),
+        "broadcast_to" => x.expand(&ints("shape")?),
+        "expand_as" => x.expand(&shape_of(&args[1])),
+        "view_as" => x.view(&shape_of(&args[1])),
+        "reshape_as" => x.reshape(&shape_of(&args[1])),
+        "swapaxes" => x.transpose(int("dim0")?, int("dim1")?),
+        "mT" => x.transpose(-2, -1),
+        "contiguous" => x.contiguous(),
+        "take_along_dim" => {
+            // Broadcast the indices against the input except along `dim`, then gather.
+            let index = build_tensor(kw("indices")?)?;
+            let d = int("dim")?.rem_euclid(x.dim() as i64) as usize;
+            let mut input_shape = x.shape().to_vec();
+            let mut index_shape = index.shape().to_vec();
+            for i in 0..x.dim() {
+                if i != d {
+                    let m = input_shape[i].max(index_shape[i]);
+                    input_shape[i] = m;
+                    index_shape[i] = m;
+                }
+            }
+            let index = engine(op, index.broadcast_to(&index_shape))?;
+            let wide: Vec<i64> = input_shape.iter().map(|&s| s as i64).collect();
+            engine(op, x.expand(&wide))?.gather(d as i64, &index)
+        }
+        "meshgrid" => {
+            let xy = kw("indexing")?.as_str() == Some("xy");
+            let sizes: Vec<i64> = args.iter().map(|a| a.numel() as i64).collect();
+            let mut order: Vec<usize> = (0..args.len()).collect();
+            if xy && args.len() >= 2 {
+                order.swap(0, 1);
+            }
+            let out_shape: Vec<i64> = order.iter().map(|&i| sizes[i]).collect();
+            let p = part()?;
+            let at = order.iter().position(|&i| i == p).ok_or("bad part")?;
+            let mut view = vec![1i64; args.len()];
+            view[at] = sizes[p];
+            engine(op, args[p].reshape(&view))?.expand(&out_shape)
+        }
+        other => return Err(format!("unknown coverage op {other:?}")),
+    };
+    engine(&format!("op {op}"), r)
+}
+
 // ----- comparing --------------------------------------------------------------------
 
 fn tolerances(dtype: DType) -> (f64, f64) {
@@ -904,6 +1127,11 @@ fn shape_ops_vectors() {
 #[test]
 fn linalg_ops_vectors() {
     check_file("linalg_ops.json");
+}
+
+#[test]
+fn coverage_ops_vectors() {
+    check_file("coverage_ops.json");
 }
 
 /// Every vector file is read by a test above, and together they hold enough cases.
