@@ -230,6 +230,119 @@ FACTORIES: dict[str, Args] = {
 }
 
 
+# Ops written in Python over the binding (python/rustgrad/_*.py, linalg, nn.functional):
+# form -> sample arguments as a function of (torch module, `a`). The sample's first
+# tensor is `a` or built from it, so its dtype is the one being probed.
+_ONE_D: Args = lambda t, a: (a.reshape(-1)[:3],)  # noqa: E731
+PYTHON_OPS: dict[str, Args] = {
+    # shape (python/rustgrad/_shape.py)
+    "torch.cat": lambda t, a: ([a, a],),
+    "torch.concat": lambda t, a: ([a, a],),
+    "torch.concatenate": lambda t, a: ([a, a],),
+    "torch.stack": lambda t, a: ([a, a],),
+    "torch.hstack": lambda t, a: ([a, a],),
+    "torch.vstack": lambda t, a: ([a, a],),
+    "torch.meshgrid": lambda t, a: (a.reshape(-1)[:2], a.reshape(-1)[:3]),
+    "torch.broadcast_to": lambda t, a: (a, (2, 2, 3)),
+    "t.broadcast_to": lambda t, a: ((2, 2, 3),),
+    "torch.swapaxes": lambda t, a: (a, 0, 1),
+    "t.swapaxes": lambda t, a: (0, 1),
+    "torch.swapdims": lambda t, a: (a, 0, 1),
+    "t.swapdims": lambda t, a: (0, 1),
+    "t.T": lambda t, a: (),
+    "t.mT": lambda t, a: (),
+    "t.expand_as": lambda t, a: (t.ones(2, 2, 3),),
+    "t.view_as": lambda t, a: (t.ones(3, 2),),
+    "t.reshape_as": lambda t, a: (t.ones(3, 2),),
+    "torch.unflatten": lambda t, a: (a, 1, (3, 1)),
+    "t.unflatten": lambda t, a: (1, (3, 1)),
+    "torch.take_along_dim": lambda t, a: (a, t.tensor([[0], [2]]), 1),
+    "t.take_along_dim": lambda t, a: (t.tensor([[0], [2]]), 1),
+    "t.index_put": lambda t, a: ((t.tensor([0, 1]),), t.ones(2, 3, dtype=a.dtype)),
+    # reductions with two results
+    "torch.var_mean": lambda t, a: (a, 1),
+    "torch.std_mean": lambda t, a: (a, 1),
+    # linear algebra (python/rustgrad/_linalg.py, rustgrad.linalg)
+    "torch.einsum": lambda t, a: ("ij,kj->ik", a, a),
+    "torch.tensordot": lambda t, a: (a, a, ([1], [1])),
+    "torch.linalg.vector_norm": lambda t, a: (a,),
+    "torch.linalg.matrix_norm": lambda t, a: (a,),
+    "torch.linalg.norm": lambda t, a: (a,),
+    # activations (rustgrad.nn.functional; selu and celu also as torch.x)
+    "torch.selu": lambda t, a: (a,),
+    "torch.celu": lambda t, a: (a,),
+    **{
+        f"F.{name}": lambda t, a: (a,)
+        for name in [
+            "relu",
+            "relu6",
+            "leaky_relu",
+            "elu",
+            "selu",
+            "celu",
+            "gelu",
+            "silu",
+            "mish",
+            "softplus",
+            "softsign",
+            "hardtanh",
+            "hardsigmoid",
+            "hardswish",
+            "logsigmoid",
+            "sigmoid",
+            "tanh",
+        ]
+    },
+    "F.softmax": lambda t, a: (a, 1),
+    "F.softmin": lambda t, a: (a, 1),
+    "F.log_softmax": lambda t, a: (a, 1),
+}
+# In-place forms of the rows above that are functions (`F.x_`, `torch.x_`): run on a
+# clone of `a`.
+PYTHON_IN_PLACE = ["torch.selu_", "torch.celu_", "F.relu_", "F.leaky_relu_", "F.elu_"]
+PYTHON_IN_PLACE += ["F.celu_", "F.hardtanh_"]
+
+
+def resolve(torch: Any, form: str) -> tuple[Any, bool]:
+    """The callable of `form` (`torch.x`, `torch.linalg.x`, `F.x`, `t.x`) and whether it
+    is a method of the sample tensor."""
+    import rustgrad.nn.functional as F
+
+    head, _, name = form.rpartition(".")
+    if head == "t":
+        return name, True
+    owner = {"torch": torch, "torch.linalg": torch.linalg, "F": F}[head]
+    return getattr(owner, name), False
+
+
+def probe_python(torch: Any, form: str) -> tuple[list[str], str]:
+    """As `probe`, for a Python-level op given by its form."""
+    in_place = form in PYTHON_IN_PLACE
+
+    def call(a: Any) -> Any:
+        fn, is_method = resolve(torch, form)
+        if in_place:
+            return fn(a.clone())
+        args = PYTHON_OPS[form](torch, a)
+        if is_method:
+            attr = getattr(a, fn)
+            return attr(*args) if callable(attr) else attr
+        return fn(*args)
+
+    accepted = []
+    for dtype in DTYPES:
+        a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]).to(getattr(torch, dtype))
+        try:
+            call(a)
+        except (RuntimeError, TypeError, ValueError, NotImplementedError):
+            continue
+        accepted.append(dtype)
+    if "float64" not in accepted:
+        return accepted, "n/a"
+    a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.float64)
+    return accepted, backward_of(call(a.requires_grad_()), a)
+
+
 def binding_ops() -> dict[str, list[str]]:
     """The Python method names of each family's binding file, in source order."""
     families: dict[str, list[str]] = {}
@@ -282,10 +395,19 @@ def probe(torch: Any, name: str) -> tuple[list[str], str]:
     out = sample(torch, name, a)
     if name == "__setitem__":
         return accepted, "CopySlices"
+    return accepted, backward_of(out, a)
+
+
+def backward_of(out: Any, a: Any) -> str:
+    """The grad_fn name of `out` (of its first tensor when it is a tuple or list: the
+    values of `(values, indices)`, the first piece of a split), or 'no' / 'returns its
+    input'."""
+    if isinstance(out, (tuple, list)):
+        out = out[0] if out else None
     if out is a:
-        return accepted, "returns its input"
+        return "returns its input"
     fn = getattr(out, "grad_fn", None)
-    return accepted, (type(fn).__name__ if fn is not None else "no")
+    return type(fn).__name__ if fn is not None else "no"
 
 
 def render() -> str:
@@ -301,7 +423,8 @@ def render() -> str:
         "(method), `t.x_` (in place) or the Python operator. Dtypes: those a call on a",
         "tensor of that dtype accepts. Backward: the grad_fn recorded for a float64 input",
         "that requires grad (`no`: the result never requires grad; `n/a`: not defined for",
-        "float64; `returns its input`: a float64 input is returned as it is).",
+        "float64; `returns its input`: a float64 input is returned as it is); for ops",
+        "returning several tensors (`split`, `sort`, `var_mean`, ...), that of the first.",
         "",
     ]
     for family, names in binding_ops().items():
@@ -333,6 +456,20 @@ def render() -> str:
         if operators:
             lines += ["", "Operators: " + ", ".join(f"`{o}`" for o in operators) + "."]
         lines.append("")
+    lines += [
+        "## python-level ops",
+        "",
+        "Ops written in Python over the binding (`python/rustgrad/_*.py`,",
+        "`rustgrad.linalg`, `rustgrad.nn.functional` imported as `F`), one row per form.",
+        "",
+        "| op | forms | dtypes | backward |",
+        "| --- | --- | --- | --- |",
+    ]
+    for form in [*PYTHON_OPS, *PYTHON_IN_PLACE]:
+        dtypes, backward = probe_python(torch, form)
+        name = form.rpartition(".")[2]
+        lines.append(f"| {name} | `{form}` | {', '.join(dtypes) or 'none'} | {backward} |")
+    lines.append("")
     lines += [
         "## factories",
         "",

@@ -1,7 +1,8 @@
-"""``rustgrad.nn``: for now, ``Parameter``."""
+"""``rustgrad.nn``: for now, ``Parameter`` and ``functional``."""
 
 from __future__ import annotations
 
+from . import functional
 from .parameter import Parameter
 
-__all__ = ["Parameter"]
+__all__ = ["Parameter", "functional"]

@@ -1,0 +1,112 @@
+"""``rustgrad.nn.functional`` (``import rustgrad.nn.functional as F``): for now the
+activations of the elementwise op family, with PyTorch's signatures (``inplace=``
+included). Convolutions, pooling, normalisation and losses come with the
+neural-network functionals.
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+from typing import Any
+
+from .._elementwise import (
+    celu,
+    celu_,
+    elu,
+    elu_,
+    gelu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    hardtanh_,
+    leaky_relu,
+    leaky_relu_,
+    logsigmoid,
+    mish,
+    relu6,
+    selu,
+    silu,
+    softplus,
+    softsign,
+)
+from .._rustgrad import Tensor
+
+__all__ = [
+    "celu",
+    "celu_",
+    "elu",
+    "elu_",
+    "gelu",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "hardtanh_",
+    "leaky_relu",
+    "leaky_relu_",
+    "log_softmax",
+    "logsigmoid",
+    "mish",
+    "relu",
+    "relu6",
+    "relu_",
+    "selu",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softmin",
+    "softplus",
+    "softsign",
+    "tanh",
+]
+
+
+def relu(input: Tensor, inplace: builtins.bool = False) -> Tensor:
+    """``max(x, 0)`` elementwise (in place when ``inplace``)."""
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input: Tensor) -> Tensor:
+    """In-place ``relu``."""
+    return input.relu_()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """``1 / (1 + exp(-x))`` elementwise."""
+    return input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent elementwise."""
+    return input.tanh()
+
+
+def _softmax_dim(name: str, ndim: int) -> int:
+    # PyTorch's _get_softmax_dim: the implicit choice, with its deprecation warning.
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        stacklevel=3,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``dim``."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.dim())
+    return input.softmax(dim, dtype)
+
+
+def softmin(input: Tensor, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """``softmax(-x)`` along ``dim``."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim())
+    return (-input).softmax(dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """``log(softmax(x))`` along ``dim``, computed stably."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.dim())
+    return input.log_softmax(dim, dtype)
