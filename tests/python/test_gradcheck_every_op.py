@@ -1,0 +1,343 @@
+"""Every differentiable op passes float64 gradcheck and gradgradcheck.
+
+The list of ops is docs/ops.md (generated from the code and checked fresh by
+test_ops_doc.py): every row whose backward is a grad_fn must have a case here, so an op
+added without one fails `test_every_differentiable_op_has_a_case`. Each case runs
+``rustgrad.autograd.gradcheck`` (analytic vector-Jacobian products against central
+finite differences) and ``gradgradcheck`` (the same for the backward itself), on
+contiguous inputs and, for 2-D first inputs, on a transposed (non-contiguous) layout.
+In-place forms ``x_`` run on a clone of their first input, with the arguments of ``x``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import rustgrad as torch
+import rustgrad.nn.functional as F
+from rustgrad.autograd import gradcheck, gradgradcheck
+
+OPS_MD = Path(__file__).resolve().parents[2] / "docs" / "ops.md"
+
+# Input domains: keep each op away from its poles, kinks and branch cuts.
+N, P, U, NZ = "normal", "positive", "unit", "nonzero"
+
+
+def _values(shape: tuple[int, ...], dom: str, rng: np.random.Generator) -> np.ndarray:
+    if dom == P:
+        return rng.uniform(0.5, 2.0, shape)
+    if dom == U:
+        return rng.uniform(-0.8, 0.8, shape)
+    if dom == NZ:
+        return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.3, 2.0, shape)
+    return rng.normal(0.0, 1.0, shape)
+
+
+class Case:
+    """Inputs (shape, domain) and a function of them; `method` cases also give their
+    in-place form."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *specs: tuple[tuple[int, ...], str],
+        method: str | None = None,
+        args: Callable[[], tuple] = lambda: (),
+        contiguous_only: bool = False,
+        tolerances: dict[str, float] | None = None,
+    ) -> None:
+        self.fn, self.specs, self.method, self.args = fn, specs, method, args
+        self.contiguous_only = contiguous_only  # e.g. `view`, which needs viewable strides
+        self.tolerances = tolerances or {}
+
+    def inputs(self, seed: int, transposed: bool) -> list[Any]:
+        rng = np.random.default_rng(seed)
+        out = []
+        for k, (shape, dom) in enumerate(self.specs):
+            if k == 0 and transposed:
+                base = torch.tensor(_values(shape[::-1], dom, rng)).t()
+            else:
+                base = torch.tensor(_values(shape, dom, rng))
+            out.append(base.detach().requires_grad_())
+        return out
+
+
+def M(
+    name: str, *specs: tuple[tuple[int, ...], str], args: Callable[[], tuple] = lambda: ()
+) -> Case:
+    """The method `x.name(*other_inputs, *args())`."""
+    return Case(lambda x, *rest: getattr(x, name)(*rest, *args()), *specs, method=name, args=args)
+
+
+def S(*shape: int, dom: str = N) -> tuple[tuple[int, ...], str]:
+    return (tuple(shape), dom)
+
+
+A, B = S(2, 3), S(2, 3)
+ROW = S(3)
+IDX = lambda *v: torch.tensor(list(v))  # noqa: E731
+MASK = lambda: torch.tensor([[True, False, True], [False, True, True]])  # noqa: E731
+
+CASES: dict[str, Case] = {
+    # ---- binary (with broadcasting against a row)
+    **{n: M(n, A, ROW) for n in ["add", "sub", "mul", "maximum", "minimum", "fmax", "fmin"]},
+    **{n: M(n, A, S(3, dom=NZ)) for n in ["div", "divide", "true_divide", "fmod", "remainder"]},
+    **{n: M(n, A, ROW) for n in ["atan2", "arctan2", "hypot", "logaddexp", "logaddexp2"]},
+    "copysign": M("copysign", A, S(3, dom=NZ)),
+    "pow": M("pow", S(2, 3, dom=P), ROW),
+    # ---- unary math
+    **{
+        n: M(n, S(2, 3, dom=d))
+        for n, d in [
+            ("neg", N),
+            ("exp", N),
+            ("log", P),
+            ("sqrt", P),
+            ("tanh", N),
+            ("sigmoid", N),
+            ("relu", NZ),
+            ("abs", NZ),
+            ("sign", NZ),
+            ("sgn", NZ),
+            ("rsqrt", P),
+            ("exp2", N),
+            ("expm1", N),
+            ("log1p", P),
+            ("log2", P),
+            ("log10", P),
+            ("sin", N),
+            ("cos", N),
+            ("tan", U),
+            ("asin", U),
+            ("arcsin", U),
+            ("acos", U),
+            ("arccos", U),
+            ("atan", N),
+            ("arctan", N),
+            ("sinh", N),
+            ("cosh", N),
+            ("reciprocal", NZ),
+            ("square", N),
+            ("erf", N),
+            ("erfinv", U),
+            ("floor", N),
+            ("ceil", N),
+            ("round", N),
+            ("trunc", N),
+            ("fix", N),
+            ("frac", N),
+            ("nan_to_num", N),
+            ("float", N),
+        ]
+    },  # fmt: skip
+    # float32 in the middle: finite differences see its rounding (eps and atol widened).
+    "float": Case(lambda x: x.float().double(), A, tolerances={"eps": 1e-3, "atol": 1e-3}),
+    "clamp": M("clamp", A, args=lambda: (-0.5, 0.5)),
+    "clip": M("clip", A, args=lambda: (-0.5, 0.5)),
+    "contiguous": M("contiguous", A),
+    "clone": M("clone", A),
+    # ---- three operands
+    "lerp": M("lerp", A, B, S(3, dom=U)),
+    "addcmul": M("addcmul", A, B, ROW),
+    "addcdiv": M("addcdiv", A, B, S(3, dom=NZ)),
+    "where": Case(lambda x, y: torch.where(MASK(), x, y), A, ROW),
+    # ---- in-place with no out-of-place twin in the table
+    "zero_": Case(lambda x: x.clone().zero_(), A),
+    "fill_": Case(lambda x: x.clone().fill_(2.0), A),
+    "copy_": Case(lambda x, y: x.clone().copy_(y), A, ROW),
+    "relu_": Case(lambda x: x.clone().relu_(), S(2, 3, dom=NZ)),
+    **{
+        n: Case(lambda x, y, n=n: getattr(x.clone(), n)(y), A, ROW)
+        for n in ["logical_and_", "logical_or_", "logical_xor_"]
+    },
+    "logical_not_": Case(lambda x: x.clone().logical_not_(), A),
+    "__setitem__": Case(lambda x, y: _setitem(x, y), A, S(2)),
+    # ---- indexing
+    "__getitem__": Case(lambda x: x[1, 1:], A),
+    "index_select": M("index_select", A, args=lambda: (1, IDX(2, 0, 2))),
+    "gather": M("gather", A, args=lambda: (1, IDX([0, 2], [1, 1]))),
+    "scatter": Case(lambda x, s: x.scatter(1, IDX([0], [2]), s), A, S(2, 1)),
+    "scatter_add": Case(lambda x, s: x.scatter_add(1, IDX([0, 0], [2, 1]), s), A, S(2, 2)),
+    "index_add": Case(lambda x, s: x.index_add(1, IDX(0, 2, 0), s), A, S(2, 3)),
+    "scatter_": Case(lambda x, s: x.clone().scatter_(1, IDX([0], [2]), s), A, S(2, 1)),
+    "scatter_add_": Case(
+        lambda x, s: x.clone().scatter_add_(1, IDX([0, 0], [2, 1]), s), A, S(2, 2)
+    ),
+    "index_add_": Case(lambda x, s: x.clone().index_add_(1, IDX(0, 2, 0), s), A, S(2, 3)),
+    "index_fill": M("index_fill", A, args=lambda: (1, IDX(0, 2), 1.5)),
+    "masked_fill": M("masked_fill", A, args=lambda: (MASK(), 0.5)),
+    "masked_select": M("masked_select", A, args=lambda: (MASK(),)),
+    "take": M("take", A, args=lambda: (IDX(5, 0, 3, 3),)),
+    "index_put_": Case(lambda x, v: x.clone().index_put_((IDX(1, 0),), v), A, S(2, 3)),
+    "index_put": Case(lambda x, v: x.index_put((IDX(1, 1),), v, accumulate=True), A, ROW),
+    "as_strided": M("as_strided", S(6), args=lambda: ((2, 2), (1, 2), 1)),
+    "take_along_dim": Case(lambda x: torch.take_along_dim(x, IDX([0, 2], [1, 1]), 1), A),
+    # ---- linear algebra
+    "matmul": M("matmul", S(2, 3), S(3, 2)),
+    "mm": M("mm", S(2, 3), S(3, 2)),
+    "bmm": M("bmm", S(2, 2, 3), S(2, 3, 2)),
+    "mv": M("mv", S(2, 3), ROW),
+    "dot": M("dot", ROW, ROW),
+    "outer": M("outer", S(2), ROW),
+    "addmm": M("addmm", S(2, 2), S(2, 3), S(3, 2), args=lambda: ()),
+    "addmv": M("addmv", S(2), S(2, 3), ROW),
+    "baddbmm": M("baddbmm", S(2, 2, 2), S(2, 2, 3), S(2, 3, 2)),
+    "addbmm": M("addbmm", S(2, 2), S(2, 2, 3), S(2, 3, 2)),
+    "einsum": Case(lambda x, y: torch.einsum("ij,kj->ik", x, y), A, B),
+    "tensordot": Case(lambda x, y: torch.tensordot(x, y, ([1], [1])), A, B),
+    "vector_norm": Case(lambda x: torch.linalg.vector_norm(x, 3, dim=1), S(2, 3, dom=NZ)),
+    "matrix_norm": Case(lambda x: torch.linalg.matrix_norm(x, 1), S(2, 3, dom=NZ)),
+    "norm": Case(lambda x: x.norm(), A),
+    # ---- reductions
+    "sum": M("sum", A, args=lambda: (1,)),
+    "mean": M("mean", A, args=lambda: (0,)),
+    "nansum": M("nansum", A),
+    "nanmean": M("nanmean", A, args=lambda: (1,)),
+    "max": M("max", A),
+    "min": M("min", A, args=lambda: (1,)),
+    "amax": M("amax", A, args=lambda: (0,)),
+    "amin": M("amin", A),
+    "median": M("median", A, args=lambda: (1,)),
+    "softmax": M("softmax", A, args=lambda: (1,)),
+    "log_softmax": M("log_softmax", A, args=lambda: (0,)),
+    "logsumexp": M("logsumexp", A, args=lambda: (1,)),
+    "prod": M("prod", S(2, 3, dom=NZ), args=lambda: (1,)),
+    "var": M("var", A, args=lambda: (1,)),
+    "std": M("std", A, args=lambda: (0,)),
+    "var_mean": Case(lambda x: torch.var_mean(x, 1)[0] + torch.var_mean(x, 1)[1], A),
+    "std_mean": Case(lambda x: torch.std_mean(x, 0)[0] * torch.std_mean(x, 0)[1], A),
+    "cumsum": M("cumsum", A, args=lambda: (1,)),
+    "cumprod": M("cumprod", S(2, 3, dom=NZ), args=lambda: (1,)),
+    "topk": Case(lambda x: x.topk(2, 1)[0], A),
+    "sort": Case(lambda x: x.sort(0, descending=True)[0], A),
+    # ---- shape and movement
+    "view": Case(lambda x: x.view(3, 2), A, contiguous_only=True),
+    "reshape": M("reshape", A, args=lambda: (6,)),
+    "transpose": M("transpose", A, args=lambda: (0, 1)),
+    "flatten": M("flatten", S(2, 3, 2), args=lambda: (1,)),
+    "unflatten": M("unflatten", A, args=lambda: (1, (3, 1))),
+    "t": M("t", A),
+    "T": Case(lambda x: x.T, S(2, 3, 2)),
+    "mT": Case(lambda x: x.mT, S(2, 3, 2)),
+    "permute": M("permute", S(2, 3, 2), args=lambda: (2, 0, 1)),
+    "expand": M("expand", S(1, 3), args=lambda: (2, 2, 3)),
+    "expand_as": Case(lambda x: x.expand_as(torch.zeros(2, 2, 3)), S(1, 3)),
+    "broadcast_to": Case(lambda x: torch.broadcast_to(x, (2, 3)), ROW),
+    "view_as": Case(lambda x: x.view_as(torch.zeros(3, 2)), A, contiguous_only=True),
+    "reshape_as": Case(lambda x: x.reshape_as(torch.zeros(6)), A),
+    "unsqueeze": M("unsqueeze", A, args=lambda: (-1,)),
+    "squeeze": M("squeeze", S(2, 1, 3), args=lambda: (1,)),
+    "split": Case(lambda x: x.split(2, 1)[1], A),
+    "split_with_sizes": Case(lambda x: x.split_with_sizes([1, 2], 1)[0], A),
+    "chunk": Case(lambda x: x.chunk(2, 1)[0], A),
+    "unbind": Case(lambda x: x.unbind(1)[2], A),
+    "narrow": M("narrow", A, args=lambda: (1, 1, 2)),
+    "select": M("select", A, args=lambda: (1, -1)),
+    "flip": M("flip", A, args=lambda: ((0, 1),)),
+    "roll": M("roll", A, args=lambda: (1, 1)),
+    "repeat": M("repeat", A, args=lambda: (2, 1)),
+    "tile": M("tile", A, args=lambda: ((2,),)),
+    "tril": M("tril", A),
+    "triu": M("triu", A, args=lambda: (1,)),
+    "diagonal": M("diagonal", A, args=lambda: (1,)),
+    "diag": M("diag", A),
+    "diag_embed": M("diag_embed", A),
+    "movedim": M("movedim", S(2, 3, 2), args=lambda: (0, 2)),
+    "moveaxis": M("moveaxis", S(2, 3, 2), args=lambda: (2, 0)),
+    "swapaxes": M("swapaxes", S(2, 3, 2), args=lambda: (0, 2)),
+    "swapdims": M("swapdims", S(2, 3, 2), args=lambda: (1, 2)),
+    "unfold": M("unfold", A, args=lambda: (1, 2, 1)),
+    "repeat_interleave": M("repeat_interleave", A, args=lambda: (2, 0)),
+    "cat": Case(lambda x, y: torch.cat([x, y], 1), A, S(2, 2)),
+    "concat": Case(lambda x, y: torch.concat([x, y], 0), A, B),
+    "concatenate": Case(lambda x, y: torch.concatenate([x, y], -1), A, B),
+    "stack": Case(lambda x, y: torch.stack([x, y], 1), A, B),
+    "hstack": Case(lambda x, y: torch.hstack([x, y]), A, B),
+    "vstack": Case(lambda x, y: torch.vstack([x, y]), A, ROW),
+    "meshgrid": Case(lambda x, y: torch.meshgrid(x, y, indexing="ij")[1] * 2, S(2), ROW),
+    # ---- activations (rustgrad.nn.functional, torch.selu / torch.celu)
+    **{
+        n: Case(lambda x, n=n: getattr(F, n)(x), S(2, 3, dom=NZ))
+        for n in [
+            "relu6",
+            "leaky_relu",
+            "elu",
+            "selu",
+            "celu",
+            "gelu",
+            "silu",
+            "mish",
+            "softplus",
+            "softsign",
+            "hardtanh",
+            "hardsigmoid",
+            "hardswish",
+            "logsigmoid",
+            "softmin",
+        ]
+    },  # fmt: skip
+    **{
+        n: Case(lambda x, n=n: getattr(F, n)(x.clone()), S(2, 3, dom=NZ))
+        for n in ["celu_", "leaky_relu_", "elu_", "hardtanh_"]
+    },
+    "selu_": Case(lambda x: torch.selu_(x.clone()), S(2, 3, dom=NZ)),
+    "softmin": Case(lambda x: F.softmin(x, 1), A),
+}
+
+
+def _setitem(x: Any, y: Any) -> Any:
+    z = x.clone()
+    z[1, :2] = y
+    return z
+
+
+def _case(name: str) -> Case | None:
+    if name in CASES:
+        return CASES[name]
+    base = CASES.get(name[:-1]) if name.endswith("_") else None
+    if base is not None and base.method is not None:
+        args = base.args
+        return Case(lambda x, *rest: getattr(x.clone(), name)(*rest, *args()), *base.specs)
+    return None
+
+
+def _differentiable_ops() -> list[str]:
+    names: list[str] = []
+    for line in OPS_MD.read_text().splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) < 6 or cells[1] in ("op", "---"):
+            continue
+        if re.fullmatch(r"\w*Backward\w*|CopySlices", cells[4]) and cells[1] not in names:
+            names.append(cells[1])
+    return names
+
+
+OPS = _differentiable_ops()
+
+
+def test_every_differentiable_op_has_a_case() -> None:
+    assert len(OPS) > 200
+    missing = [name for name in OPS if _case(name) is None]
+    assert not missing, f"no gradcheck case for {missing}"
+
+
+def _layouts(name: str) -> list[str]:
+    case = _case(name)
+    if case is None or case.contiguous_only or len(case.specs[0][0]) != 2:
+        return ["contiguous"]
+    return ["contiguous", "transposed"]
+
+
+@pytest.mark.parametrize(
+    "name, layout", [(name, layout) for name in OPS for layout in _layouts(name)]
+)
+def test_gradcheck_and_gradgradcheck(name: str, layout: str) -> None:
+    case = _case(name)
+    assert case is not None, f"no gradcheck case for {name}"
+    inputs = case.inputs(seed=sum(map(ord, name)), transposed=layout == "transposed")
+    assert gradcheck(case.fn, inputs, **case.tolerances)
+    assert gradgradcheck(case.fn, inputs, **case.tolerances)
