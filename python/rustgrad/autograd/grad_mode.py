@@ -1,9 +1,17 @@
 """Grad-mode context managers and decorators: ``no_grad``, ``enable_grad``,
-``set_grad_enabled``. Grad mode is thread-local, as in PyTorch."""
+``set_grad_enabled``. Grad mode is thread-local, as in PyTorch.
+
+As decorators they work as PyTorch's do: with or without parentheses (``@no_grad`` and
+``@no_grad()``; ``set_grad_enabled`` needs its mode), and on generator functions, whose
+body runs under the mode each time it is resumed while the caller's mode is restored
+between yields."""
 
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
+from collections.abc import Generator
 from typing import Any, Callable, TypeVar
 
 from .. import _rustgrad
@@ -34,22 +42,70 @@ class _GradModeContext:
         return _decorate(func, self._enabled)
 
 
+class _Mode:
+    """Sets grad mode to ``enabled`` for the duration of a ``with`` block."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled
+        self._prev = True
+
+    def __enter__(self) -> None:
+        self._prev = _rustgrad.is_grad_enabled()
+        _rustgrad._set_grad_enabled(self._enabled)
+
+    def __exit__(self, *exc: object) -> None:
+        _rustgrad._set_grad_enabled(self._prev)
+
+
 def _decorate(func: F, enabled: bool) -> F:
-    """Wraps ``func`` to run with grad mode ``enabled``, restoring the caller's mode."""
+    """Wraps ``func`` to run with grad mode ``enabled``, restoring the caller's mode. A
+    generator function gets the mode each time it is resumed, and the caller's mode
+    back at each yield."""
+    if inspect.isgeneratorfunction(func):
+
+        @functools.wraps(func)
+        def generator(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+            gen = func(*args, **kwargs)
+            try:
+                with _Mode(enabled):
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with _Mode(enabled):
+                            gen.close()
+                        raise
+                    except BaseException:
+                        with _Mode(enabled):
+                            response = gen.throw(*sys.exc_info())
+                    else:
+                        with _Mode(enabled):
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+
+        return generator  # type: ignore[return-value]
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        previous = _rustgrad.is_grad_enabled()
-        _rustgrad._set_grad_enabled(enabled)
-        try:
+        with _Mode(enabled):
             return func(*args, **kwargs)
-        finally:
-            _rustgrad._set_grad_enabled(previous)
 
     return wrapper  # type: ignore[return-value]
 
 
-class no_grad(_GradModeContext):
+class _NoParamDecorator(_GradModeContext):
+    """A switch that may also decorate without parentheses: ``@no_grad`` is
+    ``@no_grad()`` (PyTorch's ``_NoParamDecoratorContextManager``)."""
+
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecorator):
     """Disables gradient recording on this thread (context manager or decorator).
 
     Example:
@@ -66,7 +122,7 @@ class no_grad(_GradModeContext):
         self._enabled = False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoParamDecorator):
     """Enables gradient recording on this thread, e.g. inside ``no_grad``.
 
     Example:
