@@ -111,6 +111,8 @@ ARGS: dict[str, Args] = {
             "hypot",
             "logaddexp",
             "logaddexp2",
+            "xlogy",
+            "float_power",
             "divide",
             "true_divide",
             "floor_divide",

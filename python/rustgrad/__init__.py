@@ -396,3 +396,9 @@ __all__ += ["hypot", "logaddexp", "logaddexp2", "sgn", "signbit"]
 from ._elementwise import divide, floor_divide, true_divide  # noqa: E402
 
 __all__ += ["divide", "floor_divide", "true_divide"]
+
+# xlogy, float_power and rustgrad.special (python/rustgrad/_extra_ops.py).
+from . import _extra_ops, special  # noqa: E402
+from ._extra_ops import *  # noqa: E402,F403
+
+__all__ += [*_extra_ops.__all__, "special"]

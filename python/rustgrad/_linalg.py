@@ -122,17 +122,63 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     raise RuntimeError("tensordot expects dims to be an int or a pair of lists of dims")
 
 
-def einsum(equation: str, *operands: Any) -> Tensor:
+def _sublist_letter(n: Any) -> str:
+    if n is Ellipsis:
+        return "..."
+    if isinstance(n, int) and not isinstance(n, builtins.bool) and 0 <= n < 26:
+        return chr(ord("A") + n)
+    if isinstance(n, int) and not isinstance(n, builtins.bool) and 26 <= n < 52:
+        return chr(ord("a") + n - 26)
+    if not isinstance(n, int):
+        raise TypeError(
+            f"einsum(): subscript in subscript list must be an int or Ellipsis, "
+            f"not {type(n).__name__}"
+        )
+    raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
+
+
+def _sublist_equation(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """PyTorch's sublist format ``einsum(op1, sub1, op2, sub2, ..., [out])`` as an
+    equation string and its operands (ints 0-25 are ``A``-``Z``, 26-51 ``a``-``z``)."""
+    pairs = args[: len(args) - len(args) % 2]
+    for sub in pairs[1::2]:
+        if not isinstance(sub, (list, tuple)):
+            raise TypeError(
+                f"einsum(): the subscripts of an operand must be a list, not {type(sub).__name__}"
+            )
+    equation = ",".join("".join(_sublist_letter(s) for s in sub) for sub in pairs[1::2])
+    if len(args) % 2 == 1:
+        out = args[-1]
+        if not isinstance(out, (list, tuple)):
+            raise TypeError(
+                f"einsum(): the output subscripts must be a list, not {type(out).__name__}"
+            )
+        equation += "->" + "".join(_sublist_letter(s) for s in out)
+    return equation, tuple(pairs[0::2])
+
+
+def einsum(*args: Any) -> Tensor:
     """Einstein summation: ``torch.einsum("ij,jk->ik", a, b)`` is ``a @ b``.
 
     Supports explicit and implicit outputs, repeated subscripts (``"ii->i"`` is the
-    diagonal, ``"ii"`` the trace), ``...`` for broadcast batch dims, and the operands
-    given either as arguments or as one list.
+    diagonal, ``"ii"`` the trace), ``...`` for broadcast batch dims, the operands given
+    either as arguments or as one list (``einsum("ij,jk", [a, b])``), and PyTorch's
+    sublist format ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` (subscripts are ints in
+    ``[0, 52)`` or ``...``; the trailing output list is optional).
 
     Example:
         >>> torch.einsum("i,i->", torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0]))
         tensor(11.)
     """
+    if len(args) < 2:
+        raise ValueError(
+            "einsum(): must specify the equation string and at least one operand, "
+            "or at least one operand and its subscripts list"
+        )
+    if isinstance(args[0], Tensor):
+        equation, operands = _sublist_equation(args)
+    else:
+        equation, operands = args[0], args[1:]
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:

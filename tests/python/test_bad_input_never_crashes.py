@@ -918,6 +918,78 @@ CASES.update(
 )
 
 
+# xlogy, float_power, einsum's sublist format and overlapping in-place operands.
+_ov = torch.zeros(4)
+CASES.update(
+    {
+        "xlogy_two_numbers": (
+            lambda: torch.xlogy(2, 3),
+            TE,
+            "xlogy() received an invalid combination of arguments",
+        ),
+        "xlogy_string_other": (lambda: torch.ones(2).xlogy("a"), TE, "must be Tensor"),
+        "xlogy_shape_mismatch": (
+            lambda: torch.xlogy(torch.ones(2), torch.ones(3)),
+            RT,
+            "The size of tensor a (2) must match the size of tensor b (3)",
+        ),
+        "xlogy_inplace_int": (
+            lambda: torch.ones(2, dtype=torch.int64).xlogy_(torch.ones(2)),
+            RT,
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        "float_power_two_numbers": (
+            lambda: torch.float_power(2, 3),
+            TE,
+            "float_power() received an invalid combination of arguments",
+        ),
+        "float_power_inplace_float32": (
+            lambda: torch.ones(2).float_power_(2),
+            RT,
+            "the base given to float_power_ has dtype Float but the operation's result "
+            "requires dtype Double",
+        ),
+        "float_power_inplace_int": (
+            lambda: torch.ones(2, dtype=torch.int64).float_power_(torch.ones(2)),
+            RT,
+            "the base given to float_power_ has dtype Long",
+        ),
+        "float_power_string_exponent": (
+            lambda: torch.ones(2).float_power("x"),
+            TE,
+            "float_power() received an invalid combination of arguments",
+        ),
+        "einsum_sublist_out_of_range": (
+            lambda: torch.einsum(torch.ones(2), [52]),
+            VE,
+            "subscript in subscript list is not within the valid range [0, 52)",
+        ),
+        "einsum_sublist_negative": (
+            lambda: torch.einsum(torch.ones(2), [-1]),
+            VE,
+            "subscript in subscript list is not within the valid range [0, 52)",
+        ),
+        "einsum_sublist_only_operand": (
+            lambda: torch.einsum(torch.ones(2)),
+            VE,
+            "must specify the equation string and at least one operand",
+        ),
+        "addcmul_inplace_overlaps_second_operand": (
+            lambda: _ov[:3].addcmul_(torch.ones(3), _ov[1:]),
+            RT,
+            "some elements of the input tensor and the written-to tensor refer to a single "
+            "memory location",
+        ),
+        "lerp_inplace_overlaps_weight": (
+            lambda: _ov[:3].lerp_(torch.ones(3), _ov[1:]),
+            RT,
+            "some elements of the input tensor and the written-to tensor refer to a single "
+            "memory location",
+        ),
+    }
+)
+
+
 def _nested(depth):
     """``[[...[1]...]]`` with ``depth`` lists."""
     data = 1

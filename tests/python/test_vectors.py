@@ -33,6 +33,7 @@ MIN_CASES = {
     "shape_ops": 45,
     "linalg_ops": 25,
     "coverage_ops": 50,
+    "extra_ops": 20,
 }
 
 TOLERANCES = {
@@ -277,6 +278,22 @@ COVERAGE_OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
 }
 
 
+EXTRA_OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
+    "xlogy": lambda xs, kw: rustgrad.xlogy(xs[0], xs[1]),
+    "xlogy_scalar_other": lambda xs, kw: xs[0].xlogy(kw["other"]),
+    "xlogy_scalar_self": lambda xs, kw: rustgrad.special.xlogy(kw["self"], xs[0]),
+    "xlog1py": lambda xs, kw: rustgrad.special.xlog1py(xs[0], xs[1]),
+    "xlog1py_scalar_other": lambda xs, kw: rustgrad.special.xlog1py(xs[0], kw["other"]),
+    "xlog1py_scalar_self": lambda xs, kw: rustgrad.special.xlog1py(kw["self"], xs[0]),
+    "float_power": lambda xs, kw: xs[0].float_power(xs[1]),
+    "float_power_scalar": lambda xs, kw: rustgrad.float_power(xs[0], kw["exponent"]),
+    "float_power_scalar_base": lambda xs, kw: rustgrad.float_power(kw["base"], xs[0]),
+    "einsum_sublist": lambda xs, kw: rustgrad.einsum(
+        *[a for x, sub in zip(xs, kw["sublists"]) for a in (x, sub)],
+        *([kw["output"]] if kw["output"] is not None else []),
+    ),
+}
+
 OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     **{op: _method(op) for op in EW_UNARY + EW_BINARY},
     **{op: _activation(op) for op in EW_ACTIVATIONS},
@@ -379,6 +396,9 @@ OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     # linalg_ops.json: function forms, beta/alpha as keyword arguments.
     **{op: _linalg(op) for op in LINALG_OPS},
     **COVERAGE_OPS,
+    # extra_ops.json: xlogy, special.xlog1py, float_power (function, method and
+    # number-operand forms), einsum's sublist format.
+    **EXTRA_OPS,
 }
 
 
@@ -524,6 +544,7 @@ REQUIRED_OPS = {
     },
     "linalg_ops": set(LINALG_OPS),
     "coverage_ops": set(COVERAGE_OPS),
+    "extra_ops": set(EXTRA_OPS),
 }
 
 

@@ -341,6 +341,8 @@ def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> Any:
         return LINALG_OPS[op](xs, kwargs)
     if op in COVERAGE_OPS:
         return COVERAGE_OPS[op](xs, kwargs)
+    if op in EXTRA_OPS:
+        return EXTRA_OPS[op](xs, kwargs)
     raise ValueError(f"unknown op {op!r}")
 
 
@@ -1758,6 +1760,96 @@ def coverage_ops_cases() -> list[dict[str, Any]]:
     ]
 
 
+# ------------------------------------------------------------- extra_ops.json
+
+EXTRA_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]] = {
+    "xlogy": lambda xs, kw: torch.xlogy(xs[0], xs[1]),
+    "xlogy_scalar_other": lambda xs, kw: torch.xlogy(xs[0], kw["other"]),
+    "xlogy_scalar_self": lambda xs, kw: torch.xlogy(kw["self"], xs[0]),
+    "xlog1py": lambda xs, kw: torch.special.xlog1py(xs[0], xs[1]),
+    "xlog1py_scalar_other": lambda xs, kw: torch.special.xlog1py(xs[0], kw["other"]),
+    "xlog1py_scalar_self": lambda xs, kw: torch.special.xlog1py(kw["self"], xs[0]),
+    "float_power": lambda xs, kw: torch.float_power(xs[0], xs[1]),
+    "float_power_scalar": lambda xs, kw: torch.float_power(xs[0], kw["exponent"]),
+    "float_power_scalar_base": lambda xs, kw: torch.float_power(kw["base"], xs[0]),
+    # PyTorch's sublist format: operand, its subscripts, ..., [output subscripts].
+    "einsum_sublist": lambda xs, kw: torch.einsum(
+        *[a for x, sub in zip(xs, kw["sublists"]) for a in (x, sub)],
+        *([kw["output"]] if kw["output"] is not None else []),
+    ),
+}
+
+
+def extra_ops_cases() -> list[dict[str, Any]]:
+    def c(name: str, op: str, specs: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        return make_case(name, op, specs, kwargs)
+
+    t01 = transpose(0, 1)
+    ints = {"dist": "int", "requires_grad": False, "dtype": "int64"}
+    return [
+        # xlogy: exact zeros in x (0 * log(y) = 0, gradient log(y)); y > 0.
+        c("xlogy_basic", "xlogy", [inp([3, 4], "zeros"), inp([3, 4], "positive")]),
+        c(
+            "xlogy_broadcast_transposed",
+            "xlogy",
+            [inp([4, 3], "zeros", view=t01), inp([4], "positive")],
+        ),
+        c(
+            "xlogy_f32_sliced",
+            "xlogy",
+            [f32(inp([6], view=slice_(0, 0, 6, 2))), f32(inp([3], "positive"))],
+        ),
+        c("xlogy_no_grad_other", "xlogy", [inp([2, 3], "zeros"), inp([1, 3], "positive", False)]),
+        c("xlogy_int_operands", "xlogy", [inp([3], **ints), inp([3], "positive", False)]),
+        c("xlogy_scalar_other", "xlogy_scalar_other", [inp([2, 3], "zeros")], other=2.5),
+        c("xlogy_scalar_other_f32", "xlogy_scalar_other", [f32(inp([4]))], other=3),
+        c("xlogy_scalar_self", "xlogy_scalar_self", [inp([2, 3], "positive")], self=1.5),
+        c(
+            "xlogy_scalar_self_expanded_f32",
+            "xlogy_scalar_self",
+            [f32(inp([3], "positive", view=expand([2, 3])))],
+            self=-2.0,
+        ),
+        c("xlog1py_basic", "xlog1py", [inp([2, 3], "zeros"), inp([3], "positive")]),
+        c("xlog1py_f32", "xlog1py", [f32(inp([4], "zeros")), f32(inp([4], "positive"))]),
+        c("xlog1py_scalar_other", "xlog1py_scalar_other", [inp([3], "zeros")], other=0.5),
+        c("xlog1py_scalar_self", "xlog1py_scalar_self", [inp([3], "positive")], self=2.0),
+        # float_power: computed and returned in float64 whatever the inputs' dtype.
+        c("float_power_basic", "float_power", [inp([3, 2], "positive"), inp([3, 2])]),
+        c(
+            "float_power_f32_broadcast",
+            "float_power",
+            [f32(inp([2, 3], "positive", view=t01)), f32(inp([3, 1]))],
+        ),
+        c("float_power_int_base", "float_power", [inp([4], "positive"), inp([4], **ints)]),
+        c("float_power_scalar", "float_power_scalar", [f32(inp([2, 2], "positive"))], exponent=2.5),
+        c("float_power_scalar_int", "float_power_scalar", [inp([3], **ints)], exponent=2),
+        c("float_power_scalar_neg", "float_power_scalar", [inp([3], "nonzero")], exponent=-2),
+        c("float_power_scalar_base", "float_power_scalar_base", [f32(inp([2, 3]))], base=1.5),
+        c(
+            "einsum_sublist_matmul",
+            "einsum_sublist",
+            [inp([2, 3]), inp([3, 4])],
+            sublists=[[0, 1], [1, 2]],
+            output=[0, 2],
+        ),
+        c(
+            "einsum_sublist_implicit_f32",
+            "einsum_sublist",
+            [f32(inp([3, 2], view=t01)), f32(inp([3]))],
+            sublists=[[27, 1], [1]],
+            output=None,
+        ),
+        c(
+            "einsum_sublist_trace",
+            "einsum_sublist",
+            [inp([3, 3])],
+            sublists=[[5, 5]],
+            output=[],
+        ),
+    ]
+
+
 GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "unary": unary_cases,
     "binary": binary_cases,
@@ -1771,6 +1863,7 @@ GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "shape_ops": shape_ops_cases,
     "linalg_ops": linalg_ops_cases,
     "coverage_ops": coverage_ops_cases,
+    "extra_ops": extra_ops_cases,
 }
 
 

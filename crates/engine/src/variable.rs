@@ -252,7 +252,15 @@ impl Variable {
     /// Whether gradients flow to (leaf) or through (non-leaf) this variable.
     pub fn requires_grad(&self) -> bool {
         let m = self.meta_fresh();
-        m.requires_grad || m.grad_fn.is_some()
+        if m.requires_grad || m.grad_fn.is_some() {
+            return true;
+        }
+        // PyTorch's DifferentiableViewMeta: a view without history (made under no_grad,
+        // or before its base required grad) requires grad when its base does. Its
+        // gradient edge stays empty (Note [Views and in-place checks]).
+        let base = m.view_base.clone();
+        drop(m);
+        base.is_some_and(|b| b.requires_grad())
     }
 
     /// Sets requires_grad on a leaf (PyTorch's `requires_grad_`).
@@ -435,19 +443,23 @@ impl Variable {
     ) -> Variable {
         let mut needs: SmallVec<[bool; 3]> = SmallVec::new();
         let mut volatile = false;
+        let grad_enabled = grad_mode::is_grad_enabled();
         for v in inputs {
             let m = v.meta_fresh();
             volatile |= m.volatile;
-            needs.push(m.requires_grad || m.grad_fn.is_some());
+            let direct = m.requires_grad || m.grad_fn.is_some();
+            // A view without history whose base requires grad (see `requires_grad`).
+            let base = (grad_enabled && !direct)
+                .then(|| m.view_base.clone())
+                .flatten();
+            drop(m);
+            needs.push(direct || base.is_some_and(|b| b.requires_grad()));
         }
         if volatile {
             return Variable::new_volatile(result);
         }
         // Integer and bool results never carry history (Note [Differentiable dtypes]).
-        if !needs.iter().any(|&n| n)
-            || !grad_mode::is_grad_enabled()
-            || !result.dtype().is_floating_point()
-        {
+        if !needs.iter().any(|&n| n) || !grad_enabled || !result.dtype().is_floating_point() {
             return Variable::from_tensor(result);
         }
         let meta = (result.dtype(), result.shape().into());
@@ -594,25 +606,37 @@ impl Variable {
         site: WriteSite,
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
-        self.in_place_impl(other, Overlap::Forbidden, site, compute)
+        let operands: SmallVec<[&Variable; 1]> = other.into_iter().collect();
+        self.in_place_impl(&operands, Overlap::Forbidden, site, compute)
+    }
+
+    /// `in_place` for an op with several tensor operands (`addcmul_`, `lerp_`, ...):
+    /// every operand takes part in recording, volatility and the overlap check.
+    pub(crate) fn in_place_operands(
+        &self,
+        operands: &[&Variable],
+        site: WriteSite,
+        compute: impl FnOnce(&Variable) -> Result<Variable>,
+    ) -> Result<()> {
+        self.in_place_impl(operands, Overlap::Forbidden, site, compute)
     }
 
     /// `in_place`, where `overlap` says whether the destination may have elements that
     /// share memory (only `fill_`/`zero_`, which are idempotent, allow it).
     pub(crate) fn in_place_impl(
         &self,
-        other: Option<&Variable>,
+        operands: &[&Variable],
         overlap: Overlap,
         site: WriteSite,
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
-        let volatile = self.is_volatile() || other.is_some_and(|o| o.is_volatile());
+        let volatile = self.is_volatile() || operands.iter().any(|o| o.is_volatile());
         // An integer or bool tensor written in place stays without history whatever
         // the operand (Note [Differentiable dtypes]).
         let recording = grad_mode::is_grad_enabled()
             && !volatile
             && self.dtype().is_floating_point()
-            && (self.requires_grad() || other.is_some_and(|o| o.requires_grad()));
+            && (self.requires_grad() || operands.iter().any(|o| o.requires_grad()));
         let view = self.view_base();
         let recording = recording
             || (grad_mode::is_grad_enabled()
@@ -628,14 +652,14 @@ impl Variable {
                 if base.is_leaf() && self.requires_grad() {
                     return Err(Error::ViewOfLeafInplace);
                 }
-                self.check_write_overlap(other, overlap)?;
+                self.check_write_overlap(operands, overlap)?;
                 return self.in_place_on_view(&base, site, compute);
             }
             if self.is_leaf() && self.requires_grad() {
                 return Err(Error::LeafInplace);
             }
         }
-        self.check_write_overlap(other, overlap)?;
+        self.check_write_overlap(operands, overlap)?;
         // The op reads a private copy of the old value that carries this variable's
         // history, so saved tensors never alias the storage about to be written.
         let source = if recording {
@@ -704,13 +728,13 @@ impl Variable {
     /// anything is computed or written.
     pub(crate) fn check_write_overlap(
         &self,
-        other: Option<&Variable>,
+        operands: &[&Variable],
         overlap: Overlap,
     ) -> Result<()> {
         match overlap {
             Overlap::Forbidden => {
-                let other = other.map(Variable::tensor);
-                let inputs: SmallVec<[&Tensor; 1]> = other.as_deref().into_iter().collect();
+                let tensors: SmallVec<[_; 3]> = operands.iter().map(|o| o.tensor()).collect();
+                let inputs: SmallVec<[&Tensor; 3]> = tensors.iter().map(|t| &**t).collect();
                 self.tensor().check_write_overlap(&inputs)
             }
             Overlap::Idempotent => Ok(()),

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-const FILES: [&str; 12] = [
+const FILES: [&str; 13] = [
     "unary.json",
     "binary.json",
     "compare.json",
@@ -23,6 +23,7 @@ const FILES: [&str; 12] = [
     "shape_ops.json",
     "linalg_ops.json",
     "coverage_ops.json",
+    "extra_ops.json",
 ];
 
 fn vectors_dir() -> PathBuf {
@@ -419,6 +420,43 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
         "einsum" => {
             let equation = kw("equation")?.as_str().ok_or("equation is not a string")?;
             Variable::einsum(equation, args)
+        }
+        "xlogy" => x.xlogy(arg(1)?),
+        "xlog1py" => x.xlog1py(arg(1)?),
+        "xlogy_scalar_other" | "xlog1py_scalar_other" => {
+            x.xlogy_scalar(scalar_arg(kw("other")?)?, op.starts_with("xlog1py"))
+        }
+        "xlogy_scalar_self" | "xlog1py_scalar_self" => {
+            x.xlogy_scalar_self(scalar_arg(kw("self")?)?, op.starts_with("xlog1py"))
+        }
+        "float_power" => x.float_power(arg(1)?),
+        "float_power_scalar" => x.float_power_scalar(scalar_arg(kw("exponent")?)?),
+        "float_power_scalar_base" => x.float_power_scalar_base(scalar_arg(kw("base")?)?),
+        "einsum_sublist" => {
+            // PyTorch's sublist format lowered to the equation (0-25 'A'-'Z', 26-51 'a'-'z').
+            let letters = |v: &Value| -> CaseResult<String> {
+                Ok(i64_list(v, "subscripts")?
+                    .iter()
+                    .map(|&n| {
+                        if n < 26 {
+                            (b'A' + n as u8) as char
+                        } else {
+                            (b'a' + (n - 26) as u8) as char
+                        }
+                    })
+                    .collect())
+            };
+            let subs = kw("sublists")?.as_array().ok_or("sublists is not a list")?;
+            let mut equation = subs
+                .iter()
+                .map(letters)
+                .collect::<CaseResult<Vec<_>>>()?
+                .join(",");
+            let output = kw("output")?;
+            if !output.is_null() {
+                equation = format!("{equation}->{}", letters(output)?);
+            }
+            Variable::einsum(&equation, args)
         }
         "tensordot" => {
             let dims = kw("dims")?;
@@ -1132,6 +1170,11 @@ fn linalg_ops_vectors() {
 #[test]
 fn coverage_ops_vectors() {
     check_file("coverage_ops.json");
+}
+
+#[test]
+fn extra_ops_vectors() {
+    check_file("extra_ops.json");
 }
 
 /// Every vector file is read by a test above, and together they hold enough cases.

@@ -11,29 +11,55 @@ use rustgrad::{DType, Scalar, Tensor};
 
 /// A Python number as an engine scalar (bool before int: Python bools are ints).
 pub fn extract_scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
+    extract_element(obj).map(|(s, _)| s)
+}
+
+/// A number with the dtype it carries in `tensor()` data: `None` for Python numbers
+/// (whose dtype follows from their kind), a numpy scalar's own dtype otherwise
+/// (`np.float64` is float64 and `np.float32` float32 even beside Python numbers, as in
+/// PyTorch's `infer_scalar_type`; integer kinds are int64, the one integer dtype).
+fn extract_element(obj: &Bound<'_, PyAny>) -> Option<(Scalar, Option<DType>)> {
     if obj.is_instance_of::<PyBool>() {
-        return obj.extract::<bool>().ok().map(Scalar::Bool);
+        return obj.extract::<bool>().ok().map(|b| (Scalar::Bool(b), None));
     }
     if obj.is_instance_of::<PyInt>() {
-        return obj.extract::<i64>().ok().map(Scalar::Int);
+        return obj.extract::<i64>().ok().map(|v| (Scalar::Int(v), None));
     }
     if obj.is_instance_of::<PyFloat>() {
-        return obj.extract::<f64>().ok().map(Scalar::Float);
+        // A numpy float64 is a subclass of Python's float: it carries float64.
+        let dtype = (!obj.is_exact_instance_of::<PyFloat>())
+            .then(|| numpy_scalar_dtype(obj))
+            .flatten();
+        return obj.extract::<f64>().ok().map(|v| (Scalar::Float(v), dtype));
     }
     // numpy scalars and other number-likes.
     if obj.hasattr("__float__").unwrap_or(false) && !obj.hasattr("__len__").unwrap_or(true) {
-        if let Ok(dtype) = obj.getattr("dtype").and_then(|d| d.getattr("kind")) {
-            if let Ok(kind) = dtype.extract::<String>() {
-                return match kind.as_str() {
-                    "b" => obj.extract::<bool>().ok().map(Scalar::Bool),
-                    "i" | "u" => obj.extract::<i64>().ok().map(Scalar::Int),
-                    _ => obj.extract::<f64>().ok().map(Scalar::Float),
-                };
+        if let Some(dtype) = numpy_scalar_dtype(obj) {
+            return match dtype {
+                DType::Bool => obj.extract::<bool>().ok().map(Scalar::Bool),
+                DType::I64 => obj.extract::<i64>().ok().map(Scalar::Int),
+                _ => obj.extract::<f64>().ok().map(Scalar::Float),
             }
+            .map(|s| (s, Some(dtype)));
         }
-        return obj.extract::<f64>().ok().map(Scalar::Float);
+        return obj.extract::<f64>().ok().map(|v| (Scalar::Float(v), None));
     }
     None
+}
+
+/// The dtype of a numpy scalar (from its `dtype.kind` and `dtype.itemsize`), or `None`
+/// for an object without a numpy dtype.
+fn numpy_scalar_dtype(obj: &Bound<'_, PyAny>) -> Option<DType> {
+    let dtype = obj.getattr("dtype").ok()?;
+    let kind = dtype.getattr("kind").ok()?.extract::<String>().ok()?;
+    Some(match kind.as_str() {
+        "b" => DType::Bool,
+        "i" | "u" => DType::I64,
+        "f" if dtype.getattr("itemsize").ok()?.extract::<usize>().ok()? >= 8 => DType::F64,
+        // float16 and float32 (rustgrad has no half type).
+        "f" => DType::F32,
+        _ => return None,
+    })
 }
 
 /// PyTorch's limit on the nesting depth of data given to `tensor()`: deeper data (a
@@ -53,9 +79,8 @@ struct Collected {
     values: Values,
     /// The dtype every element is converted to as it is read, if given.
     target: Option<DType>,
-    saw_float: bool,
-    saw_int: bool,
-    saw_bool: bool,
+    /// The promotion of the elements' dtypes so far (PyTorch's `infer_scalar_type`).
+    inferred: Option<DType>,
 }
 
 impl Collected {
@@ -69,12 +94,20 @@ impl Collected {
         }
     }
 
-    fn push(&mut self, s: Scalar) -> PyResult<()> {
-        match s {
-            Scalar::Float(_) => self.saw_float = true,
-            Scalar::Int(_) => self.saw_int = true,
-            Scalar::Bool(_) => self.saw_bool = true,
-        }
+    /// Promotes the inferred dtype with an element's.
+    fn saw_dtype(&mut self, dtype: DType) {
+        self.inferred = Some(match self.inferred {
+            Some(d) => DType::promote(d, dtype),
+            None => dtype,
+        });
+    }
+
+    fn push(&mut self, s: Scalar, dtype: Option<DType>) -> PyResult<()> {
+        self.saw_dtype(dtype.unwrap_or_else(|| match s {
+            Scalar::Float(_) => DType::default_float(),
+            Scalar::Int(_) => DType::I64,
+            Scalar::Bool(_) => DType::Bool,
+        }));
         if s.is_floating_point() {
             self.saw_float_value();
         }
@@ -87,11 +120,7 @@ impl Collected {
     }
 
     fn push_tensor(&mut self, t: &Tensor) -> PyResult<()> {
-        match t.dtype() {
-            DType::F32 | DType::F64 => self.saw_float = true,
-            DType::I64 => self.saw_int = true,
-            DType::Bool => self.saw_bool = true,
-        }
+        self.saw_dtype(t.dtype());
         if t.dtype().is_floating_point() {
             self.saw_float_value();
         }
@@ -161,14 +190,14 @@ fn collect(
     shape: &[usize],
     out: &mut Collected,
 ) -> PyResult<()> {
-    if let Some(s) = extract_scalar(obj) {
+    if let Some((s, dtype)) = extract_element(obj) {
         if depth != shape.len() {
             return Err(PyValueError::new_err(format!(
                 "expected sequence of length {} at dim {} (got a number)",
                 shape[depth], depth
             )));
         }
-        return out.push(s);
+        return out.push(s, dtype);
     }
     if let Ok(t) = obj.cast::<crate::tensor::PyTensor>() {
         let t = t.get().var.tensor().clone();
@@ -241,19 +270,11 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
     let mut c = Collected {
         values,
         target: dtype,
-        saw_float: false,
-        saw_int: false,
-        saw_bool: false,
+        inferred: None,
     };
     collect(data, 0, &shape, &mut c)?;
     // An empty nested list has the shape of its nesting and the default float dtype.
-    let inferred = if c.saw_float || (!c.saw_int && !c.saw_bool) {
-        DType::default_float()
-    } else if c.saw_int {
-        DType::I64
-    } else {
-        DType::Bool
-    };
+    let inferred = c.inferred.unwrap_or_else(DType::default_float);
     let t = match c.values {
         Values::I64(v) => Tensor::from_vec(v, &shape),
         Values::F64(v) => Tensor::from_vec(v, &shape),

@@ -542,6 +542,10 @@ pub enum MathBinaryOp {
     DivTrunc,
     /// `a / b` rounded down (`div(rounding_mode='floor')`, `floor_divide`, `//`).
     DivFloor,
+    /// `a * log(b)`, 0 where `a == 0` (also for `b == 0`), NaN where `b` is NaN.
+    Xlogy,
+    /// `a * log1p(b)`, 0 where `a == 0`, NaN where `b` is NaN (`special.xlog1py`).
+    Xlog1py,
 }
 
 impl MathBinaryOp {
@@ -618,6 +622,18 @@ impl MathBinaryOp {
             }
             // Computed in f64 (PyTorch's float32 kernels may differ in the last bit).
             MathBinaryOp::Hypot => T::c(a.to_f64().hypot(b.to_f64())),
+            // PyTorch's kernels: NaN in `b` wins, then `0 * log(anything) = 0`.
+            MathBinaryOp::Xlogy | MathBinaryOp::Xlog1py => {
+                if b.is_nan() {
+                    nan
+                } else if a == T::ZERO {
+                    T::ZERO
+                } else if self == MathBinaryOp::Xlogy {
+                    a * b.ln()
+                } else {
+                    a * b.log1p()
+                }
+            }
             MathBinaryOp::Logaddexp | MathBinaryOp::Logaddexp2 => {
                 let (x, y) = (a.to_f64(), b.to_f64());
                 // PyTorch: equal infinities give themselves (not inf - inf = NaN).
@@ -678,13 +694,21 @@ impl MathBinaryOp {
             | MathBinaryOp::Copysign
             | MathBinaryOp::Hypot
             | MathBinaryOp::Logaddexp
-            | MathBinaryOp::Logaddexp2 => a,
+            | MathBinaryOp::Logaddexp2
+            | MathBinaryOp::Xlogy
+            | MathBinaryOp::Xlog1py => a,
         })
     }
 
     /// Whether integer operands are computed in the default float dtype.
     pub fn promotes_integers(self) -> bool {
-        matches!(self, MathBinaryOp::Atan2 | MathBinaryOp::Copysign)
+        matches!(
+            self,
+            MathBinaryOp::Atan2
+                | MathBinaryOp::Copysign
+                | MathBinaryOp::Xlogy
+                | MathBinaryOp::Xlog1py
+        )
     }
 
     /// Whether only floating dtypes have a kernel (PyTorch's "not implemented for
@@ -712,6 +736,8 @@ impl MathBinaryOp {
             MathBinaryOp::Logaddexp2 => "logaddexp2_cpu",
             MathBinaryOp::DivTrunc => "div_trunc_cpu",
             MathBinaryOp::DivFloor => "div_floor_cpu",
+            MathBinaryOp::Xlogy => "xlogy_cpu",
+            MathBinaryOp::Xlog1py => "special_xlog1py_cpu",
         }
     }
 }

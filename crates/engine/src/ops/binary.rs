@@ -71,6 +71,16 @@ pub(crate) enum Rule {
     CopysignScalar,
     /// `number ** a` (PowBackward2); saved `[a, out]`.
     PowScalarBase { base: f64 },
+    /// `xlogy(a, b)` of two tensors; saved `[a, b]`.
+    Xlogy { a: InputShape, b: InputShape },
+    /// `special.xlog1py(a, b)` of two tensors; saved `[a, b]`.
+    Xlog1py { a: InputShape, b: InputShape },
+    /// `xlogy(a, number)` / `xlog1py(a, number)` (XlogyBackward2,
+    /// SpecialXlog1PyBackward2); saved `[a]`.
+    XlogyScalarOther { other: f64, log1p: bool },
+    /// `xlogy(number, b)` / `xlog1py(number, b)` (XlogyBackward1,
+    /// SpecialXlog1PyBackward1); saved `[b]`.
+    XlogyScalarSelf { value: f64, log1p: bool },
 }
 
 impl Rule {
@@ -101,6 +111,12 @@ impl Rule {
             Rule::FmodScalar { remainder: true } => "RemainderBackward0",
             Rule::CopysignScalar => "CopysignBackward1",
             Rule::PowScalarBase { .. } => "PowBackward2",
+            Rule::Xlogy { .. } => "XlogyBackward0",
+            Rule::Xlog1py { .. } => "SpecialXlog1PyBackward0",
+            Rule::XlogyScalarSelf { log1p: false, .. } => "XlogyBackward1",
+            Rule::XlogyScalarSelf { log1p: true, .. } => "SpecialXlog1PyBackward1",
+            Rule::XlogyScalarOther { log1p: false, .. } => "XlogyBackward2",
+            Rule::XlogyScalarOther { log1p: true, .. } => "SpecialXlog1PyBackward2",
         }
     }
 
@@ -381,8 +397,81 @@ impl Rule {
                 };
                 smallvec![Some(grad)]
             }
+            Rule::Xlogy { a, b } | Rule::Xlog1py { a, b } => {
+                // PyTorch's derivatives.yaml: d/da = xlogy(grad, b), 0 where a == 0 and
+                // b <= 0 (b <= -1 for xlog1py); d/db = grad * a / b (/ (b + 1)).
+                let log1p = matches!(self, Rule::Xlog1py { .. });
+                let (x, y) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
+                smallvec![
+                    if need(0) {
+                        Some(xlogy_self_grad(g, x, y, log1p)?.sum_to(a)?)
+                    } else {
+                        None
+                    },
+                    if need(1) {
+                        let y = if log1p { y.add_scalar(1.0)? } else { y.clone() };
+                        Some(g.mul(x)?.div(&y)?.sum_to(b)?)
+                    } else {
+                        None
+                    },
+                ]
+            }
+            Rule::XlogyScalarOther { other, log1p } => {
+                let x = saved_at(saved, 0)?;
+                let op = xlogy_op(*log1p);
+                let term = g.math_binary(&g.wrap_scalar(Scalar::Float(*other)), op)?;
+                // The mask only matters where log(other) is not finite-and-defined.
+                let threshold = if *log1p { -1.0 } else { 0.0 };
+                if *other > threshold {
+                    smallvec![Some(term)]
+                } else {
+                    let at_zero = x
+                        .tensor()
+                        .compare(&Tensor::scalar(0.0, x.dtype()), CmpOp::Eq)?;
+                    smallvec![Some(Variable::where_cond(
+                        &at_zero,
+                        &zero_like(&term),
+                        &term
+                    )?)]
+                }
+            }
+            Rule::XlogyScalarSelf { value, log1p } => {
+                let y = saved_at(saved, 0)?;
+                let y = if *log1p {
+                    y.add_scalar(1.0)?
+                } else {
+                    y.clone()
+                };
+                smallvec![Some(g.mul_scalar(*value)?.div(&y)?)]
+            }
         })
     }
+}
+
+/// The kernel of `xlogy` (`log1p` false) or `special.xlog1py`.
+fn xlogy_op(log1p: bool) -> MathBinaryOp {
+    if log1p {
+        MathBinaryOp::Xlog1py
+    } else {
+        MathBinaryOp::Xlogy
+    }
+}
+
+/// `xlogy(grad, y)` with 0 where `x == 0` and `y <= 0` (`y <= -1` for `xlog1py`):
+/// PyTorch's gradient of `xlogy(x, y)` in `x` (Note [Gradient formula for xlogy at x = 0,
+/// y <= 0] in derivatives.yaml). Written with `xlogy` itself, so double backward works.
+fn xlogy_self_grad(g: &Variable, x: &Variable, y: &Variable, log1p: bool) -> Result<Variable> {
+    let term = g.math_binary(y, xlogy_op(log1p))?;
+    let threshold = if log1p { -1.0 } else { 0.0 };
+    let mask = x
+        .tensor()
+        .compare(&Tensor::scalar(0.0, x.dtype()), CmpOp::Eq)?
+        .binary(
+            &y.tensor()
+                .compare(&Tensor::scalar(threshold, y.dtype()), CmpOp::Le)?,
+            BinaryOp::Mul,
+        )?;
+    Variable::where_cond(&mask, &zero_like(&term), &term)
 }
 
 /// `out / a`, 0 where `a == 0`: copysign's derivative in `a` (PyTorch's
@@ -574,6 +663,8 @@ impl Variable {
                     (Rule::DivRounding { a, b }, smallvec![])
                 }
                 MathBinaryOp::Logaddexp2 => (Rule::Logaddexp2 { a, b }, both()),
+                MathBinaryOp::Xlogy => (Rule::Xlogy { a, b }, both()),
+                MathBinaryOp::Xlog1py => (Rule::Xlog1py { a, b }, both()),
                 MathBinaryOp::Copysign => (
                     Rule::Copysign { a, b },
                     smallvec![
@@ -585,10 +676,13 @@ impl Variable {
         }))
     }
 
-    /// `fmod`, `remainder` or `copysign` with a number as the second operand
+    /// `fmod`, `remainder`, `copysign` or `xlogy` with a number as the second operand
     /// (PyTorch's `.Scalar` overloads: FmodBackward0, RemainderBackward0,
-    /// CopysignBackward1). The other ops of [`MathBinaryOp`] take only tensors.
+    /// CopysignBackward1, XlogyBackward2). The other ops of [`MathBinaryOp`] take only tensors.
     pub fn math_binary_scalar(&self, other: Scalar, op: MathBinaryOp) -> Result<Variable> {
+        if matches!(op, MathBinaryOp::Xlogy | MathBinaryOp::Xlog1py) {
+            return self.xlogy_scalar(other, op == MathBinaryOp::Xlog1py);
+        }
         let scalar = self.wrap_scalar(other);
         let result = self.tensor().math_binary(&scalar.tensor(), op)?;
         Ok(Variable::record(result, &[self], |_, out| match op {
@@ -657,6 +751,98 @@ impl Variable {
     pub fn math_binary_scalar_(&self, other: Scalar, op: MathBinaryOp) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
         self.in_place(None, site, |s| s.math_binary_scalar(other, op))
+    }
+
+    /// `self * log(other)`, 0 where `self == 0` (even where `other == 0`), NaN where
+    /// `other` is NaN; integer and bool operands compute in the default float dtype.
+    pub fn xlogy(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Xlogy)
+    }
+
+    /// `self * log1p(other)` with `xlogy`'s rules (`rustgrad.special.xlog1py`).
+    pub fn xlog1py(&self, other: &Variable) -> Result<Variable> {
+        self.math_binary(other, MathBinaryOp::Xlog1py)
+    }
+
+    /// `xlogy(self, other)` (or `xlog1py` when `log1p`) for a number `other`, with the
+    /// wrapped-number promotion (XlogyBackward2 / SpecialXlog1PyBackward2).
+    pub fn xlogy_scalar(&self, other: Scalar, log1p: bool) -> Result<Variable> {
+        let scalar = self.wrap_scalar(other);
+        let result = self
+            .tensor()
+            .math_binary(&scalar.tensor(), xlogy_op(log1p))?;
+        let other = other.to_f64();
+        Ok(Variable::record(result, &[self], |_, _| {
+            (
+                Rule::XlogyScalarOther { other, log1p },
+                smallvec![Some(SavedTensor::input(self))],
+            )
+        }))
+    }
+
+    /// `xlogy(value, self)` (or `xlog1py` when `log1p`) for a number `value`, with the
+    /// wrapped-number promotion (XlogyBackward1 / SpecialXlog1PyBackward1).
+    pub fn xlogy_scalar_self(&self, value: Scalar, log1p: bool) -> Result<Variable> {
+        let scalar = self.wrap_scalar(value);
+        let result = scalar
+            .tensor()
+            .math_binary(&self.tensor(), xlogy_op(log1p))?;
+        let value = value.to_f64();
+        Ok(Variable::record(result, &[self], |_, _| {
+            (
+                Rule::XlogyScalarSelf { value, log1p },
+                smallvec![Some(SavedTensor::input(self))],
+            )
+        }))
+    }
+
+    /// `float_power(self, exponent)`: both operands converted to float64 (recorded as
+    /// ToCopyBackward0), then `pow` (PowBackward1), as PyTorch composes it.
+    pub fn float_power(&self, exponent: &Variable) -> Result<Variable> {
+        self.to_dtype(DType::F64)?
+            .pow(&exponent.to_dtype(DType::F64)?)
+    }
+
+    /// `float_power(self, exponent)` for a number exponent: float64 `pow` (PowBackward0).
+    pub fn float_power_scalar(&self, exponent: Scalar) -> Result<Variable> {
+        self.to_dtype(DType::F64)?
+            .pow_scalar_value(Scalar::Float(exponent.to_f64()))
+    }
+
+    /// `float_power(base, self)` for a number base: float64 `pow` (PowBackward2).
+    pub fn float_power_scalar_base(&self, base: Scalar) -> Result<Variable> {
+        self.to_dtype(DType::F64)?
+            .pow_scalar_base(Scalar::Float(base.to_f64()))
+    }
+
+    /// `float_power_`: `self` must be float64 (PyTorch's "the base given to float_power_
+    /// has dtype Float but the operation's result requires dtype Double").
+    #[track_caller]
+    pub fn float_power_(&self, exponent: &Variable) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.check_float_power_base()?;
+        self.in_place(Some(exponent), site, |s| s.float_power(exponent))
+    }
+
+    /// [`Variable::float_power_`] with a number exponent.
+    #[track_caller]
+    pub fn float_power_scalar_(&self, exponent: Scalar) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.check_float_power_base()?;
+        self.in_place(None, site, |s| s.float_power_scalar(exponent))
+    }
+
+    fn check_float_power_base(&self) -> Result<()> {
+        if self.dtype() == DType::F64 {
+            return Ok(());
+        }
+        Err(Error::DType {
+            op: "float_power_",
+            message: format!(
+                "the base given to float_power_ has dtype {} but the operation's result requires dtype Double",
+                self.dtype().scalar_type_name()
+            ),
+        })
     }
 
     /// `atan2(self, other)`.

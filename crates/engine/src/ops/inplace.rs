@@ -135,7 +135,7 @@ impl Variable {
     }
 
     fn fill_impl(&self, value: Scalar, zero: bool, site: WriteSite) -> Result<()> {
-        self.in_place_impl(None, Overlap::Idempotent, site, |s| {
+        self.in_place_impl(&[], Overlap::Idempotent, site, |s| {
             // A broadcast scalar: `copy_from` writes it without materialising it.
             let filled = Tensor::from_scalar(value, s.dtype()).broadcast_to(&s.shape())?;
             Ok(Variable::record(filled, &[s], |_, _| {

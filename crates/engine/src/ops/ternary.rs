@@ -110,17 +110,23 @@ impl Rule {
                 put(1, &mut || shapes.sum_to(&g.mul(w)?, 1))?;
                 put(2, &mut || shapes.sum_to(&g.mul(&end.sub(a)?)?, 2))?;
             }
+            // `t1` is saved only when `t2` needs a gradient (and for addcmul `t2` only
+            // when `t1` does): unpacked inside the gradient that uses it.
             Rule::Addcmul { shapes, value } => {
-                let (t1, t2) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
                 put(0, &mut || shapes.sum_to(g, 0))?;
-                put(1, &mut || shapes.sum_to(&g.mul(t2)?.mul_scalar(*value)?, 1))?;
-                put(2, &mut || shapes.sum_to(&g.mul(t1)?.mul_scalar(*value)?, 2))?;
+                put(1, &mut || {
+                    shapes.sum_to(&g.mul(saved_at(saved, 1)?)?.mul_scalar(*value)?, 1)
+                })?;
+                put(2, &mut || {
+                    shapes.sum_to(&g.mul(saved_at(saved, 0)?)?.mul_scalar(*value)?, 2)
+                })?;
             }
             Rule::Addcdiv { shapes, value } => {
-                let (t1, t2) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
+                let t2 = saved_at(saved, 1)?;
                 put(0, &mut || shapes.sum_to(g, 0))?;
                 put(1, &mut || shapes.sum_to(&g.mul_scalar(*value)?.div(t2)?, 1))?;
                 put(2, &mut || {
+                    let t1 = saved_at(saved, 0)?;
                     let d = g.mul_scalar(*value)?.mul(t1)?.div(&t2.mul(t2)?)?.neg()?;
                     shapes.sum_to(&d, 2)
                 })?;
@@ -200,17 +206,6 @@ fn c_type_name(dtype: DType) -> &'static str {
         DType::I64 => "long int",
         DType::Bool => "bool",
     }
-}
-
-/// The operand of an in-place op with several tensor operands that decides recording
-/// (`Variable::in_place` takes one): a volatile one, else one that requires grad.
-fn deciding<'a>(operands: &[&'a Variable]) -> Option<&'a Variable> {
-    operands
-        .iter()
-        .find(|v| v.is_volatile())
-        .or_else(|| operands.iter().find(|v| v.requires_grad()))
-        .or(operands.first())
-        .copied()
 }
 
 impl Tensor {
@@ -397,21 +392,21 @@ impl Variable {
     #[track_caller]
     pub fn lerp_(&self, end: &Variable, weight: &Variable) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        self.in_place(deciding(&[end, weight]), site, |s| s.lerp(end, weight))
+        self.in_place_operands(&[end, weight], site, |s| s.lerp(end, weight))
     }
 
     /// [`Variable::addcmul`] in place.
     #[track_caller]
     pub fn addcmul_(&self, t1: &Variable, t2: &Variable, value: Scalar) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        self.in_place(deciding(&[t1, t2]), site, |s| s.addcmul(t1, t2, value))
+        self.in_place_operands(&[t1, t2], site, |s| s.addcmul(t1, t2, value))
     }
 
     /// [`Variable::addcdiv`] in place.
     #[track_caller]
     pub fn addcdiv_(&self, t1: &Variable, t2: &Variable, value: Scalar) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        self.in_place(deciding(&[t1, t2]), site, |s| s.addcdiv(t1, t2, value))
+        self.in_place_operands(&[t1, t2], site, |s| s.addcdiv(t1, t2, value))
     }
 
     /// [`Variable::clamp_tensor`] in place.
@@ -419,6 +414,6 @@ impl Variable {
     pub fn clamp_tensor_(&self, min: Option<&Variable>, max: Option<&Variable>) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
         let operands: SmallVec<[&Variable; 2]> = min.into_iter().chain(max).collect();
-        self.in_place(deciding(&operands), site, |s| s.clamp_tensor(min, max))
+        self.in_place_operands(&operands, site, |s| s.clamp_tensor(min, max))
     }
 }

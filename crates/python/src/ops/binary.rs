@@ -49,6 +49,8 @@ fn op_name(op: MathBinaryOp) -> &'static str {
         MathBinaryOp::Logaddexp => "logaddexp",
         MathBinaryOp::Logaddexp2 => "logaddexp2",
         MathBinaryOp::DivTrunc | MathBinaryOp::DivFloor => "div",
+        MathBinaryOp::Xlogy => "xlogy",
+        MathBinaryOp::Xlog1py => "special_xlog1py",
     }
 }
 
@@ -121,11 +123,30 @@ impl PyTensor {
 /// A number operand of an op that has PyTorch's `.Scalar` overload.
 fn scalar_overload(other: &Bound<'_, PyAny>, op: MathBinaryOp) -> Option<rustgrad::Scalar> {
     match op {
-        MathBinaryOp::Fmod | MathBinaryOp::Remainder | MathBinaryOp::Copysign => {
-            extract_scalar(other)
-        }
+        MathBinaryOp::Fmod
+        | MathBinaryOp::Remainder
+        | MathBinaryOp::Copysign
+        | MathBinaryOp::Xlogy
+        | MathBinaryOp::Xlog1py => extract_scalar(other),
         _ => None,
     }
+}
+
+/// The exponent of `float_power`: a number or a tensor, with PyTorch's TypeError for
+/// anything else.
+fn float_power_exponent(obj: &Bound<'_, PyAny>) -> PyResult<Operand> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(Operand::Tensor(t.get().var.clone()));
+    }
+    extract_scalar(obj).map(Operand::Scalar).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "float_power() received an invalid combination of arguments - got ({}), but expected (Tensor exponent) or (Number exponent)",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })
 }
 
 #[pymethods]
@@ -362,6 +383,74 @@ impl PyTensor {
 
     fn logaddexp2(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         self.math_binary(py, other, MathBinaryOp::Logaddexp2)
+    }
+
+    fn xlogy(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Xlogy)
+    }
+
+    fn xlogy_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::math_binary_in_place(slf, other, MathBinaryOp::Xlogy)
+    }
+
+    /// `rustgrad.special.xlog1py(self, other)` (no Tensor method in PyTorch).
+    fn _xlog1py(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        self.math_binary(py, other, MathBinaryOp::Xlog1py)
+    }
+
+    /// `xlogy(value, self)` / `xlog1py(value, self)` for a number `value` (the function
+    /// forms' `Scalar self` overloads).
+    fn _xlogy_scalar_self(
+        &self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+        log1p: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let name = if log1p { "special_xlog1py" } else { "xlogy" };
+        let value = extract_scalar(value).ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "{name}() received an invalid combination of arguments - argument 'self' must be Number or Tensor"
+            ))
+        })?;
+        let out = maybe_detach(py, v.numel(), || v.xlogy_scalar_self(value, log1p));
+        new_tensor(py, out.py()?)
+    }
+
+    fn float_power(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let out = match float_power_exponent(exponent)? {
+            Operand::Scalar(s) => maybe_detach(py, v.numel(), || v.float_power_scalar(s)),
+            Operand::Tensor(e) => maybe_detach(py, v.numel().max(e.numel()), || v.float_power(&e)),
+        };
+        new_tensor(py, out.py()?)
+    }
+
+    fn float_power_<'py>(
+        slf: Bound<'py, Self>,
+        exponent: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let exponent = float_power_exponent(exponent)?;
+        written(slf, |_, v| match exponent {
+            Operand::Scalar(s) => v.float_power_scalar_(s).py(),
+            Operand::Tensor(e) => v.float_power_(&e).py(),
+        })
+    }
+
+    /// `float_power(base, self)` for a number `base`.
+    fn _float_power_scalar_base(
+        &self,
+        py: Python<'_>,
+        base: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let base = extract_scalar(base).ok_or_else(|| {
+            PyTypeError::new_err(
+                "float_power() received an invalid combination of arguments - argument 'self' must be Number or Tensor",
+            )
+        })?;
+        let out = maybe_detach(py, v.numel(), || v.float_power_scalar_base(base));
+        new_tensor(py, out.py()?)
     }
 
     fn hypot_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
