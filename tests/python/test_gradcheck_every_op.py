@@ -89,6 +89,8 @@ CASES: dict[str, Case] = {
     **{n: M(n, A, ROW) for n in ["atan2", "arctan2", "hypot", "logaddexp", "logaddexp2"]},
     "copysign": M("copysign", A, S(3, dom=NZ)),
     "pow": M("pow", S(2, 3, dom=P), ROW),
+    "float_power": M("float_power", S(2, 3, dom=P), ROW),
+    "xlogy": M("xlogy", A, S(3, dom=P)),
     # ---- unary math
     **{
         n: M(n, S(2, 3, dom=d))
