@@ -228,6 +228,8 @@ FACTORIES: dict[str, Args] = {
     "empty_like": lambda t: (t.ones(2, 3),),
     "rand_like": lambda t: (t.ones(2, 3),),
     "randn_like": lambda t: (t.ones(2, 3),),
+    "randint_like": lambda t: (t.ones(2, 3), 5),
+    "normal": lambda t: (0.0, 1.0, (2, 3)),
     "as_tensor": lambda t: ([1, 2],),
 }
 

@@ -94,8 +94,6 @@ from ._functional import (
     neg,
     ones_like,
     pow,
-    rand_like,
-    randn_like,
     relu,
     sigmoid,
     sqrt,
@@ -402,3 +400,19 @@ from . import _extra_ops, special  # noqa: E402
 from ._extra_ops import *  # noqa: E402,F403
 
 __all__ += [*_extra_ops.__all__, "special"]
+# Samplers (python/rustgrad/_random.py; rand_like and randn_like with generator=).
+from ._random import (  # noqa: E402
+    bernoulli,
+    multinomial,
+    normal,
+    rand_like,
+    randint_like,
+    randn_like,
+)
+
+__all__ += ["bernoulli", "multinomial", "normal", "randint_like"]
+
+# DLPack import (crates/python/src/dlpack.rs; Tensor.__dlpack__ is a method there).
+from ._rustgrad import from_dlpack  # noqa: E402
+
+__all__ += ["from_dlpack"]

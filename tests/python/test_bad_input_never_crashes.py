@@ -990,6 +990,85 @@ CASES.update(
 )
 
 
+# Samplers and DLPack (Note [Random samplers], Note [DLPack]).
+CASES.update(
+    {
+        "randint_bool_out_of_range": (
+            lambda: torch.randint(0, 10, (3,), dtype=torch.bool),
+            RT,
+            "to - 1 is out of bounds for bool",
+        ),
+        "random_bool_full_range": (
+            lambda: torch.empty(2, dtype=torch.bool).random_(-(2**63), None),
+            NIE,
+            "not implemented for 'Bool'",
+        ),
+        "random_from_after_to": (
+            lambda: torch.empty(3).random_(5, 3),
+            RT,
+            "random_ expects 'from' to be less than 'to', but got from=5 >= to=3",
+        ),
+        "random_huge_bound": (lambda: torch.empty(3).random_(2**64), (TE, OverflowError), ""),
+        "exponential_nan_rate": (
+            lambda: torch.empty(3).exponential_(float("nan")),
+            RT,
+            "exponential_ expects lambda > 0.0, but found lambda=nan",
+        ),
+        "geometric_p_one": (
+            lambda: torch.empty(3).geometric_(1.0),
+            RT,
+            "geometric_ expects p to be in (0, 1), but got p=1",
+        ),
+        "bernoulli_p_tensor_broadcast": (
+            lambda: torch.empty(3).bernoulli_(torch.rand(2, 3)),
+            RT,
+            "the number of sizes provided (1) must be greater or equal",
+        ),
+        "bernoulli_nan_p": (
+            lambda: torch.bernoulli(torch.tensor([0.5, float("nan")])),
+            RT,
+            "Expected p_in >= 0 && p_in <= 1",
+        ),
+        "multinomial_3d": (
+            lambda: torch.multinomial(torch.ones(2, 2, 2), 1),
+            RT,
+            "prob_dist must be 1 or 2 dim",
+        ),
+        "multinomial_too_many": (
+            lambda: torch.multinomial(torch.ones(3), 4),
+            RT,
+            "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
+        ),
+        "multinomial_no_categories": (
+            lambda: torch.multinomial(torch.ones(3, 0), 2, True),
+            RT,
+            "invalid multinomial distribution (sum of probabilities <= 0)",
+        ),
+        "multinomial_huge_count": (lambda: torch.multinomial(torch.ones(3), 2**62, True), RT, ""),
+        "normal_negative_std_tensor": (
+            lambda: torch.normal(0.0, torch.tensor([-1.0])),
+            RT,
+            "normal expects all elements of std >= 0.0",
+        ),
+        "dlpack_requires_grad": (
+            lambda: _rg.__dlpack__(),
+            BufferError,
+            "Can't export tensors that require gradient, use tensor.detach()",
+        ),
+        "from_dlpack_not_a_capsule": (
+            lambda: torch.from_dlpack(3),
+            RT,
+            "from_dlpack received an invalid capsule",
+        ),
+        "from_dlpack_complex": (
+            lambda: torch.from_dlpack(np.zeros(2, dtype=np.complex128)),
+            RT,
+            "from_dlpack does not support the DLPack dtype",
+        ),
+    }
+)
+
+
 def _nested(depth):
     """``[[...[1]...]]`` with ``depth`` lists."""
     data = 1

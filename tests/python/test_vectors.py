@@ -56,7 +56,7 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         for path in sorted(VECTORS_DIR.glob("*.json"))
         # random streams and bit-exact factories: read by test_random.py and
         # test_factories.py
-        if path.stem not in ("random", "factory")
+        if path.stem not in ("random", "factory", "samplers_ops")
     }
 
 

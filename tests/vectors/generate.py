@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import generate_factory  # the sibling scripts (this directory is on sys.path)
 import generate_random
+import generate_samplers
 import numpy as np
 import torch
 
@@ -1886,6 +1887,7 @@ def main() -> None:
         print(f"{path.name}: {len(cases)} cases, {len(text)} bytes")
     print(f"total: {len(names)} cases, {total} bytes")
     generate_random.main()  # random.json: PyTorch's random streams
+    generate_samplers.main()  # samplers_ops.json: the other samplers (Note [Random samplers])
     generate_factory.main()  # factory.json: linspace, logspace, eye bit for bit
 
 

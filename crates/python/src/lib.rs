@@ -3,6 +3,7 @@
 
 mod convert;
 mod device;
+mod dlpack;
 mod dtype;
 mod errors;
 mod factory;
@@ -360,6 +361,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rand, m)?)?;
     m.add_function(wrap_pyfunction!(randn, m)?)?;
     random::register(m)?;
+    dlpack::register(m)?;
     device::register(m)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;

@@ -347,6 +347,140 @@ fn _normal_(
     )
 }
 
+/// Runs `dist` in place on `tensor` (GIL released for large tensors) and records the
+/// Python write site.
+fn sample_in_place<'py>(
+    tensor: Bound<'py, PyTensor>,
+    generator: Option<&Bound<'py, PyGenerator>>,
+    dist: random::Distribution,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let gen = generator_or_default(generator);
+    crate::tensor::written(tensor, |py, var| {
+        let var = var.clone();
+        let large = var.numel() >= DETACH_MIN_ELEMENTS;
+        let work = move || random::sample_(&var, dist, &gen);
+        if large { py.detach(work) } else { work() }.py()
+    })
+}
+
+/// `Tensor.random_()`, `random_(to)`, `random_(from, to)` (`to=None`: up to the dtype's
+/// largest value); the Python glue sorts out the forms.
+#[pyfunction]
+#[pyo3(signature = (tensor, from_ = None, to = None, generator = None))]
+fn _random_<'py>(
+    tensor: Bound<'py, PyTensor>,
+    from_: Option<i64>,
+    to: Option<i64>,
+    generator: Option<&Bound<'py, PyGenerator>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let dist = match from_ {
+        None => random::Distribution::Random,
+        Some(from) => random::Distribution::RandomFromTo(from, to),
+    };
+    sample_in_place(tensor, generator, dist)
+}
+
+/// `Tensor.bernoulli_(p=0.5, generator=None)`: `p` a number or a tensor.
+#[pyfunction]
+#[pyo3(signature = (tensor, p, generator = None))]
+fn _bernoulli_<'py>(
+    tensor: Bound<'py, PyTensor>,
+    p: &Bound<'py, PyAny>,
+    generator: Option<&Bound<'py, PyGenerator>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    if let Ok(pt) = p.cast::<PyTensor>() {
+        let p = pt.get().var.tensor().clone();
+        let gen = generator_or_default(generator);
+        return crate::tensor::written(tensor, |_, var| {
+            random::bernoulli_tensor_(var, &p, &gen).py()
+        });
+    }
+    let p: f64 = p.extract()?;
+    sample_in_place(tensor, generator, random::Distribution::Bernoulli(p))
+}
+
+/// `Tensor.exponential_(lambd=1, generator=None)`.
+#[pyfunction]
+#[pyo3(signature = (tensor, lambd, generator = None))]
+fn _exponential_<'py>(
+    tensor: Bound<'py, PyTensor>,
+    lambd: f64,
+    generator: Option<&Bound<'py, PyGenerator>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    sample_in_place(tensor, generator, random::Distribution::Exponential(lambd))
+}
+
+/// `Tensor.geometric_(p, generator=None)`.
+#[pyfunction]
+#[pyo3(signature = (tensor, p, generator = None))]
+fn _geometric_<'py>(
+    tensor: Bound<'py, PyTensor>,
+    p: f64,
+    generator: Option<&Bound<'py, PyGenerator>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    sample_in_place(tensor, generator, random::Distribution::Geometric(p))
+}
+
+/// `Tensor.log_normal_(mean=1, std=2, generator=None)`.
+#[pyfunction]
+#[pyo3(signature = (tensor, mean, std, generator = None))]
+fn _log_normal_<'py>(
+    tensor: Bound<'py, PyTensor>,
+    mean: f64,
+    std: f64,
+    generator: Option<&Bound<'py, PyGenerator>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    sample_in_place(
+        tensor,
+        generator,
+        random::Distribution::LogNormal(mean, std),
+    )
+}
+
+/// `Tensor.cauchy_(median=0, sigma=1, generator=None)`.
+#[pyfunction]
+#[pyo3(signature = (tensor, median, sigma, generator = None))]
+fn _cauchy_<'py>(
+    tensor: Bound<'py, PyTensor>,
+    median: f64,
+    sigma: f64,
+    generator: Option<&Bound<'py, PyGenerator>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    sample_in_place(
+        tensor,
+        generator,
+        random::Distribution::Cauchy(median, sigma),
+    )
+}
+
+/// `torch.bernoulli(input, generator=None)`: 1 with probability `input[i]`.
+#[pyfunction]
+#[pyo3(signature = (input, generator = None))]
+fn _bernoulli(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    generator: Option<&Bound<'_, PyGenerator>>,
+) -> PyResult<Py<PyTensor>> {
+    let gen = generator_or_default(generator);
+    let out = random::bernoulli(&input.get().var, &gen).py()?;
+    crate::tensor::new_tensor(py, out)
+}
+
+/// `torch.multinomial(input, num_samples, replacement=False, generator=None)`.
+#[pyfunction]
+#[pyo3(signature = (input, num_samples, replacement = false, generator = None))]
+fn _multinomial(
+    input: &Bound<'_, PyTensor>,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&Bound<'_, PyGenerator>>,
+) -> PyResult<Py<PyTensor>> {
+    let gen = generator_or_default(generator);
+    let tensor = input.get().var.tensor().clone();
+    let out = random::multinomial(&tensor, num_samples, replacement, &gen).py()?;
+    leaf(out, false)
+}
+
 /// Adds this module's classes and functions to `_rustgrad`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyGenerator>()?;
@@ -361,5 +495,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(randperm, m)?)?;
     m.add_function(wrap_pyfunction!(_uniform_, m)?)?;
     m.add_function(wrap_pyfunction!(_normal_, m)?)?;
+    m.add_function(wrap_pyfunction!(_random_, m)?)?;
+    m.add_function(wrap_pyfunction!(_bernoulli_, m)?)?;
+    m.add_function(wrap_pyfunction!(_exponential_, m)?)?;
+    m.add_function(wrap_pyfunction!(_geometric_, m)?)?;
+    m.add_function(wrap_pyfunction!(_log_normal_, m)?)?;
+    m.add_function(wrap_pyfunction!(_cauchy_, m)?)?;
+    m.add_function(wrap_pyfunction!(_bernoulli, m)?)?;
+    m.add_function(wrap_pyfunction!(_multinomial, m)?)?;
     Ok(())
 }

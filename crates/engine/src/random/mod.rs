@@ -18,8 +18,10 @@
 
 mod box_muller;
 mod mt19937;
+mod samplers;
 mod state;
 
+pub use samplers::{bernoulli, bernoulli_tensor_, multinomial, sample_, Distribution};
 pub use state::STATE_BYTES;
 
 use crate::dtype::DType;
@@ -242,25 +244,14 @@ impl Generator {
     /// uniform in `[low, high)` (PyTorch's `random_(from, to)`: `x % range + low`
     /// with one 32-bit output per element, or a 64-bit one when the range needs it).
     pub fn randint(&self, low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Tensor> {
-        if low >= high {
-            return Err(Error::InvalidArgument(format!(
-                "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
-            )));
-        }
-        check_from_to_in_range(low, high, dtype)?;
+        let (range, base) = samplers::from_to_range(low, Some(high), dtype)?
+            .ok_or_else(|| Error::InvalidArgument("random_: empty range".into()))?;
         let numel = crate::shape::checked_numel(shape)?;
-        let range = high.wrapping_sub(low) as u64;
         let mut values = try_vec(numel, 0i64)?;
         {
             let mut s = self.lock();
-            let wide = range >= 1 << 32 && dtype != DType::Bool;
             for v in values.iter_mut() {
-                let bits = if wide {
-                    s.random64()
-                } else {
-                    u64::from(s.engine.next_u32())
-                };
-                *v = (bits % range).wrapping_add(low as u64) as i64;
+                *v = s.range_value(range, base, dtype);
             }
         }
         Tensor::from_buffer(Buffer::I64(values), shape).to_dtype(dtype)
@@ -368,28 +359,6 @@ impl Generator {
             .normal_buffer(tensor.numel(), dtype, mean, std, contiguous)?;
         order.arrange(buffer)
     }
-}
-
-/// PyTorch's `check_from_to_in_range` for `random_(from, to)`: the bounds must be
-/// representable in the dtype (floats: integers up to 2^mantissa digits).
-fn check_from_to_in_range(low: i64, high: i64, dtype: DType) -> Result<()> {
-    let (min, max, name) = match dtype {
-        DType::F32 => (-(1i64 << 24), 1i64 << 24, "float"),
-        DType::F64 => (-(1i64 << 53), 1i64 << 53, "double"),
-        DType::I64 => return Ok(()),
-        DType::Bool => (0, 1, "bool"),
-    };
-    let check = |value: i64, what: &str| {
-        if value < min || value > max {
-            Err(Error::InvalidArgument(format!(
-                "{what} is out of bounds for {name}"
-            )))
-        } else {
-            Ok(())
-        }
-    };
-    check(low, "from")?;
-    check(high - 1, "to - 1")
 }
 
 impl GeneratorState {
@@ -516,6 +485,8 @@ fn blocks<T>(v: &mut [T], f: impl Fn(&mut [T])) {
 /// back in the tensor's own dimension order.
 struct MemoryOrder {
     permuted_shape: Vec<usize>,
+    /// The tensor's dims in visiting order (outermost first).
+    forward: Vec<i64>,
     inverse: Vec<i64>,
 }
 
@@ -531,11 +502,27 @@ impl MemoryOrder {
         }
         MemoryOrder {
             permuted_shape: dims.iter().map(|&d| shape[d]).collect(),
+            forward: dims.iter().map(|&d| d as i64).collect(),
             inverse,
         }
     }
 
+    /// Row-major order over `shape` (a new contiguous tensor's).
+    fn contiguous(shape: &[usize]) -> MemoryOrder {
+        let dims: Vec<i64> = (0..shape.len() as i64).collect();
+        MemoryOrder {
+            permuted_shape: shape.to_vec(),
+            forward: dims.clone(),
+            inverse: dims,
+        }
+    }
+
     fn arrange(&self, buffer: Buffer) -> Result<Tensor> {
-        Tensor::from_buffer(buffer, &self.permuted_shape).permute(&self.inverse)
+        self.arrange_tensor(Tensor::from_buffer(buffer, &self.permuted_shape))
+    }
+
+    /// A tensor of the permuted shape, viewed back in the original dim order.
+    fn arrange_tensor(&self, values: Tensor) -> Result<Tensor> {
+        values.permute(&self.inverse)
     }
 }
