@@ -400,6 +400,7 @@ from . import _extra_ops, special  # noqa: E402
 from ._extra_ops import *  # noqa: E402,F403
 
 __all__ += [*_extra_ops.__all__, "special"]
+
 # Samplers (python/rustgrad/_random.py; rand_like and randn_like with generator=).
 from ._random import (  # noqa: E402
     bernoulli,
