@@ -3,12 +3,12 @@
 //! op's backward rule and saved tensors, `in_place` rebases history for in-place writes.
 //! The ops themselves live by family in `crate::ops` (Note [Op families]).
 
-use crate::autograd::graph::{self, Edge, NodeId, NodeKind, NodeRef};
-use crate::autograd::saved::SavedTensor;
-use crate::autograd::{engine, grad_mode};
+use crate::autograd::graph::{self, Arena, Edge, InputMeta, NodeKind};
+use crate::autograd::{engine, grad_mode, Value};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::ops::{index, Rule};
+use crate::layout::Layout;
+use crate::ops::{index, OpRule, Rule};
 use crate::shape::Dims;
 use crate::storage::WriteSite;
 use crate::tensor::{BinaryOp, Scalar, Tensor};
@@ -76,15 +76,84 @@ struct AutogradMeta {
     view_created_with_grad: bool,
 }
 
+/// A counted reference to a node of the graph of [`Variable`]s (a `grad_fn`).
+pub type NodeRef = graph::NodeRef<Variable>;
+
+/// The id of a node of the graph of [`Variable`]s.
+pub type NodeId = graph::NodeId<Variable>;
+
+/// A tensor saved for backward by a node of the Variable graph.
+pub(crate) type SavedTensor = crate::autograd::saved::SavedTensor<Variable>;
+
 /// Saved-tensor slots of a node: `None` where the rule will not need it.
-pub(crate) type SavedSlots = SmallVec<[Option<SavedTensor>; 2]>;
+pub(crate) type SavedSlots = crate::autograd::saved::SavedSlots<Variable>;
 
 /// An input's gradient edge, owning the reference when it created the node.
-pub(crate) enum EdgeSource {
-    /// An edge to an existing node, referenced by someone else.
-    Borrowed(Edge),
-    /// An edge to a node just created for it (a leaf's AccumulateGrad).
-    Owned(NodeRef),
+pub(crate) type EdgeSource = graph::EdgeSource<Variable>;
+
+/// The one arena of the Variable graph.
+static ARENA: Arena<Variable> = Arena::new();
+
+/// What autograd needs from a Variable: the scheduler, the saved tensors and the
+/// AccumulateGrad nodes work through this, so `autograd` never names `Variable`.
+impl Value for Variable {
+    type Rule = OpRule;
+    type Data<'a> = TensorRef<'a>;
+
+    fn arena() -> &'static Arena<Variable> {
+        &ARENA
+    }
+
+    fn data(&self) -> TensorRef<'_> {
+        self.tensor()
+    }
+
+    fn from_data(tensor: Tensor) -> Variable {
+        Variable::from_tensor(tensor)
+    }
+
+    fn with_history(tensor: Tensor, grad_fn: NodeRef, output_nr: u32) -> Variable {
+        Variable::with_history(tensor, grad_fn, output_nr)
+    }
+
+    fn history(&self) -> Option<(NodeId, u32)> {
+        self.grad_fn_id()
+    }
+
+    fn needs_grad(&self) -> bool {
+        self.requires_grad()
+    }
+
+    fn gradient_edge(&self) -> Option<EdgeSource> {
+        Variable::gradient_edge(self)
+    }
+
+    fn grad_add(&self, other: &Variable) -> Result<Variable> {
+        self.add(other)
+    }
+
+    fn grad_cast(&self, dtype: DType) -> Result<Variable> {
+        self.to_dtype(dtype)
+    }
+
+    fn accumulate(&self, grad: Variable) -> Result<()> {
+        self.accumulate_grad(grad)
+    }
+
+    fn grad_region(&self, layout: &Layout) -> Result<Variable> {
+        self.as_strided(layout)
+    }
+
+    fn grad_replace_region(&self, layout: &Layout, value: Option<&Variable>) -> Result<Variable> {
+        self.replace_region(layout, value)
+    }
+}
+
+/// One output's gradient metadata: `(dtype, shape)` of `t`.
+fn output_meta(t: &Tensor) -> InputMeta {
+    let mut meta = InputMeta::new();
+    meta.push((t.dtype(), t.shape().into()));
+    meta
 }
 
 impl std::fmt::Debug for Variable {
@@ -181,13 +250,13 @@ impl Variable {
         };
         let edge = base.gradient_edge();
         let node = graph::create_node_with_sources(
-            NodeKind::Op(Rule::Index(index::Rule::AsStrided(Box::new((
+            NodeKind::Op(OpRule(Rule::Index(index::Rule::AsStrided(Box::new((
                 base.shape(),
                 layout,
-            ))))),
+            )))))),
             smallvec![edge],
             SmallVec::new(),
-            (self.dtype(), self.shape()),
+            output_meta(&self.tensor()),
         );
         let old = {
             let mut m = self.meta();
@@ -426,7 +495,7 @@ impl Variable {
             NodeKind::AccumulateGrad(self.clone()),
             SmallVec::new(),
             SmallVec::new(),
-            (self.dtype(), self.shape()),
+            output_meta(&self.tensor()),
         );
         m.grad_accumulator = Some(node.id());
         Some(EdgeSource::Owned(node))
@@ -462,7 +531,7 @@ impl Variable {
         if !needs.iter().any(|&n| n) || !grad_enabled || !result.dtype().is_floating_point() {
             return Variable::from_tensor(result);
         }
-        let meta = (result.dtype(), result.shape().into());
+        let meta = output_meta(&result);
         let out = Variable::from_tensor(result);
         let (op, saved) = build(&needs, &out);
         let edges: SmallVec<[Option<EdgeSource>; 2]> = inputs
@@ -470,7 +539,8 @@ impl Variable {
             .zip(&needs)
             .map(|(v, &n)| if n { v.gradient_edge() } else { None })
             .collect();
-        let node = graph::create_node_with_sources(NodeKind::Op(op.into()), edges, saved, meta);
+        let node =
+            graph::create_node_with_sources(NodeKind::Op(OpRule(op.into())), edges, saved, meta);
         out.meta().grad_fn = Some(node);
         out
     }

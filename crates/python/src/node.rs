@@ -9,7 +9,8 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
-use rustgrad::autograd::{self, NodeId, NodeRef};
+use rustgrad::autograd;
+use rustgrad::variable::{NodeId, NodeRef};
 use std::sync::OnceLock;
 
 /// The live Python object of each node that has one. See Note [Python object identity].

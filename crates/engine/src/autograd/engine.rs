@@ -7,57 +7,63 @@
 //!    buffer in execution order, which is fixed by the sequence numbers, so fan-in
 //!    sums are bitwise reproducible.
 //! 3. Unless `retain_graph`, a node frees its saved tensors as soon as it has run.
+//!
+//! A node's input buffer has one slot per output of the node (`Edge::input_nr`); a
+//! rule receives `None` for outputs that no gradient reached (Note [Zero gradients]).
 
 use super::grad_mode::GradModeGuard;
-use super::graph::{self, Edge, NodeId, NodeKind};
+use super::graph::{self, Edge, EdgeSource, NodeId, NodeKind, NodeRef};
+use super::saved::SavedSlots;
+use super::value::{Grads, NodeRule, Value};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::ops;
 use crate::tensor::Tensor;
-use crate::variable::{EdgeSource, SavedSlots, Variable};
 use smallvec::SmallVec;
 use std::collections::{BinaryHeap, HashMap};
 
 /// Per-node state during one backward pass.
-struct Pending {
+struct Pending<V> {
     dependencies: usize,
     sequence_nr: u64,
-    inputs: SmallVec<[Option<Variable>; 1]>,
+    /// The input buffer: the summed gradient of each output of the node so far.
+    inputs: SmallVec<[Option<V>; 1]>,
 }
 
 /// Computes gradients of `roots` and accumulates them into the leaves' `.grad`.
 ///
 /// `grad_outputs[i]` is the gradient of `roots[i]` (`None`: implicit 1 for a scalar).
 /// With `create_graph`, the backward computation is itself recorded.
-pub fn backward(
-    roots: &[Variable],
-    grad_outputs: &[Option<Variable>],
+pub fn backward<V: Value>(
+    roots: &[V],
+    grad_outputs: &[Option<V>],
     retain_graph: bool,
     create_graph: bool,
 ) -> Result<()> {
     let retain_graph = retain_graph || create_graph;
-    let mut root_edges: Vec<(Edge, Variable, Option<graph::NodeRef>)> =
-        Vec::with_capacity(roots.len());
+    let mut root_edges: Vec<(Edge<V>, V, Option<NodeRef<V>>)> = Vec::with_capacity(roots.len());
     for (index, root) in roots.iter().enumerate() {
-        if !root.requires_grad() {
+        if !root.needs_grad() {
             return Err(Error::DoesNotRequireGrad { index });
         }
         let grad = match grad_outputs.get(index).cloned().flatten() {
             Some(g) => {
-                if g.shape() != root.shape() {
+                let (gd, rd) = (g.data(), root.data());
+                if gd.shape() != rd.shape() {
                     return Err(Error::GradShapeMismatch {
                         index,
-                        grad_shape: g.shape().to_vec(),
-                        output_shape: root.shape().to_vec(),
+                        grad_shape: gd.shape().to_vec(),
+                        output_shape: rd.shape().to_vec(),
                     });
                 }
+                drop(gd);
                 g
             }
             None => {
-                if root.numel() != 1 {
+                let rd = root.data();
+                if rd.numel() != 1 {
                     return Err(Error::ImplicitGradNonScalar);
                 }
-                Variable::from_tensor(Tensor::ones(&root.shape(), root.dtype()))
+                V::from_data(Tensor::ones(rd.shape(), rd.dtype()))
             }
         };
         // Keep a reference so a leaf's AccumulateGrad node lives through the pass.
@@ -76,8 +82,8 @@ pub fn backward(
     }
 
     // 1. Dependency counts.
-    let mut pending: HashMap<NodeId, Pending> = HashMap::new();
-    let mut stack: Vec<NodeId> = Vec::new();
+    let mut pending: HashMap<NodeId<V>, Pending<V>> = HashMap::new();
+    let mut stack: Vec<NodeId<V>> = Vec::new();
     for (edge, _, _) in &root_edges {
         if let std::collections::hash_map::Entry::Vacant(slot) = pending.entry(edge.node) {
             let (_, seq) = graph::edges_and_sequence_nr(edge.node)?;
@@ -115,8 +121,8 @@ pub fn backward(
     for (edge, grad, _) in &root_edges {
         add_to_buffer(&mut pending, *edge, grad.clone())?;
     }
-    let mut ready: BinaryHeap<(u64, NodeId)> = BinaryHeap::new();
-    let mut queued: Vec<NodeId> = Vec::new();
+    let mut ready: BinaryHeap<(u64, NodeId<V>)> = BinaryHeap::new();
+    let mut queued: Vec<NodeId<V>> = Vec::new();
     for (edge, _, _) in &root_edges {
         let p = &pending[&edge.node];
         if p.dependencies == 0 && !queued.contains(&edge.node) {
@@ -125,30 +131,37 @@ pub fn backward(
         }
     }
     while let Some((_, id)) = ready.pop() {
-        let inputs = pending
+        let mut inputs = pending
             .get_mut(&id)
             .map(|p| std::mem::take(&mut p.inputs))
             .unwrap_or_default();
         let task = graph::take_task(id, retain_graph)?;
-        let grad = match inputs.into_iter().next().flatten() {
-            Some(g) => g,
-            None => {
-                // Nothing flowed here (all contributions were None): still release deps.
-                release_dependencies(&mut pending, &mut ready, &task.next_edges);
-                continue;
-            }
-        };
+        if inputs.iter().all(Option::is_none) {
+            // Nothing flowed here (all contributions were None): still release deps.
+            release_dependencies(&mut pending, &mut ready, &task.next_edges);
+            continue;
+        }
+        // One slot per output: outputs no gradient reached are None.
+        if inputs.len() < task.num_outputs {
+            inputs.resize(task.num_outputs, None);
+        }
         match &task.kind {
-            NodeKind::AccumulateGrad(variable) => variable.accumulate_grad(grad)?,
+            NodeKind::AccumulateGrad(variable) => {
+                if let Some(grad) = inputs.into_iter().next().flatten() {
+                    variable.accumulate(grad)?;
+                }
+            }
             NodeKind::Op(op) => {
                 let needs: SmallVec<[bool; 3]> =
                     task.next_edges.iter().map(Option::is_some).collect();
-                let grads = op.apply(&unpack(&task.saved, id)?, &grad, &needs)?;
+                let grads = op.apply(&unpack(&task.saved, id)?, &inputs, &needs)?;
                 route(&mut pending, &task.next_edges, grads)?;
             }
             NodeKind::CopySlices { layout, inner } => {
-                let grads = copy_slices(layout, *inner, &grad, retain_graph)?;
-                route(&mut pending, &task.next_edges, grads)?;
+                if let Some(grad) = inputs.into_iter().next().flatten() {
+                    let grads = copy_slices(layout, *inner, &grad, retain_graph)?;
+                    route(&mut pending, &task.next_edges, grads)?;
+                }
             }
         }
         release_dependencies(&mut pending, &mut ready, &task.next_edges);
@@ -156,17 +169,17 @@ pub fn backward(
     Ok(())
 }
 
-fn unpack(saved: &SavedSlots, owner: NodeId) -> Result<SmallVec<[Option<Variable>; 3]>> {
+fn unpack<V: Value>(saved: &SavedSlots<V>, owner: NodeId<V>) -> Result<SmallVec<[Option<V>; 3]>> {
     saved
         .iter()
         .map(|s| s.as_ref().map(|s| s.unpack(owner)).transpose())
         .collect()
 }
 
-fn route(
-    pending: &mut HashMap<NodeId, Pending>,
-    edges: &[Option<Edge>],
-    grads: ops::Grads,
+fn route<V: Value>(
+    pending: &mut HashMap<NodeId<V>, Pending<V>>,
+    edges: &[Option<Edge<V>>],
+    grads: Grads<V>,
 ) -> Result<()> {
     for (edge, g) in edges.iter().zip(grads) {
         if let (Some(edge), Some(g)) = (edge, g) {
@@ -180,13 +193,13 @@ fn route(
 /// at the view goes through the in-place op's rule (`inner`); its gradient w.r.t. the
 /// view's old values replaces that part, and its other inputs get theirs. Built from
 /// differentiable ops, so it is itself differentiable under `create_graph`.
-fn copy_slices(
+fn copy_slices<V: Value>(
     layout: &Layout,
-    inner: NodeId,
-    grad: &Variable,
+    inner: NodeId<V>,
+    grad: &V,
     retain_graph: bool,
-) -> Result<ops::Grads> {
-    let grad_slice = grad.as_strided(layout)?;
+) -> Result<Grads<V>> {
+    let grad_slice = grad.grad_region(layout)?;
     let inner_task = graph::take_task(inner, retain_graph)?;
     let NodeKind::Op(op) = &inner_task.kind else {
         return Err(Error::NotImplemented(
@@ -198,28 +211,36 @@ fn copy_slices(
     // require grad (a plain buffer written with an operand that does): they get zero.
     let needs: SmallVec<[bool; 3]> = inner_task.next_edges.iter().map(Option::is_some).collect();
     let mut grads = op
-        .apply(&unpack(&inner_task.saved, inner)?, &grad_slice, &needs)?
+        .apply(
+            &unpack(&inner_task.saved, inner)?,
+            &[Some(grad_slice)],
+            &needs,
+        )?
         .into_iter();
     let view_grad = grads.next().flatten();
-    let mut out: ops::Grads = SmallVec::new();
-    out.push(Some(grad.replace_region(layout, view_grad.as_ref())?));
+    let mut out: Grads<V> = SmallVec::new();
+    out.push(Some(grad.grad_replace_region(layout, view_grad.as_ref())?));
     out.extend(grads);
     Ok(out)
 }
 
 /// Adds a gradient to the input buffer of `edge.node`, converting its dtype to the one
 /// the node expects (ops on mixed dtypes promote).
-fn add_to_buffer(pending: &mut HashMap<NodeId, Pending>, edge: Edge, grad: Variable) -> Result<()> {
-    let (dtype, shape) = graph::input_meta(edge.node)?;
-    let grad = if grad.dtype() != dtype {
-        grad.to_dtype(dtype)?
+fn add_to_buffer<V: Value>(
+    pending: &mut HashMap<NodeId<V>, Pending<V>>,
+    edge: Edge<V>,
+    grad: V,
+) -> Result<()> {
+    let (dtype, shape) = graph::input_meta(edge.node, edge.input_nr)?;
+    let grad = if grad.data().dtype() != dtype {
+        grad.grad_cast(dtype)?
     } else {
         grad
     };
-    if grad.shape().as_slice() != shape.as_slice() {
+    if grad.data().shape() != shape.as_slice() {
         return Err(Error::NotImplemented(format!(
             "rustgrad internal error: gradient of shape {:?} for a node expecting {:?}",
-            grad.shape(),
+            grad.data().shape(),
             shape.as_slice()
         )));
     }
@@ -231,16 +252,16 @@ fn add_to_buffer(pending: &mut HashMap<NodeId, Pending>, edge: Edge, grad: Varia
         p.inputs.resize(slot + 1, None);
     }
     p.inputs[slot] = Some(match p.inputs[slot].take() {
-        Some(acc) => acc.add(&grad)?,
+        Some(acc) => acc.grad_add(&grad)?,
         None => grad,
     });
     Ok(())
 }
 
-fn release_dependencies(
-    pending: &mut HashMap<NodeId, Pending>,
-    ready: &mut BinaryHeap<(u64, NodeId)>,
-    edges: &[Option<Edge>],
+fn release_dependencies<V: Value>(
+    pending: &mut HashMap<NodeId<V>, Pending<V>>,
+    ready: &mut BinaryHeap<(u64, NodeId<V>)>,
+    edges: &[Option<Edge<V>>],
 ) {
     for e in edges.iter().flatten() {
         if let Some(p) = pending.get_mut(&e.node) {

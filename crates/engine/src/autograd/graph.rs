@@ -7,105 +7,221 @@
 //! counted: every `NodeRef` (held by a Variable's `grad_fn`, or by a Python `grad_fn`
 //! object) and every edge from another node counts once; a node is freed when its
 //! count reaches zero, and freeing walks the graph with a worklist, never recursion.
+//!
+//! Everything here is generic over the [`Value`] type the graph differentiates (and
+//! through it the rule type nodes hold); the one arena of a value type is
+//! `V::arena()`.
 
+use super::saved::SavedSlots;
+use super::value::{NodeRule, Value};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::ops::Rule;
 use crate::shape::Dims;
-use crate::variable::{EdgeSource, SavedSlots, Variable};
 use smallvec::SmallVec;
+use std::any::Any;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-/// The address of a node: slot index plus the slot's generation when it was created.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeId {
+/// The address of a node of `V`'s graph: slot index plus the slot's generation when it
+/// was created.
+pub struct NodeId<V> {
     index: u32,
     generation: u32,
+    value: PhantomData<fn() -> V>,
+}
+
+impl<V> NodeId<V> {
+    fn key(&self) -> (u32, u32) {
+        (self.index, self.generation)
+    }
+}
+
+impl<V> Clone for NodeId<V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V> Copy for NodeId<V> {}
+impl<V> PartialEq for NodeId<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl<V> Eq for NodeId<V> {}
+impl<V> PartialOrd for NodeId<V> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<V> Ord for NodeId<V> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+impl<V> std::hash::Hash for NodeId<V> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+impl<V> std::fmt::Debug for NodeId<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NodeId({}, {})", self.index, self.generation)
+    }
 }
 
 /// An edge to input `input_nr` of `node` (the output number of the variable that fed
 /// the op, as in PyTorch).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Edge {
+pub struct Edge<V> {
     /// The node the gradient flows to.
-    pub node: NodeId,
+    pub node: NodeId<V>,
     /// Which of that node's inputs (its forward outputs) receives it.
     pub input_nr: u32,
 }
 
-/// What a node does in backward.
-#[derive(Clone)]
-pub(crate) enum NodeKind {
-    /// Apply a derivative formula.
-    Op(Rule),
-    /// Add the incoming gradient to a leaf's `.grad`.
-    AccumulateGrad(Variable),
-    /// PyTorch's CopySlices: the history of a base whose view was written in place by
-    /// the op of node `inner` (owned by this node). See Note [In-place ops].
-    CopySlices { layout: Box<Layout>, inner: NodeId },
+impl<V> Clone for Edge<V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V> Copy for Edge<V> {}
+impl<V> PartialEq for Edge<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.node == other.node && self.input_nr == other.input_nr
+    }
+}
+impl<V> Eq for Edge<V> {}
+impl<V> std::fmt::Debug for Edge<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Edge({:?}, {})", self.node, self.input_nr)
+    }
 }
 
+/// An input's gradient edge, owning the reference when it created the node.
+pub enum EdgeSource<V: Value> {
+    /// An edge to an existing node, referenced by someone else.
+    Borrowed(Edge<V>),
+    /// An edge to a node just created for it (a leaf's AccumulateGrad).
+    Owned(NodeRef<V>),
+}
+
+/// What a node does in backward.
+pub(crate) enum NodeKind<V: Value> {
+    /// Apply a derivative formula.
+    Op(V::Rule),
+    /// Add the incoming gradient to a leaf's `.grad`.
+    AccumulateGrad(V),
+    /// PyTorch's CopySlices: the history of a base whose view was written in place by
+    /// the op of node `inner` (owned by this node). See Note [In-place ops].
+    CopySlices {
+        layout: Box<Layout>,
+        inner: NodeId<V>,
+    },
+}
+
+impl<V: Value> Clone for NodeKind<V> {
+    fn clone(&self) -> Self {
+        match self {
+            NodeKind::Op(rule) => NodeKind::Op(rule.clone()),
+            NodeKind::AccumulateGrad(v) => NodeKind::AccumulateGrad(v.clone()),
+            NodeKind::CopySlices { layout, inner } => NodeKind::CopySlices {
+                layout: layout.clone(),
+                inner: *inner,
+            },
+        }
+    }
+}
+
+/// A node's edges, one per input (`None` for inputs that do not require grad).
+pub(crate) type Edges<V> = SmallVec<[Option<Edge<V>>; 2]>;
+
+/// A node's `next_functions`: per input, the node and input number its gradient goes to.
+pub type NextFunctions<V> = Vec<Option<(NodeRef<V>, u32)>>;
+
+/// dtype and shape of the gradient of each output of a node (what its input buffer
+/// receives, slot by slot); one entry, stored inline, for a single-output node.
+pub(crate) type InputMeta = SmallVec<[(DType, Dims); 1]>;
+
 /// One recorded op.
-pub(crate) struct Node {
-    pub kind: NodeKind,
-    pub next_edges: SmallVec<[Option<Edge>; 2]>,
-    pub saved: SavedSlots,
+pub(crate) struct Node<V: Value> {
+    pub kind: NodeKind<V>,
+    pub next_edges: Edges<V>,
+    pub saved: SavedSlots<V>,
     /// Whether backward already freed `saved` (only matters when it was non-empty).
     pub released: bool,
     pub sequence_nr: u64,
-    /// dtype and shape of the gradient this node receives (its forward output's).
-    pub input_meta: (DType, Dims),
+    /// dtype and shape of the gradient each output receives (its forward output's);
+    /// its length is the node's number of outputs.
+    pub input_meta: InputMeta,
 }
 
-struct Slot {
+struct Slot<V: Value> {
     generation: u32,
     refcount: u32,
-    node: Option<Node>,
+    node: Option<Node<V>>,
 }
 
-struct Arena {
-    slots: Vec<Slot>,
+struct ArenaInner<V: Value> {
+    slots: Vec<Slot<V>>,
     free: Vec<u32>,
-    live: usize,
 }
 
-static ARENA: Mutex<Arena> = Mutex::new(Arena {
-    slots: Vec::new(),
-    free: Vec::new(),
-    live: 0,
-});
+/// The slab holding every node of one value type's graph (`Value::arena`).
+pub struct Arena<V: Value>(Mutex<ArenaInner<V>>);
+
+impl<V: Value> Arena<V> {
+    /// An empty arena, for a `static`.
+    pub const fn new() -> Arena<V> {
+        Arena(Mutex::new(ArenaInner {
+            slots: Vec::new(),
+            free: Vec::new(),
+        }))
+    }
+}
+
+impl<V: Value> Default for Arena<V> {
+    fn default() -> Self {
+        Arena::new()
+    }
+}
 
 static NEXT_SEQUENCE_NR: AtomicU64 = AtomicU64::new(0);
 
-fn arena() -> MutexGuard<'static, Arena> {
+/// Live nodes over all arenas.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+fn arena<V: Value>() -> MutexGuard<'static, ArenaInner<V>> {
     // Arena operations never panic halfway through an update, so a poisoned lock
     // (a panic elsewhere while it was held) leaves consistent data.
-    ARENA.lock().unwrap_or_else(|e| e.into_inner())
+    V::arena().0.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Arena {
-    fn slot(&self, id: NodeId) -> Result<&Slot> {
+impl<V: Value> ArenaInner<V> {
+    fn slot(&self, id: NodeId<V>) -> Result<&Slot<V>> {
         match self.slots.get(id.index as usize) {
             Some(s) if s.generation == id.generation && s.node.is_some() => Ok(s),
             _ => Err(Error::StaleNode),
         }
     }
 
-    fn slot_mut(&mut self, id: NodeId) -> Result<&mut Slot> {
+    fn node(&self, id: NodeId<V>) -> Result<&Node<V>> {
+        self.slot(id)?.node.as_ref().ok_or(Error::StaleNode)
+    }
+
+    fn slot_mut(&mut self, id: NodeId<V>) -> Result<&mut Slot<V>> {
         match self.slots.get_mut(id.index as usize) {
             Some(s) if s.generation == id.generation && s.node.is_some() => Ok(s),
             _ => Err(Error::StaleNode),
         }
     }
 
-    fn node_mut(&mut self, id: NodeId) -> Result<&mut Node> {
+    fn node_mut(&mut self, id: NodeId<V>) -> Result<&mut Node<V>> {
         self.slot_mut(id)?.node.as_mut().ok_or(Error::StaleNode)
     }
 
-    fn incref(&mut self, id: NodeId) {
+    fn incref(&mut self, id: NodeId<V>) {
         if let Ok(slot) = self.slot_mut(id) {
             slot.refcount += 1;
         }
@@ -113,8 +229,8 @@ impl Arena {
 
     /// Decrements `id`, freeing it and anything only it kept alive; freed nodes are
     /// pushed to `freed` so that their contents are dropped after the lock is released.
-    fn decref(&mut self, id: NodeId, freed: &mut Vec<Node>) {
-        let mut work: SmallVec<[NodeId; 8]> = SmallVec::new();
+    fn decref(&mut self, id: NodeId<V>, freed: &mut Vec<Node<V>>) {
+        let mut work: SmallVec<[NodeId<V>; 8]> = SmallVec::new();
         work.push(id);
         while let Some(id) = work.pop() {
             let Ok(slot) = self.slot_mut(id) else {
@@ -130,7 +246,7 @@ impl Arena {
                 .expect("rustgrad internal error: live slot without node");
             slot.generation = slot.generation.wrapping_add(1);
             self.free.push(id.index);
-            self.live -= 1;
+            LIVE.fetch_sub(1, Ordering::Relaxed);
             work.extend(node.next_edges.iter().flatten().map(|e| e.node));
             if let NodeKind::CopySlices { inner, .. } = node.kind {
                 work.push(inner);
@@ -140,42 +256,82 @@ impl Arena {
     }
 }
 
-thread_local! {
-    /// Nodes whose contents are being dropped on this thread, see `drop_freed`.
-    static DROPPING: RefCell<Option<Vec<Node>>> = const { RefCell::new(None) };
+/// This thread's drop queue, see `drop_freed`.
+struct Dropping {
+    /// Whether a `drop_freed` call on this thread is draining the queue.
+    active: bool,
+    /// A `Vec<Node<V>>` of the value type being drained (kept between calls, so
+    /// queueing allocates nothing once the vector has grown).
+    queue: Option<Box<dyn Any>>,
 }
 
-/// Drops freed nodes outside the arena lock. Dropping a node drops its saved
-/// Variables, which may release further nodes; those are queued on this thread's list
-/// instead of being dropped recursively, so a 100 000-node chain frees in constant
-/// stack depth.
-fn drop_freed(freed: Vec<Node>) {
+thread_local! {
+    static DROPPING: RefCell<Dropping> = const {
+        RefCell::new(Dropping {
+            active: false,
+            queue: None,
+        })
+    };
+}
+
+/// Drops freed nodes outside the arena lock. Dropping a node drops its saved values,
+/// which may release further nodes; those are queued on this thread's list instead of
+/// being dropped recursively, so a 100 000-node chain frees in constant stack depth.
+fn drop_freed<V: Value>(freed: Vec<Node<V>>) {
     if freed.is_empty() {
         return;
     }
-    let queued = DROPPING
+    enum Role<V: Value> {
+        /// Queued for the drainer already running on this thread.
+        Queued,
+        /// This call drains the queue.
+        Drainer(Vec<Node<V>>),
+        /// Dropped here (thread-local teardown, or a drainer of another value type).
+        Direct(Vec<Node<V>>),
+    }
+    let role = DROPPING
         .try_with(|d| {
             let mut d = d.borrow_mut();
-            match d.as_mut() {
-                Some(pending) => {
-                    pending.extend(freed);
-                    None
+            if d.active {
+                match d
+                    .queue
+                    .as_mut()
+                    .and_then(|q| q.downcast_mut::<Vec<Node<V>>>())
+                {
+                    Some(q) => {
+                        q.extend(freed);
+                        Role::Queued
+                    }
+                    None => Role::Direct(freed),
                 }
-                None => {
-                    *d = Some(Vec::new());
-                    Some(freed)
+            } else {
+                d.active = true;
+                if !d.queue.as_ref().is_some_and(|q| q.is::<Vec<Node<V>>>()) {
+                    d.queue = Some(Box::new(Vec::<Node<V>>::new()));
                 }
+                Role::Drainer(freed)
             }
         })
-        .unwrap_or(None);
-    let Some(mut batch) = queued else { return };
-    loop {
-        // Each drop may push more nodes onto this thread's pending list.
-        for node in batch.drain(..) {
-            drop(node);
+        .unwrap_or(Role::Queued);
+    let mut batch = match role {
+        Role::Queued => return,
+        Role::Direct(nodes) => {
+            drop(nodes);
+            return;
         }
+        Role::Drainer(nodes) => nodes,
+    };
+    loop {
+        // Each drop may push more nodes onto this thread's queue.
+        batch.clear();
         let more = DROPPING
-            .try_with(|d| d.borrow_mut().as_mut().map(std::mem::take))
+            .try_with(|d| {
+                d.borrow_mut()
+                    .queue
+                    .as_mut()
+                    .and_then(|q| q.downcast_mut::<Vec<Node<V>>>())
+                    .map(std::mem::take)
+            })
             .ok()
             .flatten();
         match more {
@@ -183,52 +339,65 @@ fn drop_freed(freed: Vec<Node>) {
             _ => break,
         }
     }
-    let _ = DROPPING.try_with(|d| d.borrow_mut().take());
+    let _ = DROPPING.try_with(|d| d.borrow_mut().active = false);
 }
 
 /// A counted reference to a live node.
-#[derive(Debug, PartialEq, Eq)]
-pub struct NodeRef {
-    id: NodeId,
+pub struct NodeRef<V: Value> {
+    id: NodeId<V>,
 }
 
-impl NodeRef {
+impl<V: Value> std::fmt::Debug for NodeRef<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NodeRef({:?})", self.id)
+    }
+}
+
+impl<V: Value> PartialEq for NodeRef<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl<V: Value> Eq for NodeRef<V> {}
+
+impl<V: Value> NodeRef<V> {
     /// The node's id.
-    pub fn id(&self) -> NodeId {
+    pub fn id(&self) -> NodeId<V> {
         self.id
     }
 
     /// A new counted reference to `id`, if the node is still alive.
-    pub fn upgrade(id: NodeId) -> Option<NodeRef> {
-        let mut a = arena();
+    pub fn upgrade(id: NodeId<V>) -> Option<NodeRef<V>> {
+        let mut a = arena::<V>();
         a.slot(id).ok()?;
         a.incref(id);
         Some(NodeRef { id })
     }
 }
 
-impl Clone for NodeRef {
+impl<V: Value> Clone for NodeRef<V> {
     fn clone(&self) -> Self {
-        arena().incref(self.id);
+        arena::<V>().incref(self.id);
         NodeRef { id: self.id }
     }
 }
 
-impl Drop for NodeRef {
+impl<V: Value> Drop for NodeRef<V> {
     fn drop(&mut self) {
         let mut freed = Vec::new();
-        arena().decref(self.id, &mut freed);
+        arena::<V>().decref(self.id, &mut freed);
         drop_freed(freed);
     }
 }
 
 /// Records a node; each edge counts as a reference to its target.
-pub(crate) fn create_node(
-    kind: NodeKind,
-    next_edges: SmallVec<[Option<Edge>; 2]>,
-    saved: SavedSlots,
-    input_meta: (DType, Dims),
-) -> NodeRef {
+pub(crate) fn create_node<V: Value>(
+    kind: NodeKind<V>,
+    next_edges: Edges<V>,
+    saved: SavedSlots<V>,
+    input_meta: InputMeta,
+) -> NodeRef<V> {
     let sources = next_edges
         .into_iter()
         .map(|e| e.map(EdgeSource::Borrowed))
@@ -237,15 +406,15 @@ pub(crate) fn create_node(
 }
 
 /// Records a node whose edges either borrow a reference (incremented here) or bring
-/// their own (transferred to the edge).
-pub(crate) fn create_node_with_sources(
-    kind: NodeKind,
-    sources: SmallVec<[Option<EdgeSource>; 2]>,
-    saved: SavedSlots,
-    input_meta: (DType, Dims),
-) -> NodeRef {
+/// their own (transferred to the edge). `input_meta` has one entry per output.
+pub(crate) fn create_node_with_sources<V: Value>(
+    kind: NodeKind<V>,
+    sources: SmallVec<[Option<EdgeSource<V>>; 2]>,
+    saved: SavedSlots<V>,
+    input_meta: InputMeta,
+) -> NodeRef<V> {
     let sequence_nr = NEXT_SEQUENCE_NR.fetch_add(1, Ordering::Relaxed);
-    let mut a = arena();
+    let mut a = arena::<V>();
     let next_edges = sources
         .into_iter()
         .map(|s| {
@@ -292,40 +461,48 @@ pub(crate) fn create_node_with_sources(
             i
         }
     };
-    a.live += 1;
+    LIVE.fetch_add(1, Ordering::Relaxed);
     let generation = a.slots[index as usize].generation;
     NodeRef {
-        id: NodeId { index, generation },
+        id: NodeId {
+            index,
+            generation,
+            value: PhantomData,
+        },
     }
 }
 
 /// Records a CopySlices node that takes over the reference `inner` holds.
-pub(crate) fn create_copy_slices(
+pub(crate) fn create_copy_slices<V: Value>(
     layout: Layout,
-    inner: NodeRef,
-    sources: SmallVec<[Option<EdgeSource>; 2]>,
+    inner: NodeRef<V>,
+    sources: SmallVec<[Option<EdgeSource<V>>; 2]>,
     input_meta: (DType, Dims),
-) -> NodeRef {
+) -> NodeRef<V> {
     let kind = NodeKind::CopySlices {
         layout: Box::new(layout),
         inner: inner.id,
     };
-    // The node owns `inner`'s reference from now on (released in `Arena::decref`).
+    // The node owns `inner`'s reference from now on (released in `ArenaInner::decref`).
     std::mem::forget(inner);
-    create_node_with_sources(kind, sources, SmallVec::new(), input_meta)
+    let mut meta = InputMeta::new();
+    meta.push(input_meta);
+    create_node_with_sources(kind, sources, SmallVec::new(), meta)
 }
 
 /// What backward needs from a node to run it.
-pub(crate) struct NodeTask {
-    pub kind: NodeKind,
-    pub next_edges: SmallVec<[Option<Edge>; 2]>,
-    pub saved: SavedSlots,
+pub(crate) struct NodeTask<V: Value> {
+    pub kind: NodeKind<V>,
+    pub next_edges: Edges<V>,
+    pub saved: SavedSlots<V>,
+    /// The node's number of outputs (slots of its input buffer).
+    pub num_outputs: usize,
 }
 
 /// Takes what is needed to run `id`; unless `retain_graph`, frees its saved tensors
 /// (they are moved into the task and dropped when it finishes, outside the lock).
-pub(crate) fn take_task(id: NodeId, retain_graph: bool) -> Result<NodeTask> {
-    let mut a = arena();
+pub(crate) fn take_task<V: Value>(id: NodeId<V>, retain_graph: bool) -> Result<NodeTask<V>> {
+    let mut a = arena::<V>();
     let node = a.node_mut(id)?;
     if node.released {
         return Err(Error::BackwardTwice);
@@ -341,32 +518,41 @@ pub(crate) fn take_task(id: NodeId, retain_graph: bool) -> Result<NodeTask> {
         kind: node.kind.clone(),
         next_edges: node.next_edges.clone(),
         saved,
+        num_outputs: node.input_meta.len(),
     })
 }
 
 /// For graph traversal: the next edges and sequence number of a node.
-pub(crate) fn edges_and_sequence_nr(id: NodeId) -> Result<(SmallVec<[Option<Edge>; 2]>, u64)> {
-    let a = arena();
-    let n = a.slot(id)?.node.as_ref().ok_or(Error::StaleNode)?;
+pub(crate) fn edges_and_sequence_nr<V: Value>(id: NodeId<V>) -> Result<(Edges<V>, u64)> {
+    let a = arena::<V>();
+    let n = a.node(id)?;
     Ok((n.next_edges.clone(), n.sequence_nr))
 }
 
-/// The dtype and shape of the gradient a node expects.
-pub(crate) fn input_meta(id: NodeId) -> Result<(DType, Dims)> {
-    let a = arena();
-    Ok(a.slot(id)?
-        .node
-        .as_ref()
-        .ok_or(Error::StaleNode)?
+/// The dtype and shape of the gradient output `output_nr` of a node expects.
+pub(crate) fn input_meta<V: Value>(id: NodeId<V>, output_nr: u32) -> Result<(DType, Dims)> {
+    let a = arena::<V>();
+    a.node(id)?
         .input_meta
-        .clone())
+        .get(output_nr as usize)
+        .cloned()
+        .ok_or_else(|| {
+            Error::NotImplemented(format!(
+                "rustgrad internal error: a gradient for output {output_nr} of a node with fewer outputs"
+            ))
+        })
+}
+
+/// The number of outputs of a node (`grad_fn._num_outputs` ... in PyTorch's terms, the
+/// number of slots of its input buffer).
+pub fn num_outputs<V: Value>(id: NodeId<V>) -> Result<usize> {
+    Ok(arena::<V>().node(id)?.input_meta.len())
 }
 
 /// The node's PyTorch class name (`MulBackward0`, `AccumulateGrad`, ...).
-pub fn node_name(id: NodeId) -> Result<&'static str> {
-    let a = arena();
-    let n = a.slot(id)?.node.as_ref().ok_or(Error::StaleNode)?;
-    Ok(match &n.kind {
+pub fn node_name<V: Value>(id: NodeId<V>) -> Result<&'static str> {
+    let a = arena::<V>();
+    Ok(match &a.node(id)?.kind {
         NodeKind::Op(op) => op.name(),
         NodeKind::AccumulateGrad(_) => "AccumulateGrad",
         NodeKind::CopySlices { .. } => "CopySlices",
@@ -375,15 +561,9 @@ pub fn node_name(id: NodeId) -> Result<&'static str> {
 
 /// The node's `next_functions`: for each input, the node its gradient goes to and the
 /// input number there, or `None` for inputs that do not require grad.
-pub fn next_functions(id: NodeId) -> Result<Vec<Option<(NodeRef, u32)>>> {
-    let mut a = arena();
-    let edges = a
-        .slot(id)?
-        .node
-        .as_ref()
-        .ok_or(Error::StaleNode)?
-        .next_edges
-        .clone();
+pub fn next_functions<V: Value>(id: NodeId<V>) -> Result<NextFunctions<V>> {
+    let mut a = arena::<V>();
+    let edges = a.node(id)?.next_edges.clone();
     Ok(edges
         .iter()
         .map(|e| {
@@ -396,26 +576,20 @@ pub fn next_functions(id: NodeId) -> Result<Vec<Option<(NodeRef, u32)>>> {
 }
 
 /// The leaf variable of an `AccumulateGrad` node.
-pub fn accumulate_grad_variable(id: NodeId) -> Result<Option<Variable>> {
-    let a = arena();
-    let n = a.slot(id)?.node.as_ref().ok_or(Error::StaleNode)?;
-    Ok(match &n.kind {
+pub fn accumulate_grad_variable<V: Value>(id: NodeId<V>) -> Result<Option<V>> {
+    let a = arena::<V>();
+    Ok(match &a.node(id)?.kind {
         NodeKind::AccumulateGrad(v) => Some(v.clone()),
         NodeKind::Op(_) | NodeKind::CopySlices { .. } => None,
     })
 }
 
 /// The sequence number of a node (its creation order).
-pub fn sequence_nr(id: NodeId) -> Result<u64> {
-    let a = arena();
-    Ok(a.slot(id)?
-        .node
-        .as_ref()
-        .ok_or(Error::StaleNode)?
-        .sequence_nr)
+pub fn sequence_nr<V: Value>(id: NodeId<V>) -> Result<u64> {
+    Ok(arena::<V>().node(id)?.sequence_nr)
 }
 
 /// Number of nodes alive in the process (for leak tests and debugging).
 pub fn live_nodes() -> usize {
-    arena().live
+    LIVE.load(Ordering::Relaxed)
 }

@@ -3,59 +3,76 @@
 
 use super::grad_mode;
 use super::graph::{self, NodeId, NodeRef};
+use super::value::Value;
 use crate::error::{Error, Result};
-use crate::variable::Variable;
+use smallvec::SmallVec;
+
+/// Saved-tensor slots of a node: `None` where the rule will not need it.
+pub(crate) type SavedSlots<V> = SmallVec<[Option<SavedTensor<V>>; 2]>;
 
 /// The node that produced a saved tensor.
-#[derive(Copy, Clone)]
-enum Origin {
+enum Origin<V> {
     /// An input's grad_fn.
-    Node(NodeId),
+    Node(NodeId<V>),
     /// The saving op itself (a saved output).
     Named(&'static str),
 }
 
+impl<V> Clone for Origin<V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V> Copy for Origin<V> {}
+
 /// A tensor saved for backward.
 #[derive(Clone)]
-pub(crate) struct SavedTensor {
-    variable: Variable,
+pub(crate) struct SavedTensor<V: Value> {
+    variable: V,
     saved_version: u64,
     /// `(grad_fn, output_nr)` of the saved variable when it was saved, for the error
     /// message. The name is looked up only when the error is raised: saving runs on
     /// every recorded op, the error almost never. The node stays alive while the saving
     /// node has an edge to it, i.e. whenever this can be unpacked.
-    origin: Option<(Origin, u32)>,
-    /// Whether this is output 0 of the node that saved it. See Note [Saved outputs].
-    is_output: bool,
+    origin: Option<(Origin<V>, u32)>,
+    /// Which output of the node that saved it this is, if it is one. See Note [Saved
+    /// outputs].
+    output_nr: Option<u32>,
 }
 
-impl SavedTensor {
+impl<V: Value> SavedTensor<V> {
     /// Saves an input of the op (keeps its history, for double backward).
-    pub fn input(variable: &Variable) -> SavedTensor {
+    pub fn input(variable: &V) -> SavedTensor<V> {
         SavedTensor {
             variable: variable.clone(),
-            saved_version: variable.tensor().version(),
-            origin: variable.grad_fn_id().map(|(id, nr)| (Origin::Node(id), nr)),
-            is_output: false,
+            saved_version: variable.data().version(),
+            origin: variable.history().map(|(id, nr)| (Origin::Node(id), nr)),
+            output_nr: None,
         }
     }
 
     /// Saves the op's own output. It is stored without its `grad_fn`: the node would
     /// otherwise own a reference to itself.
-    pub fn output(output: &Variable, op_name: &'static str) -> SavedTensor {
+    pub fn output(output: &V, op_name: &'static str) -> SavedTensor<V> {
+        SavedTensor::output_nr(output, op_name, 0)
+    }
+
+    /// Saves output `output_nr` of a multi-output op, as [`SavedTensor::output`].
+    pub fn output_nr(output: &V, op_name: &'static str, output_nr: u32) -> SavedTensor<V> {
+        let data = output.data();
         SavedTensor {
-            variable: Variable::from_tensor(output.tensor().clone()),
-            saved_version: output.tensor().version(),
-            origin: Some((Origin::Named(op_name), 0)),
-            is_output: true,
+            saved_version: data.version(),
+            variable: V::from_data(data.clone()),
+            origin: Some((Origin::Named(op_name), output_nr)),
+            output_nr: Some(output_nr),
         }
     }
 
     /// The saved variable, if it was not modified in place since it was saved. `owner`
     /// is the node that saved it: when backward is itself recorded (`create_graph`), a
     /// saved output gets its history back so second derivatives flow through it.
-    pub fn unpack(&self, owner: NodeId) -> Result<Variable> {
-        let tensor = self.variable.tensor();
+    pub fn unpack(&self, owner: NodeId<V>) -> Result<V> {
+        let tensor = self.variable.data();
         let version = tensor.version();
         if version != self.saved_version {
             let name = self.origin.and_then(|(origin, nr)| match origin {
@@ -79,9 +96,9 @@ impl SavedTensor {
                 site,
             });
         }
-        if self.is_output && grad_mode::is_grad_enabled() {
+        if let (Some(nr), true) = (self.output_nr, grad_mode::is_grad_enabled()) {
             if let Some(node) = NodeRef::upgrade(owner) {
-                return Ok(Variable::with_history(tensor.clone(), node, 0));
+                return Ok(V::with_history(tensor.clone(), node, nr));
             }
         }
         Ok(self.variable.clone())

@@ -7,7 +7,6 @@
 //! written with differentiable ops so that it serves double backward too.
 
 use super::{saved_at, zero_like, zeros_like, Grads, InputShape};
-use crate::autograd::saved::SavedTensor;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise;
@@ -15,6 +14,7 @@ use crate::kernels::math::{MathBinaryOp, MathFloat, MathOp};
 use crate::shape;
 use crate::storage::WriteSite;
 use crate::tensor::{check_allocation, BinaryOp, CmpOp, Scalar, Tensor};
+use crate::variable::SavedTensor;
 use crate::variable::Variable;
 use smallvec::smallvec;
 use std::panic::Location;

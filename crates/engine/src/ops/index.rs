@@ -5,7 +5,6 @@
 //! written with differentiable ops so that it serves double backward too.
 
 use super::{saved_at, zero_like, Grads};
-use crate::autograd::saved::SavedTensor;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels;
@@ -13,6 +12,7 @@ use crate::layout::Layout;
 use crate::shape::{self, Dims};
 use crate::storage::WriteSite;
 use crate::tensor::Tensor;
+use crate::variable::SavedTensor;
 use crate::variable::Variable;
 use smallvec::smallvec;
 use std::panic::Location;

@@ -8,10 +8,10 @@
 mod einsum;
 
 use super::{saved_at, Grads};
-use crate::autograd::saved::SavedTensor;
 use crate::error::{Error, Result};
 use crate::shape::Dims;
 use crate::tensor::{Scalar, Tensor};
+use crate::variable::SavedTensor;
 use crate::variable::Variable;
 use smallvec::smallvec;
 

@@ -7,7 +7,6 @@
 //! result without recording.
 
 use super::unary::Rule as UnaryRule;
-use crate::autograd::saved::SavedTensor;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise;
@@ -15,6 +14,7 @@ use crate::kernels::logical::{FloatClass, LogicalOp};
 use crate::shape;
 use crate::storage::WriteSite;
 use crate::tensor::{check_allocation, CmpOp, Scalar, Tensor};
+use crate::variable::SavedTensor;
 use crate::variable::Variable;
 use smallvec::smallvec;
 use std::panic::Location;

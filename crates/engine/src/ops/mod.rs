@@ -16,13 +16,13 @@ pub(crate) mod shape;
 pub(crate) mod ternary;
 pub(crate) mod unary;
 
+use crate::autograd::NodeRule;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use crate::variable::Variable;
-use smallvec::SmallVec;
 
 /// Gradients for each input of a node (`None` where not needed).
-pub(crate) type Grads = SmallVec<[Option<Variable>; 2]>;
+pub(crate) type Grads = crate::autograd::Grads<Variable>;
 
 /// The backward rule of a recorded op, by family.
 #[derive(Clone, Debug)]
@@ -81,6 +81,37 @@ impl Rule {
             Rule::Ternary(r) => r.apply(saved, grad, needs),
             Rule::Copy(r) => r.apply(saved, grad, needs),
             Rule::Inplace(r) => r.apply(saved, grad, needs),
+        }
+    }
+}
+
+/// A node's rule as the graph holds it: the [`Rule`] of an op family, opaque outside
+/// the crate (autograd runs it through [`NodeRule`] and names no op).
+#[derive(Clone, Debug)]
+pub struct OpRule(pub(crate) Rule);
+
+impl<R: Into<Rule>> From<R> for OpRule {
+    fn from(rule: R) -> OpRule {
+        OpRule(rule.into())
+    }
+}
+
+impl NodeRule<Variable> for OpRule {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn apply(
+        &self,
+        saved: &[Option<Variable>],
+        grads: &[Option<Variable>],
+        needs: &[bool],
+    ) -> Result<Grads> {
+        // Every rule here has one output; the scheduler runs a node only when some
+        // output received a gradient, so slot 0 is set.
+        match grads.first().and_then(Option::as_ref) {
+            Some(grad) => self.0.apply(saved, grad, needs),
+            None => Ok(needs.iter().map(|_| None).collect()),
         }
     }
 }
@@ -212,6 +243,10 @@ mod tests {
     #[test]
     fn a_node_kind_stays_small() {
         assert!(std::mem::size_of::<super::Rule>() <= 40);
-        assert!(std::mem::size_of::<crate::autograd::graph::NodeKind>() <= 40);
+        assert!(std::mem::size_of::<super::OpRule>() <= 40);
+        assert!(
+            std::mem::size_of::<crate::autograd::graph::NodeKind<crate::variable::Variable>>()
+                <= 40
+        );
     }
 }

@@ -14,11 +14,11 @@ mod compute;
 pub use compute::{Extremum, ScanOp};
 
 use super::{ints, saved_at, zero_like, zeros_like, Grads};
-use crate::autograd::saved::SavedTensor;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::{self, Dims};
 use crate::tensor::{BinaryOp, CmpOp, Scalar, Tensor, UnaryOp};
+use crate::variable::SavedTensor;
 use crate::variable::Variable;
 use compute::reduced_shape;
 use smallvec::{smallvec, SmallVec};

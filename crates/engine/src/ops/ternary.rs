@@ -7,12 +7,12 @@
 //! differentiable ops so that it serves double backward too.
 
 use super::{saved_at, zero_like, Grads, InputShape};
-use crate::autograd::saved::SavedTensor;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::math::MathBinaryOp;
 use crate::storage::WriteSite;
 use crate::tensor::{BinaryOp, CmpOp, Scalar, Tensor};
+use crate::variable::SavedTensor;
 use crate::variable::Variable;
 use smallvec::{smallvec, SmallVec};
 use std::panic::Location;

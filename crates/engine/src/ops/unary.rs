@@ -10,13 +10,13 @@
 //! written with differentiable ops so that it serves double backward too.
 
 use super::{saved_at, zero_like, zeros_like, Grads, Save};
-use crate::autograd::saved::SavedTensor;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::elementwise;
 use crate::kernels::math::{EluKind, MathFloat, MathOp, OnIntegers};
 use crate::storage::WriteSite;
 use crate::tensor::{BinaryOp, CmpOp, Scalar, Tensor, UnaryOp};
+use crate::variable::SavedTensor;
 use crate::variable::Variable;
 use smallvec::smallvec;
 use std::panic::Location;

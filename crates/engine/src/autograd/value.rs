@@ -1,0 +1,66 @@
+//! What autograd needs from the layer above it. The graph, the saved tensors and the
+//! scheduler are generic over a [`Value`] type (implemented once, by `Variable`) and its
+//! [`NodeRule`] type (the ops' rule enum), so autograd names no op and no `Variable`
+//! method, and a node still holds its rule inline (no allocation). See Note [The node
+//! arena] in docs/architecture.md.
+
+use super::graph::{Arena, EdgeSource, NodeId, NodeRef};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::tensor::Tensor;
+use smallvec::SmallVec;
+use std::ops::Deref;
+
+/// Gradients of a node's inputs, one slot each (`None`: not needed or not computed).
+pub type Grads<V> = SmallVec<[Option<V>; 2]>;
+
+/// A differentiable value as the graph sees it: what the scheduler sums and passes to
+/// rules, what saved tensors keep and what an AccumulateGrad node fills.
+pub trait Value: Clone + Send + Sync + Sized + 'static {
+    /// The backward rule a node of this graph holds.
+    type Rule: NodeRule<Self>;
+    /// The value's data, borrowed.
+    type Data<'a>: Deref<Target = Tensor>
+    where
+        Self: 'a;
+
+    /// The one arena that holds the nodes of this value type's graph.
+    fn arena() -> &'static Arena<Self>;
+    /// The data.
+    fn data(&self) -> Self::Data<'_>;
+    /// A value without history.
+    fn from_data(tensor: Tensor) -> Self;
+    /// A value that is output `output_nr` of `grad_fn`.
+    fn with_history(tensor: Tensor, grad_fn: NodeRef<Self>, output_nr: u32) -> Self;
+    /// `(grad_fn, output_nr)` if the value was made by a recorded op.
+    fn history(&self) -> Option<(NodeId<Self>, u32)>;
+    /// Whether gradients flow to or through the value.
+    fn needs_grad(&self) -> bool;
+    /// The edge the value's gradient flows along (its grad_fn, or a leaf's
+    /// AccumulateGrad node), `None` when it does not require grad.
+    fn gradient_edge(&self) -> Option<EdgeSource<Self>>;
+    /// `self + other` (recorded when grad mode is on).
+    fn grad_add(&self, other: &Self) -> Result<Self>;
+    /// The value converted to `dtype` (recorded when grad mode is on).
+    fn grad_cast(&self, dtype: DType) -> Result<Self>;
+    /// AccumulateGrad: adds `grad` to this leaf's `.grad`.
+    fn accumulate(&self, grad: Self) -> Result<()>;
+    /// The elements of this value (made contiguous) that `layout` selects, as a view
+    /// (recorded when grad mode is on): the part of a base gradient at a view's place.
+    fn grad_region(&self, layout: &Layout) -> Result<Self>;
+    /// This value with the elements `layout` selects replaced by `value` (by zeros
+    /// when `None`), recorded when grad mode is on: CopySlices' gradient for the base.
+    fn grad_replace_region(&self, layout: &Layout, value: Option<&Self>) -> Result<Self>;
+}
+
+/// A derivative formula, as a node holds it.
+pub trait NodeRule<V>: Clone + Send + Sync + 'static {
+    /// PyTorch's grad_fn class name (`MulBackward0`, ...).
+    fn name(&self) -> &'static str;
+    /// The gradients of the node's inputs given `grads` (one slot per output of the
+    /// node; `None` for an output no gradient reached, which the rule treats as zeros)
+    /// and the saved tensors; `needs[i]` says whether input `i` wants a gradient.
+    /// At least one slot of `grads` is `Some`.
+    fn apply(&self, saved: &[Option<V>], grads: &[Option<V>], needs: &[bool]) -> Result<Grads<V>>;
+}
