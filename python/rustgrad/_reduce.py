@@ -100,10 +100,6 @@ def std(
     return _t(input).std(dim, unbiased, keepdim, correction=correction)
 
 
-def _mean_dims(dim: Any) -> Any:
-    return () if dim is None or isinstance(dim, builtins.bool) else dim
-
-
 def var_mean(
     input: Tensor,
     dim: Any = None,
@@ -112,16 +108,9 @@ def var_mean(
     *,
     correction: Any = None,
 ) -> tuple[Tensor, Tensor]:
-    """``(var, mean)`` over the same dims.
-
-    rustgrad has no multi-output nodes: the two results have their own grad_fns
-    (VarBackward0, MeanBackward1) where PyTorch's share one VarMeanBackward0.
-    """
-    x = _t(input)
-    return (
-        x.var(dim, unbiased, keepdim, correction=correction),
-        x.mean(_mean_dims(dim), keepdim),
-    )
+    """``(var, mean)`` over the same dims: outputs 0 and 1 of one
+    ``VarMeanBackward0`` node, as PyTorch's."""
+    return _t(input)._var_mean(dim, unbiased, keepdim, correction=correction)
 
 
 def std_mean(
@@ -132,12 +121,9 @@ def std_mean(
     *,
     correction: Any = None,
 ) -> tuple[Tensor, Tensor]:
-    """``(std, mean)`` over the same dims (see ``var_mean``)."""
-    x = _t(input)
-    return (
-        x.std(dim, unbiased, keepdim, correction=correction),
-        x.mean(_mean_dims(dim), keepdim),
-    )
+    """``(std, mean)`` over the same dims: outputs 0 and 1 of one
+    ``StdMeanBackward0`` node (see ``var_mean``)."""
+    return _t(input)._var_mean(dim, unbiased, keepdim, correction=correction, std=True)
 
 
 def cumsum(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:

@@ -481,6 +481,23 @@ CASES = {
         "stack expects each tensor to be equal size",
     ),
     "split_negative": (lambda: x.split(-1), RT, "split expects split_size be non-negative"),
+    # Outputs of a multi-output view function may not be written in place while recording.
+    "split_piece_inplace": (
+        lambda: (torch.zeros(4, requires_grad=True) * 1).split(2)[0].mul_(2),
+        RT,
+        "Output 0 of Split is a view and is being modified inplace. This view is the "
+        "output of a function that returns multiple views.",
+    ),
+    "unbind_piece_inplace": (
+        lambda: (torch.zeros(2, 3, requires_grad=True) * 1).unbind(0)[1].add_(1),
+        RT,
+        "Output 1 of Unbind is a view and is being modified inplace.",
+    ),
+    "split_with_sizes_leaf_piece_inplace": (
+        lambda: torch.zeros(4, requires_grad=True).split([1, 3])[0].zero_(),
+        RT,
+        "Output 0 of SplitWithSizes is a view and is being modified inplace.",
+    ),
     "narrow_past_end": (lambda: x.narrow(1, 3, 2), RT, "exceeds dimension size (4)"),
     "narrow_start_out_of_range": (lambda: x.narrow(1, 9, 0), IE, "start out of range"),
     "repeat_negative": (lambda: x.repeat(-1, 2), RT, "negative dimension"),

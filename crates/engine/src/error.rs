@@ -173,6 +173,11 @@ pub enum Error {
     /// Recorded in-place op on a view that was created under no_grad.
     #[error("A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).")]
     NoGradViewInplace,
+    /// Recorded in-place op on an output of a function that returns several views
+    /// (`split`, `chunk`, `unbind`) or on a view of one. The text is the first sentence
+    /// ("Output 0 of Split is a view and is being modified inplace.").
+    #[error("{0} This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")]
+    MultiOutputViewInplace(String),
     /// A saved tensor was written in place after being saved.
     #[error("one of the variables needed for gradient computation has been modified by an inplace operation: [{type_name} {shape:?}]{origin}, is at version {version}; expected version {expected} instead.{site}")]
     ModifiedByInplace {

@@ -74,6 +74,11 @@ struct AutogradMeta {
     /// For views: whether the view was made while recording (views made under no_grad
     /// never acquire history, as in PyTorch).
     view_created_with_grad: bool,
+    /// For views: an output of a function that returns several views (`split`,
+    /// `unbind`), or a view of one, made while recording (PyTorch's
+    /// `CreationMeta::MULTI_OUTPUT_NODE`): recorded in-place writes raise. See Note
+    /// [Multi-output nodes].
+    view_multi_output: bool,
 }
 
 /// A counted reference to a node of the graph of [`Variable`]s (a `grad_fn`).
@@ -553,14 +558,89 @@ impl Variable {
     ) -> Variable {
         let version = result.version();
         let out = Variable::record(result, &[self], |_, _| (op(), SmallVec::new()));
-        let base = self.view_base().unwrap_or_else(|| self.clone());
-        {
-            let mut m = out.meta();
-            m.view_created_with_grad = grad_mode::is_grad_enabled() && !m.volatile;
-            m.view_base = Some(base);
-            m.view_version = version;
-        }
+        let (base, multi_output) = {
+            let m = self.meta();
+            (m.view_base.clone(), m.view_multi_output)
+        };
+        out.set_view_of(base.unwrap_or_else(|| self.clone()), version, multi_output);
         out
+    }
+
+    /// Marks this fresh output as a view of `base` (the root base) made at storage
+    /// version `version`; `multi_output` for an output of a multi-output view function
+    /// or a view of one (kept only when made while recording, as PyTorch's creation
+    /// meta, which no_grad overrides).
+    fn set_view_of(&self, base: Variable, version: u64, multi_output: bool) {
+        let mut m = self.meta();
+        m.view_created_with_grad = grad_mode::is_grad_enabled() && !m.volatile;
+        m.view_multi_output = multi_output && m.view_created_with_grad;
+        m.view_base = Some(base);
+        m.view_version = version;
+    }
+
+    /// Wraps the results of an op with several differentiable outputs: recorded as ONE
+    /// node with one output slot per result (output `i` is `(node, i)`), as PyTorch's
+    /// `SplitBackward0` or `VarMeanBackward0`. Volatile, integer or unrecorded results
+    /// are plain, as in `record`. `build` sees which inputs need grad and the outputs.
+    /// See Note [Multi-output nodes].
+    pub(crate) fn record_multi<R: Into<Rule>>(
+        results: Vec<Tensor>,
+        inputs: &[&Variable],
+        build: impl FnOnce(&[bool], &[Variable]) -> (R, SavedSlots),
+    ) -> Vec<Variable> {
+        let mut needs: SmallVec<[bool; 3]> = SmallVec::new();
+        let mut volatile = false;
+        for v in inputs {
+            let m = v.meta_fresh();
+            volatile |= m.volatile;
+            needs.push(m.requires_grad || m.grad_fn.is_some());
+        }
+        if volatile {
+            return results.into_iter().map(Variable::new_volatile).collect();
+        }
+        if !needs.iter().any(|&n| n)
+            || !grad_mode::is_grad_enabled()
+            || !results.iter().all(|r| r.dtype().is_floating_point())
+        {
+            return results.into_iter().map(Variable::from_tensor).collect();
+        }
+        let meta: InputMeta = results
+            .iter()
+            .map(|r| (r.dtype(), r.shape().into()))
+            .collect();
+        let outs: Vec<Variable> = results.into_iter().map(Variable::from_tensor).collect();
+        let (op, saved) = build(&needs, &outs);
+        let edges: SmallVec<[Option<EdgeSource>; 2]> = inputs
+            .iter()
+            .zip(&needs)
+            .map(|(v, &n)| if n { v.gradient_edge() } else { None })
+            .collect();
+        let node =
+            graph::create_node_with_sources(NodeKind::Op(OpRule(op.into())), edges, saved, meta);
+        for (nr, out) in outs.iter().enumerate() {
+            let mut m = out.meta();
+            m.grad_fn = Some(node.clone());
+            m.output_nr = nr as u32;
+        }
+        outs
+    }
+
+    /// Like `record_multi` for a function that returns several views of `self`
+    /// (`split`, `unbind`): the outputs are views, and writing one in place while
+    /// recording raises PyTorch's "... This view is the output of a function that
+    /// returns multiple views ..." (Note [Multi-output nodes]).
+    pub(crate) fn record_multi_view<R: Into<Rule>>(
+        &self,
+        results: Vec<Tensor>,
+        op: impl FnOnce() -> R,
+    ) -> Vec<Variable> {
+        let versions: Vec<u64> = results.iter().map(Tensor::version).collect();
+        let outs = Variable::record_multi(results, &[self], |_, _| (op(), SmallVec::new()));
+        let base = self.view_base().unwrap_or_else(|| self.clone());
+        for (out, version) in outs.iter().zip(versions) {
+            out.set_view_of(base.clone(), version, true);
+        }
+        outs
     }
 
     // ----- backward -----------------------------------------------------------------
@@ -719,6 +799,7 @@ impl Variable {
                 if !self.meta().view_created_with_grad {
                     return Err(Error::NoGradViewInplace);
                 }
+                self.check_multi_output_view()?;
                 if base.is_leaf() && self.requires_grad() {
                     return Err(Error::ViewOfLeafInplace);
                 }
@@ -749,6 +830,30 @@ impl Variable {
             drop(old);
         }
         Ok(())
+    }
+
+    /// PyTorch's refusal of recorded in-place writes to an output of a multi-output view
+    /// function (or a view of one): "Output 0 of Split is a view and is being modified
+    /// inplace. This view is the output of a function that returns multiple views. ..."
+    /// The name is the view's grad_fn's without its `Backward0` suffix; a view without
+    /// history (its base does not require grad) gets PyTorch's no_grad sentence.
+    fn check_multi_output_view(&self) -> Result<()> {
+        let (multi_output, grad_fn, output_nr) = {
+            let m = self.meta();
+            (m.view_multi_output, m.grad_fn.clone(), m.output_nr)
+        };
+        if !multi_output {
+            return Ok(());
+        }
+        let first = match grad_fn.and_then(|f| graph::node_name(f.id()).ok()) {
+            Some(name) => {
+                let name = name.trim_end_matches(|c: char| c.is_ascii_digit());
+                let name = name.strip_suffix("Backward").unwrap_or(name);
+                format!("Output {output_nr} of {name} is a view and is being modified inplace.")
+            }
+            None => "A view was created in no_grad mode and is being modified inplace with grad mode enabled.".to_string(),
+        };
+        Err(Error::MultiOutputViewInplace(first))
     }
 
     /// An in-place op on a view while recording: the base's history becomes CopySlices

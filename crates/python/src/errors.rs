@@ -38,6 +38,7 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::LeafInplace
         | Error::ViewOfLeafInplace
         | Error::NoGradViewInplace
+        | Error::MultiOutputViewInplace(_)
         | Error::ModifiedByInplace { .. }
         | Error::RequiresGradNonFloat
         | Error::DataRequiresGradNonFloat

@@ -618,6 +618,13 @@ impl PyTensor {
         self.var.is_leaf()
     }
 
+    /// Which output of its `grad_fn` this tensor is (0 for leaves and single-output
+    /// ops; `i` for piece `i` of a split, Note [Multi-output nodes]).
+    #[getter]
+    fn output_nr(&self) -> u32 {
+        self.var.output_nr()
+    }
+
     /// The accumulated gradient, or None.
     #[getter(grad)]
     fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {

@@ -319,9 +319,14 @@ def _test_backward_mul_by_grad_output(leaves: list[Tensor], outputs: tuple[Tenso
 def _test_undefined_backward_mode(
     func: Callable[..., Any], inputs: tuple[Any, ...], leaves: list[Tensor]
 ) -> None:
-    """rustgrad has no undefined gradients: a root is either given a gradient or left
-    out of the pass. So "all output grads undefined" is checked with zero gradients, and
-    for several outputs, each output in turn is left out of the pass."""
+    """PyTorch's check with rustgrad's undefined gradients: an output left out of the
+    pass gets no gradient, which reaches its node as an undefined (``None``) slot when
+    other outputs of the same multi-output node are in the pass (Note [Multi-output
+    nodes]), as PyTorch's ``UndefinedGrad`` does. So, for several outputs, each output
+    in turn is left out of the pass with zero gradients for the others, as PyTorch's.
+    "All output grads undefined" is checked with zero gradients for every output: with
+    none at all a node is never run here (which is what an all-undefined rule returns
+    in PyTorch), so zeros are the stricter test."""
 
     def check(outputs: list[Tensor]) -> None:
         if not outputs:

@@ -107,11 +107,16 @@ impl NodeRule<Variable> for OpRule {
         grads: &[Option<Variable>],
         needs: &[bool],
     ) -> Result<Grads> {
-        // Every rule here has one output; the scheduler runs a node only when some
-        // output received a gradient, so slot 0 is set.
-        match grads.first().and_then(Option::as_ref) {
-            Some(grad) => self.0.apply(saved, grad, needs),
-            None => Ok(needs.iter().map(|_| None).collect()),
+        // Multi-output rules take every output's gradient (None: undefined, treated as
+        // zeros). The others have one output, and the scheduler runs a node only when
+        // some output received a gradient, so their slot 0 is set.
+        match &self.0 {
+            Rule::Shape(r) if r.is_multi_output() => r.apply_multi(grads),
+            Rule::Reduce(r) if r.is_multi_output() => r.apply_multi(saved, grads),
+            rule => match grads.first().and_then(Option::as_ref) {
+                Some(grad) => rule.apply(saved, grad, needs),
+                None => Ok(needs.iter().map(|_| None).collect()),
+            },
         }
     }
 }

@@ -55,6 +55,11 @@ pub(crate) enum Rule {
     Var(Box<Reduced>, f64),
     /// `std` with the correction given; saved `[input, out]`.
     Std(Box<Reduced>, f64),
+    /// `var_mean`: one node with outputs `(var, mean)` (Note [Multi-output nodes]);
+    /// saved `[input]`.
+    VarMean(Box<Reduced>, f64),
+    /// `std_mean`: one node with outputs `(std, mean)`; saved `[input, std]`.
+    StdMean(Box<Reduced>, f64),
     /// `cumsum(dim)`, or its reverse (sums from the end: cumsum's backward).
     Cumsum { dim: usize, reverse: bool },
     /// `cumprod(dim)`; saved `[input, out]`.
@@ -187,6 +192,8 @@ impl Rule {
             Rule::Prod(_, false) => "ProdBackward1",
             Rule::Var(..) => "VarBackward0",
             Rule::Std(..) => "StdBackward0",
+            Rule::VarMean(..) => "VarMeanBackward0",
+            Rule::StdMean(..) => "StdMeanBackward0",
             Rule::Cumsum { reverse: false, .. } => "CumsumBackward0",
             // Not a PyTorch op: PyTorch writes cumsum's backward as flip, cumsum, flip.
             Rule::Cumsum { reverse: true, .. } => "ReversedCumsumBackward0",
@@ -194,6 +201,57 @@ impl Rule {
             Rule::Norm(..) => "LinalgVectorNormBackward0",
             Rule::Nansum(_) => "NansumBackward0",
         }
+    }
+
+    /// Whether the rule belongs to a node with several outputs (`apply_multi`).
+    pub(crate) fn is_multi_output(&self) -> bool {
+        matches!(self, Rule::VarMean(..) | Rule::StdMean(..))
+    }
+
+    /// The backward of `var_mean` / `std_mean` given the gradients of `(var or std,
+    /// mean)`, either of which may be `None` (undefined: it adds nothing, as in
+    /// PyTorch's `var_mean_backward`; Note [Zero gradients]).
+    pub(crate) fn apply_multi(
+        &self,
+        saved: &[Option<Variable>],
+        grads: &[Option<Variable>],
+    ) -> Result<Grads> {
+        let (Rule::VarMean(r, correction) | Rule::StdMean(r, correction)) = self else {
+            return Err(Error::NotImplemented(
+                "rustgrad internal error: apply_multi of a single-output rule".into(),
+            ));
+        };
+        let first = match grads.first().cloned().flatten() {
+            Some(g) if matches!(self, Rule::VarMean(..)) => Some(var_backward(
+                &r.restore(&g)?,
+                saved_at(saved, 0)?,
+                r,
+                *correction,
+            )?),
+            Some(g) => Some(std_backward(&g, saved, r, *correction)?),
+            None => None,
+        };
+        let mean = match grads.get(1).cloned().flatten() {
+            Some(g) => {
+                let count: usize = r.dims.iter().map(|&d| r.input[d]).product();
+                Some(
+                    r.restore(&g)?
+                        .expand(&ints(&r.input))?
+                        .div_scalar(count as f64)?,
+                )
+            }
+            None => None,
+        };
+        let grad = match (first, mean) {
+            (Some(a), Some(b)) => a.add(&b)?,
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => {
+                return Err(Error::NotImplemented(
+                    "rustgrad internal error: a multi-output node ran without gradients".into(),
+                ))
+            }
+        };
+        Ok(smallvec![Some(grad)])
     }
 
     /// The gradients of the inputs given `grad`, the gradient of the output; `needs[i]`
@@ -251,15 +309,9 @@ impl Rule {
             Rule::Var(r, correction) => {
                 var_backward(&r.restore(g)?, saved_at(saved, 0)?, r, *correction)?
             }
-            Rule::Std(r, correction) => {
-                // PyTorch's std_backward: grad / (2 std), 0 where std is 0.
-                let y = r.restore(saved_at(saved, 1)?)?;
-                let zero_std = y
-                    .tensor()
-                    .compare(&Tensor::scalar(0.0, y.dtype()), CmpOp::Eq)?;
-                let half = r.restore(g)?.div(&y.mul_scalar(2.0)?)?;
-                let grad_var = Variable::where_cond(&zero_std, &zero_like(&half), &half)?;
-                var_backward(&grad_var, saved_at(saved, 0)?, r, *correction)?
+            Rule::Std(r, correction) => std_backward(g, saved, r, *correction)?,
+            Rule::VarMean(..) | Rule::StdMean(..) => {
+                return self.apply_multi(saved, &[Some(g.clone())]);
             }
             Rule::Cumsum { dim, reverse } => g.cumsum_impl(*dim, !reverse)?,
             Rule::Cumprod { dim } => {
@@ -909,35 +961,66 @@ impl Variable {
         }))
     }
 
-    /// `(var, mean)` over the same dims (two nodes: rustgrad has no multi-output node,
-    /// so the grad_fns are VarBackward0 and MeanBackward1, not VarMeanBackward0).
+    /// `(var, mean)` over the same dims: one node, VarMeanBackward0, whose outputs 0 and
+    /// 1 they are (Note [Multi-output nodes]).
     pub fn var_mean(
         &self,
         dims: Option<&[i64]>,
         correction: f64,
         keepdim: bool,
     ) -> Result<(Variable, Variable)> {
-        let var = self.var(dims, correction, keepdim)?;
-        Ok((var, self.mean_of(dims, keepdim)?))
+        let (wrapped, var) = self.var_forward(dims, correction, keepdim)?;
+        let mean = self.mean_tensor(&wrapped, keepdim)?;
+        let mut outs = Variable::record_multi(vec![var, mean], &[self], |_, _| {
+            (
+                Rule::VarMean(Reduced::new(self, &wrapped, keepdim), correction),
+                smallvec![Some(SavedTensor::input(self))],
+            )
+        })
+        .into_iter();
+        match (outs.next(), outs.next()) {
+            (Some(var), Some(mean)) => Ok((var, mean)),
+            _ => Err(Error::NotImplemented(
+                "rustgrad internal error: var_mean lost an output".into(),
+            )),
+        }
     }
 
-    /// `(std, mean)` over the same dims, as [`Variable::var_mean`].
+    /// `(std, mean)` over the same dims: one node, StdMeanBackward0, as
+    /// [`Variable::var_mean`].
     pub fn std_mean(
         &self,
         dims: Option<&[i64]>,
         correction: f64,
         keepdim: bool,
     ) -> Result<(Variable, Variable)> {
-        let std = self.std(dims, correction, keepdim)?;
-        Ok((std, self.mean_of(dims, keepdim)?))
+        let (wrapped, var) = self.var_forward(dims, correction, keepdim)?;
+        let std = var.unary(UnaryOp::Sqrt)?;
+        let mean = self.mean_tensor(&wrapped, keepdim)?;
+        let mut outs = Variable::record_multi(vec![std, mean], &[self], |_, outs| {
+            (
+                Rule::StdMean(Reduced::new(self, &wrapped, keepdim), correction),
+                smallvec![
+                    Some(SavedTensor::input(self)),
+                    outs.first()
+                        .map(|std| SavedTensor::output_nr(std, "StdMeanBackward0", 0))
+                ],
+            )
+        })
+        .into_iter();
+        match (outs.next(), outs.next()) {
+            (Some(std), Some(mean)) => Ok((std, mean)),
+            _ => Err(Error::NotImplemented(
+                "rustgrad internal error: std_mean lost an output".into(),
+            )),
+        }
     }
 
-    fn mean_of(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Variable> {
-        match dims {
-            Some(d) if !d.is_empty() => self.mean_dims(d, keepdim),
-            _ if keepdim => self.mean_dims(&[], true),
-            _ => self.mean(),
-        }
+    /// The mean over the wrapped `dims`, as a tensor (`sum / count`, as `mean`).
+    fn mean_tensor(&self, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+        let count: usize = dims.iter().map(|&d| self.shape()[d]).product();
+        let sum = self.tensor().sum_dims(dims, keepdim)?;
+        sum.binary(&Tensor::scalar(count as f64, self.dtype()), BinaryOp::Div)
     }
 
     fn var_forward(
@@ -1203,6 +1286,23 @@ impl Variable {
 }
 
 /// Expands the gradient of a reduction back to the input shape.
+/// PyTorch's std_backward: `grad / (2 std)`, 0 where std is 0, through var's backward;
+/// saved `[input, std]`.
+fn std_backward(
+    g: &Variable,
+    saved: &[Option<Variable>],
+    r: &Reduced,
+    correction: f64,
+) -> Result<Variable> {
+    let y = r.restore(saved_at(saved, 1)?)?;
+    let zero_std = y
+        .tensor()
+        .compare(&Tensor::scalar(0.0, y.dtype()), CmpOp::Eq)?;
+    let half = r.restore(g)?.div(&y.mul_scalar(2.0)?)?;
+    let grad_var = Variable::where_cond(&zero_std, &zero_like(&half), &half)?;
+    var_backward(&grad_var, saved_at(saved, 0)?, r, correction)
+}
+
 fn expand_reduced(
     grad: &Variable,
     input: &[usize],

@@ -1,5 +1,5 @@
 //! Shape and movement ops that return views: view, reshape, transpose, t, permute,
-//! expand, unsqueeze, squeeze, alias.
+//! expand, unsqueeze, squeeze, alias, and the multi-output views split, chunk, unbind.
 //!
 //! The forward of each op is a `Variable` method that computes through `Tensor` and
 //! records a node holding this family's [`Rule`]; the rule's `apply` is its backward,
@@ -39,6 +39,22 @@ pub(crate) enum Rule {
     Cat(Box<CatInfo>),
     /// `tril` / `triu`.
     Tril { diagonal: i64, upper: bool },
+    /// `split` / `chunk` (SplitBackward0) or `split_with_sizes` (SplitWithSizesBackward0):
+    /// ONE node whose outputs are the pieces (Note [Multi-output nodes]).
+    Split(Box<SplitInfo>),
+    /// `unbind(dim)` of an input of the given shape: one node, one output per slice.
+    Unbind(Box<(Shape, usize)>),
+}
+
+/// What the backward of a split needs: the input's shape, the dim and the pieces' sizes
+/// along it.
+#[derive(Clone, Debug)]
+pub(crate) struct SplitInfo {
+    input: Shape,
+    dim: usize,
+    sizes: Box<[usize]>,
+    /// `split_with_sizes` (named SplitWithSizesBackward0) rather than `split`.
+    with_sizes: bool,
 }
 
 impl Rule {
@@ -59,7 +75,62 @@ impl Rule {
             Rule::Cat(_) => "CatBackward0",
             Rule::Tril { upper: false, .. } => "TrilBackward0",
             Rule::Tril { upper: true, .. } => "TriuBackward0",
+            Rule::Split(info) if info.with_sizes => "SplitWithSizesBackward0",
+            Rule::Split(_) => "SplitBackward0",
+            Rule::Unbind(_) => "UnbindBackward0",
         }
+    }
+
+    /// Whether the rule belongs to a node with several outputs (`apply_multi`).
+    pub(crate) fn is_multi_output(&self) -> bool {
+        matches!(self, Rule::Split(_) | Rule::Unbind(_))
+    }
+
+    /// The backward of a multi-output rule: `grads[i]` is the gradient of output `i`,
+    /// `None` where none reached it, which counts as zeros (PyTorch's undefined
+    /// gradients; Note [Zero gradients]): `cat` / `stack` of the pieces' gradients.
+    pub(crate) fn apply_multi(&self, grads: &[Option<Variable>]) -> Result<Grads> {
+        let dtype = grads
+            .iter()
+            .flatten()
+            .map(Variable::dtype)
+            .next()
+            .ok_or_else(|| {
+                Error::NotImplemented(
+                    "rustgrad internal error: a multi-output node ran without gradients".into(),
+                )
+            })?;
+        let piece = |i: usize, shape: &[usize]| match grads.get(i).cloned().flatten() {
+            Some(g) => g,
+            None => Variable::from_tensor(Tensor::zeros(shape, dtype)),
+        };
+        Ok(match self {
+            Rule::Split(info) => {
+                let mut shape = info.input.to_vec();
+                let pieces: Vec<Variable> = info
+                    .sizes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &size)| {
+                        shape[info.dim] = size;
+                        piece(i, &shape)
+                    })
+                    .collect();
+                smallvec![Some(Variable::cat(&pieces, info.dim as i64)?)]
+            }
+            Rule::Unbind(unbind) => {
+                let (input, dim) = &**unbind;
+                let mut shape = input.to_vec();
+                shape.remove(*dim);
+                let pieces: Vec<Variable> = (0..input[*dim]).map(|i| piece(i, &shape)).collect();
+                smallvec![Some(Variable::stack(&pieces, *dim as i64)?)]
+            }
+            _ => {
+                return Err(Error::NotImplemented(
+                    "rustgrad internal error: apply_multi of a single-output rule".into(),
+                ))
+            }
+        })
     }
 
     /// The gradients of the inputs given `grad`, the gradient of the output; `needs[i]`
@@ -117,6 +188,7 @@ impl Rule {
                 grads
             }
             Rule::Tril { diagonal, upper } => smallvec![Some(g.tril_triu(*diagonal, *upper)?)],
+            Rule::Split(_) | Rule::Unbind(_) => return self.apply_multi(&[Some(g.clone())]),
         })
     }
 }
@@ -427,7 +499,7 @@ impl Variable {
         let sizes: Vec<i64> = (0..count)
             .map(|i| split_size.min(n - i * split_size))
             .collect();
-        self.split_with_sizes(&sizes, dim)
+        self.split_pieces(&sizes, d, false)
     }
 
     /// Splits into pieces of the given sizes along `dim` (they must sum to its size).
@@ -449,15 +521,33 @@ impl Variable {
                 "split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {d}), but got split_sizes={sizes:?}"
             )));
         }
+        self.split_pieces(sizes, d, true)
+    }
+
+    /// The pieces of `sizes` (checked to sum to the size of `dim`) as views recorded by
+    /// one node: SplitWithSizesBackward0 if `with_sizes`, else SplitBackward0.
+    fn split_pieces(&self, sizes: &[i64], dim: usize, with_sizes: bool) -> Result<Vec<Variable>> {
+        let mut pieces = Vec::new();
+        pieces
+            .try_reserve_exact(sizes.len())
+            .map_err(|_| Error::OutOfMemory {
+                bytes: sizes.len().saturating_mul(std::mem::size_of::<Variable>()),
+            })?;
+        let tensor = self.tensor();
         let mut start = 0;
-        sizes
-            .iter()
-            .map(|&s| {
-                let piece = self.slice(d as i64, Some(start), Some(start + s), 1);
-                start += s;
-                piece
-            })
-            .collect()
+        for &s in sizes {
+            pieces.push(tensor.slice(dim as i64, Some(start), Some(start + s), 1)?);
+            start += s;
+        }
+        drop(tensor);
+        Ok(self.record_multi_view(pieces, || {
+            Rule::Split(Box::new(SplitInfo {
+                input: shape_of(self),
+                dim,
+                sizes: sizes.iter().map(|&s| s as usize).collect(),
+                with_sizes,
+            }))
+        }))
     }
 
     /// Splits into `chunks` pieces of equal size along `dim` (the last may be smaller;
@@ -481,17 +571,15 @@ impl Variable {
             (n + chunks - 1) / chunks
         };
         if size == 0 {
-            // PyTorch: an empty dim gives `chunks` empty pieces.
-            let mut pieces = Vec::new();
-            pieces
+            // PyTorch: an empty dim gives `chunks` empty pieces, by split_with_sizes.
+            let mut sizes = Vec::new();
+            sizes
                 .try_reserve_exact(chunks as usize)
                 .map_err(|_| Error::OutOfMemory {
-                    bytes: (chunks as usize).saturating_mul(std::mem::size_of::<Variable>()),
+                    bytes: (chunks as usize).saturating_mul(std::mem::size_of::<i64>()),
                 })?;
-            for _ in 0..chunks {
-                pieces.push(self.slice(d as i64, Some(0), Some(0), 1)?);
-            }
-            return Ok(pieces);
+            sizes.resize(chunks as usize, 0);
+            return self.split_pieces(&sizes, d, true);
         }
         self.split(size, dim)
     }
@@ -499,9 +587,12 @@ impl Variable {
     /// The slices along `dim`, with the dim removed (views).
     pub fn unbind(&self, dim: i64) -> Result<Vec<Variable>> {
         let d = shape::wrap_dim_strict(dim, self.dim())?;
-        (0..self.shape()[d])
-            .map(|i| self.select(d as i64, i as i64))
-            .collect()
+        let tensor = self.tensor();
+        let slices = (0..self.shape()[d])
+            .map(|i| tensor.select(d as i64, i as i64))
+            .collect::<Result<Vec<Tensor>>>()?;
+        drop(tensor);
+        Ok(self.record_multi_view(slices, || Rule::Unbind(Box::new((shape_of(self), d)))))
     }
 
     /// `length` elements of `dim` from `start` (a view).

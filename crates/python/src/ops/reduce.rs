@@ -336,6 +336,30 @@ impl PyTensor {
         Self::run(py, &self.var, |v| v.std(dims.as_deref(), c, keepdim))
     }
 
+    /// `(var, mean)`, or `(std, mean)` when `std`, over `dim`: the two outputs of one
+    /// VarMeanBackward0 / StdMeanBackward0 node (`rustgrad.var_mean` / `std_mean`).
+    #[pyo3(signature = (dim = None, unbiased = None, keepdim = false, *, correction = None, std = false))]
+    fn _var_mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<&Bound<'_, PyAny>>,
+        std: bool,
+    ) -> PyResult<Py<PyTuple>> {
+        let (dims, c) = correction_of(if std { "std" } else { "var" }, dim, unbiased, correction)?;
+        let (a, b) = maybe_detach(py, self.var.numel(), || {
+            if std {
+                self.var.std_mean(dims.as_deref(), c, keepdim)
+            } else {
+                self.var.var_mean(dims.as_deref(), c, keepdim)
+            }
+        })
+        .py()?;
+        Ok(PyTuple::new(py, [new_tensor(py, a)?, new_tensor(py, b)?])?.unbind())
+    }
+
     /// Running sums along `dim`.
     #[pyo3(signature = (dim, *, dtype = None))]
     fn cumsum(
