@@ -120,6 +120,8 @@ ARGS: dict[str, Args] = {
         ]
     },
     "clamp": lambda t, a: (0, 1),
+    "clamp_min": lambda t, a: (2,),
+    "clamp_max": lambda t, a: (2,),
     # three operands (ops/ternary.rs)
     "clip": lambda t, a: (0, 1),
     "lerp": lambda t, a: (t.ones(2, 3, dtype=a.dtype), 0.5),
@@ -187,6 +189,10 @@ ARGS: dict[str, Args] = {
     "take": lambda t, a: (t.tensor([0, 5]),),
     "index_put": lambda t, a: ((t.tensor([0, 1]),), t.ones(2, 3, dtype=a.dtype)),
     "as_strided": lambda t, a: ((2, 2), (1, 2)),
+    "index_copy": lambda t, a: (1, t.tensor([0, 2]), t.ones(2, 2, dtype=a.dtype)),
+    "masked_scatter": lambda t, a: (t.tensor([True, False, True]), t.ones(4, dtype=a.dtype)),
+    "put": lambda t, a: (t.tensor([0, 5]), t.ones(2, dtype=a.dtype)),
+    "fill_diagonal": lambda t, a: (1,),
     # index
     "__getitem__": lambda t, a: ((0, slice(1, None)),),
     "__setitem__": lambda t, a: (0, 1),

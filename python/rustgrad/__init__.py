@@ -417,3 +417,9 @@ __all__ += ["bernoulli", "multinomial", "normal", "randint_like"]
 from ._rustgrad import from_dlpack  # noqa: E402
 
 __all__ += ["from_dlpack"]
+
+# Alias methods and function forms of existing methods (python/rustgrad/_forms.py).
+from . import _forms  # noqa: E402
+from ._forms import *  # noqa: E402,F403
+
+__all__ += _forms.__all__

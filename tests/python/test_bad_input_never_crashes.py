@@ -1086,6 +1086,89 @@ CASES.update(
 )
 
 
+# In-place forms, aliases and function forms (tests/python/test_ops_forms.py).
+CASES.update(
+    {
+        "eq__shape_mismatch": (
+            lambda: torch.ones(3).eq_(torch.ones(2, 3)),
+            RT,
+            "doesn't match the broadcast shape",
+        ),
+        "pow__float_into_int": (
+            lambda: torch.arange(3).pow_(2.5),
+            RT,
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        "exp__int": (
+            lambda: torch.arange(3).exp_(),
+            RT,
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        "cumsum__bad_dim": (lambda: torch.ones(3).cumsum_(2), IE, "Dimension out of range"),
+        "cumprod__bad_dtype": (
+            lambda: torch.ones(3).cumprod_(0, dtype="float"),
+            TE,
+            "dtype",
+        ),
+        "clamp_min_none": (
+            lambda: torch.ones(3).clamp_min(None),
+            TE,
+            "received an invalid combination of arguments",
+        ),
+        "lt__string": (
+            lambda: torch.ones(3).lt_("a"),
+            TE,
+            "received an invalid combination of arguments",
+        ),
+        "sqrt__leaf": (
+            lambda: torch.ones(2, requires_grad=True).sqrt_(),
+            RT,
+            "a leaf Variable that requires grad is being used in an in-place operation.",
+        ),
+        "neg__expanded": (
+            lambda: torch.ones(1).expand(3).neg_(),
+            RT,
+            "unsupported operation: more than one element of the written-to tensor",
+        ),
+        "index_copy_out_of_bounds": (
+            lambda: torch.zeros(3, 4).index_copy(0, torch.tensor([0, 5]), torch.ones(2, 4)),
+            IE,
+            "index 5 is out of bounds for dimension 0 with size 3",
+        ),
+        "index_copy_slice_shapes": (
+            lambda: torch.zeros(3, 4).index_copy_(1, torch.tensor([0]), torch.ones(2, 1)),
+            RT,
+            "Source/destination tensor must have same slice shapes",
+        ),
+        "masked_scatter_short_source": (
+            lambda: torch.zeros(2, 2).masked_scatter_(torch.ones(2, 2).bool(), torch.ones(3)),
+            RT,
+            "Number of elements of source < number of ones in mask",
+        ),
+        "put_out_of_range": (
+            lambda: torch.zeros(2, 2).put_(torch.tensor([-5]), torch.ones(1)),
+            IE,
+            "out of range: tried to access index -5 on a tensor of 4 elements.",
+        ),
+        "put_numel_mismatch": (
+            lambda: torch.zeros(2, 2).put(torch.tensor([0]), torch.ones(2)),
+            IE,
+            "Expected source and index to have the same number of elements",
+        ),
+        "fill_diagonal_1d": (
+            lambda: torch.zeros(3).fill_diagonal_(1.0),
+            RT,
+            "dimensions must larger than 1",
+        ),
+        "sign_function_not_tensor": (
+            lambda: torch.sign([1.0]),
+            TE,
+            "sign(): argument 'input' (position 1) must be Tensor, not list",
+        ),
+    }
+)
+
+
 def _nested(depth):
     """``[[...[1]...]]`` with ``depth`` lists."""
     data = 1

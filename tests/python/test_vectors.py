@@ -34,6 +34,7 @@ MIN_CASES = {
     "linalg_ops": 25,
     "coverage_ops": 50,
     "extra_ops": 20,
+    "forms_ops": 70,
 }
 
 TOLERANCES = {
@@ -294,7 +295,47 @@ EXTRA_OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     ),
 }
 
+
+def _in_place(method: str) -> Callable[[list[Any], dict[str, Any]], Any]:
+    """forms_ops.json: ``y = x.clone()``, the method on ``y`` or ``y[region]``; ``y``."""
+
+    def run(xs: list[Any], kw: dict[str, Any]) -> Any:
+        y = xs[0].clone()
+        target = y[_slice_index(kw["region"])] if "region" in kw else y
+        assert getattr(target, method)(*xs[1:], *kw.get("args", [])) is target
+        return y
+
+    return run
+
+
+FORMS_IN_PLACE = [
+    *("abs_ absolute_ neg_ negative_ exp_ log_ sqrt_ sigmoid_ tanh_ sign_ pow_".split()),
+    *("eq_ ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equal_ not_equal_".split()),
+    *("cumsum_ cumprod_ clamp_min_ clamp_max_ multiply_ subtract_".split()),
+]
+FORMS_OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
+    **{op: _in_place(op) for op in FORMS_IN_PLACE},
+    "clamp_min": lambda xs, kw: rustgrad.clamp_min(xs[0], *kw["args"]),
+    "clamp_max": lambda xs, kw: xs[0].clamp_max(*kw["args"]),
+    "index_copy": lambda xs, kw: rustgrad.index_copy(xs[0], kw["dim"], _kt(kw["index"]), xs[1]),
+    "index_copy_": lambda xs, kw: _cloned(xs, "index_copy_", kw["dim"], _kt(kw["index"]), xs[1]),
+    "masked_scatter": lambda xs, kw: xs[0].masked_scatter(_kt(kw["mask"]), xs[1]),
+    "masked_scatter_": lambda xs, kw: _cloned(xs, "masked_scatter_", _kt(kw["mask"]), xs[1]),
+    "put": lambda xs, kw: rustgrad.put(xs[0], _kt(kw["index"]), xs[1], kw["accumulate"]),
+    "put_": lambda xs, kw: _cloned(xs, "put_", _kt(kw["index"]), xs[1], kw["accumulate"]),
+    "fill_diagonal_": lambda xs, kw: _cloned(xs, "fill_diagonal_", kw["value"], wrap=kw["wrap"]),
+}
+
+
+def _cloned(xs: list[Any], method: str, *args: Any, **kwargs: Any) -> Any:
+    """``y = x.clone()``; ``y.<method>(...)`` returns ``y``; the result is ``y``."""
+    y = xs[0].clone()
+    assert getattr(y, method)(*args, **kwargs) is y
+    return y
+
+
 OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
+    **FORMS_OPS,
     **{op: _method(op) for op in EW_UNARY + EW_BINARY},
     **{op: _activation(op) for op in EW_ACTIVATIONS},
     "fmod_scalar": lambda xs, kw: xs[0].fmod(kw["other"]),
@@ -545,6 +586,7 @@ REQUIRED_OPS = {
     "linalg_ops": set(LINALG_OPS),
     "coverage_ops": set(COVERAGE_OPS),
     "extra_ops": set(EXTRA_OPS),
+    "forms_ops": set(FORMS_OPS),
 }
 
 

@@ -297,6 +297,8 @@ def reduce_dim(dims: list[int]) -> Any:
 
 
 def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> Any:
+    if op in FORMS_OPS:
+        return FORMS_OPS[op](xs, kwargs)
     if op in ELEMENTWISE_OPS:
         return ELEMENTWISE_OPS[op](xs, kwargs)
     if op in UNARY_OPS:
@@ -1851,6 +1853,163 @@ def extra_ops_cases() -> list[dict[str, Any]]:
     ]
 
 
+# ------------------------------------------------------------- forms_ops.json
+# In-place forms, aliases and the ops added with them (README: "Forms").
+
+
+def _in_place(method: str) -> Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]:
+    """``y = x.clone()``; ``y.<method>(*others, *args)`` on ``y`` or on the view
+    ``y[region]``; the result is ``y``."""
+
+    def run(xs: list[torch.Tensor], kw: dict[str, Any]) -> torch.Tensor:
+        y = xs[0].clone()
+        target = y[slice_index(kw["region"])] if "region" in kw else y
+        getattr(target, method)(*xs[1:], *kw.get("args", []))
+        return y
+
+    return run
+
+
+FORMS_IN_PLACE = [
+    *("abs_ absolute_ neg_ negative_ exp_ log_ sqrt_ sigmoid_ tanh_ sign_ pow_".split()),
+    *("eq_ ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equal_ not_equal_".split()),
+    *("cumsum_ cumprod_ clamp_min_ clamp_max_ multiply_ subtract_".split()),
+]
+FORMS_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]] = {
+    **{op: _in_place(op) for op in FORMS_IN_PLACE},
+    "clamp_min": lambda xs, kw: xs[0].clamp_min(*kw["args"]),
+    "clamp_max": lambda xs, kw: xs[0].clamp_max(*kw["args"]),
+    "index_copy": lambda xs, kw: xs[0].index_copy(kw["dim"], kt(kw["index"]), xs[1]),
+    "index_copy_": lambda xs, kw: _cloned(xs, "index_copy_", kw["dim"], kt(kw["index"]), xs[1]),
+    "masked_scatter": lambda xs, kw: xs[0].masked_scatter(kt(kw["mask"]), xs[1]),
+    "masked_scatter_": lambda xs, kw: _cloned(xs, "masked_scatter_", kt(kw["mask"]), xs[1]),
+    "put": lambda xs, kw: xs[0].put(kt(kw["index"]), xs[1], accumulate=kw["accumulate"]),
+    "put_": lambda xs, kw: _cloned(xs, "put_", kt(kw["index"]), xs[1], kw["accumulate"]),
+    "fill_diagonal_": lambda xs, kw: _cloned(xs, "fill_diagonal_", kw["value"], kw["wrap"]),
+}
+
+
+def _cloned(xs: list[torch.Tensor], method: str, *args: Any) -> torch.Tensor:
+    """``y = x.clone(); y.<method>(*args)``; the result is ``y``."""
+    y = xs[0].clone()
+    getattr(y, method)(*args)
+    return y
+
+
+def forms_ops_cases() -> list[dict[str, Any]]:
+    def c(name: str, op: str, specs: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        return make_case("forms_" + name, op, specs, kwargs)
+
+    region = slice_(1, 1, 3)  # y[:, 1:3], a non-contiguous view written in place
+    t01 = transpose(0, 1)
+    dist = {"log_": "positive", "sqrt_": "positive", "abs_": "nonzero", "absolute_": "nonzero"}
+    cases = []
+    for op in "abs_ absolute_ neg_ negative_ exp_ log_ sqrt_ sigmoid_ tanh_ sign_".split():
+        d = dist.get(op, "normal")
+        cases += [
+            c(f"{op}", op, [inp([2, 3], d)]),
+            c(f"{op}_region", op, [inp([2, 4], d)], region=region),
+            c(f"{op}_transposed_f32", op, [f32(inp([3, 2], d, view=t01))]),
+        ]
+    cases += [
+        c("pow__int", "pow_", [inp([2, 3])], args=[2]),
+        c("pow__float_region", "pow_", [inp([2, 4], "positive")], args=[1.5], region=region),
+        c("pow__tensor", "pow_", [inp([2, 3], "positive"), inp([3])]),
+        c("pow__tensor_f32", "pow_", [f32(inp([3, 2], "positive", view=t01)), f32(inp([2, 1]))]),
+        c("pow__tensor_nograd_base", "pow_", [inp([3], "positive", requires_grad=False), inp([3])]),
+    ]
+    for op in FORMS_IN_PLACE[11:22]:  # the comparisons
+        cases += [
+            c(f"{op}_scalar", op, [inp([2, 3], "ties")], args=[0.5]),
+            c(f"{op}_tensor", op, [inp([2, 3], "ties"), inp([3], "ties")]),
+        ]
+    cases += [
+        c("eq__region_f32", "eq_", [f32(inp([2, 4], "ties"))], args=[0.0], region=region),
+        c("lt__int", "lt_", [inp([2, 3], "int", requires_grad=False, dtype="int64")], args=[1]),
+        c("cumsum_", "cumsum_", [inp([2, 3])], args=[1]),
+        c("cumsum__neg_dim_region", "cumsum_", [inp([3, 4])], args=[-1], region=region),
+        c("cumsum__f32_transposed", "cumsum_", [f32(inp([3, 2], view=t01))], args=[0]),
+        c("cumprod_", "cumprod_", [inp([2, 3])], args=[-1]),
+        c("cumprod__zeros", "cumprod_", [inp([2, 4], "zeros")], args=[1]),
+        c("cumprod__region_f32", "cumprod_", [f32(inp([3, 4]))], args=[0], region=region),
+        c("clamp_min_", "clamp_min_", [inp([2, 3], "wide")], args=[0.5]),
+        c("clamp_min__region", "clamp_min_", [inp([2, 4], "wide")], args=[-1.5], region=region),
+        c("clamp_max_", "clamp_max_", [f32(inp([2, 3], "wide"))], args=[0.5]),
+        c("clamp_max__int", "clamp_max_", [inp([4], "int", False, dtype="int64")], args=[1]),
+        c("clamp_min", "clamp_min", [inp([2, 3], "wide", view=None)], args=[0.5]),
+        c("clamp_min_f32_transposed", "clamp_min", [f32(inp([3, 2], "wide", view=t01))], args=[1]),
+        c("clamp_max", "clamp_max", [inp([2, 3], "wide")], args=[-0.5]),
+        c("multiply_", "multiply_", [inp([2, 3]), inp([3])]),
+        c("multiply__scalar_region", "multiply_", [inp([2, 4])], args=[2.5], region=region),
+        c("subtract_", "subtract_", [inp([2, 3]), inp([2, 1])]),
+        c("subtract__f32_transposed", "subtract_", [f32(inp([3, 2], view=t01)), f32(inp([3]))]),
+    ]
+    i = itensor
+    cases += [
+        c("index_copy_dim0", "index_copy", [inp([4, 3]), inp([2, 3])], dim=0, index=i([3, 0])),
+        c(
+            "index_copy_neg_dim_transposed_f32",
+            "index_copy",
+            [f32(inp([3, 4], view=t01)), f32(inp([4, 2]))],
+            dim=-1,
+            index=i([2, 0]),
+        ),
+        c("index_copy_repeated", "index_copy", [inp([3, 2]), inp([2, 2])], dim=0, index=i([1, 1])),
+        c("index_copy_in_place", "index_copy_", [inp([4, 3]), inp([4, 2])], dim=1, index=i([2, 0])),
+        c(
+            "index_copy_int",
+            "index_copy",
+            [inp([3], "int", False, dtype="int64"), inp([1], "int", False, dtype="int64")],
+            dim=0,
+            index=i([2]),
+        ),
+        c(
+            "masked_scatter",
+            "masked_scatter",
+            [inp([2, 3]), inp([7])],
+            mask=i([[True, False, True], [False, True, True]], "bool"),
+        ),
+        c(
+            "masked_scatter_broadcast_mask_f32",
+            "masked_scatter",
+            [f32(inp([2, 3])), f32(inp([2, 3]))],
+            mask=i([True, False, True], "bool"),
+        ),
+        c(
+            "masked_scatter_in_place_transposed",
+            "masked_scatter_",
+            [inp([3, 2], view=t01), inp([3, 2])],
+            mask=i([[False, True, True], [True, False, False]], "bool"),
+        ),
+        c("put", "put", [inp([2, 3]), inp([3])], index=i([5, 0, -2]), accumulate=False),
+        c(
+            "put_accumulate",
+            "put",
+            [inp([2, 3]), inp([2, 2])],
+            index=i([[1, 1], [0, 4]]),
+            accumulate=True,
+        ),
+        c(
+            "put_in_place_f32_transposed",
+            "put_",
+            [f32(inp([3, 2], view=t01)), f32(inp([2]))],
+            index=i([1, 3]),
+            accumulate=False,
+        ),
+        c("fill_diagonal_", "fill_diagonal_", [inp([3, 4])], value=2.5, wrap=False),
+        c("fill_diagonal_wrap", "fill_diagonal_", [inp([7, 2])], value=-1.0, wrap=True),
+        c(
+            "fill_diagonal_tall_no_wrap_f32",
+            "fill_diagonal_",
+            [f32(inp([5, 2]))],
+            value=0.5,
+            wrap=False,
+        ),
+        c("fill_diagonal_cube", "fill_diagonal_", [inp([3, 3, 3])], value=1.0, wrap=False),
+    ]
+    return cases
+
+
 GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "unary": unary_cases,
     "binary": binary_cases,
@@ -1865,6 +2024,7 @@ GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "linalg_ops": linalg_ops_cases,
     "coverage_ops": coverage_ops_cases,
     "extra_ops": extra_ops_cases,
+    "forms_ops": forms_ops_cases,
 }
 
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-const FILES: [&str; 13] = [
+const FILES: [&str; 14] = [
     "unary.json",
     "binary.json",
     "compare.json",
@@ -24,6 +24,7 @@ const FILES: [&str; 13] = [
     "linalg_ops.json",
     "coverage_ops.json",
     "extra_ops.json",
+    "forms_ops.json",
 ];
 
 fn vectors_dir() -> PathBuf {
@@ -341,6 +342,9 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
             .ok_or_else(|| format!("op {op} needs at least {} inputs", i + 1))
     };
     let x = arg(0)?;
+    if let Some(r) = run_forms_op(op, kwargs, args)? {
+        return engine(&format!("op {op}"), r);
+    }
     if let Some(r) = run_elementwise_op(op, kwargs, args)? {
         return engine(&format!("op {op}"), r);
     }
@@ -498,6 +502,142 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
         },
     };
     engine(&format!("op {op}"), r)
+}
+
+/// The ops of forms_ops.json (in-place forms, run on a clone of `x` or on a region of
+/// it, and clamp_min / clamp_max); `None` for other ops.
+fn run_forms_op(
+    op: &str,
+    kwargs: &Map<String, Value>,
+    args: &[Variable],
+) -> CaseResult<Option<rustgrad::Result<Variable>>> {
+    let x = &args[0];
+    let list = kwargs.get("args").and_then(Value::as_array);
+    let first = || -> CaseResult<Scalar> {
+        scalar_arg(list.and_then(|l| l.first()).ok_or("missing args[0]")?)
+    };
+    let int_first = || -> CaseResult<i64> {
+        as_i64(
+            list.and_then(|l| l.first()).ok_or("missing args[0]")?,
+            "dim",
+        )
+    };
+    let kt = |key: &str| -> CaseResult<Tensor> {
+        build_tensor(
+            kwargs
+                .get(key)
+                .ok_or_else(|| format!("missing kwarg {key:?}"))?,
+        )
+    };
+    let int_kw = |key: &str| -> CaseResult<i64> {
+        as_i64(
+            kwargs
+                .get(key)
+                .ok_or_else(|| format!("missing kwarg {key:?}"))?,
+            key,
+        )
+    };
+    let accumulate = kwargs
+        .get("accumulate")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let source = || args.get(1).ok_or_else(|| format!("op {op} needs 2 inputs"));
+    // The index ops: out of place, or in place on a clone of `x`.
+    let indexed = |v: &Variable, in_place: bool| -> CaseResult<rustgrad::Result<()>> {
+        Ok(match op.trim_end_matches('_') {
+            "index_copy" if in_place => v.index_copy_(int_kw("dim")?, &kt("index")?, source()?),
+            "masked_scatter" if in_place => v.masked_scatter_(&kt("mask")?, source()?),
+            "put" if in_place => v.put_(&kt("index")?, source()?, accumulate),
+            "fill_diagonal" => {
+                let value = kwargs.get("value").and_then(Value::as_f64).unwrap_or(0.0);
+                let wrap = kwargs.get("wrap").and_then(Value::as_bool).unwrap_or(false);
+                v.fill_diagonal_(Scalar::Float(value), wrap)
+            }
+            _ => return Err(format!("unknown op {op:?}")),
+        })
+    };
+    match op {
+        "index_copy" => return Ok(Some(x.index_copy(int_kw("dim")?, &kt("index")?, source()?))),
+        "masked_scatter" => return Ok(Some(x.masked_scatter(&kt("mask")?, source()?))),
+        "put" => return Ok(Some(x.put(&kt("index")?, source()?, accumulate))),
+        "index_copy_" | "masked_scatter_" | "put_" | "fill_diagonal_" => {
+            let y = engine("clone", x.clone_preserving_strides())?;
+            return Ok(Some(indexed(&y, true)?.map(|()| y)));
+        }
+        "clamp_min" => return Ok(Some(x.clamp_min(first()?))),
+        "clamp_max" => return Ok(Some(x.clamp_max(first()?))),
+        _ if !op.ends_with('_') => return Ok(None),
+        _ => {}
+    }
+    let y = engine("clone", x.clone_preserving_strides())?;
+    let target = match kwargs.get("region") {
+        Some(r) => engine(
+            "region",
+            y.slice(
+                as_i64(field(r, "dim")?, "dim")?,
+                as_opt_i64(field(r, "start")?, "start")?,
+                as_opt_i64(field(r, "end")?, "end")?,
+                as_i64(field(r, "step")?, "step")?,
+            ),
+        )?,
+        None => y.clone(),
+    };
+    let t = &target;
+    // The second operand: a tensor input, else the number in args.
+    let other = || -> CaseResult<Option<Variable>> { Ok(args.get(1).cloned()) };
+    let cmp = match op {
+        "eq_" => Some(CmpOp::Eq),
+        "ne_" | "not_equal_" => Some(CmpOp::Ne),
+        "lt_" | "less_" => Some(CmpOp::Lt),
+        "le_" | "less_equal_" => Some(CmpOp::Le),
+        "gt_" | "greater_" => Some(CmpOp::Gt),
+        "ge_" | "greater_equal_" => Some(CmpOp::Ge),
+        _ => None,
+    };
+    let r = if let Some(cmp) = cmp {
+        match other()? {
+            Some(o) => t.compare_(&o, cmp),
+            None => t.compare_scalar_(first()?, cmp),
+        }
+    } else {
+        match op {
+            "abs_" | "absolute_" => t.abs_(),
+            "neg_" | "negative_" => t.neg_(),
+            "exp_" => t.exp_(),
+            "log_" => t.log_(),
+            "sqrt_" => t.sqrt_(),
+            "sigmoid_" => t.sigmoid_(),
+            "tanh_" => t.tanh_(),
+            "sign_" => t.sign_(),
+            "pow_" => match other()? {
+                Some(e) => t.pow_(&e),
+                None => t.pow_scalar_(first()?),
+            },
+            "cumsum_" => {
+                let dim = int_first()?;
+                t.unary_(|s| s.cumsum(dim))
+            }
+            "cumprod_" => {
+                let dim = int_first()?;
+                t.unary_(|s| s.cumprod(dim))
+            }
+            "clamp_min_" => t.clamp_min_(first()?),
+            "clamp_max_" => t.clamp_max_(first()?),
+            "multiply_" | "subtract_" => {
+                let o = match other()? {
+                    Some(o) => o,
+                    None => t.wrap_scalar(first()?),
+                };
+                if op == "multiply_" {
+                    t.mul_(&o)
+                } else {
+                    t.sub_(&o)
+                }
+            }
+            _ => return Ok(None),
+        }
+    };
+    Ok(Some(r.map(|()| y)))
 }
 
 /// The ops of reduce_ops.json: the output, and the indices of the ops that return
@@ -1175,6 +1315,11 @@ fn coverage_ops_vectors() {
 #[test]
 fn extra_ops_vectors() {
     check_file("extra_ops.json");
+}
+
+#[test]
+fn forms_ops_vectors() {
+    check_file("forms_ops.json");
 }
 
 /// Every vector file is read by a test above, and together they hold enough cases.

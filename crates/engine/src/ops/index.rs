@@ -11,7 +11,7 @@ use crate::kernels;
 use crate::layout::Layout;
 use crate::shape::{self, Dims};
 use crate::storage::WriteSite;
-use crate::tensor::Tensor;
+use crate::tensor::{Scalar, Tensor};
 use crate::variable::SavedTensor;
 use crate::variable::Variable;
 use smallvec::smallvec;
@@ -61,6 +61,9 @@ fn scattered_name(name: Scattered) -> &'static str {
         Scattered::MaskedFill => "MaskedFillBackward0",
         Scattered::MaskedFillTensor => "MaskedFillBackward1",
         Scattered::DiagEmbed => "DiagEmbedBackward0",
+        Scattered::IndexCopy => "IndexCopyBackward0",
+        Scattered::MaskedScatter => "MaskedScatterBackward0",
+        Scattered::Put => "PutBackward0",
     }
 }
 
@@ -400,6 +403,12 @@ pub(crate) enum Scattered {
     MaskedFill,
     MaskedFillTensor,
     DiagEmbed,
+    /// `index_copy(dim, index, source)`.
+    IndexCopy,
+    /// `masked_scatter(mask, source)`.
+    MaskedScatter,
+    /// `put(index, source, accumulate)`.
+    Put,
 }
 
 /// A scatter: `self` with the values of `src` written (or added) at `map`'s positions.
@@ -1095,6 +1104,238 @@ impl Variable {
     pub fn index(&self, indices: &[Option<Tensor>]) -> Result<Variable> {
         let map = self.advanced_map(indices)?;
         self.take_map(map, Taken::Index)
+    }
+
+    /// `self` with the slices of `source` along `dim` copied to the places `index`
+    /// (0-d or 1-d int64) names (PyTorch's `index_copy`; a repeated index keeps the
+    /// last slice). Gradients: `self` gets `grad` with the copied slices zeroed,
+    /// `source` the slices of `grad` at `index` (IndexCopyBackward0).
+    pub fn index_copy(&self, dim: i64, index: &Tensor, source: &Variable) -> Result<Variable> {
+        let map = self.index_copy_map(dim, index, source)?;
+        self.scatter_map(source, map, None, false, Scattered::IndexCopy)
+    }
+
+    /// [`Variable::index_copy`] in place.
+    #[track_caller]
+    pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Variable) -> Result<()> {
+        let map = self.index_copy_map(dim, index, source)?;
+        self.in_place(Some(source), WriteSite::Rust(Location::caller()), |s| {
+            s.scatter_map(source, map, None, false, Scattered::IndexCopy)
+        })
+    }
+
+    /// The positions in `self` of each element of `source` for `index_copy`, with
+    /// PyTorch's checks (all before any memory is touched).
+    fn index_copy_map(&self, dim: i64, index: &Tensor, source: &Variable) -> Result<Arc<IndexMap>> {
+        let d = shape::wrap_dim(dim, self.dim())?;
+        if index.dtype() != DType::I64 {
+            return Err(Error::InvalidArgument(format!(
+                "index_copy_(): Expected a long tensor for index, but got {}",
+                index.dtype().scalar_type_name()
+            )));
+        }
+        if index.dim() > 1 {
+            return Err(Error::Index(format!(
+                "index_copy_(): Index should have dimension 1 or 0 (got {})",
+                index.dim()
+            )));
+        }
+        if source.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument(format!(
+                "index_copy_(): self and source expected to have the same dtype, but got (self) {} and (source) {}",
+                self.dtype().scalar_type_name(),
+                source.dtype().scalar_type_name()
+            )));
+        }
+        let values = index.try_to_vec::<i64>()?;
+        let this = at_least_1d(&self.shape());
+        let sshape = at_least_1d(&source.shape());
+        let slice_matches =
+            sshape.len() == this.len() && (0..this.len()).all(|k| k == d || this[k] == sshape[k]);
+        if !slice_matches {
+            let k = (0..this.len().min(sshape.len()))
+                .find(|&k| k != d && this[k] != sshape[k])
+                .unwrap_or(d);
+            return Err(Error::InvalidArgument(format!(
+                "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: {} at dimension {k} and source slice shape: {} at dimension {k}.",
+                this.get(k).copied().unwrap_or(0),
+                sshape.get(k).copied().unwrap_or(0)
+            )));
+        }
+        if sshape[d] != values.len() {
+            return Err(Error::Index(format!(
+                "index_copy_(): Number of indices ({}) should be equal to source.size(dim) ({})",
+                values.len(),
+                sshape[d]
+            )));
+        }
+        let size = this[d];
+        let table = values
+            .iter()
+            .map(|&v| {
+                // PyTorch's index_copy does not wrap negative indices.
+                if v < 0 || v >= size as i64 {
+                    Err(Error::Index(format!(
+                        "index_copy_(): index {v} is out of bounds for dimension {d} with size {size}"
+                    )))
+                } else {
+                    Ok(v as usize)
+                }
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let tables: Vec<Vec<usize>> = this
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| {
+                if k == d {
+                    table.clone()
+                } else {
+                    (0..n).collect()
+                }
+            })
+            .collect();
+        let m = IndexMap::separable(&this, &tables)?;
+        IndexMap::new(self.shape(), source.shape(), m.positions.clone())
+    }
+
+    /// `self` with the elements where the bool `mask` (broadcast to `self`) is true
+    /// replaced, in row-major order, by the first elements of `source` (PyTorch's
+    /// `masked_scatter`). Gradients: `self` gets `grad` where the mask is false,
+    /// `source` the masked elements of `grad` in its first places and zeros after
+    /// (MaskedScatterBackward0).
+    pub fn masked_scatter(&self, mask: &Tensor, source: &Variable) -> Result<Variable> {
+        let (map, src_map) = self.masked_scatter_maps(mask, source)?;
+        self.scatter_map(source, map, Some(src_map), false, Scattered::MaskedScatter)
+    }
+
+    /// [`Variable::masked_scatter`] in place.
+    #[track_caller]
+    pub fn masked_scatter_(&self, mask: &Tensor, source: &Variable) -> Result<()> {
+        let (map, src_map) = self.masked_scatter_maps(mask, source)?;
+        self.in_place(Some(source), WriteSite::Rust(Location::caller()), |s| {
+            s.scatter_map(source, map, Some(src_map), false, Scattered::MaskedScatter)
+        })
+    }
+
+    fn masked_scatter_maps(
+        &self,
+        mask: &Tensor,
+        source: &Variable,
+    ) -> Result<(Arc<IndexMap>, Arc<IndexMap>)> {
+        bool_mask(mask, "masked_scatter_")?;
+        if source.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument(format!(
+                "masked_scatter: expected self and source to have same dtypes but got{} and {}",
+                self.dtype().scalar_type_name(),
+                source.dtype().scalar_type_name()
+            )));
+        }
+        let shape = self.shape();
+        let m: Vec<bool> = mask.broadcast_to(&shape)?.try_to_vec()?;
+        let positions: Vec<usize> = (0..m.len()).filter(|&i| m[i]).collect();
+        let k = positions.len();
+        if source.numel() < k {
+            return Err(Error::InvalidArgument(
+                "Number of elements of source < number of ones in mask".into(),
+            ));
+        }
+        let map = IndexMap::new(shape, smallvec![k], positions)?;
+        let src_map = IndexMap::new(source.shape(), smallvec![k], (0..k).collect())?;
+        Ok((map, src_map))
+    }
+
+    /// `self` with `source`'s elements written (`accumulate`: added) at the flat
+    /// positions `index` (negative count from the end), PyTorch's `put`. Gradients:
+    /// `self` gets `grad` (with the written places zeroed unless accumulating),
+    /// `source` `grad.take(index)` (PutBackward0).
+    pub fn put(&self, index: &Tensor, source: &Variable, accumulate: bool) -> Result<Variable> {
+        let map = self.put_positions(index, source)?;
+        self.scatter_map(source, map, None, accumulate, Scattered::Put)
+    }
+
+    /// [`Variable::put`] in place (PyTorch's `put_`).
+    #[track_caller]
+    pub fn put_(&self, index: &Tensor, source: &Variable, accumulate: bool) -> Result<()> {
+        let map = self.put_positions(index, source)?;
+        self.in_place(Some(source), WriteSite::Rust(Location::caller()), |s| {
+            s.scatter_map(source, map, None, accumulate, Scattered::Put)
+        })
+    }
+
+    fn put_positions(&self, index: &Tensor, source: &Variable) -> Result<Arc<IndexMap>> {
+        if index.dtype() != DType::I64 {
+            return Err(Error::InvalidArgument(format!(
+                "put_(): Expected a long tensor for index, but got {}",
+                index.dtype().scalar_type_name()
+            )));
+        }
+        if source.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument(format!(
+                "put_(): self and source expected to have the same dtype, but got self.dtype = {} and source.dtype = {}",
+                self.dtype().scalar_type_name(),
+                source.dtype().scalar_type_name()
+            )));
+        }
+        if source.numel() != index.numel() {
+            return Err(Error::Index(format!(
+                "put_(): Expected source and index to have the same number of elements, but got source.numel() = {}, index.numel() = {}",
+                source.numel(),
+                index.numel()
+            )));
+        }
+        let n = self.numel();
+        let positions = index
+            .try_to_vec::<i64>()?
+            .into_iter()
+            .map(|v| {
+                let w = if v < 0 { v + n as i64 } else { v };
+                if w < 0 || w >= n as i64 {
+                    Err(Error::Index(format!(
+                        "out of range: tried to access index {v} on a tensor of {n} elements."
+                    )))
+                } else {
+                    Ok(w as usize)
+                }
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        IndexMap::new(self.shape(), source.shape(), positions)
+    }
+
+    /// Fills the main diagonal (all indices equal) with `value`, in place (PyTorch's
+    /// `fill_diagonal_`): as PyTorch, a strided view of the diagonal is filled, so the
+    /// write is recorded as CopySlices. A 2-d tensor taller than wide restarts the
+    /// diagonal every `cols + 1` rows when `wrap` is true.
+    #[track_caller]
+    pub fn fill_diagonal_(&self, value: Scalar, wrap: bool) -> Result<()> {
+        let shape = self.shape();
+        if shape.len() < 2 {
+            return Err(Error::InvalidArgument(
+                "dimensions must larger than 1".into(),
+            ));
+        }
+        if shape.len() > 2 && shape.iter().any(|&n| n != shape[0]) {
+            return Err(Error::InvalidArgument(
+                "all dimensions of input must be of equal length".into(),
+            ));
+        }
+        let t = self.tensor();
+        let stride: usize = t.strides().iter().sum();
+        let offset = t.layout().offset();
+        let mut runs = vec![(shape.iter().copied().min().unwrap_or(0), offset)];
+        if wrap && shape.len() == 2 && shape[0] > shape[1] + 1 {
+            let (rows, cols) = (shape[0], shape[1]);
+            let mut row = cols + 1;
+            while row < rows {
+                runs.push(((rows - row).min(cols), offset + row * t.strides()[0]));
+                row += cols + 1;
+            }
+        }
+        for (size, start) in runs {
+            let diagonal =
+                self.as_strided_view(&[size as i64], &[stride as i64], Some(start as i64))?;
+            diagonal.fill_scalar_(value)?;
+        }
+        Ok(())
     }
 
     /// `self[indices] = values` (`accumulate`: `+=`), written in place (PyTorch's

@@ -9,7 +9,7 @@
 //! records a node holding this family's [`Rule`]; the rule's `apply` is its backward,
 //! written with differentiable ops so that it serves double backward too.
 
-use super::{saved_at, zero_like, zeros_like, Grads, Save};
+use super::{saved_at, shape_of, zero_like, zeros_like, Grads, Save, Shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::elementwise;
@@ -49,6 +49,14 @@ pub(crate) enum Rule {
     Sgn,
     /// `clamp(a, min, max)`; saved `[a]`.
     Clamp { min: Option<f64>, max: Option<f64> },
+    /// `clamp_min(a, min)`; saved `[a]`.
+    ClampMin(f64),
+    /// `clamp_max(a, max)`; saved `[a]`.
+    ClampMax(f64),
+    /// An in-place comparison (`a.eq_(b)`): the result, 0 or 1 in `a`'s dtype, does not
+    /// depend on `a` or `b` smoothly, so both get zero gradients. `other` is the shape
+    /// of a tensor operand (`None` for a number: EqBackward0, else EqBackward1).
+    CompareInPlace { op: CmpOp, other: Option<Shape> },
     /// A [`MathOp`]; saved `[a]` or `[out]` as [`math_saves`] says.
     Math(MathOp),
     /// `nan_to_num(a)` (forward in `logical.rs`); saved `[a]`.
@@ -71,6 +79,9 @@ impl Rule {
             Rule::Sign => "SignBackward0",
             Rule::Sgn => "SgnBackward0",
             Rule::Clamp { .. } => "ClampBackward1",
+            Rule::ClampMin(_) => "ClampMinBackward0",
+            Rule::ClampMax(_) => "ClampMaxBackward0",
+            Rule::CompareInPlace { op, other } => compare_grad_fn_name(*op, other.is_some()),
             Rule::Math(op) => math_grad_fn_name(*op),
             Rule::NanToNum => "NanToNumBackward0",
         }
@@ -84,7 +95,6 @@ impl Rule {
         grad: &Variable,
         needs: &[bool],
     ) -> Result<Grads> {
-        let _ = needs;
         let g = grad;
         Ok(match self {
             Rule::PowScalar { exponent } => {
@@ -119,25 +129,39 @@ impl Rule {
             }
             Rule::Abs => smallvec![Some(g.mul(&saved_at(saved, 0)?.sign()?)?)],
             Rule::Sign | Rule::Sgn => smallvec![Some(zeros_like(g))],
-            Rule::Clamp { min, max } => {
+            Rule::Clamp { .. } | Rule::ClampMin(_) | Rule::ClampMax(_) => {
+                let (min, max) = match self {
+                    Rule::ClampMin(lo) => (Some(*lo), None),
+                    Rule::ClampMax(hi) => (None, Some(*hi)),
+                    Rule::Clamp { min, max } => (*min, *max),
+                    _ => (None, None),
+                };
                 // PyTorch 2.x with number bounds: the gradient passes strictly inside
                 // (min < x < max); at a bound and outside it is 0, and so for NaN.
                 let x = saved_at(saved, 0)?.tensor();
                 let mut mask = Tensor::full(x.shape(), 1.0, DType::Bool);
                 if let Some(lo) = min {
                     mask = mask.binary(
-                        &x.compare(&Tensor::scalar(*lo, x.dtype()), CmpOp::Gt)?,
+                        &x.compare(&Tensor::scalar(lo, x.dtype()), CmpOp::Gt)?,
                         crate::tensor::BinaryOp::Mul,
                     )?;
                 }
                 if let Some(hi) = max {
                     mask = mask.binary(
-                        &x.compare(&Tensor::scalar(*hi, x.dtype()), CmpOp::Lt)?,
+                        &x.compare(&Tensor::scalar(hi, x.dtype()), CmpOp::Lt)?,
                         crate::tensor::BinaryOp::Mul,
                     )?;
                 }
                 smallvec![Some(Variable::where_cond(&mask, g, &zero_like(g))?)]
             }
+            Rule::CompareInPlace { other, .. } => smallvec![
+                Some(zeros_like(g)),
+                match other {
+                    Some(shape) if needs.get(1).copied().unwrap_or(false) =>
+                        Some(Variable::from_tensor(Tensor::zeros(shape, g.dtype())),),
+                    _ => None,
+                },
+            ],
             Rule::Math(op) => smallvec![Some(math_backward(*op, saved, g)?)],
             Rule::NanToNum => {
                 // The gradient passes where `a` is finite (PyTorch multiplies by
@@ -149,6 +173,25 @@ impl Rule {
                 smallvec![Some(Variable::where_cond(&finite, g, &zero_like(g))?)]
             }
         })
+    }
+}
+
+/// PyTorch's grad_fn class name of an in-place comparison (`...Backward0` with a number
+/// operand, `...Backward1` with a tensor).
+fn compare_grad_fn_name(op: CmpOp, tensor: bool) -> &'static str {
+    match (op, tensor) {
+        (CmpOp::Eq, false) => "EqBackward0",
+        (CmpOp::Eq, true) => "EqBackward1",
+        (CmpOp::Ne, false) => "NeBackward0",
+        (CmpOp::Ne, true) => "NeBackward1",
+        (CmpOp::Lt, false) => "LtBackward0",
+        (CmpOp::Lt, true) => "LtBackward1",
+        (CmpOp::Le, false) => "LeBackward0",
+        (CmpOp::Le, true) => "LeBackward1",
+        (CmpOp::Gt, false) => "GtBackward0",
+        (CmpOp::Gt, true) => "GtBackward1",
+        (CmpOp::Ge, false) => "GeBackward0",
+        (CmpOp::Ge, true) => "GeBackward1",
     }
 }
 
@@ -726,6 +769,29 @@ impl Variable {
         self.div(&abs.add(&abs.wrap_scalar(Scalar::Int(1)))?)
     }
 
+    /// `max(self, min)` with a Python-style scalar bound (ClampMinBackward0; dtype as
+    /// [`Variable::clamp_scalar`]).
+    pub fn clamp_min(&self, min: Scalar) -> Result<Variable> {
+        let result = self.tensor().clamp(Some(min), None)?;
+        Ok(Variable::record(result, &[self], |_, _| {
+            (
+                Rule::ClampMin(min.to_f64()),
+                smallvec![Some(SavedTensor::input(self))],
+            )
+        }))
+    }
+
+    /// `min(self, max)` with a Python-style scalar bound (ClampMaxBackward0).
+    pub fn clamp_max(&self, max: Scalar) -> Result<Variable> {
+        let result = self.tensor().clamp(None, Some(max))?;
+        Ok(Variable::record(result, &[self], |_, _| {
+            (
+                Rule::ClampMax(max.to_f64()),
+                smallvec![Some(SavedTensor::input(self))],
+            )
+        }))
+    }
+
     /// Clamps into `[min, max]`.
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Variable> {
         self.clamp_scalar(min.map(Scalar::Float), max.map(Scalar::Float))
@@ -743,5 +809,129 @@ impl Variable {
                 smallvec![Some(SavedTensor::input(self))],
             )
         }))
+    }
+
+    // ----- in-place forms (Note [In-place ops]) ------------------------------------
+
+    /// `self.op_(other)` for a comparison: `self` becomes 1 where `self op other` holds
+    /// and 0 elsewhere, in its own dtype (PyTorch's `eq_`, `lt_`, ...); a tensor
+    /// `other` broadcasts to `self`'s shape. Both operands get zero gradients.
+    #[track_caller]
+    pub fn compare_(&self, other: &Variable, op: CmpOp) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.compare_in_place(other, op, true, site)
+    }
+
+    /// [`Variable::compare_`] with a number operand (EqBackward0, ...).
+    #[track_caller]
+    pub fn compare_scalar_(&self, other: Scalar, op: CmpOp) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.compare_in_place(&self.wrap_scalar(other), op, false, site)
+    }
+
+    fn compare_in_place(
+        &self,
+        other: &Variable,
+        op: CmpOp,
+        tensor: bool,
+        site: WriteSite,
+    ) -> Result<()> {
+        self.in_place(Some(other), site, |s| {
+            let result = s
+                .tensor()
+                .compare(&other.tensor(), op)?
+                .to_dtype(s.dtype())?;
+            let other_shape = tensor.then(|| shape_of(other));
+            Ok(Variable::record(result, &[s, other], |_, _| {
+                (
+                    Rule::CompareInPlace {
+                        op,
+                        other: other_shape,
+                    },
+                    smallvec![],
+                )
+            }))
+        })
+    }
+
+    /// Runs a one-tensor op in place (`exp_`, `abs_`, `sign_`, ...): `op(self)` is
+    /// written into `self` and its node becomes `self`'s history (Note [In-place ops]).
+    #[track_caller]
+    pub fn unary_(&self, op: impl FnOnce(&Variable) -> Result<Variable>) -> Result<()> {
+        self.in_place(None, WriteSite::Rust(Location::caller()), op)
+    }
+
+    /// `-self` in place.
+    #[track_caller]
+    pub fn neg_(&self) -> Result<()> {
+        self.unary_(Variable::neg)
+    }
+
+    /// `e^self` in place.
+    #[track_caller]
+    pub fn exp_(&self) -> Result<()> {
+        self.unary_(Variable::exp)
+    }
+
+    /// Natural logarithm in place.
+    #[track_caller]
+    pub fn log_(&self) -> Result<()> {
+        self.unary_(Variable::log)
+    }
+
+    /// Square root in place.
+    #[track_caller]
+    pub fn sqrt_(&self) -> Result<()> {
+        self.unary_(Variable::sqrt)
+    }
+
+    /// Hyperbolic tangent in place.
+    #[track_caller]
+    pub fn tanh_(&self) -> Result<()> {
+        self.unary_(Variable::tanh)
+    }
+
+    /// Logistic sigmoid in place.
+    #[track_caller]
+    pub fn sigmoid_(&self) -> Result<()> {
+        self.unary_(Variable::sigmoid)
+    }
+
+    /// Absolute value in place.
+    #[track_caller]
+    pub fn abs_(&self) -> Result<()> {
+        self.unary_(Variable::abs)
+    }
+
+    /// Sign in place.
+    #[track_caller]
+    pub fn sign_(&self) -> Result<()> {
+        self.unary_(Variable::sign)
+    }
+
+    /// `self ** exponent` in place for a Python-style scalar exponent; an exponent that
+    /// changes the dtype (`int_tensor.pow_(2.5)`) is PyTorch's cast error.
+    #[track_caller]
+    pub fn pow_scalar_(&self, exponent: Scalar) -> Result<()> {
+        self.unary_(|s| s.pow_scalar_value(exponent))
+    }
+
+    /// `self ** exponent` in place for a tensor exponent (broadcast to `self`).
+    #[track_caller]
+    pub fn pow_(&self, exponent: &Variable) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place(Some(exponent), site, |s| s.pow(exponent))
+    }
+
+    /// [`Variable::clamp_min`] in place.
+    #[track_caller]
+    pub fn clamp_min_(&self, min: Scalar) -> Result<()> {
+        self.unary_(|s| s.clamp_min(min))
+    }
+
+    /// [`Variable::clamp_max`] in place.
+    #[track_caller]
+    pub fn clamp_max_(&self, max: Scalar) -> Result<()> {
+        self.unary_(|s| s.clamp_max(max))
     }
 }

@@ -264,6 +264,25 @@ fn index_tensor(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<rustgrad::Tensor
         })
 }
 
+/// A tensor argument `what` as a variable (TypeError otherwise).
+fn index_var(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Variable> {
+    index_tensor(obj, what)?;
+    Ok(obj.cast::<PyTensor>()?.get().var.clone())
+}
+
+/// `index_copy` / `index_copy_`.
+fn index_copy_any<'py>(
+    slf: &Bound<'py, PyTensor>,
+    dim: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    let (d, idx) = (extract_int(dim)?, index_tensor(index, "index")?);
+    let src = index_var(source, "source")?;
+    out_or_in_place(slf, Some(&src), in_place, |x| x.index_copy(d, &idx, &src))
+}
+
 /// The result of an out-of-place op, or that op run in place on `slf`.
 fn out_or_in_place<'py>(
     slf: &Bound<'py, PyTensor>,
@@ -506,6 +525,91 @@ impl PyTensor {
         let m = index_tensor(mask, "mask")?;
         let val = operand_var(value, &slf.get().var)?;
         out_or_in_place(slf, Some(&val), true, |x| x.masked_fill(&m, &val))
+    }
+
+    /// A copy with the slices of `source` copied at `index` along `dim`.
+    fn index_copy<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        index_copy_any(slf, dim, index, source, false)
+    }
+
+    /// In-place `index_copy`.
+    fn index_copy_<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        index_copy_any(slf, dim, index, source, true)
+    }
+
+    /// A copy with the elements where `mask` is true taken from `source` in order.
+    fn masked_scatter<'py>(
+        slf: &Bound<'py, Self>,
+        mask: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let (m, src) = (index_tensor(mask, "mask")?, index_var(source, "source")?);
+        out_or_in_place(slf, Some(&src), false, |x| x.masked_scatter(&m, &src))
+    }
+
+    /// In-place `masked_scatter`.
+    fn masked_scatter_<'py>(
+        slf: &Bound<'py, Self>,
+        mask: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let (m, src) = (index_tensor(mask, "mask")?, index_var(source, "source")?);
+        out_or_in_place(slf, Some(&src), true, |x| x.masked_scatter(&m, &src))
+    }
+
+    /// A copy with `source` written (`accumulate`: added) at the flat positions `index`.
+    #[pyo3(signature = (index, source, accumulate = false))]
+    fn put<'py>(
+        slf: &Bound<'py, Self>,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+        accumulate: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let (i, src) = (index_tensor(index, "index")?, index_var(source, "source")?);
+        out_or_in_place(slf, Some(&src), false, |x| x.put(&i, &src, accumulate))
+    }
+
+    /// In-place `put`.
+    #[pyo3(signature = (index, source, accumulate = false))]
+    fn put_<'py>(
+        slf: &Bound<'py, Self>,
+        index: &Bound<'py, PyAny>,
+        source: &Bound<'py, PyAny>,
+        accumulate: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let (i, src) = (index_tensor(index, "index")?, index_var(source, "source")?);
+        out_or_in_place(slf, Some(&src), true, |x| x.put(&i, &src, accumulate))
+    }
+
+    /// Fills the main diagonal with `fill_value` in place (`wrap`: restart it below a
+    /// tall matrix's first square).
+    #[pyo3(signature = (fill_value, wrap = false))]
+    fn fill_diagonal_<'py>(
+        slf: Bound<'py, Self>,
+        fill_value: &Bound<'py, PyAny>,
+        wrap: bool,
+    ) -> PyResult<Bound<'py, Self>> {
+        let value = crate::convert::extract_scalar(fill_value).ok_or_else(|| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not {}",
+                fill_value
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?;
+        crate::tensor::written(slf, |_, v| v.fill_diagonal_(value, wrap).py())
     }
 
     /// The elements where the bool `mask` is true, as a 1-d tensor.

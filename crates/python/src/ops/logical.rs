@@ -2,6 +2,7 @@
 //! `logical_and`, `bitwise_or`, `t & u`, `~t`, `nan_to_num`, ...): the binding of
 //! `rustgrad::ops::logical`.
 
+use crate::convert::extract_scalar;
 use crate::errors::IntoPyResult;
 use crate::tensor::binary;
 use crate::tensor::mark_python_site;
@@ -14,6 +15,7 @@ use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use rustgrad::kernels::logical::{FloatClass, LogicalOp};
+use rustgrad::tensor::CmpOp;
 use rustgrad::Variable;
 
 /// The tensor `other` of a logical op (PyTorch binds them for tensors only).
@@ -279,5 +281,56 @@ impl PyTensor {
             ));
         }
         self.bitwise_not(py)
+    }
+}
+
+impl PyTensor {
+    /// An in-place comparison (`eq_`, `lt_`, ...): `self` becomes 1 where it holds and 0
+    /// elsewhere, in its own dtype; `other` is a number or a tensor that broadcasts.
+    fn compare_in_place<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        op: CmpOp,
+        name: &str,
+    ) -> PyResult<Bound<'py, Self>> {
+        written(slf, |_, v| {
+            match extract_scalar(other) {
+            Some(s) => v.compare_scalar_(s, op).py(),
+            None => match other.cast::<PyTensor>() {
+                Ok(t) => v.compare_(&t.get().var, op).py(),
+                Err(_) => Err(PyTypeError::new_err(format!(
+                    "{name}() received an invalid combination of arguments - got ({}), but expected one of:\n * (Tensor other)\n * (Number other)",
+                    other.get_type().name()?
+                ))),
+            },
+        }
+        })
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    fn eq_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::compare_in_place(slf, other, CmpOp::Eq, "eq_")
+    }
+
+    fn ne_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::compare_in_place(slf, other, CmpOp::Ne, "ne_")
+    }
+
+    fn lt_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::compare_in_place(slf, other, CmpOp::Lt, "lt_")
+    }
+
+    fn le_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::compare_in_place(slf, other, CmpOp::Le, "le_")
+    }
+
+    fn gt_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::compare_in_place(slf, other, CmpOp::Gt, "gt_")
+    }
+
+    fn ge_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        Self::compare_in_place(slf, other, CmpOp::Ge, "ge_")
     }
 }

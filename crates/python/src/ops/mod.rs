@@ -4,6 +4,7 @@
 
 pub(crate) mod binary;
 mod copy;
+mod forms;
 mod index;
 mod inplace;
 mod linalg;

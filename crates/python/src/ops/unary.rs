@@ -5,12 +5,14 @@
 //! private methods here (`_gelu`, ...), called by `python/rustgrad/_elementwise.py`,
 //! so that `Tensor` shows no method PyTorch's lacks.
 
+use crate::convert::extract_scalar;
 use crate::errors::IntoPyResult;
 use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
+use crate::tensor::operand_var;
 use crate::tensor::written;
 use crate::PyTensor;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use rustgrad::kernels::math::MathOp;
 use rustgrad::Variable;
@@ -29,6 +31,16 @@ impl PyTensor {
         })
     }
 
+    /// A one-tensor op in place (`exp_`, `abs_`, ...); returns `self`.
+    fn unary_in_place(
+        slf: Bound<'_, Self>,
+        op: fn(&Variable) -> rustgrad::Result<Variable>,
+    ) -> PyResult<Bound<'_, Self>> {
+        written(slf, |py, v| {
+            maybe_detach(py, v.numel(), || v.unary_(op)).py()
+        })
+    }
+
     /// An activation with PyTorch's `inplace=` flag: `self` written in place and
     /// returned, or a new tensor.
     fn activation(slf: Bound<'_, Self>, op: MathOp, inplace: bool) -> PyResult<Py<PyAny>> {
@@ -37,6 +49,24 @@ impl PyTensor {
         }
         let py = slf.py();
         Ok(slf.get().math(py, op)?.into_any())
+    }
+}
+
+/// The tensor bound of `clamp_min` / `clamp_max` (a number is handled before).
+fn clamp_tensor_bound(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Variable> {
+    match obj.cast::<PyTensor>() {
+        Ok(t) => Ok(t.get().var.clone()),
+        Err(_) => {
+            let arg = if name.starts_with("clamp_min") {
+                "min"
+            } else {
+                "max"
+            };
+            Err(PyTypeError::new_err(format!(
+                "{name}() received an invalid combination of arguments - got ({}), but expected one of:\n * (Tensor {arg})\n * (Number {arg})",
+                obj.get_type().name()?
+            )))
+        }
     }
 }
 
@@ -219,6 +249,103 @@ impl PyTensor {
 
     fn frac(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         self.math(py, MathOp::Frac)
+    }
+
+    fn neg_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::neg)
+    }
+
+    fn negative_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::neg)
+    }
+
+    fn exp_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::exp)
+    }
+
+    fn log_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::log)
+    }
+
+    fn sqrt_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::sqrt)
+    }
+
+    fn tanh_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::tanh)
+    }
+
+    fn sigmoid_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::sigmoid)
+    }
+
+    fn abs_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::abs)
+    }
+
+    fn absolute_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::abs)
+    }
+
+    fn sign_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        Self::unary_in_place(slf, Variable::sign)
+    }
+
+    /// `self ** exponent` in place (a number or a tensor that broadcasts to `self`).
+    fn pow_<'py>(
+        slf: Bound<'py, Self>,
+        exponent: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        written(slf, |_, v| match extract_scalar(exponent) {
+            Some(e) => v.pow_scalar_(e).py(),
+            None => v.pow_(&operand_var(exponent, v)?).py(),
+        })
+    }
+
+    /// `max(self, min)`: a number (ClampMinBackward0) or a tensor bound.
+    fn clamp_min(&self, py: Python<'_>, min: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let out = match extract_scalar(min) {
+            Some(m) => maybe_detach(py, v.numel(), || v.clamp_min(m)),
+            None => v.clamp_tensor(Some(&clamp_tensor_bound(min, "clamp_min")?), None),
+        };
+        new_tensor(py, out.py()?)
+    }
+
+    /// `min(self, max)`: a number (ClampMaxBackward0) or a tensor bound.
+    fn clamp_max(&self, py: Python<'_>, max: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let out = match extract_scalar(max) {
+            Some(m) => maybe_detach(py, v.numel(), || v.clamp_max(m)),
+            None => v.clamp_tensor(None, Some(&clamp_tensor_bound(max, "clamp_max")?)),
+        };
+        new_tensor(py, out.py()?)
+    }
+
+    /// `clamp_min` in place.
+    fn clamp_min_<'py>(
+        slf: Bound<'py, Self>,
+        min: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        written(slf, |_, v| match extract_scalar(min) {
+            Some(m) => v.clamp_min_(m).py(),
+            None => v
+                .clamp_tensor_(Some(&clamp_tensor_bound(min, "clamp_min_")?), None)
+                .py(),
+        })
+    }
+
+    /// `clamp_max` in place.
+    fn clamp_max_<'py>(
+        slf: Bound<'py, Self>,
+        max: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        written(slf, |_, v| match extract_scalar(max) {
+            Some(m) => v.clamp_max_(m).py(),
+            None => v
+                .clamp_tensor_(None, Some(&clamp_tensor_bound(max, "clamp_max_")?))
+                .py(),
+        })
     }
 
     fn rsqrt_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
