@@ -139,6 +139,27 @@ CASES: dict[str, Case] = {
     # float32 in the middle: finite differences see its rounding (eps and atol widened).
     "float": Case(lambda x: x.float().double(), A, tolerances={"eps": 1e-3, "atol": 1e-3}),
     "clamp": M("clamp", A, args=lambda: (-0.5, 0.5)),
+    "clamp_min": M("clamp_min", A, args=lambda: (-0.3,)),
+    "clamp_max": M("clamp_max", A, args=lambda: (0.4,)),
+    "negative": M("negative", A),
+    "absolute": M("absolute", S(2, 3, dom=NZ)),
+    # in-place comparisons write 0/1 into self: zero gradients everywhere
+    **{
+        n: Case(lambda x, y, n=n: getattr(x.clone(), n)(y), A, ROW)
+        for n in [
+            "eq_",
+            "ne_",
+            "lt_",
+            "le_",
+            "gt_",
+            "ge_",
+            "greater_",
+            "greater_equal_",
+            "less_",
+            "less_equal_",
+            "not_equal_",
+        ]
+    },  # fmt: skip
     "clip": M("clip", A, args=lambda: (-0.5, 0.5)),
     "contiguous": M("contiguous", A),
     "clone": M("clone", A),
@@ -174,6 +195,13 @@ CASES: dict[str, Case] = {
     "masked_fill": M("masked_fill", A, args=lambda: (MASK(), 0.5)),
     "masked_select": M("masked_select", A, args=lambda: (MASK(),)),
     "take": M("take", A, args=lambda: (IDX(5, 0, 3, 3),)),
+    "index_copy": Case(lambda x, s: x.index_copy(1, IDX(2, 0), s), A, S(2, 2)),
+    "index_copy_": Case(lambda x, s: x.clone().index_copy_(1, IDX(2, 0), s), A, S(2, 2)),
+    "masked_scatter": Case(lambda x, s: x.masked_scatter(MASK(), s), A, S(2, 3)),
+    "masked_scatter_": Case(lambda x, s: x.clone().masked_scatter_(MASK(), s), A, S(2, 3)),
+    "put": Case(lambda x, s: x.put(IDX(4, 0), s, accumulate=False), A, S(2)),
+    "put_": Case(lambda x, s: x.clone().put_(IDX(1, 1), s, accumulate=True), A, S(2)),
+    "fill_diagonal_": Case(lambda x: x.clone().fill_diagonal_(0.5), S(3, 3)),
     "index_put_": Case(lambda x, v: x.clone().index_put_((IDX(1, 0),), v), A, S(2, 3)),
     "index_put": Case(lambda x, v: x.index_put((IDX(1, 1),), v, accumulate=True), A, ROW),
     "as_strided": M("as_strided", S(6), args=lambda: ((2, 2), (1, 2), 1)),
