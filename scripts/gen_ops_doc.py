@@ -210,7 +210,10 @@ RESHAPED = {
     "addmv": (6,),
 }
 
-DTYPES = ["float32", "float64", "int64", "bool"]
+DTYPES = [
+    *("float32 float64 float16 bfloat16".split()),
+    *("int64 int32 int16 int8 uint8 bool".split()),
+]
 
 # Module-level factories (they make leaves, so no backward) and their sample arguments;
 # `dtype=` is passed to find the dtypes each accepts.

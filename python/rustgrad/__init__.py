@@ -137,12 +137,14 @@ from ._rustgrad import (
     Generator,
     Tensor,
     arange,
+    bfloat16,
     bool,
     default_generator,
     device,
     dtype,
     empty,
     eye,
+    float16,
     float32,
     float64,
     from_numpy,
@@ -152,6 +154,9 @@ from ._rustgrad import (
     get_num_threads,
     get_rng_state,
     initial_seed,
+    int8,
+    int16,
+    int32,
     int64,
     linspace,
     logspace,
@@ -167,14 +172,19 @@ from ._rustgrad import (
     set_num_threads,
     set_rng_state,
     tensor,
+    uint8,
     zeros,
 )
 from ._size import Size
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
+# PyTorch's dtype aliases (they shadow the builtins inside this module, as in torch).
 float = float32
 double = float64
+half = float16
 long = int64
+int = int32
+short = int16
 
 __version__ = "0.1.0"
 
@@ -204,6 +214,7 @@ __all__ = [
     "atan2",
     "autograd",
     "backends",
+    "bfloat16",
     "bool",
     "ceil",
     "celu",
@@ -234,6 +245,7 @@ __all__ = [
     "finfo",
     "fix",
     "float",
+    "float16",
     "float32",
     "float64",
     "floor",
@@ -252,6 +264,11 @@ __all__ = [
     "gt",
     "iinfo",
     "initial_seed",
+    "half",
+    "int",
+    "int8",
+    "int16",
+    "int32",
     "int64",
     "is_grad_enabled",
     "le",
@@ -263,6 +280,8 @@ __all__ = [
     "log_softmax",
     "logsumexp",
     "long",
+    "short",
+    "uint8",
     "lt",
     "linspace",
     "logspace",

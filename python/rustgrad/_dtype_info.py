@@ -1,14 +1,27 @@
 """``finfo`` and ``iinfo``: the numerical limits of rustgrad's dtypes, with PyTorch's
-attributes, reprs and errors. The numbers are IEEE 754 binary32/binary64 and two's
-complement int64 (what ``numpy.finfo`` / ``numpy.iinfo`` report)."""
+attributes, reprs and errors. The numbers are IEEE 754 binary16/32/64, bfloat16 (8
+exponent bits, 7 mantissa bits) and two's complement integers (what ``numpy.finfo`` /
+``numpy.iinfo`` and PyTorch report)."""
 
 from __future__ import annotations
 
 import builtins
 from typing import Any
 
+from ._rustgrad import (
+    bfloat16,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
 from ._rustgrad import bool as _bool
-from ._rustgrad import dtype, float32, float64, get_default_dtype, int64
 
 __all__ = ["finfo", "iinfo"]
 
@@ -18,6 +31,17 @@ _NOT_GIVEN: Any = object()
 _FLOATS = {
     float32: (32, 2.0**-23, (2.0 - 2.0**-23) * 2.0**127, 2.0**-126, 1e-06, "float32"),
     float64: (64, 2.0**-52, (2.0 - 2.0**-52) * 2.0**1023, 2.0**-1022, 1e-15, "float64"),
+    float16: (16, 2.0**-10, (2.0 - 2.0**-10) * 2.0**15, 2.0**-14, 0.001, "float16"),
+    bfloat16: (16, 2.0**-7, (2.0 - 2.0**-7) * 2.0**127, 2.0**-126, 0.01, "bfloat16"),
+}
+
+# bits, min, max of the integer dtypes (two's complement; uint8 unsigned).
+_INTS = {
+    uint8: (8, 0, 2**8 - 1, "uint8"),
+    int8: (8, -(2**7), 2**7 - 1, "int8"),
+    int16: (16, -(2**15), 2**15 - 1, "int16"),
+    int32: (32, -(2**31), 2**31 - 1, "int32"),
+    int64: (64, -(2**63), 2**63 - 1, "int64"),
 }
 
 
@@ -112,12 +136,13 @@ class iinfo:  # noqa: N801  (PyTorch's name)
         d = _as_dtype(type, "iinfo")
         if d == _bool:
             raise TypeError("torch.bool is not supported by torch.iinfo")
-        if d != int64:
+        if d not in _INTS:
             raise TypeError(
                 "torch.iinfo() requires an integer input type. "
                 "Use torch.finfo to handle 'torch.iinfo'"
             )
-        limits = (("bits", 64), ("max", 2**63 - 1), ("min", -(2**63)), ("dtype", "int64"))
+        bits, lo, hi, name = _INTS[d]
+        limits = (("bits", bits), ("max", hi), ("min", lo), ("dtype", name))
         for attr, value in limits:
             object.__setattr__(self, attr, value)
 

@@ -22,7 +22,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable
 
-import generate_factory  # the sibling scripts (this directory is on sys.path)
+import generate_dtypes  # the sibling scripts (this directory is on sys.path)
+import generate_factory
 import generate_random
 import generate_samplers
 import numpy as np
@@ -2025,6 +2026,7 @@ GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "coverage_ops": coverage_ops_cases,
     "extra_ops": extra_ops_cases,
     "forms_ops": forms_ops_cases,
+    "dtype_ops": generate_dtypes.cases,  # the storage dtypes: own explicit-value cases
 }
 
 

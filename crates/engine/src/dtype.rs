@@ -1,12 +1,13 @@
-//! Element types: the four dtypes and the `Element` traits kernels are generic over.
+//! Element types: the ten dtypes and the `Element` traits kernels are generic over.
 
 use crate::error::{Error, Result};
 use crate::storage::Buffer;
-use std::sync::atomic::{AtomicBool, Ordering};
+pub use half::{bf16, f16};
+use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Whether the default floating-point dtype is float64 (else float32). Process-global,
-/// as PyTorch's `set_default_dtype`; see Note [Devices and default dtype].
-static DEFAULT_FLOAT_IS_F64: AtomicBool = AtomicBool::new(false);
+/// The default floating-point dtype as its [`DType::code`] (float32 at start).
+/// Process-global, as PyTorch's `set_default_dtype`; see Note [Devices and default dtype].
+static DEFAULT_FLOAT: AtomicU8 = AtomicU8::new(0);
 
 /// The element type of a tensor.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -15,49 +16,126 @@ pub enum DType {
     F32,
     /// 64-bit float (`torch.float64`).
     F64,
+    /// 16-bit IEEE half-precision float (`torch.float16`), computed in float32
+    /// (Note [Storage dtypes]).
+    F16,
+    /// 16-bit brain float (`torch.bfloat16`), computed in float32.
+    BF16,
     /// 64-bit signed integer, the default for integer data (`torch.int64`).
     I64,
+    /// 32-bit signed integer (`torch.int32`).
+    I32,
+    /// 16-bit signed integer (`torch.int16`).
+    I16,
+    /// 8-bit signed integer (`torch.int8`).
+    I8,
+    /// 8-bit unsigned integer (`torch.uint8`).
+    U8,
     /// Boolean (`torch.bool`).
     Bool,
 }
 
 impl DType {
+    /// Every dtype, in a fixed order (that of [`DType::code`]).
+    pub const ALL: [DType; 10] = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I64,
+        DType::I32,
+        DType::I16,
+        DType::I8,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// The position of this dtype in [`DType::ALL`].
+    pub fn code(self) -> u8 {
+        match self {
+            DType::F32 => 0,
+            DType::F64 => 1,
+            DType::F16 => 2,
+            DType::BF16 => 3,
+            DType::I64 => 4,
+            DType::I32 => 5,
+            DType::I16 => 6,
+            DType::I8 => 7,
+            DType::U8 => 8,
+            DType::Bool => 9,
+        }
+    }
+
     /// The default floating-point dtype (`torch.get_default_dtype()`): what factories
     /// without a dtype, Python floats, and integers promoted to float (`int / int`,
     /// `int * 2.5`, `int.sqrt()`) become. float32 until [`DType::set_default_float`].
     #[inline]
     pub fn default_float() -> DType {
-        if DEFAULT_FLOAT_IS_F64.load(Ordering::Relaxed) {
-            DType::F64
-        } else {
-            DType::F32
+        match DEFAULT_FLOAT.load(Ordering::Relaxed) {
+            1 => DType::F64,
+            2 => DType::F16,
+            3 => DType::BF16,
+            _ => DType::F32,
         }
     }
 
     /// Sets the default floating-point dtype for the whole process
-    /// (`torch.set_default_dtype`). Only float32 and float64 are accepted, with
-    /// PyTorch's TypeError message otherwise.
+    /// (`torch.set_default_dtype`). Every floating dtype is accepted, as in PyTorch
+    /// 2.15 (float16 and bfloat16 included), with PyTorch's TypeError message otherwise.
     pub fn set_default_float(dtype: DType) -> Result<()> {
         if !dtype.is_floating_point() {
             return Err(Error::Type(
                 "only floating-point types are supported as the default type".into(),
             ));
         }
-        DEFAULT_FLOAT_IS_F64.store(dtype == DType::F64, Ordering::Relaxed);
+        DEFAULT_FLOAT.store(dtype.code(), Ordering::Relaxed);
         Ok(())
     }
 
     /// Whether values of this dtype are floating point (and may require grad).
-    pub fn is_floating_point(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+    pub const fn is_floating_point(self) -> bool {
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+    }
+
+    /// Whether this is one of the 16-bit floats, stored narrow and computed in float32
+    /// (Note [Storage dtypes]).
+    #[inline]
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
+    /// Whether this is an integer dtype (bool excluded).
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self,
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8
+        )
+    }
+
+    /// Whether values can be negative (PyTorch's `dtype.is_signed`).
+    pub fn is_signed(self) -> bool {
+        !matches!(self, DType::U8 | DType::Bool)
+    }
+
+    /// The dtype the shared compute paths run an op of this dtype in: float32 for the
+    /// 16-bit floats (the result is rounded back once), itself for the others. See
+    /// Note [Storage dtypes].
+    #[inline]
+    pub fn compute_dtype(self) -> DType {
+        if self.is_half() {
+            DType::F32
+        } else {
+            self
+        }
     }
 
     /// Size of one element in bytes.
     pub fn size_in_bytes(self) -> usize {
         match self {
-            DType::F32 => 4,
             DType::F64 | DType::I64 => 8,
-            DType::Bool => 1,
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
         }
     }
 
@@ -66,7 +144,13 @@ impl DType {
         match self {
             DType::F32 => "torch.float32",
             DType::F64 => "torch.float64",
+            DType::F16 => "torch.float16",
+            DType::BF16 => "torch.bfloat16",
             DType::I64 => "torch.int64",
+            DType::I32 => "torch.int32",
+            DType::I16 => "torch.int16",
+            DType::I8 => "torch.int8",
+            DType::U8 => "torch.uint8",
             DType::Bool => "torch.bool",
         }
     }
@@ -76,7 +160,13 @@ impl DType {
         match self {
             DType::F32 => "torch.FloatTensor",
             DType::F64 => "torch.DoubleTensor",
+            DType::F16 => "torch.HalfTensor",
+            DType::BF16 => "torch.BFloat16Tensor",
             DType::I64 => "torch.LongTensor",
+            DType::I32 => "torch.IntTensor",
+            DType::I16 => "torch.ShortTensor",
+            DType::I8 => "torch.CharTensor",
+            DType::U8 => "torch.ByteTensor",
             DType::Bool => "torch.BoolTensor",
         }
     }
@@ -86,18 +176,61 @@ impl DType {
         match self {
             DType::F32 => "Float",
             DType::F64 => "Double",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
             DType::I64 => "Long",
+            DType::I32 => "Int",
+            DType::I16 => "Short",
+            DType::I8 => "Char",
+            DType::U8 => "Byte",
             DType::Bool => "Bool",
         }
     }
 
-    /// Rank in PyTorch's promotion lattice for the dtypes we support: bool < int64 < float32 < float64.
-    fn rank(self) -> u8 {
+    /// The C++ type name PyTorch's matmul dtype errors print (`float`, `long int`,
+    /// `c10::Half`).
+    pub fn cpp_type_name(self) -> &'static str {
         match self {
-            DType::Bool => 0,
-            DType::I64 => 1,
-            DType::F32 => 2,
-            DType::F64 => 3,
+            DType::F32 => "float",
+            DType::F64 => "double",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+            DType::I64 => "long int",
+            DType::I32 => "int",
+            DType::I16 => "short int",
+            DType::I8 => "signed char",
+            DType::U8 => "unsigned char",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// The C++ type name of PyTorch's "value cannot be converted to type ... without
+    /// overflow" error from `fill_` and in-place scalar ops (`uint8_t`, `int`, `c10::Half`).
+    pub fn overflow_type_name(self) -> &'static str {
+        match self {
+            DType::F32 => "float",
+            DType::F64 => "double",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+            DType::I64 => "int64_t",
+            DType::I32 => "int",
+            DType::I16 => "int16_t",
+            DType::I8 => "int8_t",
+            DType::U8 => "uint8_t",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// The smallest and largest value of an integer dtype (bool: 0 and 1; floats: the
+    /// int64 range, unused).
+    pub fn int_range(self) -> (i64, i64) {
+        match self {
+            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+            DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+            DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+            DType::U8 => (0, u8::MAX as i64),
+            DType::Bool => (0, 1),
+            DType::I64 | DType::F32 | DType::F64 | DType::F16 | DType::BF16 => (i64::MIN, i64::MAX),
         }
     }
 
@@ -105,8 +238,8 @@ impl DType {
     pub fn category(self) -> u8 {
         match self {
             DType::Bool => 0,
-            DType::I64 => 1,
-            DType::F32 | DType::F64 => 2,
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 => 1,
+            DType::F32 | DType::F64 | DType::F16 | DType::BF16 => 2,
         }
     }
 
@@ -122,22 +255,31 @@ impl DType {
         }
     }
 
-    /// The result dtype of a binary op between two tensors (PyTorch's `promote_types`).
+    /// The result dtype of a binary op between two tensors (PyTorch's `promote_types`):
+    /// bool < integers < floats; between integers the wider, with uint8 and int8 meeting
+    /// at int16; between floats the wider, with float16 and bfloat16 meeting at float32.
     pub fn promote(a: DType, b: DType) -> DType {
-        if a.rank() >= b.rank() {
-            a
-        } else {
-            b
+        use DType::*;
+        if a == b {
+            return a;
+        }
+        match (a.category().cmp(&b.category()), a, b) {
+            (std::cmp::Ordering::Greater, _, _) => a,
+            (std::cmp::Ordering::Less, _, _) => b,
+            (_, F16, BF16) | (_, BF16, F16) => F32,
+            (_, U8, I8) | (_, I8, U8) => I16,
+            _ if a.size_in_bytes() >= b.size_in_bytes() => a,
+            _ => b,
         }
     }
 
     /// Whether a value of dtype `from` may be written into a tensor of dtype `self`
     /// by an in-place op (PyTorch's `canCast`: no float into integer, nothing but bool into bool).
     pub fn can_cast_from(self, from: DType) -> bool {
-        match self {
-            DType::F32 | DType::F64 => true,
-            DType::I64 => !from.is_floating_point(),
-            DType::Bool => from == DType::Bool,
+        match self.category() {
+            2 => true,
+            1 => !from.is_floating_point(),
+            _ => from == DType::Bool,
         }
     }
 }
@@ -166,7 +308,8 @@ pub trait Element: Copy + Send + Sync + PartialOrd + Default + std::fmt::Debug +
     fn slice_mut(buffer: &mut Buffer) -> Option<&mut [Self]>;
 }
 
-/// Element types with arithmetic (int64, float32, float64).
+/// Element types with arithmetic (the integers, float32, float64; the 16-bit floats
+/// are computed in float32 and have no arithmetic of their own).
 pub trait Num:
     Element
     + std::ops::Add<Output = Self>
@@ -189,6 +332,12 @@ pub trait Num:
     fn sign(self) -> Self;
     /// `self ** other`.
     fn pow(self, other: Self) -> Self;
+    /// `self + other`, wrapping for integers (PyTorch's integer arithmetic wraps).
+    fn add_w(self, other: Self) -> Self;
+    /// `self - other`, wrapping for integers.
+    fn sub_w(self, other: Self) -> Self;
+    /// `self * other`, wrapping for integers.
+    fn mul_w(self, other: Self) -> Self;
 }
 
 /// Floating-point element types.
@@ -271,10 +420,32 @@ fn float_to_i64(v: f64) -> i64 {
     }
 }
 
+/// A float truncated toward zero to int32 as x86's `cvttsd2si` does: NaN and values
+/// outside the int32 range give `i32::MIN`. PyTorch's CPU casts to int32, int16 and int8
+/// go through it (`tensor([300.]).char()` is 44, `tensor([5e9 + 7]).char()` 0), while
+/// its casts to uint8 go through int64 (`tensor([5e9 + 7], dtype=float64).byte()` is 7).
+#[inline(always)]
+fn float_to_i32(v: f64) -> i32 {
+    const LIMIT: f64 = 2_147_483_648.0; // 2^31
+    if (-LIMIT..LIMIT).contains(&v) {
+        v as i32
+    } else {
+        i32::MIN
+    }
+}
+
 impl_element!(f32, F32, F32, |v| to_f64: v as f64, from_f64: v as f32, to_i64: float_to_i64(v as f64), from_i64: v as f32, to_bool: v != 0.0, from_bool: if v { 1.0 } else { 0.0 });
 impl_element!(f64, F64, F64, |v| to_f64: v, from_f64: v, to_i64: float_to_i64(v), from_i64: v as f64, to_bool: v != 0.0, from_bool: if v { 1.0 } else { 0.0 });
 impl_element!(i64, I64, I64, |v| to_f64: v as f64, from_f64: float_to_i64(v), to_i64: v, from_i64: v, to_bool: v != 0, from_bool: v as i64);
+impl_element!(i32, I32, I32, |v| to_f64: v as f64, from_f64: float_to_i32(v), to_i64: v as i64, from_i64: v as i32, to_bool: v != 0, from_bool: v as i32);
+impl_element!(i16, I16, I16, |v| to_f64: v as f64, from_f64: float_to_i32(v) as i16, to_i64: v as i64, from_i64: v as i16, to_bool: v != 0, from_bool: v as i16);
+impl_element!(i8, I8, I8, |v| to_f64: v as f64, from_f64: float_to_i32(v) as i8, to_i64: v as i64, from_i64: v as i8, to_bool: v != 0, from_bool: v as i8);
+impl_element!(u8, U8, U8, |v| to_f64: v as f64, from_f64: float_to_i64(v) as u8, to_i64: v as i64, from_i64: v as u8, to_bool: v != 0, from_bool: v as u8);
 impl_element!(bool, Bool, Bool, |v| to_f64: if v { 1.0 } else { 0.0 }, from_f64: v != 0.0, to_i64: v as i64, from_i64: v != 0, to_bool: v, from_bool: v);
+// The 16-bit floats round through float32 as PyTorch's `c10::Half(float)` and
+// `c10::BFloat16(float)` constructors do (round to nearest even).
+impl_element!(f16, F16, F16, |v| to_f64: v.to_f64(), from_f64: f16::from_f32(v as f32), to_i64: float_to_i64(v.to_f64()), from_i64: f16::from_f32(v as f32), to_bool: v.to_f32() != 0.0, from_bool: if v { f16::ONE } else { f16::ZERO });
+impl_element!(bf16, BF16, BF16, |v| to_f64: v.to_f64(), from_f64: bf16::from_f32(v as f32), to_i64: float_to_i64(v.to_f64()), from_i64: bf16::from_f32(v as f32), to_bool: v.to_f32() != 0.0, from_bool: if v { bf16::ONE } else { bf16::ZERO });
 
 macro_rules! impl_float {
     ($t:ty) => {
@@ -308,6 +479,18 @@ macro_rules! impl_float {
             fn pow(self, other: Self) -> Self {
                 <$t>::powf(self, other)
             }
+            #[inline(always)]
+            fn add_w(self, other: Self) -> Self {
+                self + other
+            }
+            #[inline(always)]
+            fn sub_w(self, other: Self) -> Self {
+                self - other
+            }
+            #[inline(always)]
+            fn mul_w(self, other: Self) -> Self {
+                self * other
+            }
         }
         impl Float for $t {
             #[inline(always)]
@@ -336,45 +519,74 @@ macro_rules! impl_float {
 impl_float!(f32);
 impl_float!(f64);
 
-impl Num for i64 {
-    const ZERO: Self = 0;
-    const ONE: Self = 1;
-    #[inline(always)]
-    fn div(self, other: Self) -> Self {
-        self.checked_div(other).unwrap_or(0)
-    }
-    #[inline(always)]
-    fn neg(self) -> Self {
-        self.wrapping_neg()
-    }
-    #[inline(always)]
-    fn abs(self) -> Self {
-        self.wrapping_abs()
-    }
-    #[inline(always)]
-    fn sign(self) -> Self {
-        self.signum()
-    }
-    #[inline(always)]
-    fn pow(self, other: Self) -> Self {
-        // PyTorch's `powi`: exact with wrapping for any exponent up to 2^63 - 1, and
-        // integer-division semantics for negative exponents (1 / x truncated).
-        if other < 0 {
-            return match self {
-                1 => 1,
-                -1 if other % 2 != 0 => -1,
-                -1 => 1,
-                _ => 0,
-            };
-        }
-        let (mut base, mut e, mut acc) = (self, other as u64, 1i64);
-        while e > 0 {
-            if e & 1 == 1 {
-                acc = acc.wrapping_mul(base);
+macro_rules! impl_int_num {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn div(self, other: Self) -> Self {
+                // Wrapping: int8 -128 / -1 is -128 as in PyTorch; / 0 gives 0.
+                if other == 0 {
+                    0
+                } else {
+                    self.wrapping_div(other)
+                }
             }
-            base = base.wrapping_mul(base);
-            e >>= 1;
+            #[inline(always)]
+            fn neg(self) -> Self {
+                self.wrapping_neg()
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                // Wrapping (abs of int8 -128 is -128); the identity for uint8.
+                (self as i64).wrapping_abs() as $t
+            }
+            #[inline(always)]
+            fn sign(self) -> Self {
+                (self as i64).signum() as $t
+            }
+            #[inline(always)]
+            fn pow(self, other: Self) -> Self {
+                // Products modulo 2^64 truncate to the products modulo 2^bits.
+                i64_pow(self as i64, other as i64) as $t
+            }
+            #[inline(always)]
+            fn add_w(self, other: Self) -> Self {
+                self.wrapping_add(other)
+            }
+            #[inline(always)]
+            fn sub_w(self, other: Self) -> Self {
+                self.wrapping_sub(other)
+            }
+            #[inline(always)]
+            fn mul_w(self, other: Self) -> Self {
+                self.wrapping_mul(other)
+            }
         }
-        acc
+    )*};
+}
+impl_int_num!(i64, i32, i16, i8, u8);
+
+/// PyTorch's `powi`: exact with wrapping for any exponent up to 2^63 - 1, and
+/// integer-division semantics for negative exponents (1 / x truncated).
+#[inline(always)]
+fn i64_pow(base: i64, exponent: i64) -> i64 {
+    if exponent < 0 {
+        return match base {
+            1 => 1,
+            -1 if exponent % 2 != 0 => -1,
+            -1 => 1,
+            _ => 0,
+        };
     }
+    let (mut base, mut e, mut acc) = (base, exponent as u64, 1i64);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(base);
+        }
+        base = base.wrapping_mul(base);
+        e >>= 1;
+    }
+    acc
 }

@@ -43,6 +43,10 @@ impl Tensor {
         if steps == 1 {
             return Ok(Tensor::full_scalar(&[1], start, dtype));
         }
+        if dtype.is_half() {
+            // Computed in float32, rounded once (Note [Storage dtypes]).
+            return Tensor::linspace(start, end, steps as i64, DType::F32)?.to_dtype(dtype);
+        }
         let last = (steps - 1) as f64;
         Ok(match dtype {
             DType::F32 => {
@@ -68,7 +72,7 @@ impl Tensor {
                 let v: Vec<i64> = (0..steps)
                     .map(|i| i64::from_f64(linspace_point!(s, e, step, i, steps, f64)))
                     .collect();
-                Tensor::from_vec(v, &[steps])?
+                Tensor::from_vec(v, &[steps])?.to_dtype(dtype)?
             }
         })
     }
@@ -107,6 +111,10 @@ impl Tensor {
                 (s as f64, e as f64, e.wrapping_sub(s) as f64)
             }
         };
+        if dtype.is_half() {
+            let wide = Tensor::logspace(start, end, steps as i64, base, DType::F32)?;
+            return wide.to_dtype(dtype);
+        }
         let step = diff / (steps - 1) as f64;
         let point = |i: usize| {
             let exponent = if i < steps / 2 {
@@ -126,7 +134,8 @@ impl Tensor {
                     .map(|i| i64::from_f64(point(i)))
                     .collect::<Vec<i64>>(),
                 &[steps],
-            )?,
+            )?
+            .to_dtype(dtype)?,
         })
     }
 

@@ -459,24 +459,28 @@ pub fn repr_tensor(tensor: &crate::tensor::Tensor, autograd_suffix: Option<&str>
     let kept = kept_indices(shape);
     let compact: Vec<usize> = kept.iter().map(Vec::len).collect();
     let text = match tensor.dtype() {
-        DType::F32 | DType::F64 => tensor.gather_to_vec::<f64>(&kept).map(|v| {
-            repr_parts(
-                shape,
-                &compact,
-                FormatValues::Float(&v),
-                name,
-                autograd_suffix,
-            )
-        }),
-        DType::I64 => tensor.gather_to_vec::<i64>(&kept).map(|v| {
-            repr_parts(
-                shape,
-                &compact,
-                FormatValues::Int(&v),
-                name,
-                autograd_suffix,
-            )
-        }),
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
+            tensor.gather_to_vec::<f64>(&kept).map(|v| {
+                repr_parts(
+                    shape,
+                    &compact,
+                    FormatValues::Float(&v),
+                    name,
+                    autograd_suffix,
+                )
+            })
+        }
+        DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 => {
+            tensor.gather_to_vec::<i64>(&kept).map(|v| {
+                repr_parts(
+                    shape,
+                    &compact,
+                    FormatValues::Int(&v),
+                    name,
+                    autograd_suffix,
+                )
+            })
+        }
         DType::Bool => tensor.gather_to_vec::<bool>(&kept).map(|v| {
             repr_parts(
                 shape,

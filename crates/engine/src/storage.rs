@@ -16,6 +16,18 @@ pub enum Buffer {
     F64(Vec<f64>),
     /// int64 elements.
     I64(Vec<i64>),
+    /// float16 elements.
+    F16(Vec<half::f16>),
+    /// bfloat16 elements.
+    BF16(Vec<half::bf16>),
+    /// int32 elements.
+    I32(Vec<i32>),
+    /// int16 elements.
+    I16(Vec<i16>),
+    /// int8 elements.
+    I8(Vec<i8>),
+    /// uint8 elements.
+    U8(Vec<u8>),
     /// bool elements.
     Bool(Vec<bool>),
     /// Elements in memory another owner keeps alive (a numpy array shared by
@@ -86,18 +98,53 @@ impl ExternalBuffer {
     }
 }
 
+/// Runs `$body` with `$v` bound to the element vector of each owned variant of `$buf`,
+/// and `$ext` for shared memory.
+macro_rules! each_owned {
+    ($buf:expr, $v:ident => $body:expr, $e:ident => $ext:expr) => {
+        match $buf {
+            Buffer::F32($v) => $body,
+            Buffer::F64($v) => $body,
+            Buffer::F16($v) => $body,
+            Buffer::BF16($v) => $body,
+            Buffer::I64($v) => $body,
+            Buffer::I32($v) => $body,
+            Buffer::I16($v) => $body,
+            Buffer::I8($v) => $body,
+            Buffer::U8($v) => $body,
+            Buffer::Bool($v) => $body,
+            Buffer::External($e) => $ext,
+        }
+    };
+}
+
 impl Clone for Buffer {
     /// A copy that owns its elements (a shared buffer is copied out).
     fn clone(&self) -> Buffer {
+        fn copy<T: crate::dtype::Element>(e: &ExternalBuffer) -> Buffer {
+            T::into_buffer(e.slice::<T>().unwrap_or_default().to_vec())
+        }
         match self {
             Buffer::F32(v) => Buffer::F32(v.clone()),
             Buffer::F64(v) => Buffer::F64(v.clone()),
+            Buffer::F16(v) => Buffer::F16(v.clone()),
+            Buffer::BF16(v) => Buffer::BF16(v.clone()),
             Buffer::I64(v) => Buffer::I64(v.clone()),
+            Buffer::I32(v) => Buffer::I32(v.clone()),
+            Buffer::I16(v) => Buffer::I16(v.clone()),
+            Buffer::I8(v) => Buffer::I8(v.clone()),
+            Buffer::U8(v) => Buffer::U8(v.clone()),
             Buffer::Bool(v) => Buffer::Bool(v.clone()),
             Buffer::External(e) => match e.dtype {
-                DType::F32 => Buffer::F32(e.slice::<f32>().unwrap_or_default().to_vec()),
-                DType::F64 => Buffer::F64(e.slice::<f64>().unwrap_or_default().to_vec()),
-                DType::I64 => Buffer::I64(e.slice::<i64>().unwrap_or_default().to_vec()),
+                DType::F32 => copy::<f32>(e),
+                DType::F64 => copy::<f64>(e),
+                DType::F16 => copy::<half::f16>(e),
+                DType::BF16 => copy::<half::bf16>(e),
+                DType::I64 => copy::<i64>(e),
+                DType::I32 => copy::<i32>(e),
+                DType::I16 => copy::<i16>(e),
+                DType::I8 => copy::<i8>(e),
+                DType::U8 => copy::<u8>(e),
                 DType::Bool => Buffer::Bool(Vec::new()),
             },
         }
@@ -115,7 +162,13 @@ impl PartialEq for Buffer {
         match self.dtype() {
             DType::F32 => same::<f32>(self, other),
             DType::F64 => same::<f64>(self, other),
+            DType::F16 => same::<half::f16>(self, other),
+            DType::BF16 => same::<half::bf16>(self, other),
             DType::I64 => same::<i64>(self, other),
+            DType::I32 => same::<i32>(self, other),
+            DType::I16 => same::<i16>(self, other),
+            DType::I8 => same::<i8>(self, other),
+            DType::U8 => same::<u8>(self, other),
             DType::Bool => same::<bool>(self, other),
         }
     }
@@ -127,7 +180,13 @@ impl Buffer {
         match self {
             Buffer::F32(_) => DType::F32,
             Buffer::F64(_) => DType::F64,
+            Buffer::F16(_) => DType::F16,
+            Buffer::BF16(_) => DType::BF16,
             Buffer::I64(_) => DType::I64,
+            Buffer::I32(_) => DType::I32,
+            Buffer::I16(_) => DType::I16,
+            Buffer::I8(_) => DType::I8,
+            Buffer::U8(_) => DType::U8,
             Buffer::Bool(_) => DType::Bool,
             Buffer::External(e) => e.dtype,
         }
@@ -135,24 +194,15 @@ impl Buffer {
 
     /// The address of the first element (numpy arrays sharing the storage view it).
     pub fn as_ptr(&self) -> *const u8 {
-        match self {
-            Buffer::F32(v) => v.as_ptr() as *const u8,
-            Buffer::F64(v) => v.as_ptr() as *const u8,
-            Buffer::I64(v) => v.as_ptr() as *const u8,
-            Buffer::Bool(v) => v.as_ptr() as *const u8,
-            Buffer::External(e) => e.ptr.as_ptr(),
-        }
+        // The u8 variant's pointer is already `*const u8`.
+        #[allow(clippy::unnecessary_cast)]
+        let ptr = each_owned!(self, v => v.as_ptr() as *const u8, e => e.ptr.as_ptr());
+        ptr
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        match self {
-            Buffer::F32(v) => v.len(),
-            Buffer::F64(v) => v.len(),
-            Buffer::I64(v) => v.len(),
-            Buffer::Bool(v) => v.len(),
-            Buffer::External(e) => e.len,
-        }
+        each_owned!(self, v => v.len(), e => e.len)
     }
 
     /// Whether the buffer holds no elements.

@@ -55,20 +55,72 @@ impl Scalar {
         }
     }
 
-    /// Like [`Scalar::cast`], but a float that int64 cannot hold (NaN, infinities, out
-    /// of range) is PyTorch's "value cannot be converted to type int64 without
-    /// overflow" error instead of a saturated value.
+    /// Like [`Scalar::cast`], but for an integer `T` a value the dtype cannot hold (NaN,
+    /// infinities, out of range) is the error `torch.tensor` gives ("value cannot be
+    /// converted to type int64 without overflow", `uint8`, ...) instead of a wrapped one.
     #[inline]
     pub fn checked_cast<T: Element>(self) -> Result<T> {
-        if let (Scalar::Float(v), DType::I64) = (self, T::DTYPE) {
-            // -2^63 is exact in f64; 2^63 is the first value past i64::MAX.
-            if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&v) {
-                return Err(Error::InvalidArgument(
-                    "value cannot be converted to type int64 without overflow".into(),
-                ));
-            }
-        }
+        self.check_fits_tensor(T::DTYPE)?;
         Ok(self.cast())
+    }
+
+    /// The range check of `torch.tensor(data, dtype=...)`: an integer `dtype` refuses
+    /// values it cannot hold ("value cannot be converted to type uint8 without
+    /// overflow"); float dtypes take any value (an out-of-range one becomes infinite).
+    pub fn check_fits_tensor(self, dtype: DType) -> Result<()> {
+        if dtype.is_integer() && self.overflows(dtype) {
+            let name = dtype.torch_name().trim_start_matches("torch.");
+            return Err(Error::InvalidArgument(format!(
+                "value cannot be converted to type {name} without overflow"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks this value fits `dtype` as PyTorch's `fill_` / `full` / in-place scalar
+    /// ops check it ("value cannot be converted to type uint8_t without overflow").
+    pub fn check_fits(self, dtype: DType) -> Result<()> {
+        if self.overflows(dtype) {
+            return Err(Error::InvalidArgument(format!(
+                "value cannot be converted to type {} without overflow",
+                dtype.overflow_type_name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// PyTorch's `c10::overflows<dtype>(value)`: integers outside the integer dtype's
+    /// range (uint8 also takes -255..-1, which wrap); floats that are NaN, infinite or
+    /// whose floor is outside the range of an integer dtype, or finite and beyond the
+    /// largest value of a float dtype. Nothing overflows bool.
+    pub fn overflows(self, dtype: DType) -> bool {
+        let float_max = match dtype {
+            DType::F16 => 65504.0,
+            DType::BF16 => 3.389_531_389_251_535_5e38,
+            DType::F32 => f32::MAX as f64,
+            DType::F64 | DType::Bool => return false,
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 => {
+                let (lo, hi) = dtype.int_range();
+                return match self {
+                    Scalar::Bool(_) => false,
+                    Scalar::Int(v) if dtype == DType::U8 => v.unsigned_abs() > hi as u64,
+                    Scalar::Int(v) => v < lo || v > hi,
+                    // -2^63 is exact in f64; 2^63 is the first value past i64::MAX.
+                    Scalar::Float(v) if dtype == DType::I64 => {
+                        !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&v)
+                    }
+                    Scalar::Float(v) => {
+                        let f = v.floor();
+                        !(f >= lo as f64 && f <= hi as f64)
+                    }
+                };
+            }
+        };
+        match self {
+            Scalar::Float(v) => v.is_finite() && v.abs() > float_max,
+            Scalar::Int(v) => (v as f64).abs() > float_max,
+            Scalar::Bool(_) => false,
+        }
     }
 
     /// Whether this is a floating-point value.
@@ -202,8 +254,32 @@ macro_rules! dispatch {
                 type $T = f64;
                 $body
             }
+            DType::F16 => {
+                type $T = crate::dtype::f16;
+                $body
+            }
+            DType::BF16 => {
+                type $T = crate::dtype::bf16;
+                $body
+            }
             DType::I64 => {
                 type $T = i64;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
                 $body
             }
             DType::Bool => {
@@ -213,9 +289,12 @@ macro_rules! dispatch {
         }
     };
 }
+pub(crate) use dispatch;
 
-/// Like `dispatch!` for float dtypes only; other dtypes return `$err()` (a closure, so
-/// that the error and its message are only built on that path).
+/// Like `dispatch!` for the float dtypes that have arithmetic (float32, float64); other
+/// dtypes return `$err()` (a closure, so that the error and its message are only built
+/// on that path). The 16-bit floats never get here: the ops convert them to their
+/// [`DType::compute_dtype`] first (Note [Storage dtypes]).
 macro_rules! dispatch_float {
     ($dtype:expr, $err:expr, $T:ident => $body:expr) => {
         match $dtype {
@@ -227,12 +306,20 @@ macro_rules! dispatch_float {
                 type $T = f64;
                 $body
             }
-            _ => return Err($err()),
+            DType::F16
+            | DType::BF16
+            | DType::I64
+            | DType::I32
+            | DType::I16
+            | DType::I8
+            | DType::U8
+            | DType::Bool => return Err($err()),
         }
     };
 }
 
-/// Like `dispatch!` for numeric dtypes (not bool).
+/// Like `dispatch!` for the dtypes with arithmetic (not bool, not the 16-bit floats,
+/// which compute in float32).
 macro_rules! dispatch_num {
     ($dtype:expr, $err:expr, $T:ident => $body:expr) => {
         match $dtype {
@@ -248,7 +335,23 @@ macro_rules! dispatch_num {
                 type $T = i64;
                 $body
             }
-            DType::Bool => return Err($err()),
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::F16 | DType::BF16 | DType::Bool => return Err($err()),
         }
     };
 }
@@ -649,12 +752,14 @@ impl Tensor {
             });
         }
         let off = self.layout.offset();
-        Ok(match self.dtype {
-            DType::F32 => Scalar::Float(self.read(|s: &[f32]| s[off]) as f64),
-            DType::F64 => Scalar::Float(self.read(|s: &[f64]| s[off])),
-            DType::I64 => Scalar::Int(self.read(|s: &[i64]| s[off])),
-            DType::Bool => Scalar::Bool(self.read(|s: &[bool]| s[off])),
-        })
+        Ok(dispatch!(self.dtype, T => {
+            let v: T = self.read(|s: &[T]| s[off]);
+            match self.dtype.category() {
+                0 => Scalar::Bool(v.to_bool()),
+                1 => Scalar::Int(v.to_i64()),
+                _ => Scalar::Float(v.to_f64()),
+            }
+        }))
     }
 
     // ----- copies and conversions ---------------------------------------------------
@@ -708,6 +813,18 @@ impl Tensor {
             return Ok(self.clone());
         }
         dispatch!(dtype, T => Ok(Tensor::from_buffer(T::into_buffer(self.try_to_vec::<T>()?), self.shape())))
+    }
+
+    /// Runs `f` on this tensor converted to float32 and rounds a float32 result back to
+    /// this tensor's dtype: how the 16-bit floats compute (Note [Storage dtypes]).
+    /// Results of another dtype (bool masks, int64 indices) are returned as they are.
+    pub(crate) fn via_f32(&self, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+        let out = f(&self.to_dtype(DType::F32)?)?;
+        if out.dtype == DType::F32 {
+            out.to_dtype(self.dtype)
+        } else {
+            Ok(out)
+        }
     }
 
     // ----- views --------------------------------------------------------------------
@@ -1006,7 +1123,12 @@ impl Tensor {
         } else {
             self.clone()
         };
+        if src.dtype.is_half() {
+            return src.via_f32(|t| t.unary(op));
+        }
         let err = || Error::unsupported_dtype(op.kernel_name(), src.dtype);
+        // `x < 0` is always false for uint8 (relu is the identity there).
+        #[allow(clippy::absurd_extreme_comparisons)]
         match op {
             UnaryOp::Neg => map_elems!(dispatch_num, src, err, |x| Num::neg(x)),
             UnaryOp::Abs => map_elems!(dispatch_num, src, err, |x| Num::abs(x)),
@@ -1042,10 +1164,14 @@ impl Tensor {
                     "Integers to negative integer powers are not allowed.".into(),
                 ));
             }
+            // Computed in int64 and truncated: the same bits as wrapping in the dtype.
             let ints = self.to_dtype(DType::I64)?;
             let v =
                 ints.read(|s: &[i64]| elementwise::map1(s, &ints.layout, |x| Num::pow(x, e)))?;
             return Tensor::from_buffer(Buffer::I64(v), ints.shape()).to_dtype(dtype);
+        }
+        if dtype.is_half() {
+            return self.to_dtype(dtype)?.via_f32(|t| t.pow_scalar(exponent));
         }
         let src = self.to_dtype(dtype)?;
         let err = || Error::unsupported_dtype("pow", dtype);
@@ -1059,7 +1185,7 @@ impl Tensor {
     pub fn result_dtype(a: &Tensor, b: &Tensor, op: BinaryOp) -> DType {
         let promoted = DType::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
         match (op, promoted) {
-            (BinaryOp::Div, DType::I64 | DType::Bool) => DType::default_float(),
+            (BinaryOp::Div, d) if !d.is_floating_point() => DType::default_float(),
             (_, DType::Bool) if op != BinaryOp::Add && op != BinaryOp::Mul => DType::I64,
             _ => promoted,
         }
@@ -1081,11 +1207,12 @@ impl Tensor {
                 _ => {}
             }
         }
-        // Bool add/mul compute as integers and convert back (logical or / and).
+        // Bool add/mul compute as integers and convert back (logical or / and); the
+        // 16-bit floats compute in float32 and round back once (Note [Storage dtypes]).
         let compute = if dtype == DType::Bool {
             DType::I64
         } else {
-            dtype
+            dtype.compute_dtype()
         };
         let a = self.to_dtype(compute)?;
         let b = other.to_dtype(compute)?;
@@ -1094,9 +1221,9 @@ impl Tensor {
         let err = || Error::unsupported_dtype(op.name(), compute);
         let out = dispatch_num!(compute, err, T => {
             let v: Vec<T> = a.read2(&b, |sa: &[T], sb: &[T]| match op {
-                BinaryOp::Add => elementwise::map2(sa, &la, sb, &lb, |x, y| x + y),
-                BinaryOp::Sub => elementwise::map2(sa, &la, sb, &lb, |x, y| x - y),
-                BinaryOp::Mul => elementwise::map2(sa, &la, sb, &lb, |x, y| x * y),
+                BinaryOp::Add => elementwise::map2(sa, &la, sb, &lb, |x: T, y| x.add_w(y)),
+                BinaryOp::Sub => elementwise::map2(sa, &la, sb, &lb, |x: T, y| x.sub_w(y)),
+                BinaryOp::Mul => elementwise::map2(sa, &la, sb, &lb, |x: T, y| x.mul_w(y)),
                 BinaryOp::Div => elementwise::map2(sa, &la, sb, &lb, |x: T, y| Num::div(x, y)),
                 BinaryOp::Pow => elementwise::map2(sa, &la, sb, &lb, |x: T, y| Num::pow(x, y)),
             })?;
@@ -1191,6 +1318,9 @@ impl Tensor {
             };
             return Err(Error::unsupported_dtype(name, DType::Bool));
         }
+        if dtype.is_half() {
+            return self.to_dtype(dtype)?.via_f32(|t| t.clamp(min, max));
+        }
         let src = self.to_dtype(dtype)?;
         let err = || Error::unsupported_dtype("clamp", dtype);
         dispatch_num!(dtype, err, T => {
@@ -1205,12 +1335,15 @@ impl Tensor {
         })
     }
 
-    /// Sums over `dims` (all dims when empty and `all` is true); bool sums to int64.
+    /// Sums over `dims` (all dims when empty and `all` is true); bool and every integer
+    /// dtype sum to int64, the 16-bit floats in float32 (rounded back).
     pub fn sum_dims(&self, dims: &[usize], keepdim: bool) -> Result<Tensor> {
-        let src = if self.dtype == DType::Bool {
-            self.to_dtype(DType::I64)?
-        } else {
-            self.clone()
+        let src = match self.dtype {
+            DType::F32 | DType::F64 | DType::I64 => self.clone(),
+            DType::F16 | DType::BF16 => return self.via_f32(|t| t.sum_dims(dims, keepdim)),
+            DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
+                self.to_dtype(DType::I64)?
+            }
         };
         let mut sorted: Dims = dims.iter().copied().collect();
         sorted.sort_unstable();
@@ -1228,7 +1361,13 @@ impl Tensor {
             DType::F32 => Buffer::F32(src.read(|s: &[f32]| reduce::sum(s, &src.layout, &sorted))?),
             DType::F64 => Buffer::F64(src.read(|s: &[f64]| reduce::sum(s, &src.layout, &sorted))?),
             DType::I64 => Buffer::I64(src.read(|s: &[i64]| reduce::sum(s, &src.layout, &sorted))?),
-            DType::Bool => internal_dtype(),
+            DType::F16
+            | DType::BF16
+            | DType::I32
+            | DType::I16
+            | DType::I8
+            | DType::U8
+            | DType::Bool => internal_dtype(),
         };
         Ok(Tensor::from_buffer(buffer, &out_shape))
     }
@@ -1282,8 +1421,8 @@ impl Tensor {
                 "matmul",
                 format!(
                     "expected m1 and m2 to have the same dtype, but got: {} != {}",
-                    a.dtype.scalar_type_name().to_lowercase(),
-                    b.dtype.scalar_type_name().to_lowercase()
+                    a.dtype.cpp_type_name(),
+                    b.dtype.cpp_type_name()
                 ),
             ));
         }
@@ -1312,6 +1451,41 @@ impl Tensor {
         let mut out_shape = batch.clone();
         out_shape.extend_from_slice(&[m, n]);
         check_allocation(shape::checked_numel(&out_shape)?, a.dtype)?;
+        // The 16-bit floats multiply in float32 and round back; integers and bool
+        // multiply exactly in int64 (wrapping) and truncate back (Note [Storage dtypes]).
+        let compute = match a.dtype {
+            DType::F32 | DType::F64 => a.dtype,
+            DType::F16 | DType::BF16 => DType::F32,
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
+                DType::I64
+            }
+        };
+        if compute != a.dtype {
+            let (wa, wb) = (a.to_dtype(compute)?, b.to_dtype(compute)?);
+            return wa.matmul_nd(&wb)?.to_dtype(a.dtype);
+        }
+        if compute == DType::I64 {
+            let v = a.read2(b, |sa: &[i64], sb: &[i64]| {
+                let (oa, ob) = (
+                    matmul::MatOperand {
+                        data: sa,
+                        batch_strides: &la.strides()[..nb],
+                        offset: la.offset(),
+                        row_stride: la.strides()[nb],
+                        col_stride: la.strides()[nb + 1],
+                    },
+                    matmul::MatOperand {
+                        data: sb,
+                        batch_strides: &lb.strides()[..nb],
+                        offset: lb.offset(),
+                        row_stride: lb.strides()[nb],
+                        col_stride: lb.strides()[nb + 1],
+                    },
+                );
+                matmul::matmul_i64(&batch, (m, k, n), &oa, &ob)
+            })?;
+            return Ok(Tensor::from_buffer(Buffer::I64(v), &out_shape));
+        }
         let err = || Error::unsupported_dtype("matmul", a.dtype);
         dispatch_float!(a.dtype, err, T => {
             let v: Vec<T> = a.read2(b, |sa: &[T], sb: &[T]| {
@@ -1462,13 +1636,17 @@ fn with_read_locks<A: Element, B: Element, C: Element, R>(
     }
 }
 
-/// Converts one element between element types (bool ↔ numbers via 0/1).
+/// Converts one element between element types as PyTorch's casts do: bool ↔ numbers
+/// via 0/1, integers exactly (wrapping into a narrower integer, one rounding into a
+/// float), floats through f64 (x86's truncation into integers, see `Element::from_f64`).
 #[inline(always)]
-fn convert<S: Element, T: Element>(x: S) -> T {
-    match T::DTYPE {
-        DType::Bool => T::from_bool(x.to_bool()),
-        DType::I64 if S::DTYPE != DType::F32 && S::DTYPE != DType::F64 => T::from_i64(x.to_i64()),
-        _ => T::from_f64(x.to_f64()),
+pub(crate) fn convert<S: Element, T: Element>(x: S) -> T {
+    if T::DTYPE == DType::Bool {
+        T::from_bool(x.to_bool())
+    } else if !S::DTYPE.is_floating_point() {
+        T::from_i64(x.to_i64())
+    } else {
+        T::from_f64(x.to_f64())
     }
 }
 

@@ -399,12 +399,7 @@ impl Variable {
                     "grad",
                     format!(
                         "assigned grad has data of a different type: attempting to assign a gradient with dtype '{}' to a tensor with grad_dtype '{}'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype).",
-                        match g.dtype() {
-                            DType::F32 => "float",
-                            DType::F64 => "double",
-                            DType::I64 => "long int",
-                            DType::Bool => "bool",
-                        },
+                        g.dtype().cpp_type_name(),
                         self.dtype().scalar_type_name()
                     ),
                 ));

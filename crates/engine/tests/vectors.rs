@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-const FILES: [&str; 14] = [
+const FILES: [&str; 15] = [
     "unary.json",
     "binary.json",
     "compare.json",
@@ -25,6 +25,7 @@ const FILES: [&str; 14] = [
     "coverage_ops.json",
     "extra_ops.json",
     "forms_ops.json",
+    "dtype_ops.json",
 ];
 
 fn vectors_dir() -> PathBuf {
@@ -80,13 +81,10 @@ fn usize_list(v: &Value, what: &str) -> CaseResult<Vec<usize>> {
 }
 
 fn parse_dtype(v: &Value) -> CaseResult<DType> {
-    match v.as_str() {
-        Some("float64") => Ok(DType::F64),
-        Some("float32") => Ok(DType::F32),
-        Some("bool") => Ok(DType::Bool),
-        Some("int64") => Ok(DType::I64),
-        _ => Err(format!("unknown dtype {v}")),
-    }
+    DType::ALL
+        .into_iter()
+        .find(|d| Some(d.torch_name().trim_start_matches("torch.")) == v.as_str())
+        .ok_or_else(|| format!("unknown dtype {v}"))
 }
 
 /// A number from kwargs, as the Python number it stands for: `int` when written
@@ -111,17 +109,18 @@ fn build_tensor(obj: &Value) -> CaseResult<Tensor> {
             .map(|x| x.as_f64().ok_or_else(|| format!("non-numeric element {x}")))
             .collect()
     };
-    let tensor = match dtype {
-        DType::F64 => Tensor::from_vec(floats()?, &shape),
-        // Parse as f64 then round to f32, like torch.tensor(list, dtype=float32).
-        DType::F32 => Tensor::from_vec(floats()?.into_iter().map(|x| x as f32).collect(), &shape),
-        DType::I64 => Tensor::from_vec(
+    // Floats are parsed as f64 and rounded to the dtype, like torch.tensor(list, dtype=...);
+    // integers are exact.
+    let tensor = match dtype.category() {
+        2 => Tensor::from_vec(floats()?, &shape).and_then(|t| t.to_dtype(dtype)),
+        1 => Tensor::from_vec(
             data.iter()
-                .map(|x| as_i64(x, "int64 data"))
+                .map(|x| as_i64(x, "integer data"))
                 .collect::<CaseResult<Vec<i64>>>()?,
             &shape,
-        ),
-        DType::Bool => Tensor::from_vec(
+        )
+        .and_then(|t| t.to_dtype(dtype)),
+        _ => Tensor::from_vec(
             data.iter()
                 .map(|x| x.as_bool().ok_or_else(|| format!("non-bool element {x}")))
                 .collect::<CaseResult<Vec<bool>>>()?,
@@ -359,7 +358,11 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
         "relu" => x.relu(),
         "abs" => x.abs(),
         "pow" if kwargs.contains_key("exponent") => {
-            x.pow_scalar(scalar_arg(kw("exponent")?)?.to_f64())
+            // An int exponent keeps an integer tensor integral (as Python's `x ** 3`).
+            match scalar_arg(kw("exponent")?)? {
+                e @ Scalar::Int(_) if !x.dtype().is_floating_point() => x.pow_scalar_value(e),
+                e => x.pow_scalar(e.to_f64()),
+            }
         }
         "pow" => x.pow(arg(1)?),
         "add" => x.add(arg(1)?),
@@ -397,6 +400,10 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
             }
         }
         "matmul" => x.matmul(arg(1)?),
+        "to" => {
+            let name = kw("dtype")?;
+            x.to_dtype(parse_dtype(name)?)
+        }
         "view" => x.view(&i64_list(kw("shape")?, "shape")?),
         "reshape" => x.reshape(&i64_list(kw("shape")?, "shape")?),
         "transpose" => x.transpose(as_i64(kw("dim0")?, "dim0")?, as_i64(kw("dim1")?, "dim1")?),
@@ -1077,6 +1084,9 @@ fn coverage_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> Case
 fn tolerances(dtype: DType) -> (f64, f64) {
     match dtype {
         DType::F32 => (1e-5, 1e-6),
+        // A few units in the last place (see test_vectors.py's TOLERANCES).
+        DType::F16 => (5e-3, 1e-4),
+        DType::BF16 => (4e-2, 1e-3),
         _ => (1e-6, 1e-9),
     }
 }
@@ -1084,6 +1094,16 @@ fn tolerances(dtype: DType) -> (f64, f64) {
 /// Checks `actual` against the JSON tensor `expected`: shape and dtype exactly, values
 /// within the dtype's tolerance. Reports the first mismatching element.
 fn check_tensor(what: &str, actual: &Variable, expected: &Value) -> CaseResult<()> {
+    check_tensor_within(what, actual, expected, false)
+}
+
+/// [`check_tensor`], bit for bit when `exact` (the cases marked `"exact": true`).
+fn check_tensor_within(
+    what: &str,
+    actual: &Variable,
+    expected: &Value,
+    exact: bool,
+) -> CaseResult<()> {
     let shape = usize_list(field(expected, "shape")?, "shape")?;
     let dtype = parse_dtype(field(expected, "dtype")?)?;
     if actual.shape().as_slice() != shape.as_slice() {
@@ -1101,7 +1121,7 @@ fn check_tensor(what: &str, actual: &Variable, expected: &Value) -> CaseResult<(
     let data = field(expected, "data")?
         .as_array()
         .ok_or("data is not a list")?;
-    if dtype == DType::I64 {
+    if dtype.category() == 1 {
         let got = actual.to_vec::<i64>();
         if got.len() != data.len() {
             return Err(format!(
@@ -1126,7 +1146,7 @@ fn check_tensor(what: &str, actual: &Variable, expected: &Value) -> CaseResult<(
         }
         return Ok(());
     }
-    let (rtol, atol) = tolerances(dtype);
+    let (rtol, atol) = if exact { (0.0, 0.0) } else { tolerances(dtype) };
     let got = actual.to_vec::<f64>();
     if got.len() != data.len() {
         return Err(format!(
@@ -1184,7 +1204,8 @@ fn run_case(case: &Value) -> CaseResult<()> {
         }
         None => run_op(op, kwargs, &args)?,
     };
-    check_tensor("output", &out, field(case, "output")?)?;
+    let exact = case.get("exact").and_then(Value::as_bool).unwrap_or(false);
+    check_tensor_within("output", &out, field(case, "output")?, exact)?;
 
     let grad_output = field(case, "grad_output")?;
     if grad_output.is_null() {
@@ -1320,6 +1341,11 @@ fn extra_ops_vectors() {
 #[test]
 fn forms_ops_vectors() {
     check_file("forms_ops.json");
+}
+
+#[test]
+fn dtype_ops_vectors() {
+    check_file("dtype_ops.json");
 }
 
 /// Every vector file is read by a test above, and together they hold enough cases.

@@ -111,6 +111,9 @@ impl Collected {
         if s.is_floating_point() {
             self.saw_float_value();
         }
+        if let Some(d) = self.target {
+            s.check_fits_tensor(d).py()?;
+        }
         match &mut self.values {
             Values::I64(v) => v.push(s.checked_cast::<i64>().py()?),
             Values::F64(v) => v.push(s.cast::<f64>()),
@@ -263,9 +266,9 @@ pub fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResu
     let numel = rustgrad::shape::checked_numel(&shape).py()?;
     rustgrad::tensor::check_allocation(numel, dtype.unwrap_or(DType::I64)).py()?;
     let values = match dtype {
-        Some(DType::F32 | DType::F64) => Values::F64(reserved(numel)?),
+        Some(d) if d.is_floating_point() => Values::F64(reserved(numel)?),
         Some(DType::Bool) => Values::Bool(reserved(numel)?),
-        Some(DType::I64) | None => Values::I64(reserved(numel)?),
+        Some(_) | None => Values::I64(reserved(numel)?),
     };
     let mut c = Collected {
         values,
@@ -301,13 +304,11 @@ pub fn from_numpy_array(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
     try_type!(f64);
     try_type!(i64);
     try_type!(bool);
-    if let Ok(a) = obj.cast::<PyArrayDyn<i32>>() {
-        let ro = a.readonly();
-        let view = ro.as_array();
-        let shape: Vec<usize> = view.shape().to_vec();
-        let data: Vec<i64> = view.iter().map(|&x| x as i64).collect();
-        return Ok(Some(Tensor::from_vec(data, &shape).py()?));
-    }
+    try_type!(i32);
+    try_type!(i16);
+    try_type!(i8);
+    try_type!(u8);
+    try_type!(rustgrad::dtype::f16);
     // A numpy scalar (`np.float64(1.5)`, an instance of `numpy.generic`) is a 0-d array
     // of its dtype, as PyTorch reads it.
     let py = obj.py();
@@ -321,7 +322,7 @@ pub fn from_numpy_array(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
     if obj.hasattr("__array_interface__").unwrap_or(false) && obj.hasattr("dtype").unwrap_or(false)
     {
         return Err(PyTypeError::new_err(format!(
-            "can't convert np.ndarray of type {}. The only supported types are: float64, float32, int64, int32, and bool.",
+            "can't convert np.ndarray of type {}. The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.",
             obj.getattr("dtype")?.str()?
         )));
     }
@@ -340,9 +341,20 @@ pub fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
     match t.dtype() {
         DType::F32 => arr!(f32),
         DType::F64 => arr!(f64),
+        DType::F16 => arr!(rustgrad::dtype::f16),
+        DType::BF16 => Err(no_numpy_bfloat16()),
         DType::I64 => arr!(i64),
+        DType::I32 => arr!(i32),
+        DType::I16 => arr!(i16),
+        DType::I8 => arr!(i8),
+        DType::U8 => arr!(u8),
         DType::Bool => arr!(bool),
     }
+}
+
+/// PyTorch's error for `.numpy()` of a bfloat16 tensor (numpy has no bfloat16).
+fn no_numpy_bfloat16() -> PyErr {
+    PyTypeError::new_err("Got unsupported ScalarType BFloat16")
 }
 
 /// A Python number from an engine scalar.
@@ -418,7 +430,7 @@ pub fn extract_dims(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>
 }
 
 /// A tensor sharing a numpy array's memory (`from_numpy`, `as_tensor`), as PyTorch's
-/// `from_numpy`: float32, float64 and int64 arrays whose strides are non-negative are
+/// `from_numpy`: float64, float32, float16, int64, int32, int16, int8 and uint8 arrays whose strides are non-negative are
 /// shared (writes through either are seen by the other); a negative stride is PyTorch's
 /// error; anything else (bool, int32, read-only or misaligned arrays) is copied.
 /// `None` when `obj` is not a numpy array. See Note [Shared memory].
@@ -462,6 +474,11 @@ pub fn share_numpy_array(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
     share!(f32, DType::F32);
     share!(f64, DType::F64);
     share!(i64, DType::I64);
+    share!(i32, DType::I32);
+    share!(i16, DType::I16);
+    share!(i8, DType::I8);
+    share!(u8, DType::U8);
+    share!(rustgrad::dtype::f16, DType::F16);
     from_numpy_array(obj)
 }
 
@@ -515,7 +532,13 @@ pub fn share_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, P
     match t.dtype() {
         DType::F32 => share!(f32),
         DType::F64 => share!(f64),
+        DType::F16 => share!(rustgrad::dtype::f16),
+        DType::BF16 => Err(no_numpy_bfloat16()),
         DType::I64 => share!(i64),
+        DType::I32 => share!(i32),
+        DType::I16 => share!(i16),
+        DType::I8 => share!(i8),
+        DType::U8 => share!(u8),
         DType::Bool => to_numpy(py, t),
     }
 }

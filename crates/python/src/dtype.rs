@@ -18,30 +18,25 @@ pub struct PyDType {
     _one_per_dtype: (),
 }
 
-/// Every dtype, in the order of `DTYPE_OBJECTS`.
-const ALL: [DType; 4] = [DType::F32, DType::F64, DType::I64, DType::Bool];
-
-static DTYPE_OBJECTS: PyOnceLock<[Py<PyDType>; 4]> = PyOnceLock::new();
+static DTYPE_OBJECTS: PyOnceLock<Vec<Py<PyDType>>> = PyOnceLock::new();
 
 /// The one Python object of `dtype` (`rustgrad.float32`, ...).
 pub fn dtype_object(py: Python<'_>, dtype: DType) -> PyResult<Bound<'_, PyDType>> {
-    let all = DTYPE_OBJECTS.get_or_try_init(py, || -> PyResult<[Py<PyDType>; 4]> {
-        let make = |inner| {
-            Py::new(
-                py,
-                PyDType {
-                    inner,
-                    _one_per_dtype: (),
-                },
-            )
-        };
-        Ok([make(ALL[0])?, make(ALL[1])?, make(ALL[2])?, make(ALL[3])?])
+    let all = DTYPE_OBJECTS.get_or_try_init(py, || -> PyResult<Vec<Py<PyDType>>> {
+        DType::ALL
+            .iter()
+            .map(|&inner| {
+                Py::new(
+                    py,
+                    PyDType {
+                        inner,
+                        _one_per_dtype: (),
+                    },
+                )
+            })
+            .collect()
     })?;
-    let i = ALL
-        .iter()
-        .position(|d| *d == dtype)
-        .ok_or_else(|| PyTypeError::new_err(format!("no dtype object for {dtype:?}")))?;
-    Ok(all[i].bind(py).clone())
+    Ok(all[dtype.code() as usize].bind(py).clone())
 }
 
 #[pymethods]
@@ -59,20 +54,17 @@ impl PyDType {
     /// Size of one element in bytes.
     #[getter]
     fn itemsize(&self) -> usize {
-        match self.inner {
-            DType::F32 => 4,
-            DType::F64 | DType::I64 => 8,
-            DType::Bool => 1,
-        }
+        self.inner.size_in_bytes()
+    }
+
+    /// Whether values of this dtype can be negative.
+    #[getter]
+    fn is_signed(&self) -> bool {
+        self.inner.is_signed()
     }
 
     fn __reduce__(&self) -> (&'static str,) {
-        (match self.inner {
-            DType::F32 => "float32",
-            DType::F64 => "float64",
-            DType::I64 => "int64",
-            DType::Bool => "bool",
-        },)
+        (self.inner.torch_name().trim_start_matches("torch."),)
     }
 }
 

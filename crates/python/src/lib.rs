@@ -132,9 +132,7 @@ fn full(
     let value = convert::extract_scalar(fill_value)
         .ok_or_else(|| PyValueError::new_err("fill_value must be a number"))?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(value.natural_dtype());
-    if dtype == DType::I64 {
-        value.checked_cast::<i64>().py()?;
-    }
+    value.check_fits(dtype).py()?;
     let size = PyTuple::new(size.py(), [size])?;
     leaf(
         Tensor::full_scalar(&alloc_shape(&size, dtype)?, value, dtype),
@@ -283,7 +281,7 @@ fn _backward(
 }
 
 /// `set_default_dtype(d)`: the dtype factories, Python floats and integer-to-float
-/// promotion use from now on, in the whole process (float32 or float64 only).
+/// promotion use from now on, in the whole process (any floating dtype, as PyTorch 2.15).
 #[pyfunction]
 fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
     let d = d.cast::<PyDType>().map_err(|_| {
@@ -341,12 +339,8 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTensor>()?;
     m.add_class::<PyDType>()?;
     m.add_class::<node::PyNode>()?;
-    for (name, dtype) in [
-        ("float32", DType::F32),
-        ("float64", DType::F64),
-        ("int64", DType::I64),
-        ("bool", DType::Bool),
-    ] {
+    for dtype in DType::ALL {
+        let name = dtype.torch_name().trim_start_matches("torch.");
         m.add(name, crate::dtype::dtype_object(m.py(), dtype)?)?;
     }
     m.add_function(wrap_pyfunction!(tensor_fn, m)?)?;

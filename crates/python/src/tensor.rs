@@ -195,10 +195,10 @@ pub fn to_list<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> 
             .collect::<PyResult<Vec<_>>>()?;
         Ok(PyList::new(py, items)?.into_any())
     }
-    match t.dtype() {
-        DType::F32 | DType::F64 => build(py, t.shape(), &t.try_to_vec::<f64>().py()?),
-        DType::I64 => build(py, t.shape(), &t.try_to_vec::<i64>().py()?),
-        DType::Bool => build(py, t.shape(), &t.try_to_vec::<bool>().py()?),
+    match t.dtype().category() {
+        2 => build(py, t.shape(), &t.try_to_vec::<f64>().py()?),
+        1 => build(py, t.shape(), &t.try_to_vec::<i64>().py()?),
+        _ => build(py, t.shape(), &t.try_to_vec::<bool>().py()?),
     }
 }
 
@@ -257,7 +257,7 @@ pub(crate) fn compare(
 /// The dtype of a legacy type name (`'torch.FloatTensor'`); a CUDA type name raises as
 /// a CPU-only PyTorch build does.
 pub(crate) fn legacy_type_from_name(name: &str) -> PyResult<DType> {
-    let all = [DType::F32, DType::F64, DType::I64, DType::Bool];
+    let all = DType::ALL;
     if let Some(d) = all.iter().find(|d| d.legacy_type_name() == name) {
         return Ok(*d);
     }

@@ -190,6 +190,51 @@ pub fn matmul<T: Gemm>(
     Ok(out)
 }
 
+/// `out[batch] = a[batch] @ b[batch]` of int64 matrices with wrapping arithmetic (the
+/// integer matmul PyTorch's CPU kernels compute; narrower integers are computed on their
+/// int64 values and truncated, which gives the same bits). Safe indexing, no GEMM.
+pub fn matmul_i64(
+    batch_shape: &[usize],
+    (m, k, n): (usize, usize, usize),
+    a: &MatOperand<'_, i64>,
+    b: &MatOperand<'_, i64>,
+) -> Result<Vec<i64>> {
+    a.check_in_bounds(batch_shape, m, k)?;
+    b.check_in_bounds(batch_shape, k, n)?;
+    let batches: usize = crate::shape::checked_numel(batch_shape)?;
+    let mut out = try_vec(
+        batches
+            .checked_mul(m)
+            .and_then(|x| x.checked_mul(n))
+            .ok_or(Error::NumelOverflow)?,
+        0i64,
+    )?;
+    if out.is_empty() || k == 0 {
+        return Ok(out);
+    }
+    let mut offsets = Vec::with_capacity(batches);
+    for_each_strided(
+        batch_shape,
+        [a.batch_strides, b.batch_strides],
+        [a.offset, b.offset],
+        0,
+        batches,
+        |_, [oa, ob]| offsets.push((oa, ob)),
+    );
+    for (c, &(oa, ob)) in out.chunks_mut(m * n).zip(&offsets) {
+        for i in 0..m {
+            for p in 0..k {
+                let x = a.data[oa + i * a.row_stride + p * a.col_stride];
+                let row = ob + p * b.row_stride;
+                for (j, cij) in c[i * n..(i + 1) * n].iter_mut().enumerate() {
+                    *cij = cij.wrapping_add(x.wrapping_mul(b.data[row + j * b.col_stride]));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -507,7 +507,7 @@ impl Tensor {
         };
         check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
         let compute = match (dtype, op) {
-            (DType::Bool | DType::I64, op) if op.floats_only() => {
+            (d, op) if op.floats_only() && !d.is_floating_point() => {
                 return Err(Error::unsupported_dtype(op.name(), dtype))
             }
             (
@@ -517,9 +517,13 @@ impl Tensor {
                 | MathBinaryOp::DivTrunc
                 | MathBinaryOp::DivFloor,
             ) => return Err(Error::unsupported_dtype(op.name(), DType::Bool)),
-            // max / min of bools compute as 0 / 1 and convert back.
+            // max / min of bools compute as 0 / 1 and convert back; every integer
+            // dtype computes on its int64 values (floor division, remainder and
+            // max / min of those truncate back to the same values PyTorch's narrow
+            // kernels give); the 16-bit floats compute in float32 (Note [Storage dtypes]).
             (DType::Bool, _) => DType::I64,
-            (d, _) => d,
+            (d, _) if d.is_integer() => DType::I64,
+            (d, _) => d.compute_dtype(),
         };
         let (a, b) = (self.to_dtype(compute)?, other.to_dtype(compute)?);
         let la = a.layout().broadcast_to(&out_shape)?;

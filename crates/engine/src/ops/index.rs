@@ -434,12 +434,7 @@ fn take_tensor(t: &Tensor, map: &IndexMap) -> Result<Tensor> {
             "rustgrad internal error: index map of another shape".into(),
         ));
     }
-    match t.dtype() {
-        DType::F32 => go::<f32>(t, map),
-        DType::F64 => go::<f64>(t, map),
-        DType::I64 => go::<i64>(t, map),
-        DType::Bool => go::<bool>(t, map),
-    }
+    crate::tensor::dispatch!(t.dtype(), T => go::<T>(t, map))
 }
 
 /// How a scatter combines a value with the element already at its place.
@@ -473,9 +468,9 @@ fn put_tensor_with(base: &Tensor, src: &Tensor, map: &IndexMap, how: Combine) ->
         let mut d: Vec<T> = base.try_to_vec()?;
         let s: Vec<T> = src.try_to_vec()?;
         if how == Combine::Multiply {
-            kernels::index::put(&mut d, &s, &map.positions, |a, b| a * b)?;
+            kernels::index::put(&mut d, &s, &map.positions, |a: T, b| a.mul_w(b))?;
         } else {
-            kernels::index::put(&mut d, &s, &map.positions, |a, b| a + b)?;
+            kernels::index::put(&mut d, &s, &map.positions, |a: T, b| a.add_w(b))?;
         }
         Tensor::from_vec(d, &map.src)
     }
@@ -484,15 +479,23 @@ fn put_tensor_with(base: &Tensor, src: &Tensor, map: &IndexMap, how: Combine) ->
             "rustgrad internal error: index map of another shape".into(),
         ));
     }
-    match (base.dtype(), how) {
-        (DType::F32, Combine::Write) => write::<f32>(base, src, map),
-        (DType::F64, Combine::Write) => write::<f64>(base, src, map),
-        (DType::I64, Combine::Write) => write::<i64>(base, src, map),
-        (DType::Bool, Combine::Write) => write::<bool>(base, src, map),
-        (DType::F32, how) => accumulate::<f32>(base, src, map, how),
-        (DType::F64, how) => accumulate::<f64>(base, src, map, how),
-        (DType::I64, how) => accumulate::<i64>(base, src, map, how),
-        (DType::Bool, _) => Err(Error::unsupported_dtype(
+    if how == Combine::Write {
+        return crate::tensor::dispatch!(base.dtype(), T => write::<T>(base, src, map));
+    }
+    match base.dtype() {
+        DType::F32 => accumulate::<f32>(base, src, map, how),
+        DType::F64 => accumulate::<f64>(base, src, map, how),
+        DType::I64 => accumulate::<i64>(base, src, map, how),
+        DType::I32 => accumulate::<i32>(base, src, map, how),
+        DType::I16 => accumulate::<i16>(base, src, map, how),
+        DType::I8 => accumulate::<i8>(base, src, map, how),
+        DType::U8 => accumulate::<u8>(base, src, map, how),
+        // Accumulated in float32 and rounded back once (Note [Storage dtypes]).
+        DType::F16 | DType::BF16 => {
+            let src = src.to_dtype(DType::F32)?;
+            base.via_f32(|b| accumulate::<f32>(b, &src, map, how))
+        }
+        DType::Bool => Err(Error::unsupported_dtype(
             "scatter_reduce / index_put_with_accumulate",
             DType::Bool,
         )),

@@ -29,7 +29,8 @@ impl Tensor {
                 self.read(|s: &[f32]| elementwise::map1(s, self.layout(), |x| test(x as f64)))?
             }
             DType::F64 => self.read(|s: &[f64]| elementwise::map1(s, self.layout(), test))?,
-            DType::I64 | DType::Bool => {
+            DType::F16 | DType::BF16 => return self.via_f32(|t| t.is_class(class)),
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
                 return Ok(Tensor::full(
                     self.shape(),
                     f64::from(u8::from(class.of_integers())),
@@ -54,8 +55,12 @@ impl Tensor {
             DType::F64 => self.read(|s: &[f64]| {
                 elementwise::map1(s, self.layout(), |x: f64| x.is_sign_negative())
             })?,
-            DType::I64 => self.read(|s: &[i64]| elementwise::map1(s, self.layout(), |x| x < 0))?,
-            DType::Bool => return Ok(Tensor::full(self.shape(), 0.0, DType::Bool)),
+            DType::F16 | DType::BF16 => return self.via_f32(|t| t.signbit()),
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 => {
+                let ints = self.to_dtype(DType::I64)?;
+                ints.read(|s: &[i64]| elementwise::map1(s, ints.layout(), |x| x < 0))?
+            }
+            DType::U8 | DType::Bool => return Ok(Tensor::full(self.shape(), 0.0, DType::Bool)),
         };
         Ok(Tensor::from_buffer(
             <bool as Element>::into_buffer(v),
@@ -119,18 +124,22 @@ impl Tensor {
             a.layout().broadcast_to(&out_shape)?,
             b.layout().broadcast_to(&out_shape)?,
         );
-        let buffer = if dtype == DType::Bool {
+        if dtype == DType::Bool {
             let v = a.read2(&b, |sa: &[bool], sb: &[bool]| {
                 elementwise::map2(sa, &la, sb, &lb, |x, y| op.apply_bool(x, y))
             })?;
-            <bool as Element>::into_buffer(v)
-        } else {
-            let v = a.read2(&b, |sa: &[i64], sb: &[i64]| {
-                elementwise::map2(sa, &la, sb, &lb, |x, y| op.apply_i64(x, y))
-            })?;
-            <i64 as Element>::into_buffer(v)
-        };
-        Ok(Tensor::from_buffer(buffer, &out_shape))
+            return Ok(Tensor::from_buffer(
+                <bool as Element>::into_buffer(v),
+                &out_shape,
+            ));
+        }
+        // Narrower integers compute on their sign-extended int64 values: and / or / xor
+        // of the low bits are the low bits of the int64 results.
+        let (a, b) = (a.to_dtype(DType::I64)?, b.to_dtype(DType::I64)?);
+        let v = a.read2(&b, |sa: &[i64], sb: &[i64]| {
+            elementwise::map2(sa, &la, sb, &lb, |x, y| op.apply_i64(x, y))
+        })?;
+        Tensor::from_buffer(<i64 as Element>::into_buffer(v), &out_shape).to_dtype(dtype)
     }
 
     /// `bitwise_not`: `!x` of int64, `not x` of bool; floating dtypes have no kernel.
@@ -140,10 +149,15 @@ impl Tensor {
             DType::Bool => <bool as Element>::into_buffer(
                 self.read(|s: &[bool]| elementwise::map1(s, self.layout(), |x| !x))?,
             ),
-            DType::I64 => <i64 as Element>::into_buffer(
-                self.read(|s: &[i64]| elementwise::map1(s, self.layout(), |x| !x))?,
-            ),
-            d => return Err(Error::unsupported_dtype("bitwise_not_cpu", d)),
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 => {
+                let ints = self.to_dtype(DType::I64)?;
+                let v = ints.read(|s: &[i64]| elementwise::map1(s, ints.layout(), |x| !x))?;
+                return Tensor::from_buffer(<i64 as Element>::into_buffer(v), self.shape())
+                    .to_dtype(self.dtype());
+            }
+            d @ (DType::F32 | DType::F64 | DType::F16 | DType::BF16) => {
+                return Err(Error::unsupported_dtype("bitwise_not_cpu", d))
+            }
         };
         Ok(Tensor::from_buffer(buffer, self.shape()))
     }
@@ -181,7 +195,19 @@ impl Tensor {
                     })
                 })?)
             }
-            DType::I64 | DType::Bool => return self.deep_clone(),
+            DType::F16 | DType::BF16 => {
+                // The defaults are this dtype's extremes, not float32's.
+                let max = if self.dtype() == DType::F16 {
+                    crate::dtype::f16::MAX.to_f64()
+                } else {
+                    crate::dtype::bf16::MAX.to_f64()
+                };
+                let (p, m) = (posinf.unwrap_or(max), neginf.unwrap_or(-max));
+                return self.via_f32(|t| t.nan_to_num(Some(nan), Some(p), Some(m)));
+            }
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
+                return self.deep_clone()
+            }
         };
         Ok(Tensor::from_buffer(buffer, self.shape()))
     }

@@ -200,12 +200,7 @@ fn clamp_masks(
 
 /// PyTorch's lower-case name of a dtype in "expected dtype float for `end`".
 fn c_type_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::I64 => "long int",
-        DType::Bool => "bool",
-    }
+    dtype.cpp_type_name()
 }
 
 impl Tensor {

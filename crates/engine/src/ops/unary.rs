@@ -414,7 +414,7 @@ impl Tensor {
         } else {
             match (op.on_integers(), dtype) {
                 (OnIntegers::Promote, _) => self.to_dtype(DType::default_float())?,
-                (OnIntegers::Identity, DType::I64) => return self.deep_clone(),
+                (OnIntegers::Identity, d) if d.is_integer() => return self.deep_clone(),
                 (OnIntegers::Clamp, DType::Bool) => {
                     return Err(Error::not_implemented_for_dtype(
                         "Bool inputs not supported for hardtanh",
@@ -438,7 +438,11 @@ impl Tensor {
         match src.dtype() {
             DType::F32 => map::<f32>(&src, op),
             DType::F64 => map::<f64>(&src, op),
-            _ => Err(refuse()),
+            // Computed in float32, rounded back once (Note [Storage dtypes]).
+            DType::F16 | DType::BF16 => src.via_f32(|t| map::<f32>(t, op)),
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
+                Err(refuse())
+            }
         }
     }
 }

@@ -49,12 +49,7 @@ fn fmt_double(x: f64) -> String {
 
 /// The dtype's C++ type name (`caffe2::TypeMeta`), which some PyTorch messages print.
 fn type_meta_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::I64 => "long int",
-        DType::Bool => "bool",
-    }
+    dtype.cpp_type_name()
 }
 
 fn invalid(message: String) -> Error {
@@ -144,7 +139,10 @@ fn float_digits(dtype: DType) -> Option<(u32, RoundTrip)> {
     match dtype {
         DType::F32 => Some((24, |v| v as f32 as i64)),
         DType::F64 => Some((53, |v| v as f64 as i64)),
-        DType::I64 | DType::Bool => None,
+        // c10::Half / c10::BFloat16 convert from int64 through float.
+        DType::F16 => Some((11, |v| half::f16::from_f32(v as f32).to_f32() as i64)),
+        DType::BF16 => Some((8, |v| half::bf16::from_f32(v as f32).to_f32() as i64)),
+        DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => None,
     }
 }
 
@@ -153,8 +151,11 @@ fn dtype_max(dtype: DType) -> i64 {
     match dtype {
         DType::F32 => 1 << 24,
         DType::F64 => 1 << 53,
-        DType::I64 => i64::MAX,
-        DType::Bool => 1,
+        DType::F16 => 1 << 11,
+        DType::BF16 => 1 << 8,
+        DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
+            dtype.int_range().1
+        }
     }
 }
 
@@ -163,9 +164,12 @@ fn dtype_max(dtype: DType) -> i64 {
 /// warns beyond `2^digits`).
 pub(super) fn check_from_to_in_range(from: i64, to_inc: i64, dtype: DType) -> Result<()> {
     let (min, max) = match dtype {
-        DType::F32 | DType::F64 => return Ok(()),
-        DType::I64 => (i64::MIN, i64::MAX),
-        DType::Bool => (0, 1),
+        // Every int64 is within float, double and bfloat16's [lowest, max].
+        DType::F32 | DType::F64 | DType::BF16 => return Ok(()),
+        DType::F16 => (-65504, 65504),
+        DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
+            dtype.int_range()
+        }
     };
     let name = type_meta_name(dtype);
     if from < min || from > max {
@@ -317,7 +321,13 @@ impl GeneratorState {
         match dtype {
             DType::F32 => (u64::from(self.engine.next_u32()) % ((1 << 24) + 1)) as i64,
             DType::F64 => (self.random64() % ((1 << 53) + 1)) as i64,
+            DType::F16 => (u64::from(self.engine.next_u32()) % ((1 << 11) + 1)) as i64,
+            DType::BF16 => (u64::from(self.engine.next_u32()) % ((1 << 8) + 1)) as i64,
             DType::I64 => (self.random64() % (1 << 63)) as i64,
+            // `val % (max + 1)` of a 32-bit output for the narrower integers.
+            DType::I32 | DType::I16 | DType::I8 | DType::U8 => {
+                (u64::from(self.engine.next_u32()) % (dtype.int_range().1 as u64 + 1)) as i64
+            }
             DType::Bool => i64::from(self.engine.next_u32() & 1),
         }
     }

@@ -1,5 +1,5 @@
 //! `Tensor` methods for copies and dtype conversions (`clone`, `contiguous`, `float`,
-//! `double`, `long`, `bool`): the binding of `rustgrad::ops::copy`.
+//! `double`, `half`, `bfloat16`, `long`, `int`, `short`, `char`, `byte`, `bool`): the binding of `rustgrad::ops::copy`.
 
 use crate::errors::IntoPyResult;
 use crate::tensor::new_tensor;
@@ -34,6 +34,38 @@ impl PyTensor {
     /// Converts to int64 (the tensor itself when it is int64 already).
     fn long(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
         convert_dtype(slf, DType::I64)
+    }
+
+    /// Converts to int32 (the tensor itself when it is int32 already).
+    fn int(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::I32)
+    }
+
+    /// Converts to int16 (the tensor itself when it is int16 already).
+    fn short(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::I16)
+    }
+
+    /// Converts to int8 (the tensor itself when it is int8 already).
+    fn char(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::I8)
+    }
+
+    /// Converts to uint8 (the tensor itself when it is uint8 already).
+    fn byte(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::U8)
+    }
+
+    /// Converts to float16, rounding to nearest even (the tensor itself when it is
+    /// float16 already; differentiable).
+    fn half(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::F16)
+    }
+
+    /// Converts to bfloat16, rounding to nearest even (the tensor itself when it is
+    /// bfloat16 already; differentiable).
+    fn bfloat16(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        convert_dtype(slf, DType::BF16)
     }
 
     /// Converts to bool (the tensor itself when it is bool already).

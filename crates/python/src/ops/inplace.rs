@@ -10,7 +10,6 @@ use crate::tensor::written;
 use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use rustgrad::DType;
 
 #[pymethods]
 impl PyTensor {
@@ -101,9 +100,7 @@ impl PyTensor {
                 }
             },
         };
-        if v.dtype() == DType::I64 {
-            value.checked_cast::<i64>().py()?;
-        }
+        value.check_fits(v.dtype()).py()?;
         v.fill_scalar_(value).py()?;
         mark_python_site(slf.py(), v);
         Ok(slf)

@@ -11,29 +11,7 @@ use crate::tensor::Tensor;
 use smallvec::smallvec;
 use std::cmp::Ordering;
 
-/// Runs `$body` with `$T` bound to the element type of `$dtype`.
-macro_rules! with_dtype {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::Bool => {
-                type $T = bool;
-                $body
-            }
-        }
-    };
-}
+use crate::tensor::dispatch as with_dtype;
 
 /// Whether an extremum is the largest or the smallest value.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -229,6 +207,9 @@ impl Tensor {
     /// The product over `dims` (every dim for a full reduction). float32 multiplies in
     /// float64; int64 and bool give int64 with wrapping, as PyTorch's.
     pub fn prod_dims(&self, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+        if self.dtype().is_half() {
+            return self.via_f32(|t| t.prod_dims(dims, keepdim));
+        }
         let out_shape = reduced_shape(self.shape(), dims, keepdim);
         match self.dtype() {
             DType::F32 => {
@@ -248,7 +229,8 @@ impl Tensor {
                 let r = fold_rows(&v, outer, inner, 1.0f64, |a, _, x| a * x, |a, b| a * b)?;
                 Tensor::from_vec(r, &out_shape)
             }
-            DType::I64 | DType::Bool => {
+            DType::F16 | DType::BF16 => unreachable!("rustgrad internal error: half prod"),
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
                 let (v, outer, inner) = self.rows::<i64>(dims)?;
                 let r = fold_rows(
                     &v,
@@ -291,6 +273,9 @@ impl Tensor {
     /// Running sums or products along `dim`, from the last element backwards when
     /// `reverse`. int64 and bool give int64 (wrapping); float32 accumulates in float64.
     pub fn cumulative(&self, dim: usize, op: ScanOp, reverse: bool) -> Result<Tensor> {
+        if self.dtype().is_half() {
+            return self.via_f32(|t| t.cumulative(dim, op, reverse));
+        }
         let lane = self.lane(dim);
         fn scan<T: Copy, A: Copy>(
             row: &[T],
@@ -325,8 +310,15 @@ impl Tensor {
             (DType::F32, ScanOp::Prod) => run!(f32, 1.0f64, |a, x| a * x as f64, |a| a as f32),
             (DType::F64, ScanOp::Sum) => run!(f64, 0.0f64, |a, x| a + x, |a| a),
             (DType::F64, ScanOp::Prod) => run!(f64, 1.0f64, |a, x| a * x, |a| a),
-            (_, ScanOp::Sum) => run!(i64, 0i64, |a: i64, x| a.wrapping_add(x), |a| a),
-            (_, ScanOp::Prod) => run!(i64, 1i64, |a: i64, x| a.wrapping_mul(x), |a| a),
+            (DType::F16 | DType::BF16, _) => unreachable!("rustgrad internal error: half scan"),
+            (
+                DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool,
+                ScanOp::Sum,
+            ) => run!(i64, 0i64, |a: i64, x| a.wrapping_add(x), |a| a),
+            (
+                DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool,
+                ScanOp::Prod,
+            ) => run!(i64, 1i64, |a: i64, x| a.wrapping_mul(x), |a| a),
         }
     }
 
@@ -446,7 +438,11 @@ impl Tensor {
         match self.dtype() {
             DType::F32 => run!(f32),
             DType::F64 => run!(f64),
-            other => Err(Error::unsupported_dtype("scatter_add_cpu", other)),
+            DType::F16 | DType::BF16 => self.via_f32(|t| t.scatter_add_dim(shape, dim, index)),
+            other
+            @ (DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool) => {
+                Err(Error::unsupported_dtype("scatter_add_cpu", other))
+            }
         }
     }
 
