@@ -83,13 +83,13 @@ def test_asarray_shares_and_copy_or_dtype_copies():
 
 def test_copied_cases():
     # bool arrays and tensors are copied (a numpy write could store a byte that is not
-    # a valid bool); int32 becomes int64; read-only arrays are copied.
+    # a valid bool); int32 keeps its dtype, as PyTorch; read-only arrays are copied.
     b = np.array([True, False])
     tb = torch.from_numpy(b)
     b[1] = True
     assert tb.tolist() == [True, False]
     i = np.array([1, 2], dtype=np.int32)
-    assert torch.from_numpy(i).dtype is torch.int64
+    assert torch.from_numpy(i).dtype is torch.int32
     ro = np.arange(3.0)
     ro.flags.writeable = False
     t = torch.from_numpy(ro)

@@ -1456,9 +1456,8 @@ impl Tensor {
         let compute = match a.dtype {
             DType::F32 | DType::F64 => a.dtype,
             DType::F16 | DType::BF16 => DType::F32,
-            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
-                DType::I64
-            }
+            DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 => DType::I64,
+            DType::Bool => return Err(Error::unsupported_dtype("addmm_impl_cpu_", a.dtype)),
         };
         if compute != a.dtype {
             let (wa, wb) = (a.to_dtype(compute)?, b.to_dtype(compute)?);

@@ -264,8 +264,8 @@ fn check_same_dtype(a: &Variable, b: &Variable) -> Result<()> {
         "matmul",
         format!(
             "expected m1 and m2 to have the same dtype, but got: {} != {}",
-            a.dtype().scalar_type_name().to_lowercase(),
-            b.dtype().scalar_type_name().to_lowercase()
+            a.dtype().cpp_type_name(),
+            b.dtype().cpp_type_name()
         ),
     ))
 }

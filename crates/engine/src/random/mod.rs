@@ -227,7 +227,8 @@ impl Generator {
         }
         let numel = crate::shape::checked_numel(shape)?;
         let buffer = self.lock().uniform_buffer(numel, dtype, 0.0, 1.0)?;
-        Ok(Tensor::from_buffer(buffer, shape))
+        // float16 / bfloat16 draw as float32 and round (Note [Storage dtypes]).
+        Tensor::from_buffer(buffer, shape).to_dtype(dtype)
     }
 
     /// `torch.randn(shape, dtype=dtype, generator=self)`: standard normal.
@@ -237,7 +238,7 @@ impl Generator {
         }
         let numel = crate::shape::checked_numel(shape)?;
         let buffer = self.lock().normal_buffer(numel, dtype, 0.0, 1.0, true)?;
-        Ok(Tensor::from_buffer(buffer, shape))
+        Tensor::from_buffer(buffer, shape).to_dtype(dtype)
     }
 
     /// `torch.randint(low, high, shape, dtype=dtype, generator=self)`: integers
