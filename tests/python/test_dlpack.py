@@ -119,3 +119,26 @@ def test_errors() -> None:
     with pytest.raises(ValueError, match="negative strides"):
         torch.from_dlpack(np.arange(6.0)[::-1])
     assert torch.from_dlpack(np.zeros((0, 3))).shape == (0, 3)
+
+
+@pytest.mark.parametrize(
+    "dtype, np_dtype",
+    [
+        ("uint8", np.uint8),
+        ("int8", np.int8),
+        ("int16", np.int16),
+        ("int32", np.int32),
+        ("float16", np.float16),
+    ],
+)
+def test_narrow_dtypes_round_trip_zero_copy(dtype, np_dtype):
+    t = torch.tensor([1, 2, 3], dtype=getattr(torch, dtype))
+    a = np.from_dlpack(t)
+    assert a.dtype == np_dtype
+    a[0] = 7
+    assert t.tolist()[0] == 7
+    b = np.arange(4, dtype=np_dtype)
+    u = torch.from_dlpack(b)
+    assert u.dtype == getattr(torch, dtype)
+    b[1] = 9
+    assert u.tolist() == [0, 9, 2, 3]

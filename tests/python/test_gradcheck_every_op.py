@@ -138,6 +138,8 @@ CASES: dict[str, Case] = {
     },  # fmt: skip
     # float32 in the middle: finite differences see its rounding (eps and atol widened).
     "float": Case(lambda x: x.float().double(), A, tolerances={"eps": 1e-3, "atol": 1e-3}),
+    "half": Case(lambda x: x.half().double(), A, tolerances={"eps": 1 / 16, "atol": 0.05}),
+    "bfloat16": Case(lambda x: x.bfloat16().double(), A, tolerances={"eps": 0.25, "atol": 0.1}),
     "clamp": M("clamp", A, args=lambda: (-0.5, 0.5)),
     "clamp_min": M("clamp_min", A, args=lambda: (-0.3,)),
     "clamp_max": M("clamp_max", A, args=lambda: (0.4,)),

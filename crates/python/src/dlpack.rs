@@ -81,7 +81,9 @@ struct DLManagedTensorVersioned {
 }
 
 const KDL_INT: u8 = 0;
+const KDL_UINT: u8 = 1;
 const KDL_FLOAT: u8 = 2;
+const KDL_BFLOAT: u8 = 4;
 const KDL_BOOL: u8 = 6;
 
 /// The DLPack type of a dtype. One exhaustive match: a new dtype adds its arm here.
@@ -89,7 +91,13 @@ fn dl_dtype(dtype: DType) -> DLDataType {
     let (code, bits) = match dtype {
         DType::F32 => (KDL_FLOAT, 32),
         DType::F64 => (KDL_FLOAT, 64),
+        DType::F16 => (KDL_FLOAT, 16),
+        DType::BF16 => (KDL_BFLOAT, 16),
         DType::I64 => (KDL_INT, 64),
+        DType::I32 => (KDL_INT, 32),
+        DType::I16 => (KDL_INT, 16),
+        DType::I8 => (KDL_INT, 8),
+        DType::U8 => (KDL_UINT, 8),
         DType::Bool => (KDL_BOOL, 8),
     };
     DLDataType {
@@ -104,9 +112,7 @@ fn dtype_of(dl: DLDataType) -> Option<DType> {
     if dl.lanes != 1 {
         return None;
     }
-    [DType::F32, DType::F64, DType::I64, DType::Bool]
-        .into_iter()
-        .find(|&d| dl_dtype(d) == dl)
+    DType::ALL.into_iter().find(|&d| dl_dtype(d) == dl)
 }
 
 /// What an exported capsule owns: the managed struct the consumer sees (first, so a
@@ -506,6 +512,23 @@ fn copy_elements(ptr: NonNull<u8>, layout: &Layout, dtype: DType) -> PyResult<Te
         }
         b
     };
+    // A numeric element from its native-endian bytes.
+    macro_rules! gather {
+        ($t:ty, $n:expr) => {
+            Tensor::from_vec(
+                offsets
+                    .iter()
+                    .map(|&o| {
+                        let b = read(o, itemsize);
+                        let mut bytes = [0u8; $n];
+                        bytes.copy_from_slice(&b[..$n]);
+                        <$t>::from_ne_bytes(bytes)
+                    })
+                    .collect::<Vec<$t>>(),
+                &shape,
+            )
+        };
+    }
     let t: rustgrad::Result<Tensor> = match dtype {
         DType::Bool => Tensor::from_vec(
             offsets
@@ -514,30 +537,15 @@ fn copy_elements(ptr: NonNull<u8>, layout: &Layout, dtype: DType) -> PyResult<Te
                 .collect::<Vec<bool>>(),
             &shape,
         ),
-        DType::F32 => Tensor::from_vec(
-            offsets
-                .iter()
-                .map(|&o| {
-                    let b = read(o, itemsize);
-                    f32::from_ne_bytes([b[0], b[1], b[2], b[3]])
-                })
-                .collect::<Vec<f32>>(),
-            &shape,
-        ),
-        DType::F64 => Tensor::from_vec(
-            offsets
-                .iter()
-                .map(|&o| f64::from_ne_bytes(read(o, itemsize)))
-                .collect::<Vec<f64>>(),
-            &shape,
-        ),
-        DType::I64 => Tensor::from_vec(
-            offsets
-                .iter()
-                .map(|&o| i64::from_ne_bytes(read(o, itemsize)))
-                .collect::<Vec<i64>>(),
-            &shape,
-        ),
+        DType::F32 => gather!(f32, 4),
+        DType::F64 => gather!(f64, 8),
+        DType::F16 => gather!(half::f16, 2),
+        DType::BF16 => gather!(half::bf16, 2),
+        DType::I64 => gather!(i64, 8),
+        DType::I32 => gather!(i32, 4),
+        DType::I16 => gather!(i16, 2),
+        DType::I8 => gather!(i8, 1),
+        DType::U8 => gather!(u8, 1),
     };
     t.py()
 }
