@@ -418,3 +418,29 @@ def test_edge_cases() -> None:
     # A float32 range beyond 2^24 is allowed (PyTorch only warns).
     assert torch.randint(0, 2**25, (3,), dtype=torch.float32).dtype == torch.float32
     assert torch.empty(0).exponential_().numel() == 0
+
+
+# random_ on the narrow dtypes after manual_seed(3): random_(), random_(0, 10),
+# random_(5), as PyTorch 2.15 printed them (its uniform_int of a 32-bit output).
+NARROW_RANDOM = {
+    "int32": [218175338, 303761048, 893988089, 1460070019, 1249426360, 521102280],
+    "int16": [5994, 1688, 11513, 26243, 15288, 25544],
+    "int8": [106, 24, 121, 3, 56, 72],
+    "uint8": [106, 152, 249, 131, 184, 200],
+    "float16": [379.0, 896.0, 1705.0, 258.0, 1483.0, 600.0],
+    "bfloat16": [200.0, 155.0, 97.0, 206.0, 43.0, 85.0],
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(NARROW_RANDOM))
+def test_random_on_narrow_dtypes_matches_pytorch(dtype):
+    torch.manual_seed(3)
+    dt = getattr(torch, dtype)
+    assert torch.empty(6, dtype=dt).random_().tolist() == NARROW_RANDOM[dtype]
+    assert torch.empty(6, dtype=dt).random_(0, 10).tolist() == [0, 5, 1, 9, 4, 1]
+    assert torch.empty(3, dtype=dt).random_(5).tolist() == [0, 4, 1]
+
+
+def test_random_bounds_beyond_half_range_are_refused():
+    with pytest.raises(RuntimeError, match="to - 1 is out of bounds for c10::Half"):
+        torch.empty(2, dtype=torch.float16).random_(0, 70000)
