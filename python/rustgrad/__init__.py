@@ -28,6 +28,7 @@ from . import (
     linalg,
     nn,
     return_types,
+    viz,
 )
 from ._dtype_info import finfo, iinfo
 from ._elementwise import (
@@ -442,3 +443,5 @@ from . import _forms  # noqa: E402
 from ._forms import *  # noqa: E402,F403
 
 __all__ += _forms.__all__
+
+__all__ += ["viz"]

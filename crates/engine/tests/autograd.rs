@@ -1142,3 +1142,20 @@ fn comparisons_never_require_grad() -> Result<()> {
     );
     Ok(())
 }
+
+/// Graph statistics from the Rust API: `mul` saves both operands (2 × 6 doubles), and
+/// backward without `retain_graph` releases them.
+#[test]
+fn saved_summary_and_output_shapes_of_nodes() -> Result<()> {
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], true);
+    let y = x.mul(&x)?;
+    let node = y.grad_fn().expect("mul records a node");
+    assert_eq!(autograd::graph::saved_summary(node.id())?, (2, 2 * 6 * 8));
+    assert_eq!(
+        autograd::graph::output_shapes(node.id())?[0].as_slice(),
+        &[2, 3]
+    );
+    y.sum()?.backward()?;
+    assert_eq!(autograd::graph::saved_summary(node.id())?, (0, 0));
+    Ok(())
+}

@@ -125,6 +125,22 @@ impl PyNode {
         }
     }
 
+    /// `(count, bytes)` of the tensors this node keeps for backward (numel × element
+    /// size each); `(0, 0)` once a backward released them. Used by
+    /// `rustgrad.autograd.graph_stats` and `rustgrad.viz`.
+    fn _saved_summary(&self) -> PyResult<(usize, usize)> {
+        autograd::graph::saved_summary(self.node()?.id()).py()
+    }
+
+    /// The shapes of the node's forward outputs (one per output).
+    fn _output_shapes(&self) -> PyResult<Vec<Vec<usize>>> {
+        Ok(autograd::graph::output_shapes(self.node()?.id())
+            .py()?
+            .into_iter()
+            .map(|d| d.to_vec())
+            .collect())
+    }
+
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         match (other.cast::<PyNode>(), self.node.get()) {
             (Ok(o), Some(a)) => o.get().node.get().is_some_and(|b| a.id() == b.id()),

@@ -12,6 +12,7 @@ from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 # As in PyTorch, the functions shadow the submodule's name here; the module (with
 # GradcheckError) stays importable as ``rustgrad.autograd.gradcheck``.
 from .gradcheck import gradcheck, gradgradcheck
+from .graph import graph_stats
 from .variable import Variable
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "gradcheck",
     "gradgradcheck",
     "graph",
+    "graph_stats",
     "is_grad_enabled",
     "no_grad",
     "set_grad_enabled",

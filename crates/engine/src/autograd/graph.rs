@@ -589,6 +589,38 @@ pub fn sequence_nr<V: Value>(id: NodeId<V>) -> Result<u64> {
     Ok(arena::<V>().node(id)?.sequence_nr)
 }
 
+/// What a node keeps for backward: the number of tensors it saved and their bytes
+/// (numel × element size each; a CopySlices node counts those of the op it wraps).
+/// Zero after a backward without `retain_graph` released them. See Note [Graph
+/// introspection].
+pub fn saved_summary<V: Value>(id: NodeId<V>) -> Result<(usize, usize)> {
+    let a = arena::<V>();
+    let mut count = 0;
+    let mut bytes = 0;
+    let mut node = a.node(id)?;
+    loop {
+        for s in node.saved.iter().flatten() {
+            count += 1;
+            bytes += s.nbytes();
+        }
+        match node.kind {
+            NodeKind::CopySlices { inner, .. } => node = a.node(inner)?,
+            NodeKind::Op(_) | NodeKind::AccumulateGrad(_) => return Ok((count, bytes)),
+        }
+    }
+}
+
+/// The shapes of a node's outputs in the forward graph (the shapes its incoming
+/// gradients have); an AccumulateGrad node has its leaf's.
+pub fn output_shapes<V: Value>(id: NodeId<V>) -> Result<Vec<Dims>> {
+    Ok(arena::<V>()
+        .node(id)?
+        .input_meta
+        .iter()
+        .map(|(_, shape)| shape.clone())
+        .collect())
+}
+
 /// Number of nodes alive in the process (for leak tests and debugging).
 pub fn live_nodes() -> usize {
     LIVE.load(Ordering::Relaxed)

@@ -68,6 +68,13 @@ impl<V: Value> SavedTensor<V> {
         }
     }
 
+    /// The bytes of the saved tensor's elements (numel × element size), for graph
+    /// statistics (`graph_stats`, `viz.to_dot`).
+    pub fn nbytes(&self) -> usize {
+        let t = self.variable.data();
+        t.numel() * t.dtype().size_in_bytes()
+    }
+
     /// The saved variable, if it was not modified in place since it was saved. `owner`
     /// is the node that saved it: when backward is itself recorded (`create_graph`), a
     /// saved output gets its history back so second derivatives flow through it.
