@@ -190,6 +190,7 @@ ARGS: dict[str, Args] = {
     "index_put": lambda t, a: ((t.tensor([0, 1]),), t.ones(2, 3, dtype=a.dtype)),
     "as_strided": lambda t, a: ((2, 2), (1, 2)),
     "index_copy": lambda t, a: (1, t.tensor([0, 2]), t.ones(2, 2, dtype=a.dtype)),
+    "scatter_reduce": lambda t, a: (1, t.tensor([[0, 2]]), t.ones(1, 2, dtype=a.dtype), "sum"),
     "masked_scatter": lambda t, a: (t.tensor([True, False, True]), t.ones(4, dtype=a.dtype)),
     "put": lambda t, a: (t.tensor([0, 5]), t.ones(2, dtype=a.dtype)),
     "fill_diagonal": lambda t, a: (1,),

@@ -49,6 +49,7 @@ __all__ = [
     "roll",
     "scatter",
     "scatter_add",
+    "scatter_reduce",
     "select",
     "split",
     "squeeze",
@@ -270,6 +271,28 @@ def scatter(
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index``."""
     return _t(input).scatter_add(dim, index, src)
+
+
+def scatter_reduce(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> Tensor:
+    """A copy of ``input`` with ``src`` reduced into it at ``index`` along ``dim``.
+
+    Args:
+        reduce: ``"sum"``, ``"prod"``, ``"mean"``, ``"amax"`` or ``"amin"``.
+        include_self: whether the elements of ``input`` take part in the reduction.
+
+    Example:
+        >>> torch.zeros(2).scatter_reduce(0, torch.tensor([0, 0]), torch.tensor([1.0, 2.0]), "sum")
+        tensor([3., 0.])
+    """
+    return _t(input).scatter_reduce(dim, index, src, reduce, include_self=include_self)
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:

@@ -1132,6 +1132,21 @@ CASES.update(
             RT,
             "unsupported operation: more than one element of the written-to tensor",
         ),
+        "scatter_reduce_bad_reduce": (
+            lambda: torch.zeros(3).scatter_reduce(0, torch.tensor([0]), torch.ones(1), "max_"),
+            RT,
+            "reduce argument must be either sum, prod, mean, amax or amin, got max_",
+        ),
+        "scatter_reduce__out_of_bounds": (
+            lambda: torch.zeros(3).scatter_reduce_(0, torch.tensor([-4]), torch.ones(1), "sum"),
+            RT,
+            "index -4 is out of bounds for dimension 0 with size 3",
+        ),
+        "scatter_reduce_dims": (
+            lambda: torch.zeros(3).scatter_reduce(0, torch.tensor([[0]]), torch.ones(1, 1), "sum"),
+            RT,
+            "Index tensor must have the same number of dimensions as self tensor",
+        ),
         "index_copy_out_of_bounds": (
             lambda: torch.zeros(3, 4).index_copy(0, torch.tensor([0, 5]), torch.ones(2, 4)),
             IE,

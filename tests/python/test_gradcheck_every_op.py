@@ -204,6 +204,16 @@ CASES: dict[str, Case] = {
     "put": Case(lambda x, s: x.put(IDX(4, 0), s, accumulate=False), A, S(2)),
     "put_": Case(lambda x, s: x.clone().put_(IDX(1, 1), s, accumulate=True), A, S(2)),
     "fill_diagonal_": Case(lambda x: x.clone().fill_diagonal_(0.5), S(3, 3)),
+    "scatter_reduce": Case(
+        lambda x, s: x.scatter_reduce(1, IDX([0, 0, 2], [1, 1, 1]), s, "prod"), A, S(2, 3)
+    ),
+    "scatter_reduce_": Case(
+        lambda x, s: x.clone().scatter_reduce_(
+            1, IDX([2, 0], [1, 2]), s, "mean", include_self=False
+        ),
+        A,
+        S(2, 2),
+    ),
     "index_put_": Case(lambda x, v: x.clone().index_put_((IDX(1, 0),), v), A, S(2, 3)),
     "index_put": Case(lambda x, v: x.index_put((IDX(1, 1),), v, accumulate=True), A, ROW),
     "as_strided": M("as_strided", S(6), args=lambda: ((2, 2), (1, 2), 1)),

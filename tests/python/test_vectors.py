@@ -35,6 +35,7 @@ MIN_CASES = {
     "coverage_ops": 50,
     "extra_ops": 20,
     "forms_ops": 70,
+    "scatter_reduce_ops": 30,
     "dtype_ops": 500,
 }
 
@@ -345,8 +346,25 @@ def _cloned(xs: list[Any], method: str, *args: Any, **kwargs: Any) -> Any:
     return y
 
 
+SCATTER_REDUCE_OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
+    "scatter_reduce": lambda xs, kw: rustgrad.scatter_reduce(
+        xs[0], kw["dim"], _kt(kw["index"]), xs[1], kw["reduce"], include_self=kw["include_self"]
+    ),
+    "scatter_reduce_": lambda xs, kw: _cloned(
+        xs,
+        "scatter_reduce_",
+        kw["dim"],
+        _kt(kw["index"]),
+        xs[1],
+        kw["reduce"],
+        include_self=kw["include_self"],
+    ),
+}
+
+
 OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
     **FORMS_OPS,
+    **SCATTER_REDUCE_OPS,
     **{op: _method(op) for op in EW_UNARY + EW_BINARY},
     **{op: _activation(op) for op in EW_ACTIVATIONS},
     "fmod_scalar": lambda xs, kw: xs[0].fmod(kw["other"]),
@@ -603,6 +621,7 @@ REQUIRED_OPS = {
     "coverage_ops": set(COVERAGE_OPS),
     "extra_ops": set(EXTRA_OPS),
     "forms_ops": set(FORMS_OPS),
+    "scatter_reduce_ops": set(SCATTER_REDUCE_OPS),
     "dtype_ops": {
         *("add sub mul div floor_divide remainder eq lt add_scalar mul_scalar to".split()),
         *("bitwise_and bitwise_or bitwise_xor neg abs exp log sqrt tanh sigmoid".split()),

@@ -300,6 +300,8 @@ def reduce_dim(dims: list[int]) -> Any:
 def apply_op(op: str, kwargs: dict[str, Any], xs: list[torch.Tensor]) -> Any:
     if op in FORMS_OPS:
         return FORMS_OPS[op](xs, kwargs)
+    if op in SCATTER_REDUCE_OPS:
+        return SCATTER_REDUCE_OPS[op](xs, kwargs)
     if op in ELEMENTWISE_OPS:
         return ELEMENTWISE_OPS[op](xs, kwargs)
     if op in UNARY_OPS:
@@ -2011,6 +2013,105 @@ def forms_ops_cases() -> list[dict[str, Any]]:
     return cases
 
 
+# ------------------------------------------------------- scatter_reduce_ops.json
+# scatter_reduce / scatter_reduce_ (README: "scatter_reduce").
+
+SCATTER_REDUCE_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor]] = {
+    "scatter_reduce": lambda xs, kw: xs[0].scatter_reduce(
+        kw["dim"], kt(kw["index"]), xs[1], kw["reduce"], include_self=kw["include_self"]
+    ),
+    "scatter_reduce_": lambda xs, kw: _cloned_kw(
+        xs,
+        "scatter_reduce_",
+        kw["dim"],
+        kt(kw["index"]),
+        xs[1],
+        kw["reduce"],
+        include_self=kw["include_self"],
+    ),
+}
+
+
+def _cloned_kw(xs: list[torch.Tensor], method: str, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """``y = x.clone(); y.<method>(*args, **kwargs)``; the result is ``y``."""
+    y = xs[0].clone()
+    getattr(y, method)(*args, **kwargs)
+    return y
+
+
+def scatter_reduce_ops_cases() -> list[dict[str, Any]]:
+    def c(name: str, op: str, specs: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        return make_case("scatter_reduce_" + name, op, specs, kwargs)
+
+    i = itensor
+    idx2 = i([[0, 2, 0, 1], [0, 0, 2, 2]])
+    cases = []
+    for reduce in ["sum", "prod", "mean", "amax", "amin"]:
+        # "ties" draws from five values, so amax/amin see ties and prod sees zeros.
+        dist = "zeros" if reduce == "prod" else "ties"
+        for include_self in [True, False]:
+            tag = f"{reduce}_{'self' if include_self else 'noself'}"
+            cases += [
+                c(
+                    tag,
+                    "scatter_reduce",
+                    [inp([3, 4], dist), inp([2, 4], dist)],
+                    dim=0,
+                    index=idx2,
+                    reduce=reduce,
+                    include_self=include_self,
+                ),
+                c(
+                    f"{tag}_neg_dim_f32",
+                    "scatter_reduce",
+                    [f32(inp([2, 3], dist)), f32(inp([2, 3], dist))],
+                    dim=-1,
+                    index=i([[2, 2, 0], [1, 1, 1]]),
+                    reduce=reduce,
+                    include_self=include_self,
+                ),
+                c(
+                    f"{tag}_in_place",
+                    "scatter_reduce_",
+                    [inp([4, 3], dist, view=transpose(0, 1)), inp([3, 2], dist)],
+                    dim=1,
+                    index=i([[3, 3], [0, 3], [1, 1]]),
+                    reduce=reduce,
+                    include_self=include_self,
+                ),
+            ]
+    cases += [
+        c(
+            "prod_two_zeros_first_order",
+            "scatter_reduce",
+            [inp([3], "int"), inp([4], "int")],
+            dim=0,
+            index=i([1, 1, 1, 0]),
+            reduce="prod",
+            include_self=True,
+        ),
+        c(
+            "mean_int",
+            "scatter_reduce",
+            [inp([4], "int", False, dtype="int64"), inp([5], "int", False, dtype="int64")],
+            dim=0,
+            index=i([0, 0, 1, 3, 3]),
+            reduce="mean",
+            include_self=True,
+        ),
+        c(
+            "amax_src_nograd",
+            "scatter_reduce",
+            [inp([3, 2], "ties"), inp([2, 2], "ties", requires_grad=False)],
+            dim=0,
+            index=i([[1, 1], [1, 0]]),
+            reduce="amax",
+            include_self=True,
+        ),
+    ]
+    return cases
+
+
 GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "unary": unary_cases,
     "binary": binary_cases,
@@ -2026,6 +2127,7 @@ GROUPS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "coverage_ops": coverage_ops_cases,
     "extra_ops": extra_ops_cases,
     "forms_ops": forms_ops_cases,
+    "scatter_reduce_ops": scatter_reduce_ops_cases,
     "dtype_ops": generate_dtypes.cases,  # the storage dtypes: own explicit-value cases
 }
 

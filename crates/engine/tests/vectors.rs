@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-const FILES: [&str; 15] = [
+const FILES: [&str; 16] = [
     "unary.json",
     "binary.json",
     "compare.json",
@@ -25,6 +25,7 @@ const FILES: [&str; 15] = [
     "coverage_ops.json",
     "extra_ops.json",
     "forms_ops.json",
+    "scatter_reduce_ops.json",
     "dtype_ops.json",
 ];
 
@@ -344,6 +345,9 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
     if let Some(r) = run_forms_op(op, kwargs, args)? {
         return engine(&format!("op {op}"), r);
     }
+    if let Some(r) = run_scatter_reduce_op(op, kwargs, args)? {
+        return engine(&format!("op {op}"), r);
+    }
     if let Some(r) = run_elementwise_op(op, kwargs, args)? {
         return engine(&format!("op {op}"), r);
     }
@@ -509,6 +513,47 @@ fn run_op(op: &str, kwargs: &Map<String, Value>, args: &[Variable]) -> CaseResul
         },
     };
     engine(&format!("op {op}"), r)
+}
+
+/// The ops of scatter_reduce_ops.json (`scatter_reduce_` on a clone of `x`); `None`
+/// for other ops.
+fn run_scatter_reduce_op(
+    op: &str,
+    kwargs: &Map<String, Value>,
+    args: &[Variable],
+) -> CaseResult<Option<rustgrad::Result<Variable>>> {
+    if op != "scatter_reduce" && op != "scatter_reduce_" {
+        return Ok(None);
+    }
+    let field = |key: &str| {
+        kwargs
+            .get(key)
+            .ok_or_else(|| format!("missing kwarg {key:?}"))
+    };
+    let dim = as_i64(field("dim")?, "dim")?;
+    let index = build_tensor(field("index")?)?;
+    let reduce = field("reduce")?.as_str().ok_or("reduce is not a string")?;
+    let include_self = field("include_self")?
+        .as_bool()
+        .ok_or("include_self is not a bool")?;
+    let (x, src) = (
+        &args[0],
+        args.get(1).ok_or("scatter_reduce needs 2 inputs")?,
+    );
+    if op == "scatter_reduce" {
+        return Ok(Some(x.scatter_reduce(
+            dim,
+            &index,
+            src,
+            reduce,
+            include_self,
+        )));
+    }
+    let y = engine("clone", x.clone_preserving_strides())?;
+    Ok(Some(
+        y.scatter_reduce_(dim, &index, src, reduce, include_self)
+            .map(|()| y),
+    ))
 }
 
 /// The ops of forms_ops.json (in-place forms, run on a clone of `x` or on a region of
@@ -1341,6 +1386,11 @@ fn extra_ops_vectors() {
 #[test]
 fn forms_ops_vectors() {
     check_file("forms_ops.json");
+}
+
+#[test]
+fn scatter_reduce_ops_vectors() {
+    check_file("scatter_reduce_ops.json");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::kernels;
 use crate::layout::Layout;
 use crate::shape::{self, Dims};
 use crate::storage::WriteSite;
-use crate::tensor::{Scalar, Tensor};
+use crate::tensor::{CmpOp, Scalar, Tensor};
 use crate::variable::SavedTensor;
 use crate::variable::Variable;
 use smallvec::smallvec;
@@ -47,6 +47,8 @@ pub(crate) enum Rule {
     Scatter(Box<ScatterInfo>),
     /// `self` with a 0-d `value` where a mask is true; saved `[mask]`.
     Fill { name: Scattered },
+    /// `scatter_reduce(dim, index, src, reduce, include_self)`; saved `[self, src]`.
+    ScatterReduce(Box<ScatterReduceInfo>),
 }
 
 fn scattered_name(name: Scattered) -> &'static str {
@@ -102,6 +104,7 @@ impl Rule {
             Rule::PutAdd { .. } => "IndexAddBackward0",
             Rule::Scatter(info) => scattered_name(info.name),
             Rule::Fill { name } => scattered_name(*name),
+            Rule::ScatterReduce(_) => "ScatterReduceBackward0",
         }
     }
 
@@ -172,6 +175,10 @@ impl Rule {
                     None
                 };
                 smallvec![grad_self, grad_value]
+            }
+            Rule::ScatterReduce(info) => {
+                let (this, src) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
+                scatter_reduce_backward(info, this, src, g, needs)?
             }
         })
     }
@@ -1551,4 +1558,373 @@ impl Variable {
             &[n, shape.len()],
         )?))
     }
+}
+
+// ----- scatter_reduce -----------------------------------------------------------------
+
+/// The reductions of `scatter_reduce` (PyTorch's `reduce=` strings).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ScatterReduction {
+    Sum,
+    Prod,
+    Mean,
+    Amax,
+    Amin,
+}
+
+impl ScatterReduction {
+    /// PyTorch's parse of `reduce=`; it also takes the legacy spellings `max` / `min`.
+    fn parse(reduce: &str) -> Result<ScatterReduction> {
+        Ok(match reduce {
+            "sum" => ScatterReduction::Sum,
+            "prod" => ScatterReduction::Prod,
+            "mean" => ScatterReduction::Mean,
+            "amax" | "max" => ScatterReduction::Amax,
+            "amin" | "min" => ScatterReduction::Amin,
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+                )))
+            }
+        })
+    }
+}
+
+/// What the backward of `scatter_reduce` needs besides `self` and `src`.
+#[derive(Clone, Debug)]
+pub(crate) struct ScatterReduceInfo {
+    /// Positions in `self` of each element of the index.
+    map: Arc<IndexMap>,
+    /// Where the reduced values come from in `src` when it is larger than the index.
+    src_map: Option<Arc<IndexMap>>,
+    dim: usize,
+    /// The index as int64 (for the differentiable `gather`s of the backward).
+    index: Tensor,
+    reduce: ScatterReduction,
+    include_self: bool,
+}
+
+/// The forward kernel of `scatter_reduce`: `base` with `src` (of the index's shape)
+/// reduced into `map`'s positions. Integer means round down, as PyTorch's
+/// `div_(count, rounding_mode="floor")`; a NaN wins amax / amin, as PyTorch's.
+fn scatter_reduce_tensor(
+    base: &Tensor,
+    src: &Tensor,
+    map: &IndexMap,
+    reduce: ScatterReduction,
+    include_self: bool,
+) -> Result<Tensor> {
+    fn go<T: crate::dtype::Num>(
+        base: &Tensor,
+        src: &Tensor,
+        map: &IndexMap,
+        reduce: ScatterReduction,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        let mut d: Vec<T> = base.try_to_vec()?;
+        let s: Vec<T> = src.try_to_vec()?;
+        let mut count: Vec<u32> = kernels::try_vec(d.len(), 0)?;
+        for (&p, &v) in map.positions.iter().zip(&s) {
+            let (Some(slot), Some(c)) = (d.get_mut(p), count.get_mut(p)) else {
+                return Err(Error::InvalidArgument(
+                    "rustgrad internal error: scatter_reduce position outside self".into(),
+                ));
+            };
+            if *c == 0 && !include_self {
+                *slot = v;
+            } else {
+                *slot = match reduce {
+                    ScatterReduction::Sum | ScatterReduction::Mean => slot.add_w(v),
+                    ScatterReduction::Prod => slot.mul_w(v),
+                    #[allow(clippy::eq_op)]
+                    ScatterReduction::Amax if v != v || v > *slot => v,
+                    #[allow(clippy::eq_op)]
+                    ScatterReduction::Amin if v != v || v < *slot => v,
+                    ScatterReduction::Amax | ScatterReduction::Amin => *slot,
+                };
+            }
+            *c += 1;
+        }
+        if reduce == ScatterReduction::Mean {
+            let float = T::DTYPE.is_floating_point();
+            for (slot, &c) in d.iter_mut().zip(&count) {
+                if c == 0 {
+                    continue;
+                }
+                let n = T::from_i64(i64::from(c) + i64::from(include_self));
+                let q = slot.div(n);
+                // Floor division: truncation rounds negative quotients up.
+                *slot = if !float && *slot < T::ZERO && q.mul_w(n) != *slot {
+                    q.sub_w(T::ONE)
+                } else {
+                    q
+                };
+            }
+        }
+        Tensor::from_vec(d, &map.src)
+    }
+    if base.shape() != map.src.as_slice() || src.shape() != map.out.as_slice() {
+        return Err(Error::InvalidArgument(
+            "rustgrad internal error: index map of another shape".into(),
+        ));
+    }
+    match base.dtype() {
+        DType::F32 => go::<f32>(base, src, map, reduce, include_self),
+        DType::F64 => go::<f64>(base, src, map, reduce, include_self),
+        DType::I64 => go::<i64>(base, src, map, reduce, include_self),
+        DType::I32 => go::<i32>(base, src, map, reduce, include_self),
+        DType::I16 => go::<i16>(base, src, map, reduce, include_self),
+        DType::I8 => go::<i8>(base, src, map, reduce, include_self),
+        DType::U8 => go::<u8>(base, src, map, reduce, include_self),
+        // Reduced in float32 and rounded back once (Note [Storage dtypes]).
+        DType::F16 | DType::BF16 => {
+            let src = src.to_dtype(DType::F32)?;
+            base.via_f32(|b| go::<f32>(b, &src, map, reduce, include_self))
+        }
+        DType::Bool => Err(Error::unsupported_dtype("scatter_reduce", DType::Bool)),
+    }
+}
+
+impl Variable {
+    /// Reduces the elements of `src` into a copy of `self` at `index` along `dim`
+    /// (PyTorch's `scatter_reduce`): `reduce` is one of `sum`, `prod`, `mean`, `amax`,
+    /// `amin`; with `include_self` false the elements of `self` that receive a value
+    /// take no part in the reduction. All of PyTorch's checks run before any memory is
+    /// touched. Gradients follow PyTorch's `scatter_reduce_backward`
+    /// (ScatterReduceBackward0).
+    pub fn scatter_reduce(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Variable,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<Variable> {
+        let reduce = ScatterReduction::parse(reduce)?;
+        let info = self.scatter_reduce_info(dim, index, src, reduce, include_self)?;
+        self.scatter_reduce_with(src, Arc::new(info))
+    }
+
+    /// [`Variable::scatter_reduce`] in place.
+    #[track_caller]
+    pub fn scatter_reduce_(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Variable,
+        reduce: &str,
+        include_self: bool,
+    ) -> Result<()> {
+        let reduce = ScatterReduction::parse(reduce)?;
+        let info = Arc::new(self.scatter_reduce_info(dim, index, src, reduce, include_self)?);
+        self.in_place(Some(src), WriteSite::Rust(Location::caller()), |s| {
+            s.scatter_reduce_with(src, info)
+        })
+    }
+
+    /// PyTorch's checks of `scatter_reduce` and the positions it reduces into.
+    fn scatter_reduce_info(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Variable,
+        reduce: ScatterReduction,
+        include_self: bool,
+    ) -> Result<ScatterReduceInfo> {
+        let d = shape::wrap_dim(dim, self.dim())?;
+        // PyTorch takes int32 indices here (unlike `scatter`).
+        let index = if index.dtype() == DType::I32 {
+            index.to_dtype(DType::I64)?
+        } else {
+            index.clone()
+        };
+        index_values(&index, "scatter")?;
+        if src.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument(
+                "scatter(): Expected self.dtype to be equal to src.dtype".into(),
+            ));
+        }
+        let (this, sshape) = (self.shape(), src.shape());
+        check_scatter_shapes("scatter", &this, d, index.shape(), Some(&sshape))?;
+        let map = gather_map(&this, d, &index, "scatter")?;
+        let src_map = if sshape.as_slice() == index.shape() {
+            None
+        } else {
+            let strides = crate::layout::contiguous_strides(&at_least_1d(&sshape));
+            let mut positions = Vec::with_capacity(map.positions.len());
+            for_each_coord(&at_least_1d(index.shape()), |c| {
+                positions.push(c.iter().zip(&strides).map(|(a, b)| a * b).sum());
+                Ok(())
+            })?;
+            Some(IndexMap::new(sshape, index.shape().into(), positions)?)
+        };
+        Ok(ScatterReduceInfo {
+            map,
+            src_map,
+            dim: d,
+            index,
+            reduce,
+            include_self,
+        })
+    }
+
+    /// The checked `scatter_reduce`, recorded.
+    fn scatter_reduce_with(
+        &self,
+        src: &Variable,
+        info: Arc<ScatterReduceInfo>,
+    ) -> Result<Variable> {
+        let part = match &info.src_map {
+            Some(m) => take_tensor(&src.tensor(), m)?,
+            None => src.tensor().clone(),
+        };
+        let result = scatter_reduce_tensor(
+            &self.tensor(),
+            &part,
+            &info.map,
+            info.reduce,
+            info.include_self,
+        )?;
+        Ok(Variable::record(result, &[self, src], |_, _| {
+            (
+                Rule::ScatterReduce(Box::new((*info).clone())),
+                smallvec![
+                    Some(SavedTensor::input(self)),
+                    Some(SavedTensor::input(src))
+                ],
+            )
+        }))
+    }
+}
+
+/// A constant (non-differentiable) variable.
+fn constant(t: Tensor) -> Variable {
+    Variable::from_tensor(t)
+}
+
+/// How many elements of `src` (where `flags`, of the index's shape, is true) land on
+/// each element of a tensor of shape `map.src`, plus `base` (bool, of that shape) when
+/// given; as `dtype`.
+fn count_at(map: &IndexMap, flags: &Tensor, base: Option<&Tensor>, dtype: DType) -> Result<Tensor> {
+    let mut n: Vec<f64> = match base {
+        Some(b) => b.to_dtype(DType::F64)?.try_to_vec()?,
+        None => kernels::try_vec(shape::checked_numel(&map.src)?, 0.0)?,
+    };
+    let f: Vec<bool> = flags.try_to_vec()?;
+    for (&p, &on) in map.positions.iter().zip(&f) {
+        if on {
+            if let Some(slot) = n.get_mut(p) {
+                *slot += 1.0;
+            }
+        }
+    }
+    Tensor::from_vec(n, &map.src)?.to_dtype(dtype)
+}
+
+/// PyTorch's `scatter_reduce_backward` (derivatives.yaml), written with differentiable
+/// ops so that it serves double backward; masks and counts are constants.
+fn scatter_reduce_backward(
+    info: &ScatterReduceInfo,
+    this: &Variable,
+    src: &Variable,
+    g: &Variable,
+    needs: &[bool],
+) -> Result<Grads> {
+    let (dim, index, map) = (info.dim as i64, &info.index, &info.map);
+    let src_part = match &info.src_map {
+        Some(m) => src.take_map(m.clone(), Taken::Gather)?,
+        None => src.clone(),
+    };
+    let dtype = g.dtype();
+    let all = Tensor::full(index.shape(), 1.0, DType::Bool);
+    let reduce_again = |s: &Variable, r: &Variable| {
+        let info = ScatterReduceInfo {
+            src_map: None,
+            ..info.clone()
+        };
+        s.scatter_reduce_with(r, Arc::new(info))
+    };
+    let (grad_self, grad_src) = match info.reduce {
+        ScatterReduction::Sum => (g.clone(), g.gather(dim, index)?),
+        ScatterReduction::Mean => {
+            let base = Tensor::full(
+                &map.src,
+                if info.include_self { 1.0 } else { 0.0 },
+                DType::Bool,
+            );
+            let n = count_at(map, &all, Some(&base), dtype)?;
+            let one = Tensor::scalar(1.0, dtype);
+            let n = Tensor::where_cond(
+                &n.compare(&Tensor::scalar(0.0, dtype), CmpOp::Eq)?,
+                &one,
+                &n,
+            )?;
+            let n_src = take_tensor(&n, map)?;
+            (
+                g.div(&constant(n))?,
+                g.gather(dim, index)?.div(&constant(n_src))?,
+            )
+        }
+        ScatterReduction::Amax | ScatterReduction::Amin => {
+            let result = scatter_reduce_tensor(
+                &this.tensor(),
+                &src_part.tensor(),
+                map,
+                info.reduce,
+                info.include_self,
+            )?;
+            let value = take_tensor(&result, map)?;
+            let self_is = this.tensor().compare(&result, CmpOp::Eq)?;
+            let src_is = src_part.tensor().compare(&value, CmpOp::Eq)?;
+            // PyTorch counts `self` among the ties even when `include_self` is false.
+            let n = count_at(map, &src_is, Some(&self_is), dtype)?;
+            let share = g.div(&constant(n))?;
+            let zero = zero_like(g);
+            (
+                Variable::where_cond(&self_is, &share, &zero)?,
+                Variable::where_cond(&src_is, &share.gather(dim, index)?, &zero)?,
+            )
+        }
+        ScatterReduction::Prod => {
+            let zero_t = Tensor::scalar(0.0, dtype);
+            let one = constant(Tensor::scalar(1.0, dtype));
+            let self_zero = this.tensor().compare(&zero_t, CmpOp::Eq)?;
+            let masked_self = this.masked_fill(&self_zero, &one)?;
+            let masked_self_result = reduce_again(&masked_self, &src_part)?;
+            let grad_self = g.mul(&masked_self_result)?.div(&masked_self)?;
+            let src_zero = src_part.tensor().compare(&zero_t, CmpOp::Eq)?;
+            let zeros_at = take_tensor(&count_at(map, &src_zero, None, DType::F64)?, map)?;
+            let single = zeros_at.compare(&Tensor::scalar(1.0, DType::F64), CmpOp::Eq)?;
+            let src_single_zero = Tensor::where_cond(&src_zero, &single, &src_zero)?;
+            let masked_src = src_part.masked_fill(&src_single_zero, &one)?;
+            let masked_src_result = reduce_again(this, &masked_src)?;
+            let result = reduce_again(this, &src_part)?;
+            let from_single = g.mul(&masked_src_result)?.gather(dim, index)?;
+            let from_product = g
+                .mul(&result)?
+                .gather(dim, index)?
+                .div(&src_part.masked_fill(&src_zero, &one)?)?;
+            (
+                grad_self,
+                Variable::where_cond(&src_single_zero, &from_single, &from_product)?,
+            )
+        }
+    };
+    let grad_self = if !needs[0] {
+        None
+    } else if info.include_self {
+        Some(grad_self)
+    } else {
+        let touched = touched_mask(map)?;
+        Some(Variable::where_cond(&touched, &zero_like(g), &grad_self)?)
+    };
+    let grad_src = if needs.get(1).copied().unwrap_or(false) {
+        Some(match &info.src_map {
+            Some(m) => grad_src.put_map(m.clone())?,
+            None => grad_src,
+        })
+    } else {
+        None
+    };
+    Ok(smallvec![grad_self, grad_src])
 }

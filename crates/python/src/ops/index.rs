@@ -457,6 +457,47 @@ impl PyTensor {
         scatter_any(slf, dim, index, Some(src), None, Some("add"), true)
     }
 
+    /// A copy with `src` reduced into it at `index` along `dim` (`reduce`: `sum`,
+    /// `prod`, `mean`, `amax` or `amin`).
+    #[pyo3(signature = (dim, index, src, reduce, *, include_self = true))]
+    fn scatter_reduce<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        src: &Bound<'py, PyAny>,
+        reduce: &str,
+        include_self: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let (d, idx, s) = (
+            extract_int(dim)?,
+            index_tensor(index, "index")?,
+            index_var(src, "src")?,
+        );
+        out_or_in_place(slf, Some(&s), false, |x| {
+            x.scatter_reduce(d, &idx, &s, reduce, include_self)
+        })
+    }
+
+    /// In-place `scatter_reduce`.
+    #[pyo3(signature = (dim, index, src, reduce, *, include_self = true))]
+    fn scatter_reduce_<'py>(
+        slf: &Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+        src: &Bound<'py, PyAny>,
+        reduce: &str,
+        include_self: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let (d, idx, s) = (
+            extract_int(dim)?,
+            index_tensor(index, "index")?,
+            index_var(src, "src")?,
+        );
+        out_or_in_place(slf, Some(&s), true, |x| {
+            x.scatter_reduce(d, &idx, &s, reduce, include_self)
+        })
+    }
+
     /// A copy with `alpha * source` added at `index` along `dim`.
     #[pyo3(signature = (dim, index, source, *, alpha = None))]
     fn index_add<'py>(
