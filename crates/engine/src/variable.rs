@@ -660,6 +660,67 @@ impl Variable {
         )
     }
 
+    /// PyTorch's `torch.autograd.grad`: the gradients of `outputs` (weighted by
+    /// `grad_outputs`, `None` = ones for a scalar output) with respect to `inputs`,
+    /// which may be leaves or intermediate results. Nothing is accumulated into any
+    /// `.grad`, and nodes that cannot reach an input never run. With `create_graph`
+    /// the results have history (higher derivatives); `retain_graph` keeps the saved
+    /// tensors (implied by `create_graph`). An input no gradient reached is `None`
+    /// when `allow_unused`, otherwise an error naming its index. See Note [grad and
+    /// input capture].
+    ///
+    /// (Named `autograd_grad` because [`Variable::grad`] reads `.grad`.)
+    ///
+    /// ```
+    /// use rustgrad::{Tensor, Variable};
+    /// let x = Variable::new(Tensor::from_vec(vec![3.0f64], &[1]).unwrap(), true).unwrap();
+    /// let y = x.mul(&x).unwrap().mul(&x).unwrap().sum().unwrap(); // x³
+    /// let g = Variable::autograd_grad(&[y], &[x.clone()], &[None], false, true, false).unwrap();
+    /// let g = g[0].clone().unwrap(); // 3x² = 27, with history
+    /// let gg = Variable::autograd_grad(&[g.sum().unwrap()], &[x.clone()], &[None], false, false, false)
+    ///     .unwrap();
+    /// assert_eq!(gg[0].as_ref().unwrap().to_vec::<f64>(), vec![18.0]); // 6x
+    /// assert!(x.grad().is_none()); // nothing accumulated
+    /// ```
+    pub fn autograd_grad(
+        outputs: &[Variable],
+        inputs: &[Variable],
+        grad_outputs: &[Option<Variable>],
+        retain_graph: bool,
+        create_graph: bool,
+        allow_unused: bool,
+    ) -> Result<Vec<Option<Variable>>> {
+        if outputs.len() != grad_outputs.len() && !grad_outputs.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "grad requires one grad_output per output: got {} tensors and {} gradients",
+                outputs.len(),
+                grad_outputs.len()
+            )));
+        }
+        let grads = engine::grad(outputs, grad_outputs, inputs, retain_graph, create_graph)?;
+        if !allow_unused {
+            if let Some(i) = grads.iter().position(Option::is_none) {
+                return Err(Error::InvalidArgument(format!(
+                    "The differentiated Tensor at index {i} appears to not have been used in \
+                     the graph. Set allow_unused=True if this is the desired behavior."
+                )));
+            }
+        }
+        Ok(grads)
+    }
+
+    /// `backward(inputs=...)`: backpropagates from `outputs` and accumulates only into
+    /// the `.grad` of `inputs` (leaves or not; other leaves are untouched).
+    pub fn backward_inputs(
+        outputs: &[Variable],
+        grad_outputs: &[Option<Variable>],
+        inputs: &[Variable],
+        retain_graph: bool,
+        create_graph: bool,
+    ) -> Result<()> {
+        engine::backward_inputs(outputs, grad_outputs, inputs, retain_graph, create_graph)
+    }
+
     /// Adds `grad` into `.grad` (the AccumulateGrad rule). See Note [Gradient
     /// ownership]: the stored gradient is owned by this leaf (never an expanded or
     /// overlapping view, never a buffer shared with another leaf or the graph), and an

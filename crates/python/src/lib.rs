@@ -254,18 +254,75 @@ fn _make_variable(
     leaf(t, requires_grad)
 }
 
-/// One backward pass from several roots (`rustgrad.autograd.backward`).
+/// One backward pass from several roots (`rustgrad.autograd.backward`); with
+/// `inputs`, only those tensors accumulate `.grad`.
 #[pyfunction]
-#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph))]
+#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph, inputs = None))]
 fn _backward(
     py: Python<'_>,
     tensors: Vec<Bound<'_, PyTensor>>,
     grad_tensors: Vec<Option<Bound<'_, PyTensor>>>,
     retain_graph: bool,
     create_graph: bool,
+    inputs: Option<Vec<Bound<'_, PyTensor>>>,
 ) -> PyResult<()> {
+    let (roots, grads) = roots_and_grads(&tensors, &grad_tensors)?;
+    match inputs {
+        None => py
+            .detach(move || {
+                rustgrad::autograd::backward(&roots, &grads, retain_graph, create_graph)
+            })
+            .py(),
+        Some(inputs) => {
+            let inputs: Vec<Variable> = inputs.iter().map(|t| t.get().var.clone()).collect();
+            py.detach(move || {
+                Variable::backward_inputs(&roots, &grads, &inputs, retain_graph, create_graph)
+            })
+            .py()
+        }
+    }
+}
+
+/// `rustgrad.autograd.grad`: the gradients of `outputs` w.r.t. `inputs`, `None` where
+/// an input is unused (only possible with `allow_unused`).
+#[pyfunction]
+#[pyo3(signature = (outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused))]
+fn _grad(
+    py: Python<'_>,
+    outputs: Vec<Bound<'_, PyTensor>>,
+    inputs: Vec<Bound<'_, PyTensor>>,
+    grad_outputs: Vec<Option<Bound<'_, PyTensor>>>,
+    retain_graph: bool,
+    create_graph: bool,
+    allow_unused: bool,
+) -> PyResult<Vec<Option<Py<PyTensor>>>> {
+    let (roots, grads) = roots_and_grads(&outputs, &grad_outputs)?;
+    let inputs: Vec<Variable> = inputs.iter().map(|t| t.get().var.clone()).collect();
+    let result = py
+        .detach(move || {
+            Variable::autograd_grad(
+                &roots,
+                &inputs,
+                &grads,
+                retain_graph,
+                create_graph,
+                allow_unused,
+            )
+        })
+        .py()?;
+    result
+        .into_iter()
+        .map(|g| g.map(|g| Py::new(py, PyTensor::wrap(g))).transpose())
+        .collect()
+}
+
+/// The roots and their gradients as Variables (one gradient slot per root).
+fn roots_and_grads(
+    tensors: &[Bound<'_, PyTensor>],
+    grad_tensors: &[Option<Bound<'_, PyTensor>>],
+) -> PyResult<(Vec<Variable>, Vec<Option<Variable>>)> {
     if tensors.len() != grad_tensors.len() {
-        return Err(PyValueError::new_err(format!(
+        return Err(PyRuntimeError::new_err(format!(
             "got {} tensors and {} gradients",
             tensors.len(),
             grad_tensors.len()
@@ -276,8 +333,7 @@ fn _backward(
         .iter()
         .map(|g| g.as_ref().map(|g| g.get().var.clone()))
         .collect();
-    py.detach(move || rustgrad::autograd::backward(&roots, &grads, retain_graph, create_graph))
-        .py()
+    Ok((roots, grads))
 }
 
 /// `set_default_dtype(d)`: the dtype factories, Python floats and integer-to-float
@@ -362,6 +418,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_make_variable, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(_grad, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;

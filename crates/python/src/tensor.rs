@@ -690,14 +690,16 @@ impl PyTensor {
         slf
     }
 
-    /// Computes the gradient of this tensor w.r.t. graph leaves.
-    #[pyo3(signature = (gradient = None, retain_graph = None, create_graph = false))]
+    /// Computes the gradient of this tensor w.r.t. graph leaves (only `inputs`' `.grad`
+    /// when `inputs` is given).
+    #[pyo3(signature = (gradient = None, retain_graph = None, create_graph = false, inputs = None))]
     fn backward(
         &self,
         py: Python<'_>,
         gradient: Option<&Bound<'_, PyAny>>,
         retain_graph: Option<bool>,
         create_graph: bool,
+        inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let grad = match gradient {
             None => None,
@@ -709,10 +711,26 @@ impl PyTensor {
                 }
             }),
         };
+        let inputs: Option<Vec<Variable>> = match inputs {
+            None => None,
+            Some(i) if i.is_none() => None,
+            Some(i) => Some(match i.cast::<PyTensor>() {
+                Ok(t) => vec![t.get().var.clone()],
+                Err(_) => i
+                    .try_iter()?
+                    .map(|t| Ok(t?.cast::<PyTensor>()?.get().var.clone()))
+                    .collect::<PyResult<_>>()?,
+            }),
+        };
         let var = self.var.clone();
         let retain = retain_graph.unwrap_or(create_graph);
-        py.detach(move || var.backward_with(grad.as_ref(), retain, create_graph))
-            .py()
+        py.detach(move || match inputs {
+            None => var.backward_with(grad.as_ref(), retain, create_graph),
+            Some(inputs) => {
+                Variable::backward_inputs(&[var], &[grad], &inputs, retain, create_graph)
+            }
+        })
+        .py()
     }
 
     /// The value of a one-element tensor as a Python number.

@@ -29,6 +29,12 @@ struct Pending<V> {
     inputs: SmallVec<[Option<V>; 1]>,
 }
 
+/// Where inputs' gradients are captured: node -> `(buffer slot, index of the input)`.
+type Captures<V> = HashMap<NodeId<V>, SmallVec<[(u32, usize); 1]>>;
+/// A root's gradient edge, its gradient, and the reference that keeps a leaf root's
+/// AccumulateGrad node alive.
+type RootEdge<V> = (Edge<V>, V, Option<NodeRef<V>>);
+
 /// Computes gradients of `roots` and accumulates them into the leaves' `.grad`.
 ///
 /// `grad_outputs[i]` is the gradient of `roots[i]` (`None`: implicit 1 for a scalar).
@@ -39,8 +45,103 @@ pub fn backward<V: Value>(
     retain_graph: bool,
     create_graph: bool,
 ) -> Result<()> {
+    execute(roots, grad_outputs, None, retain_graph, create_graph).map(|_| ())
+}
+
+/// PyTorch's `autograd.grad`: the gradients of `roots` with respect to `inputs`
+/// (leaves or not), captured where they flow into each input (its gradient edge)
+/// instead of being accumulated. Nodes that cannot reach an input never run and no
+/// `.grad` changes. `None` marks an input no gradient reached. See Note [grad and
+/// input capture].
+///
+/// Every input must require grad ("One of the differentiated Tensors does not require
+/// grad"); the roots are checked as in [`backward`].
+pub fn grad<V: Value>(
+    roots: &[V],
+    grad_outputs: &[Option<V>],
+    inputs: &[V],
+    retain_graph: bool,
+    create_graph: bool,
+) -> Result<Vec<Option<V>>> {
+    if inputs.is_empty() {
+        return Err(Error::InvalidArgument(
+            "`inputs` argument to `grad()` cannot be empty.".into(),
+        ));
+    }
+    if inputs.iter().any(|i| !i.needs_grad()) {
+        return Err(Error::InvalidArgument(
+            "One of the differentiated Tensors does not require grad".into(),
+        ));
+    }
+    execute(
+        roots,
+        grad_outputs,
+        Some(inputs),
+        retain_graph,
+        create_graph,
+    )
+}
+
+/// `backward(inputs=...)`: like [`grad`], then adds each input's gradient to its
+/// `.grad` (non-leaf inputs too, as PyTorch's `retain_grad` makes them), once per
+/// distinct input. Other leaves are untouched.
+pub fn backward_inputs<V: Value>(
+    roots: &[V],
+    grad_outputs: &[Option<V>],
+    inputs: &[V],
+    retain_graph: bool,
+    create_graph: bool,
+) -> Result<()> {
+    if inputs.is_empty() {
+        return Err(Error::InvalidArgument(
+            "`inputs` argument to `backward()` cannot be empty.".into(),
+        ));
+    }
+    if inputs.iter().any(|i| !i.needs_grad()) {
+        return Err(Error::InvalidArgument(
+            "can't retain_grad on Tensor that has requires_grad=False".into(),
+        ));
+    }
+    let grads = execute(
+        roots,
+        grad_outputs,
+        Some(inputs),
+        retain_graph,
+        create_graph,
+    )?;
+    let _mode = GradModeGuard::new(create_graph);
+    let mut done: Vec<(NodeId<V>, u32)> = Vec::new();
+    for (input, g) in inputs.iter().zip(grads) {
+        let key = match input.gradient_edge() {
+            Some(EdgeSource::Borrowed(e)) => (e.node, e.input_nr),
+            Some(EdgeSource::Owned(n)) => (n.id(), 0),
+            None => continue,
+        };
+        if done.contains(&key) {
+            continue;
+        }
+        done.push(key);
+        if let Some(g) = g {
+            input.accumulate(g)?;
+        }
+    }
+    Ok(())
+}
+
+/// One backward pass. Without `inputs`, every node reachable from the roots runs and
+/// leaves accumulate. With `inputs`, the gradient arriving at each input's edge is
+/// captured and returned, and only nodes from which some input's edge can be reached
+/// run (PyTorch's `exec_info`): the capture nodes themselves run only when they lead to
+/// another input, and AccumulateGrad nodes never do.
+fn execute<V: Value>(
+    roots: &[V],
+    grad_outputs: &[Option<V>],
+    inputs: Option<&[V]>,
+    retain_graph: bool,
+    create_graph: bool,
+) -> Result<Vec<Option<V>>> {
     let retain_graph = retain_graph || create_graph;
-    let mut root_edges: Vec<(Edge<V>, V, Option<NodeRef<V>>)> = Vec::with_capacity(roots.len());
+    let mut root_edges: Vec<RootEdge<V>> = Vec::with_capacity(roots.len());
     for (index, root) in roots.iter().enumerate() {
         if !root.needs_grad() {
             return Err(Error::DoesNotRequireGrad { index });
@@ -67,67 +168,92 @@ pub fn backward<V: Value>(
             }
         };
         // Keep a reference so a leaf's AccumulateGrad node lives through the pass.
-        let (edge, keep) = match root.gradient_edge() {
-            Some(EdgeSource::Borrowed(e)) => (e, None),
-            Some(EdgeSource::Owned(n)) => (
-                Edge {
-                    node: n.id(),
-                    input_nr: 0,
-                },
-                Some(n),
-            ),
-            None => return Err(Error::DoesNotRequireGrad { index }),
-        };
+        let (edge, keep) = edge_of(root).ok_or(Error::DoesNotRequireGrad { index })?;
         root_edges.push((edge, grad, keep));
     }
 
-    // 1. Dependency counts.
-    let mut pending: HashMap<NodeId<V>, Pending<V>> = HashMap::new();
+    // The capture points: input `out` receives slot `slot` of node `node`'s buffer.
+    let mut captures: Captures<V> = HashMap::new();
+    let mut _keep_inputs: Vec<NodeRef<V>> = Vec::new();
+    let n_inputs = inputs.map_or(0, <[V]>::len);
+    for (out, input) in inputs.unwrap_or(&[]).iter().enumerate() {
+        if let Some((edge, keep)) = edge_of(input) {
+            captures
+                .entry(edge.node)
+                .or_default()
+                .push((edge.input_nr, out));
+            _keep_inputs.extend(keep);
+        }
+    }
+    let mut captured: Vec<Option<V>> = vec![None; n_inputs];
+
+    // 1. The graph reachable from the roots (iterative depth-first walk).
+    let mut graph_edges: HashMap<NodeId<V>, (graph::Edges<V>, u64)> = HashMap::new();
     let mut stack: Vec<NodeId<V>> = Vec::new();
     for (edge, _, _) in &root_edges {
-        if let std::collections::hash_map::Entry::Vacant(slot) = pending.entry(edge.node) {
-            let (_, seq) = graph::edges_and_sequence_nr(edge.node)?;
-            slot.insert(Pending {
-                dependencies: 0,
-                sequence_nr: seq,
-                inputs: SmallVec::new(),
-            });
+        if let std::collections::hash_map::Entry::Vacant(slot) = graph_edges.entry(edge.node) {
+            slot.insert(graph::edges_and_sequence_nr(edge.node)?);
             stack.push(edge.node);
         }
     }
     while let Some(id) = stack.pop() {
-        let (edges, _) = graph::edges_and_sequence_nr(id)?;
+        let edges = graph_edges[&id].0.clone();
         for e in edges.iter().flatten() {
-            match pending.get_mut(&e.node) {
-                Some(p) => p.dependencies += 1,
-                None => {
-                    let (_, seq) = graph::edges_and_sequence_nr(e.node)?;
-                    pending.insert(
-                        e.node,
-                        Pending {
-                            dependencies: 1,
-                            sequence_nr: seq,
-                            inputs: SmallVec::new(),
-                        },
-                    );
-                    stack.push(e.node);
-                }
+            if let std::collections::hash_map::Entry::Vacant(slot) = graph_edges.entry(e.node) {
+                slot.insert(graph::edges_and_sequence_nr(e.node)?);
+                stack.push(e.node);
             }
         }
     }
 
-    // 2. Seed the roots' buffers and run.
+    // 2. Which nodes run: all of them, or (capturing) those that reach a capture node.
+    let needed: Option<HashMap<NodeId<V>, bool>> = match inputs {
+        None => None,
+        Some(_) => Some(needed_nodes(&graph_edges, &captures, &root_edges)),
+    };
+    let runs = |id: &NodeId<V>| needed.as_ref().is_none_or(|n| n[id]);
+    let executes = |id: &NodeId<V>| runs(id) || captures.contains_key(id);
+
+    // 3. Dependency counts, over the edges a running node sends gradients along.
+    let mut pending: HashMap<NodeId<V>, Pending<V>> = HashMap::new();
+    for (id, (_, seq)) in &graph_edges {
+        if executes(id) {
+            pending.insert(
+                *id,
+                Pending {
+                    dependencies: 0,
+                    sequence_nr: *seq,
+                    inputs: SmallVec::new(),
+                },
+            );
+        }
+    }
+    for (id, (edges, _)) in &graph_edges {
+        if !runs(id) {
+            continue;
+        }
+        for e in edges.iter().flatten() {
+            if let Some(p) = pending.get_mut(&e.node) {
+                p.dependencies += 1;
+            }
+        }
+    }
+
+    // 4. Seed the roots' buffers and run.
     let _mode = GradModeGuard::new(create_graph);
     for (edge, grad, _) in &root_edges {
-        add_to_buffer(&mut pending, *edge, grad.clone())?;
+        if pending.contains_key(&edge.node) {
+            add_to_buffer(&mut pending, *edge, grad.clone())?;
+        }
     }
     let mut ready: BinaryHeap<(u64, NodeId<V>)> = BinaryHeap::new();
     let mut queued: Vec<NodeId<V>> = Vec::new();
     for (edge, _, _) in &root_edges {
-        let p = &pending[&edge.node];
-        if p.dependencies == 0 && !queued.contains(&edge.node) {
-            queued.push(edge.node);
-            ready.push((p.sequence_nr, edge.node));
+        if let Some(p) = pending.get(&edge.node) {
+            if p.dependencies == 0 && !queued.contains(&edge.node) {
+                queued.push(edge.node);
+                ready.push((p.sequence_nr, edge.node));
+            }
         }
     }
     while let Some((_, id)) = ready.pop() {
@@ -135,6 +261,14 @@ pub fn backward<V: Value>(
             .get_mut(&id)
             .map(|p| std::mem::take(&mut p.inputs))
             .unwrap_or_default();
+        if let Some(caps) = captures.get(&id) {
+            for &(slot, out) in caps {
+                captured[out] = inputs.get(slot as usize).cloned().flatten();
+            }
+        }
+        if !runs(&id) {
+            continue;
+        }
         let task = graph::take_task(id, retain_graph)?;
         if inputs.iter().all(Option::is_none) {
             // Nothing flowed here (all contributions were None): still release deps.
@@ -152,8 +286,12 @@ pub fn backward<V: Value>(
                 }
             }
             NodeKind::Op(op) => {
-                let needs: SmallVec<[bool; 3]> =
-                    task.next_edges.iter().map(Option::is_some).collect();
+                // Only the inputs whose node will execute get a gradient computed.
+                let needs: SmallVec<[bool; 3]> = task
+                    .next_edges
+                    .iter()
+                    .map(|e| e.is_some_and(|e| pending.contains_key(&e.node)))
+                    .collect();
                 let grads = op.apply(&unpack(&task.saved, id)?, &inputs, &needs)?;
                 route(&mut pending, &task.next_edges, grads)?;
             }
@@ -166,7 +304,58 @@ pub fn backward<V: Value>(
         }
         release_dependencies(&mut pending, &mut ready, &task.next_edges);
     }
-    Ok(())
+    Ok(captured)
+}
+
+/// The gradient edge of `v` and, when it had to be created (a leaf's AccumulateGrad
+/// node), the reference that keeps it alive through the pass.
+fn edge_of<V: Value>(v: &V) -> Option<(Edge<V>, Option<NodeRef<V>>)> {
+    match v.gradient_edge()? {
+        EdgeSource::Borrowed(e) => Some((e, None)),
+        EdgeSource::Owned(n) => Some((
+            Edge {
+                node: n.id(),
+                input_nr: 0,
+            },
+            Some(n),
+        )),
+    }
+}
+
+/// PyTorch's `exec_info`: a node is needed when one of its edges leads to a capture
+/// node or to a needed node. Iterative post-order walk from the roots.
+fn needed_nodes<V: Value>(
+    graph_edges: &HashMap<NodeId<V>, (graph::Edges<V>, u64)>,
+    captures: &Captures<V>,
+    root_edges: &[RootEdge<V>],
+) -> HashMap<NodeId<V>, bool> {
+    let mut needed: HashMap<NodeId<V>, bool> = HashMap::with_capacity(graph_edges.len());
+    for (root, _, _) in root_edges {
+        if needed.contains_key(&root.node) {
+            continue;
+        }
+        let mut stack: Vec<(NodeId<V>, usize)> = vec![(root.node, 0)];
+        while let Some((id, next)) = stack.last_mut() {
+            let edges = &graph_edges[id].0;
+            if let Some(e) = edges.get(*next) {
+                *next += 1;
+                if let Some(e) = e {
+                    if !needed.contains_key(&e.node) {
+                        stack.push((e.node, 0));
+                    }
+                }
+            } else {
+                let id = *id;
+                let n = edges
+                    .iter()
+                    .flatten()
+                    .any(|e| captures.contains_key(&e.node) || needed[&e.node]);
+                needed.insert(id, n);
+                stack.pop();
+            }
+        }
+    }
+    needed
 }
 
 fn unpack<V: Value>(saved: &SavedSlots<V>, owner: NodeId<V>) -> Result<SmallVec<[Option<V>; 3]>> {
@@ -231,6 +420,10 @@ fn add_to_buffer<V: Value>(
     edge: Edge<V>,
     grad: V,
 ) -> Result<()> {
+    if !pending.contains_key(&edge.node) {
+        // A node that does not execute in this pass (it cannot reach an input).
+        return Ok(());
+    }
     let (dtype, shape) = graph::input_meta(edge.node, edge.input_nr)?;
     let grad = if grad.data().dtype() != dtype {
         grad.grad_cast(dtype)?

@@ -7,7 +7,7 @@ pub mod graph;
 pub(crate) mod saved;
 pub mod value;
 
-pub use engine::backward;
+pub use engine::{backward, backward_inputs, grad};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub use graph::{live_nodes, next_functions, node_name, num_outputs, Edge, NodeId, NodeRef};
 pub use value::{Grads, NodeRule, Value};
