@@ -23,11 +23,12 @@ fn grad_third_derivative_and_no_accumulation() {
         .unwrap()
         .sum()
         .unwrap(); // x⁴
-    let g1 = Variable::autograd_grad(&[y], &[x.clone()], &[None], false, true, false).unwrap();
+    let g1 = Variable::autograd_grad(&[y], std::slice::from_ref(&x), &[None], false, true, false)
+        .unwrap();
     let g1 = g1[0].clone().unwrap();
     let g2 = Variable::autograd_grad(
         &[g1.sum().unwrap()],
-        &[x.clone()],
+        std::slice::from_ref(&x),
         &[None],
         false,
         true,
@@ -38,7 +39,7 @@ fn grad_third_derivative_and_no_accumulation() {
         .unwrap();
     let g3 = Variable::autograd_grad(
         &[g2.sum().unwrap()],
-        &[x.clone()],
+        std::slice::from_ref(&x),
         &[None],
         false,
         false,
@@ -62,7 +63,7 @@ fn unused_input_is_none_or_an_error() {
     let z = leaf(&[2.0]);
     let y = x.mul(&x).unwrap().sum().unwrap();
     let g = Variable::autograd_grad(
-        &[y.clone()],
+        std::slice::from_ref(&y),
         &[x.clone(), z.clone()],
         &[None],
         true,
@@ -87,9 +88,24 @@ fn non_leaf_input_and_pruned_branch() {
     let one = Variable::from_tensor(Tensor::from_vec(vec![1.0f64, 1.0], &[2]).unwrap());
     e.add_(&one).unwrap(); // ExpBackward0's saved result is now stale: it must not run
     let loss = h.sum().unwrap().add(&e.sum().unwrap()).unwrap();
-    let g = Variable::autograd_grad(&[loss.clone()], &[h], &[None], true, false, false).unwrap();
+    let g = Variable::autograd_grad(
+        std::slice::from_ref(&loss),
+        &[h],
+        &[None],
+        true,
+        false,
+        false,
+    )
+    .unwrap();
     assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>(), vec![1.0, 1.0]);
-    Variable::backward_inputs(&[loss.clone()], &[None], &[x.clone()], true, false).unwrap();
+    Variable::backward_inputs(
+        std::slice::from_ref(&loss),
+        &[None],
+        std::slice::from_ref(&x),
+        true,
+        false,
+    )
+    .unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f64>(), vec![2.0, 4.0]);
     assert!(other.grad().is_none());
     assert!(loss.backward().is_err()); // the full pass does reach the stale node
