@@ -288,9 +288,7 @@ def multinomial(
         raise TypeError(
             f"multinomial(): argument 'num_samples' must be int, not {type(num_samples).__name__}"
         )
-    result = _rustgrad._multinomial(
-        input, operator.index(num_samples), bool(replacement), generator
-    )
+    result = _rustgrad._multinomial(input, operator.index(num_samples), replacement, generator)
     if out is not None:
         return _write_out(out, result)
     return result

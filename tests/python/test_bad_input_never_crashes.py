@@ -1232,6 +1232,168 @@ CASES.update(
     }
 )
 
+# Bool arguments take only a Python bool, as PyTorch's argument parser does: an int,
+# None, a string, a numpy bool or a tensor is a TypeError naming the argument (PyTorch's
+# phrase for single-overload functions) or "received an invalid combination of
+# arguments" (functions PyTorch overloads). Phrases copied from PyTorch 2.15.
+_BOOL = "received an invalid combination of arguments"
+CASES.update(
+    {
+        "sum_keepdim_int": (
+            lambda: x.sum(0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "sum_keepdim_numpy_bool": (
+            lambda: x.sum(0, keepdim=np.bool_(True)),
+            TE,
+            "argument 'keepdim' must be bool, not numpy.bool",
+        ),
+        "sum_keepdim_none": (
+            lambda: torch.sum(x, 0, keepdim=None),
+            TE,
+            "argument 'keepdim' must be bool, not NoneType",
+        ),
+        "sum_keepdim_tensor": (
+            lambda: x.sum(0, keepdim=torch.tensor(True)),
+            TE,
+            "argument 'keepdim' must be bool, not Tensor",
+        ),
+        "sum_keepdim_float": (
+            lambda: x.sum(0, keepdim=1.0),
+            TE,
+            "argument 'keepdim' must be bool, not float",
+        ),
+        "mean_keepdim_int": (
+            lambda: x.mean(0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "max_keepdim_int": (
+            lambda: x.max(0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "amin_keepdim_int": (
+            lambda: x.amin(0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "argmax_keepdim_int": (
+            lambda: x.argmax(0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "logsumexp_keepdim_int": (
+            lambda: x.logsumexp(0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "prod_keepdim_int": (
+            lambda: x.prod(0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "median_keepdim_int": (
+            lambda: x.median(0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "nansum_keepdim_int": (
+            lambda: x.nansum(0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "norm_keepdim_int": (
+            lambda: x.norm(2, 0, keepdim=1),
+            TE,
+            "argument 'keepdim' must be bool, not int",
+        ),
+        "all_keepdim_int": (lambda: x.all(0, keepdim=1), TE, _BOOL),
+        "std_keepdim_int": (lambda: x.std(0, keepdim=1), TE, _BOOL),
+        "std_unbiased_int": (lambda: x.std(0, unbiased=1), TE, _BOOL),
+        "var_unbiased_int": (lambda: torch.var(x, unbiased=1), TE, _BOOL),
+        "var_unbiased_numpy_bool": (lambda: x.var(unbiased=np.bool_(True)), TE, _BOOL),
+        "std_mean_keepdim_int": (lambda: torch.std_mean(x, 0, keepdim=1), TE, _BOOL),
+        "sort_descending_str": (lambda: x.sort(descending="x"), TE, _BOOL),
+        "sort_descending_positional_int": (lambda: x.sort(0, 1), TE, _BOOL),
+        "sort_stable_int": (lambda: torch.sort(x, stable=1), TE, _BOOL),
+        "argsort_descending_int": (lambda: x.argsort(descending=1), TE, _BOOL),
+        "topk_largest_none": (
+            lambda: torch.topk(x, 1, largest=None),
+            TE,
+            "argument 'largest' must be bool, not NoneType",
+        ),
+        "topk_sorted_int": (
+            lambda: x.topk(1, sorted=0),
+            TE,
+            "argument 'sorted' must be bool, not int",
+        ),
+        "unique_return_inverse_int": (
+            lambda: torch.unique(x, return_inverse=1),
+            TE,
+            "argument 'return_inverse' must be bool, not int",
+        ),
+        "unique_return_counts_int": (
+            lambda: torch.unique(x, return_counts=1),
+            TE,
+            "argument 'return_counts' must be bool, not int",
+        ),
+        "gather_sparse_grad_int": (
+            lambda: x.gather(0, torch.zeros(1, 1, dtype=torch.long), sparse_grad=1),
+            TE,
+            "argument 'sparse_grad' must be bool, not int",
+        ),
+        "index_put_accumulate_int": (
+            lambda: x.clone().index_put_((torch.tensor([0]),), torch.tensor(1.0), accumulate=1),
+            TE,
+            "argument 'accumulate' must be bool, not int",
+        ),
+        "put_accumulate_int": (
+            lambda: x.clone().put_(torch.tensor([0]), torch.tensor([1.0]), accumulate=1),
+            TE,
+            "argument 'accumulate' must be bool, not int",
+        ),
+        "fill_diagonal_wrap_int": (
+            lambda: x.clone().fill_diagonal_(1.0, wrap=1),
+            TE,
+            "argument 'wrap' must be bool, not int",
+        ),
+        "nonzero_as_tuple_int": (
+            lambda: x.nonzero(as_tuple=1),
+            TE,
+            "argument 'as_tuple' must be bool, not int",
+        ),
+        "multinomial_replacement_int": (
+            lambda: torch.multinomial(x.abs(), 2, replacement=1),
+            TE,
+            "argument 'replacement' must be bool, not int",
+        ),
+        "zeros_requires_grad_int": (
+            lambda: torch.zeros(2, requires_grad=1),
+            TE,
+            "argument 'requires_grad' must be bool, not int",
+        ),
+        "tensor_requires_grad_numpy_bool": (
+            lambda: torch.tensor([1.0], requires_grad=np.bool_(True)),
+            TE,
+            "argument 'requires_grad' must be bool, not numpy.bool",
+        ),
+        "rand_requires_grad_int": (lambda: torch.rand(2, requires_grad=1), TE, _BOOL),
+        "eye_requires_grad_int": (lambda: torch.eye(2, requires_grad=1), TE, _BOOL),
+        "requires_grad__int": (
+            lambda: x.clone().requires_grad_(1),
+            TE,
+            "must be bool, not int",
+        ),
+        "requires_grad_attribute_int": (
+            lambda: setattr(x.clone(), "requires_grad", 1),
+            RT,
+            "requires_grad must be a bool",
+        ),
+    }
+)
+
 
 def _nested(depth):
     """``[[...[1]...]]`` with ``depth`` lists."""

@@ -7,6 +7,7 @@ mod dlpack;
 mod dtype;
 mod errors;
 mod factory;
+mod flag;
 mod identity;
 mod node;
 mod ops;
@@ -64,7 +65,7 @@ fn tensor_fn(
     data: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     leaf(
@@ -80,7 +81,7 @@ fn zeros(
     size: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     sized_leaf(size, dtype, requires_grad, device, |s, d| {
         Ok(Tensor::zeros(s, d))
@@ -96,7 +97,7 @@ fn empty(
     size: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     sized_leaf(size, dtype, requires_grad, device, |s, d| {
         Ok(Tensor::zeros(s, d))
@@ -110,7 +111,7 @@ fn ones(
     size: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     sized_leaf(size, dtype, requires_grad, device, |s, d| {
         Ok(Tensor::ones(s, d))
@@ -126,7 +127,7 @@ fn full(
     fill_value: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     let value = convert::extract_scalar(fill_value)
@@ -147,7 +148,7 @@ fn arange(
     args: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     let nums = args
@@ -190,7 +191,7 @@ fn rand(
     generator: Option<&Bound<'_, random::PyGenerator>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     random::sample_leaf(
@@ -212,7 +213,7 @@ fn randn(
     generator: Option<&Bound<'_, random::PyGenerator>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     random::sample_leaf(

@@ -460,7 +460,7 @@ impl PyTensor {
     #[pyo3(signature = (*args, requires_grad = false, _share = None, volatile = false))]
     fn py_new(
         args: &Bound<'_, PyTuple>,
-        requires_grad: bool,
+        #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
         _share: Option<&Bound<'_, PyTensor>>,
         volatile: bool,
     ) -> PyResult<Self> {
@@ -576,18 +576,22 @@ impl PyTensor {
     }
 
     #[setter(requires_grad)]
-    fn set_requires_grad_attr(slf: &Bound<'_, Self>, value: bool) -> PyResult<()> {
-        slf.get().var.set_requires_grad(value).py()?;
-        if value && slf.get().var.is_leaf() {
-            register(slf)?;
-        }
-        Ok(())
+    fn set_requires_grad_attr(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        // PyTorch's setter refuses a non-bool with a RuntimeError, not the parser's TypeError.
+        let value = value
+            .cast_exact::<pyo3::types::PyBool>()
+            .map_err(|_| PyRuntimeError::new_err("requires_grad must be a bool"))?
+            .is_true();
+        Self::set_requires_grad(slf, value)
     }
 
     /// Sets requires_grad in place and returns self.
     #[pyo3(signature = (requires_grad = true))]
-    fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
-        Self::set_requires_grad_attr(&slf, requires_grad)?;
+    fn requires_grad_(
+        slf: Bound<'_, Self>,
+        #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
+    ) -> PyResult<Bound<'_, Self>> {
+        Self::set_requires_grad(&slf, requires_grad)?;
         Ok(slf)
     }
 
@@ -697,8 +701,8 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         gradient: Option<&Bound<'_, PyAny>>,
-        retain_graph: Option<bool>,
-        create_graph: bool,
+        #[pyo3(from_py_with = crate::flag::truthy_or_none)] retain_graph: Option<bool>,
+        #[pyo3(from_py_with = crate::flag::truthy)] create_graph: bool,
         inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let grad = match gradient {
@@ -813,7 +817,7 @@ impl PyTensor {
     fn cuda(
         &self,
         device: Option<&Bound<'_, PyAny>>,
-        non_blocking: bool,
+        #[pyo3(from_py_with = crate::flag::non_blocking)] non_blocking: bool,
         memory_format: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let _ = (non_blocking, memory_format);
@@ -865,7 +869,7 @@ impl PyTensor {
     fn type_<'py>(
         slf: Bound<'py, Self>,
         dtype: Option<&Bound<'py, PyAny>>,
-        non_blocking: bool,
+        #[pyo3(from_py_with = crate::flag::non_blocking)] non_blocking: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = non_blocking;
         let py = slf.py();
@@ -944,5 +948,16 @@ impl PyTensor {
 
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
+    }
+}
+
+impl PyTensor {
+    /// `requires_grad = value` once `value` is known to be a bool.
+    fn set_requires_grad(slf: &Bound<'_, Self>, value: bool) -> PyResult<()> {
+        slf.get().var.set_requires_grad(value).py()?;
+        if value && slf.get().var.is_leaf() {
+            register(slf)?;
+        }
+        Ok(())
     }
 }

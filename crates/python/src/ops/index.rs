@@ -404,7 +404,7 @@ impl PyTensor {
         py: Python<'_>,
         dim: &Bound<'_, PyAny>,
         index: &Bound<'_, PyAny>,
-        sparse_grad: bool,
+        #[pyo3(from_py_with = crate::flag::sparse_grad)] sparse_grad: bool,
     ) -> PyResult<Py<PyTensor>> {
         let _ = sparse_grad;
         let idx = index_tensor(index, "index")?;
@@ -614,7 +614,7 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
-        accumulate: bool,
+        #[pyo3(from_py_with = crate::flag::accumulate)] accumulate: bool,
     ) -> PyResult<Py<PyAny>> {
         let (i, src) = (index_tensor(index, "index")?, index_var(source, "source")?);
         out_or_in_place(slf, Some(&src), false, |x| x.put(&i, &src, accumulate))
@@ -626,7 +626,7 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
-        accumulate: bool,
+        #[pyo3(from_py_with = crate::flag::accumulate)] accumulate: bool,
     ) -> PyResult<Py<PyAny>> {
         let (i, src) = (index_tensor(index, "index")?, index_var(source, "source")?);
         out_or_in_place(slf, Some(&src), true, |x| x.put(&i, &src, accumulate))
@@ -638,7 +638,7 @@ impl PyTensor {
     fn fill_diagonal_<'py>(
         slf: Bound<'py, Self>,
         fill_value: &Bound<'py, PyAny>,
-        wrap: bool,
+        #[pyo3(from_py_with = crate::flag::wrap)] wrap: bool,
     ) -> PyResult<Bound<'py, Self>> {
         let value = crate::convert::extract_scalar(fill_value).ok_or_else(|| {
             pyo3::exceptions::PyTypeError::new_err(format!(
@@ -676,7 +676,7 @@ impl PyTensor {
         slf: Bound<'py, Self>,
         indices: &Bound<'py, PyAny>,
         values: &Bound<'py, PyAny>,
-        accumulate: bool,
+        #[pyo3(from_py_with = crate::flag::accumulate)] accumulate: bool,
     ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
         let vals = operand_var(values, v)?;
@@ -706,7 +706,11 @@ impl PyTensor {
 
     /// The coordinates of the nonzero elements (`[n, ndim]`, or one tensor per dim).
     #[pyo3(signature = (*, as_tuple = false))]
-    fn nonzero(&self, py: Python<'_>, as_tuple: bool) -> PyResult<Py<PyAny>> {
+    fn nonzero(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = crate::flag::as_tuple)] as_tuple: bool,
+    ) -> PyResult<Py<PyAny>> {
         let rows = self.var.nonzero().py()?;
         if !as_tuple {
             return Ok(new_tensor(py, rows)?.into_any());

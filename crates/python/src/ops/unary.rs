@@ -461,12 +461,19 @@ impl PyTensor {
     // Activations that PyTorch's Tensor has as methods.
 
     #[pyo3(signature = (inplace = false))]
-    fn _selu(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+    fn _selu(
+        slf: Bound<'_, Self>,
+        #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
+    ) -> PyResult<Py<PyAny>> {
         Self::activation(slf, selu_op(), inplace)
     }
 
     #[pyo3(signature = (alpha = 1.0, inplace = false))]
-    fn _celu(slf: Bound<'_, Self>, alpha: f64, inplace: bool) -> PyResult<Py<PyAny>> {
+    fn _celu(
+        slf: Bound<'_, Self>,
+        alpha: f64,
+        #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
+    ) -> PyResult<Py<PyAny>> {
         if alpha == 0.0 {
             return Err(PyRuntimeError::new_err(
                 "ZeroDivisionError: alpha cannot be 0 for CELU",
@@ -480,7 +487,11 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (alpha = 1.0, inplace = false))]
-    fn _elu(slf: Bound<'_, Self>, alpha: f64, inplace: bool) -> PyResult<Py<PyAny>> {
+    fn _elu(
+        slf: Bound<'_, Self>,
+        alpha: f64,
+        #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
+    ) -> PyResult<Py<PyAny>> {
         let op = MathOp::Elu {
             alpha,
             kind: rustgrad::kernels::math::EluKind::Elu,
@@ -492,7 +503,7 @@ impl PyTensor {
     fn _leaky_relu(
         slf: Bound<'_, Self>,
         negative_slope: f64,
-        inplace: bool,
+        #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
     ) -> PyResult<Py<PyAny>> {
         Self::activation(slf, MathOp::LeakyRelu { negative_slope }, inplace)
     }
@@ -502,28 +513,40 @@ impl PyTensor {
         slf: Bound<'_, Self>,
         min_val: f64,
         max_val: f64,
-        inplace: bool,
+        #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
     ) -> PyResult<Py<PyAny>> {
         Self::activation(slf, MathOp::Hardtanh { min_val, max_val }, inplace)
     }
 
     #[pyo3(signature = (inplace = false))]
-    fn _silu(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+    fn _silu(
+        slf: Bound<'_, Self>,
+        #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
+    ) -> PyResult<Py<PyAny>> {
         Self::activation(slf, MathOp::Silu, inplace)
     }
 
     #[pyo3(signature = (inplace = false))]
-    fn _mish(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+    fn _mish(
+        slf: Bound<'_, Self>,
+        #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
+    ) -> PyResult<Py<PyAny>> {
         Self::activation(slf, MathOp::Mish, inplace)
     }
 
     #[pyo3(signature = (inplace = false))]
-    fn _hardsigmoid(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+    fn _hardsigmoid(
+        slf: Bound<'_, Self>,
+        #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
+    ) -> PyResult<Py<PyAny>> {
         Self::activation(slf, MathOp::Hardsigmoid, inplace)
     }
 
     #[pyo3(signature = (inplace = false))]
-    fn _hardswish(slf: Bound<'_, Self>, inplace: bool) -> PyResult<Py<PyAny>> {
+    fn _hardswish(
+        slf: Bound<'_, Self>,
+        #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
+    ) -> PyResult<Py<PyAny>> {
         Self::activation(slf, MathOp::Hardswish, inplace)
     }
 
