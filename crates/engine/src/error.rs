@@ -194,9 +194,15 @@ pub enum Error {
         /// " The in-place write happened at file:line." or empty.
         site: String,
     },
-    /// Setting requires_grad on a tensor whose dtype cannot hold gradients.
-    #[error("only Tensors of floating point and complex dtype can require gradients")]
+    /// Setting requires_grad (`requires_grad_()`) on a tensor whose dtype cannot hold
+    /// gradients.
+    #[error("only Tensors of floating point dtype can require gradients")]
     RequiresGradNonFloat,
+    /// Making a leaf that requires grad (a factory's `requires_grad=True`) of a dtype
+    /// that cannot hold gradients; PyTorch's factories word it differently from
+    /// `requires_grad_()`.
+    #[error("Only Tensors of floating point and complex dtype can require gradients")]
+    NewLeafRequiresGradNonFloat,
     /// `x.data = src` with a non-floating `src` while `x` requires grad.
     #[error(
         "data set to a tensor that requires gradients must be floating point or complex dtype"

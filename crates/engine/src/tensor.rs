@@ -903,14 +903,15 @@ impl Tensor {
     /// Broadcasts to `sizes` (-1 keeps a size), without copying.
     pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
         if sizes.len() < self.dim() {
-            return Err(Error::ShapeMismatch {
-                op: "expand",
-                message: format!(
-                    "the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
-                    sizes.len(),
-                    self.dim()
-                ),
-            });
+            let list = |s: &mut dyn Iterator<Item = String>| s.collect::<Vec<_>>().join(", ");
+            return Err(Error::InvalidArgument(format!(
+                "expand(torch.{}Tensor{{[{}]}}, size=[{}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+                self.dtype().scalar_type_name(),
+                list(&mut self.shape().iter().map(|d| d.to_string())),
+                list(&mut sizes.iter().map(|d| d.to_string())),
+                sizes.len(),
+                self.dim()
+            )));
         }
         let lead = sizes.len() - self.dim();
         let mut target: Dims = SmallVec::with_capacity(sizes.len());

@@ -198,6 +198,9 @@ impl Variable {
 
     /// A leaf; `requires_grad` needs a floating-point dtype.
     pub fn new(tensor: Tensor, requires_grad: bool) -> Result<Variable> {
+        if requires_grad && !tensor.dtype().is_floating_point() {
+            return Err(Error::NewLeafRequiresGradNonFloat);
+        }
         let v = Variable::from_tensor(tensor);
         v.set_requires_grad(requires_grad)?;
         Ok(v)

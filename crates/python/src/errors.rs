@@ -41,6 +41,7 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::MultiOutputViewInplace(_)
         | Error::ModifiedByInplace { .. }
         | Error::RequiresGradNonFloat
+        | Error::NewLeafRequiresGradNonFloat
         | Error::DataRequiresGradNonFloat
         | Error::NonLeafRequiresGrad
         | Error::NotImplemented(_)

@@ -158,9 +158,11 @@ impl PyNode {
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        // The Python class name (`<AccumulateGrad object at ...>`), not name()'s
+        // namespaced C++ name, as PyTorch's repr.
         Ok(format!(
             "<{} object at {:#x}>",
-            slf.get().name()?,
+            autograd::node_name(slf.get().node()?.id()).py()?,
             slf.as_ptr() as usize
         ))
     }

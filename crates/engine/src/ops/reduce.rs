@@ -596,7 +596,8 @@ impl Variable {
 
     fn mean_impl(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Variable> {
         if !self.dtype().is_floating_point() {
-            return Err(Error::dtype("mean", format!(
+            // NotImplementedError in PyTorch, without an op prefix.
+            return Err(Error::not_implemented_for_dtype(&format!(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
                 self.dtype().scalar_type_name()
             )));
