@@ -273,6 +273,14 @@ PYTHON_OPS: dict[str, Args] = {
     "torch.take_along_dim": lambda t, a: (a, t.tensor([[0], [2]]), 1),
     "t.take_along_dim": lambda t, a: (t.tensor([[0], [2]]), 1),
     "t.index_put": lambda t, a: ((t.tensor([0, 1]),), t.ones(2, 3, dtype=a.dtype)),
+    # tensor_split and friends (python/rustgrad/_tensor_split.py)
+    "torch.tensor_split": lambda t, a: (a, 2, 1),
+    "t.tensor_split": lambda t, a: ([1], 1),
+    "torch.hsplit": lambda t, a: (a, [1]),
+    "t.hsplit": lambda t, a: ([1],),
+    "torch.vsplit": lambda t, a: (a, [1]),
+    "t.vsplit": lambda t, a: ([1],),
+    "torch.dsplit": lambda t, a: (a.reshape(1, 2, 3), [1]),
     # reductions with two results
     "torch.var_mean": lambda t, a: (a, 1),
     "torch.std_mean": lambda t, a: (a, 1),

@@ -357,6 +357,13 @@ from ._shape import *  # noqa: E402,F403
 
 __all__ += _shape.__all__
 
+# tensor_split / hsplit / vsplit / dsplit, equal, broadcast_shapes
+# (python/rustgrad/_tensor_split.py; it also adds the Tensor methods).
+from . import _tensor_split  # noqa: E402
+from ._tensor_split import *  # noqa: E402,F403
+
+__all__ += _tensor_split.__all__
+
 # Linear-algebra ops (python/rustgrad/_linalg.py).
 from . import _linalg  # noqa: E402
 from ._linalg import *  # noqa: E402,F403

@@ -1307,7 +1307,7 @@ CASES.update(
         "norm_keepdim_int": (
             lambda: x.norm(2, 0, keepdim=1),
             TE,
-            "argument 'keepdim' must be bool, not int",
+            "must be bool, not int",
         ),
         "all_keepdim_int": (lambda: x.all(0, keepdim=1), TE, _BOOL),
         "std_keepdim_int": (lambda: x.std(0, keepdim=1), TE, _BOOL),
@@ -1385,6 +1385,114 @@ CASES.update(
             lambda: x.clone().requires_grad_(1),
             TE,
             "must be bool, not int",
+        ),
+        "tensor_split_zero_sections": (
+            lambda: x.tensor_split(0, 1),
+            RT,
+            "number of sections must be larger than 0, got 0",
+        ),
+        "tensor_split_float_indices": (
+            lambda: x.tensor_split(torch.tensor([1.0]), 1),
+            RT,
+            "tensor_split expected tensor_indices_or_sections to have dtype of long, but got Float",
+        ),
+        "tensor_split_2d_indices": (
+            lambda: x.tensor_split(torch.tensor([[1]]), 1),
+            RT,
+            "to be a zero-dimensional or one-dimensional tensor, but got a tensor with 2 dims",
+        ),
+        "tensor_split_0d_input": (
+            lambda: torch.tensor_split(s0, 1),
+            RT,
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims",
+        ),
+        "tensor_split_float_sections": (
+            lambda: x.tensor_split(1.5),
+            TE,
+            "tensor_split() received an invalid combination of arguments",
+        ),
+        "tensor_split_dim_out_of_range": (
+            lambda: x.tensor_split(2, 5),
+            IE,
+            "Dimension out of range",
+        ),
+        "hsplit_not_divisible": (
+            lambda: torch.hsplit(x, 3),
+            RT,
+            "torch.hsplit attempted to split along dimension 1, but the size of the dimension 4 "
+            "is not divisible by the split_size 3!",
+        ),
+        "hsplit_zero": (lambda: torch.hsplit(x, 0), RT, "is not divisible by the split_size 0!"),
+        "hsplit_0d": (
+            lambda: torch.hsplit(s0, 1),
+            RT,
+            "torch.hsplit requires a tensor with at least 1 dimension, "
+            "but got a tensor with 0 dimensions!",
+        ),
+        "vsplit_1d": (
+            lambda: torch.vsplit(torch.rand(3), 1),
+            RT,
+            "torch.vsplit requires a tensor with at least 2 dimension, "
+            "but got a tensor with 1 dimensions!",
+        ),
+        "dsplit_2d": (
+            lambda: x.dsplit(2),
+            RT,
+            "torch.dsplit requires a tensor with at least 3 dimension, "
+            "but got a tensor with 2 dimensions!",
+        ),
+        "equal_with_int": (
+            lambda: torch.equal(x, 1),
+            TE,
+            "equal(): argument 'other' (position 2) must be Tensor, not int",
+        ),
+        "broadcast_shapes_mismatch": (
+            lambda: torch.broadcast_shapes((2,), (3,)),
+            RT,
+            "Attempting to broadcast a dimension of length 3 at -1! Mismatching argument at "
+            "index 1 had (3,); but expected shape should be broadcastable to [2]",
+        ),
+        "broadcast_shapes_negative": (
+            lambda: torch.broadcast_shapes((-1,)),
+            VE,
+            "Attempting to broadcast a dimension with negative length!",
+        ),
+        "broadcast_shapes_float": (
+            lambda: torch.broadcast_shapes(1.5),
+            RT,
+            "Input shapes should be of type ints, a tuple of ints, or a list of ints, got 1.5",
+        ),
+        "expand_fewer_sizes_float": (
+            lambda: torch.rand(2, 3).expand(3),
+            RT,
+            "expand(torch.FloatTensor{[2, 3]}, size=[3]): the number of sizes provided (1) must be "
+            "greater or equal to the number of dimensions in the tensor (2)",
+        ),
+        "expand_fewer_sizes_double": (
+            lambda: torch.rand(2, 3, dtype=torch.float64).expand(3),
+            RT,
+            "expand(torch.DoubleTensor{[2, 3]}, size=[3]): the number of sizes provided (1)",
+        ),
+        "int_requires_grad_": (
+            lambda: torch.ones(2, dtype=torch.int64).requires_grad_(),
+            RT,
+            "only Tensors of floating point dtype can require gradients",
+        ),
+        "int_factory_requires_grad": (
+            lambda: torch.ones(2, dtype=torch.int64, requires_grad=True),
+            RT,
+            "Only Tensors of floating point and complex dtype can require gradients",
+        ),
+        "int_tensor_requires_grad": (
+            lambda: torch.tensor([1], requires_grad=True),
+            RT,
+            "Only Tensors of floating point and complex dtype can require gradients",
+        ),
+        "mean_of_int64_not_implemented": (
+            lambda: torch.ones(2, dtype=torch.int64).mean(0),
+            NIE,
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+            "complex dtype. Got: Long",
         ),
         "requires_grad_attribute_int": (
             lambda: setattr(x.clone(), "requires_grad", 1),
