@@ -217,6 +217,53 @@ pub enum Error {
     /// A graph node handle that outlived its node.
     #[error("rustgrad: stale autograd node handle (the node was freed)")]
     StaleNode,
+    /// An error raised by user code the engine called (a hook, a custom Function's
+    /// backward), carried through the scheduler unchanged so the caller of backward can
+    /// re-raise the original. See Note [Errors from callbacks].
+    #[error("{0}")]
+    External(ExternalError),
+}
+
+/// An opaque error from a callback: the message, and the original error object for the
+/// layer that raised it to take back (`payload().downcast_ref`).
+#[derive(Clone)]
+pub struct ExternalError {
+    message: String,
+    payload: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+}
+
+impl ExternalError {
+    /// Wraps `payload` (the caller's own error object) with its message.
+    pub fn new(message: impl Into<String>, payload: impl std::any::Any + Send + Sync) -> Self {
+        ExternalError {
+            message: message.into(),
+            payload: std::sync::Arc::new(payload),
+        }
+    }
+
+    /// The original error object.
+    pub fn payload(&self) -> &(dyn std::any::Any + Send + Sync) {
+        &*self.payload
+    }
+}
+
+impl std::fmt::Display for ExternalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::fmt::Debug for ExternalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ExternalError({:?})", self.message)
+    }
+}
+
+/// Two external errors are equal when they carry the same error object.
+impl PartialEq for ExternalError {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.payload, &other.payload)
+    }
 }
 
 /// The engine's result type.

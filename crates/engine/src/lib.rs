@@ -40,7 +40,7 @@ pub mod tensor;
 pub mod variable;
 
 pub use dtype::DType;
-pub use error::{Error, Result};
+pub use error::{Error, ExternalError, Result};
 pub use parallel::{get_num_threads, set_num_threads};
 pub use random::manual_seed;
 pub use tensor::{Scalar, Tensor};

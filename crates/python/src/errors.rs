@@ -2,13 +2,26 @@
 //! variant without a mapping does not compile.
 
 use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError};
-use pyo3::PyErr;
-use rustgrad::Error;
+use pyo3::{PyErr, Python};
+use rustgrad::{Error, ExternalError};
+
+/// Wraps a Python exception raised by a callback (hook, custom Function) for the engine
+/// to carry through backward; [`to_py`] re-raises it unchanged.
+#[allow(dead_code)] // used by hooks and custom Functions as they land
+pub fn to_engine(err: PyErr) -> Error {
+    let message = err.to_string();
+    Error::External(ExternalError::new(message, err))
+}
 
 /// Converts an engine error into the Python exception PyTorch raises for it.
 pub fn to_py(err: Error) -> PyErr {
     let msg = err.to_string();
     match err {
+        // A Python exception raised in a hook or custom backward: re-raise the original.
+        Error::External(e) => match e.payload().downcast_ref::<PyErr>() {
+            Some(original) => Python::attach(|py| original.clone_ref(py)),
+            None => PyRuntimeError::new_err(msg),
+        },
         Error::DimOutOfRange { .. }
         | Error::NoDimensions { .. }
         | Error::IndexOutOfRange { .. }
