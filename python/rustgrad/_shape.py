@@ -21,6 +21,7 @@ from ._rustgrad import tensor as _tensor
 
 __all__ = [
     "as_strided",
+    "as_strided_",
     "broadcast_to",
     "cat",
     "chunk",
@@ -245,6 +246,13 @@ def as_strided(
     return _t(input).as_strided(size, stride, storage_offset)
 
 
+def as_strided_(
+    input: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: Any = None
+) -> Tensor:
+    """``as_strided`` in place: ``input`` takes the given sizes, strides and offset."""
+    return _t(input).as_strided_(size, stride, storage_offset)
+
+
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The entries ``index`` along ``dim``."""
     return _t(input).index_select(dim, index)
@@ -447,6 +455,14 @@ def _unflatten_message(sizes: list[int], dim: int, size: int) -> str:
 
 
 def _take_along_dim(self: Tensor, indices: Tensor, dim: Any = None) -> Tensor:
+    if indices.dtype != _int64():
+        from ._tensor_split import _scalar_type_name
+
+        name = repr(indices.dtype).removeprefix("torch.").removeprefix("rustgrad.")
+        raise RuntimeError(
+            "torch.take_along_dim(): dtype of indices should be Long but got "
+            f"{_scalar_type_name(name)}"
+        )
     if dim is None:
         return self.reshape(-1).gather(0, indices.reshape(-1))
     if self.dim() != indices.dim():
@@ -485,6 +501,11 @@ def _broadcast_to(self: Tensor, size: Sequence[int]) -> Tensor:
 def _swap(self: Tensor, dim0: int, dim1: int) -> Tensor:
     """Alias of ``transpose``."""
     return self.transpose(dim0, dim1)
+
+
+def _swap_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Alias of ``transpose_``."""
+    return self.transpose_(dim0, dim1)
 
 
 def _mT(self: Tensor) -> Tensor:
@@ -618,6 +639,8 @@ _METHODS: dict[str, Any] = {
     "broadcast_to": _broadcast_to,
     "swapaxes": _swap,
     "swapdims": _swap,
+    "swapaxes_": _swap_,
+    "swapdims_": _swap_,
     "mT": property(_mT),
     "index_put": _index_put,
 }

@@ -1511,6 +1511,40 @@ def _nested(depth):
     return data
 
 
+# In-place view ops.
+_leaf3 = torch.ones(2, 1, 3, requires_grad=True)
+CASES.update(
+    {
+        "t__3d": (
+            lambda: torch.ones(2, 1, 3).t_(),
+            RT,
+            "t_() expects a tensor with <= 2 dimensions",
+        ),
+        "squeeze__dim_out_of_range": (
+            lambda: torch.ones(2, 3).squeeze_(5),
+            IE,
+            "Dimension out of range",
+        ),
+        "squeeze_repeated_dims": (
+            lambda: torch.ones(2, 1).squeeze((1, -1)),
+            RT,
+            "dim 1 appears multiple times in the list of dims",
+        ),
+        "unsqueeze__leaf": (lambda: _leaf3.unsqueeze_(0), RT, "a leaf Variable that requires grad"),
+        "transpose__view_of_leaf": (
+            lambda: _leaf3.view(2, 3).transpose_(0, 1),
+            RT,
+            "a view of a leaf Variable that requires grad",
+        ),
+        "as_strided__out_of_bounds": (
+            lambda: torch.ones(4).as_strided_((3,), (2,)),
+            RT,
+            "out of bounds for storage of size",
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_input_raises_pytorchs_exception_and_the_engine_keeps_working(name):
     bad, exc_type, phrase = CASES[name]

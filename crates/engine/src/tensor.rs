@@ -955,6 +955,28 @@ impl Tensor {
         Ok(self.with_layout(self.layout.remove_unit_dims(&[d])))
     }
 
+    /// Removes those of `dims` that have size 1 (`squeeze(dims)`); a 0-d tensor accepts
+    /// dims 0 and -1, and a repeated dim raises PyTorch's error.
+    pub fn squeeze_dims(&self, dims: &[i64]) -> Result<Tensor> {
+        let nd = self.dim();
+        let mut unit: Vec<usize> = Vec::with_capacity(dims.len());
+        let mut seen: Vec<usize> = Vec::with_capacity(dims.len());
+        for &d in dims {
+            let w = shape::wrap_dim(d, nd.max(1))?;
+            if seen.contains(&w) {
+                return Err(Error::InvalidArgument(format!(
+                    "dim {w} appears multiple times in the list of dims"
+                )));
+            }
+            seen.push(w);
+            if w < nd && self.shape()[w] == 1 {
+                unit.push(w);
+            }
+        }
+        unit.sort_unstable();
+        Ok(self.with_layout(self.layout.remove_unit_dims(&unit)))
+    }
+
     /// `self[..., start:end:step, ...]` along `dim`, with Python's clamping of bounds.
     pub fn slice(
         &self,

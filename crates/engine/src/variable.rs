@@ -881,6 +881,11 @@ impl Variable {
         self.write_result(&out, site)?;
         if recording {
             let node = out.meta().grad_fn.take();
+            if let Some(node) = &node {
+                // The op's output is this variable: a later write to it must invalidate
+                // what the node saved of its result (`y.relu_(); y.add_(1)` raises).
+                graph::rebind_saved_outputs(node.id(), self)?;
+            }
             let old = {
                 let mut m = self.meta();
                 m.output_nr = 0;
@@ -888,6 +893,59 @@ impl Variable {
             };
             drop(old);
         }
+        Ok(())
+    }
+
+    /// An in-place view op (`squeeze_`, `t_`, `as_strided_`, ...): this variable's data
+    /// becomes `result`, a view of the same storage with another layout, and the
+    /// version counter is bumped once. When recording, the history becomes a node of
+    /// `rule` whose input is the old history. A leaf (or a view of a leaf) that requires
+    /// grad raises PyTorch's leaf error; under no_grad the history is kept as PyTorch
+    /// keeps it. See Note [In-place view ops].
+    pub(crate) fn in_place_view<R: Into<Rule>>(
+        &self,
+        result: Tensor,
+        rule: R,
+        site: WriteSite,
+    ) -> Result<()> {
+        let recording = grad_mode::is_grad_enabled() && !self.is_volatile();
+        if recording && self.requires_grad() {
+            match self.view_base() {
+                Some(base) if base.is_leaf() => return Err(Error::ViewOfLeafInplace),
+                Some(_) => self.check_multi_output_view()?,
+                None if self.is_leaf() => return Err(Error::LeafInplace),
+                None => {}
+            }
+        }
+        // The node's input is the old history: recorded before the data changes.
+        let out = if recording {
+            Variable::record(result.clone(), &[self], |_, _| (rule, SmallVec::new()))
+        } else {
+            Variable::from_tensor(result.clone())
+        };
+        let node = out.meta().grad_fn.take();
+        let old = self.tensor();
+        let new = Arc::new(result);
+        drop(old);
+        let lock = self.0.replaced.get_or_init(|| RwLock::new(new.clone()));
+        *lock.write().unwrap_or_else(|e| e.into_inner()) = new.clone();
+        new.version_counter().bump(site);
+        let old_fn = {
+            let mut m = self.meta();
+            // The accumulator's input metadata describes the old shape.
+            m.grad_accumulator = None;
+            if m.view_base.is_some() {
+                m.view_version = new.version();
+            }
+            match node {
+                Some(node) => {
+                    m.output_nr = 0;
+                    m.grad_fn.replace(node)
+                }
+                None => None,
+            }
+        };
+        drop(old_fn);
         Ok(())
     }
 
@@ -938,6 +996,7 @@ impl Variable {
         let Some(inner) = out.meta().grad_fn.take() else {
             return Ok(());
         };
+        graph::rebind_saved_outputs(inner.id(), self)?;
         let (inner_edges, _) = graph::edges_and_sequence_nr(inner.id())?;
         let mut sources: SmallVec<[Option<EdgeSource>; 2]> = SmallVec::new();
         sources.push(base.gradient_edge());

@@ -529,6 +529,24 @@ pub(crate) fn edges_and_sequence_nr<V: Value>(id: NodeId<V>) -> Result<(Edges<V>
     Ok((n.next_edges.clone(), n.sequence_nr))
 }
 
+/// Points the saved outputs of node `id` at `to`'s data, at its current version: an
+/// in-place op computes its result apart and writes it into `to`, whose storage is the
+/// op's real output (Note [In-place ops]). The values dropped are freed after the
+/// arena lock is released.
+pub(crate) fn rebind_saved_outputs<V: Value>(id: NodeId<V>, to: &V) -> Result<()> {
+    let mut dropped: SmallVec<[V; 1]> = SmallVec::new();
+    {
+        let mut a = arena::<V>();
+        for slot in a.node_mut(id)?.saved.iter_mut().flatten() {
+            if let Some(old) = slot.rebind_output(to) {
+                dropped.push(old);
+            }
+        }
+    }
+    drop(dropped);
+    Ok(())
+}
+
 /// The dtype and shape of the gradient output `output_nr` of a node expects.
 pub(crate) fn input_meta<V: Value>(id: NodeId<V>, output_nr: u32) -> Result<(DType, Dims)> {
     let a = arena::<V>();

@@ -68,6 +68,17 @@ impl<V: Value> SavedTensor<V> {
         }
     }
 
+    /// If this is a saved output, makes it `to`'s data at its current version and returns
+    /// the value it held (see [`graph::rebind_saved_outputs`]).
+    pub fn rebind_output(&mut self, to: &V) -> Option<V> {
+        self.output_nr?;
+        let data = to.data();
+        self.saved_version = data.version();
+        let new = V::from_data(data.clone());
+        drop(data);
+        Some(std::mem::replace(&mut self.variable, new))
+    }
+
     /// The bytes of the saved tensor's elements (numel × element size), for graph
     /// statistics (`graph_stats`, `viz.to_dot`).
     pub fn nbytes(&self) -> usize {

@@ -100,6 +100,7 @@ impl Rule {
                 Taken::Diagonal => "DiagonalBackward0",
                 Taken::Unfold => "UnfoldBackward0",
                 Taken::AsStrided => "AsStridedBackward0",
+                Taken::AsStridedInPlace => "AsStridedBackward1",
             },
             Rule::PutAdd { .. } => "IndexAddBackward0",
             Rule::Scatter(info) => scattered_name(info.name),
@@ -390,6 +391,8 @@ pub(crate) enum Taken {
     Diagonal,
     Unfold,
     AsStrided,
+    /// `as_strided_` (AsStridedBackward1).
+    AsStridedInPlace,
     /// The backward of a scatter (double backward).
     Backward,
 }
@@ -511,6 +514,12 @@ fn put_tensor_with(base: &Tensor, src: &Tensor, map: &IndexMap, how: Combine) ->
 
 /// The values of an integer index tensor; `op` names the op in PyTorch's dtype error.
 pub(crate) fn index_values(index: &Tensor, op: &str) -> Result<Vec<i64>> {
+    if index.dtype() == DType::I32 {
+        // PyTorch's index kernels take int32 indices too (index_select, gather,
+        // scatter, index_add, advanced indexing); the few that insist on int64 check
+        // before calling this (`require_long`).
+        return index.to_dtype(DType::I64)?.try_to_vec::<i64>();
+    }
     if index.dtype() != DType::I64 {
         return Err(Error::InvalidArgument(if op == "index_select" {
             format!("{op}(): Expected dtype int32 or int64 for index")
@@ -882,6 +891,33 @@ impl Variable {
         stride: &[i64],
         storage_offset: Option<i64>,
     ) -> Result<Variable> {
+        let (result, rule) = self.as_strided_parts(size, stride, storage_offset, false)?;
+        Ok(self.record_view(result, || rule))
+    }
+
+    /// `as_strided_`: this tensor becomes the strided view `as_strided` would return
+    /// (Note [In-place view ops]).
+    #[track_caller]
+    pub fn as_strided_(
+        &self,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> Result<()> {
+        let site = WriteSite::Rust(Location::caller());
+        let (result, rule) = self.as_strided_parts(size, stride, storage_offset, true)?;
+        self.in_place_view(result, rule, site)
+    }
+
+    /// The view `as_strided` makes and the rule recording it (AsStridedBackward0, or
+    /// AsStridedBackward1 for the in-place form).
+    fn as_strided_parts(
+        &self,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+        in_place: bool,
+    ) -> Result<(Tensor, super::Rule)> {
         let t = self.tensor();
         if size.len() != stride.len() {
             return Err(Error::InvalidArgument(
@@ -927,7 +963,7 @@ impl Variable {
             && self.requires_grad()
             && self.dtype().is_floating_point();
         if !recording {
-            return Ok(self.record_view(result, || super::shape::Rule::Alias));
+            return Ok((result, super::shape::Rule::Alias.into()));
         }
         // Storage position → the element of `self` that views it.
         let n = self.numel();
@@ -961,10 +997,12 @@ impl Variable {
             ));
         }
         let map = IndexMap::new(self.shape(), layout.shape().into(), positions)?;
-        Ok(self.record_view(result, || Rule::Take {
-            name: Taken::AsStrided,
-            map,
-        }))
+        let name = match in_place {
+            false => Taken::AsStrided,
+            true => Taken::AsStridedInPlace,
+        };
+        drop(t);
+        Ok((result, Rule::Take { name, map }.into()))
     }
 
     /// A copy of `self` with the 0-d `value` written at `index` along `dim`.
@@ -1044,6 +1082,12 @@ impl Variable {
 
     /// `self` with the 0-d `value` at `index` (0-d or 1-d) along `dim`.
     pub fn index_fill(&self, dim: i64, index: &Tensor, value: &Variable) -> Result<Variable> {
+        if index.dtype() == DType::I32 {
+            // PyTorch's index_fill alone refuses int32 among the index_* ops.
+            return Err(Error::Index(
+                "index_fill_(): Expected dtype int64 for index.".into(),
+            ));
+        }
         let d = shape::wrap_dim(dim, self.dim())?;
         let map = select_map(&self.shape(), d, index, "index_fill_")?;
         let mask = touched_mask(&map)?;
@@ -1088,6 +1132,12 @@ impl Variable {
     /// The elements at flat `index` positions (negative count from the end), in
     /// `index`'s shape.
     pub fn take(&self, index: &Tensor) -> Result<Variable> {
+        if index.dtype() != DType::I64 {
+            return Err(Error::InvalidArgument(format!(
+                "take(): Expected a long tensor for index, but got {}",
+                index.dtype().scalar_type_name()
+            )));
+        }
         let values = index_values(index, "take")?;
         let n = self.numel();
         let positions = values
@@ -1414,8 +1464,8 @@ impl Variable {
                         ));
                     }
                 }
-                Some(t) if t.dtype() == DType::I64 => {
-                    per_dim.push(Some(t.try_to_vec()?));
+                Some(t) if matches!(t.dtype(), DType::I64 | DType::I32) => {
+                    per_dim.push(Some(index_values(t, "index")?));
                     index_shapes.push(t.shape().into());
                     dims_of.push(d);
                 }

@@ -23,16 +23,27 @@ use std::panic::Location;
 pub(crate) enum Rule {
     /// A view or reshape to another shape. `copied` is a reshape that had to copy.
     View { input: Shape, copied: bool },
-    /// `transpose(dim0, dim1)`; `t` names the `.t()` form.
-    Transpose { dim0: usize, dim1: usize, t: bool },
+    /// `transpose(dim0, dim1)`; `t` names the `.t()` form, `in_place` the
+    /// `transpose_` / `t_` forms (TransposeBackward1 / TBackward1).
+    Transpose {
+        dim0: usize,
+        dim1: usize,
+        t: bool,
+        in_place: bool,
+    },
     /// `permute(dims)`.
     Permute { dims: Shape },
     /// `expand(...)` of an input of shape `input`.
     Expand { input: Shape },
-    /// `unsqueeze(dim)`.
-    Unsqueeze { dim: usize },
-    /// `squeeze()` / `squeeze(dim)` of an input of shape `input`.
-    Squeeze { input: Shape, all: bool },
+    /// `unsqueeze(dim)`; `in_place` names `unsqueeze_` (UnsqueezeBackward1).
+    Unsqueeze { dim: usize, in_place: bool },
+    /// `squeeze()` / `squeeze(dim)` / `squeeze(dims)` of an input of shape `input`;
+    /// `in_place` names the `squeeze_` forms (SqueezeBackward3/4/5).
+    Squeeze {
+        input: Shape,
+        form: SqueezeForm,
+        in_place: bool,
+    },
     /// A view of the whole tensor (`x[...]`).
     Alias,
     /// `cat` / `stack` of several inputs.
@@ -44,6 +55,28 @@ pub(crate) enum Rule {
     Split(Box<SplitInfo>),
     /// `unbind(dim)` of an input of the given shape: one node, one output per slice.
     Unbind(Box<(Shape, usize)>),
+}
+
+/// Which overload of `squeeze` made a node (PyTorch numbers their grad_fns apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SqueezeForm {
+    /// `squeeze()`: every size-1 dim.
+    All,
+    /// `squeeze(dim)`.
+    Dim,
+    /// `squeeze(dims)` with a tuple of dims.
+    Dims,
+}
+
+/// Which dims a `squeeze` removes.
+#[derive(Clone, Copy, Debug)]
+pub enum Squeeze<'a> {
+    /// Every size-1 dim (`squeeze()`).
+    All,
+    /// This dim if it has size 1 (`squeeze(dim)`).
+    Dim(i64),
+    /// Those of these dims that have size 1 (`squeeze(dims)`); a repeated dim raises.
+    Dims(&'a [i64]),
 }
 
 /// What the backward of a split needs: the input's shape, the dim and the pieces' sizes
@@ -63,13 +96,26 @@ impl Rule {
         match self {
             Rule::View { copied: false, .. } => "ViewBackward0",
             Rule::View { copied: true, .. } => "UnsafeViewBackward0",
-            Rule::Transpose { t: false, .. } => "TransposeBackward0",
-            Rule::Transpose { t: true, .. } => "TBackward0",
+            Rule::Transpose { t, in_place, .. } => match (t, in_place) {
+                (false, false) => "TransposeBackward0",
+                (true, false) => "TBackward0",
+                (false, true) => "TransposeBackward1",
+                (true, true) => "TBackward1",
+            },
             Rule::Permute { .. } => "PermuteBackward0",
             Rule::Expand { .. } => "ExpandBackward0",
-            Rule::Unsqueeze { .. } => "UnsqueezeBackward0",
-            Rule::Squeeze { all: true, .. } => "SqueezeBackward0",
-            Rule::Squeeze { all: false, .. } => "SqueezeBackward1",
+            Rule::Unsqueeze { in_place, .. } => match in_place {
+                false => "UnsqueezeBackward0",
+                true => "UnsqueezeBackward1",
+            },
+            Rule::Squeeze { form, in_place, .. } => match (form, in_place) {
+                (SqueezeForm::All, false) => "SqueezeBackward0",
+                (SqueezeForm::Dim, false) => "SqueezeBackward1",
+                (SqueezeForm::Dims, false) => "SqueezeBackward2",
+                (SqueezeForm::All, true) => "SqueezeBackward3",
+                (SqueezeForm::Dim, true) => "SqueezeBackward4",
+                (SqueezeForm::Dims, true) => "SqueezeBackward5",
+            },
             Rule::Alias => "AliasBackward0",
             Rule::Cat(info) if info.stack => "StackBackward0",
             Rule::Cat(_) => "CatBackward0",
@@ -157,7 +203,7 @@ impl Rule {
                 smallvec![Some(g.permute(&inverse)?)]
             }
             Rule::Expand { input } => smallvec![Some(g.sum_to_size(input)?)],
-            Rule::Unsqueeze { dim } => smallvec![Some(g.squeeze_dim(*dim as i64)?)],
+            Rule::Unsqueeze { dim, .. } => smallvec![Some(g.squeeze_dim(*dim as i64)?)],
             Rule::Alias => smallvec![Some(g.clone())],
             Rule::Cat(info) => {
                 let mut grads = Grads::new();
@@ -224,25 +270,60 @@ impl Variable {
 
     /// Swaps two dims.
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Variable> {
+        let (result, rule) = self.transposed(dim0, dim1, false)?;
+        Ok(self.record_view(result, || rule))
+    }
+
+    /// `transpose_` / `swapaxes_` / `swapdims_`: swaps two dims of this tensor in place
+    /// (Note [In-place view ops]).
+    #[track_caller]
+    pub fn transpose_(&self, dim0: i64, dim1: i64) -> Result<()> {
+        let (result, rule) = self.transposed(dim0, dim1, true)?;
+        self.in_place_view(result, rule, WriteSite::Rust(Location::caller()))
+    }
+
+    fn transposed(&self, dim0: i64, dim1: i64, in_place: bool) -> Result<(Tensor, Rule)> {
         let result = self.tensor().transpose(dim0, dim1)?;
         let nd = self.dim();
         let (d0, d1) = (shape::wrap_dim(dim0, nd)?, shape::wrap_dim(dim1, nd)?);
-        Ok(self.record_view(result, || Rule::Transpose {
+        let rule = Rule::Transpose {
             dim0: d0,
             dim1: d1,
             t: false,
-        }))
+            in_place,
+        };
+        Ok((result, rule))
     }
 
     /// Transpose of a tensor with at most 2 dims.
     pub fn t(&self) -> Result<Variable> {
+        let (result, rule) = self.transposed_2d("t", false)?;
+        Ok(self.record_view(result, || rule))
+    }
+
+    /// `t_`: transposes this tensor of at most 2 dims in place.
+    #[track_caller]
+    pub fn t_(&self) -> Result<()> {
+        let (result, rule) = self.transposed_2d("t_", true)?;
+        self.in_place_view(result, rule, WriteSite::Rust(Location::caller()))
+    }
+
+    fn transposed_2d(&self, op: &str, in_place: bool) -> Result<(Tensor, Rule)> {
+        if self.dim() > 2 {
+            return Err(Error::InvalidArgument(format!(
+                "{op}() expects a tensor with <= 2 dimensions, but self is {}D",
+                self.dim()
+            )));
+        }
         let result = self.tensor().t()?;
         let (d0, d1) = if self.dim() == 2 { (0, 1) } else { (0, 0) };
-        Ok(self.record_view(result, || Rule::Transpose {
+        let rule = Rule::Transpose {
             dim0: d0,
             dim1: d1,
             t: true,
-        }))
+            in_place,
+        };
+        Ok((result, rule))
     }
 
     /// Reorders dims.
@@ -265,27 +346,63 @@ impl Variable {
 
     /// Inserts a size-1 dim.
     pub fn unsqueeze(&self, dim: i64) -> Result<Variable> {
+        let (result, rule) = self.unsqueezed(dim, false)?;
+        Ok(self.record_view(result, || rule))
+    }
+
+    /// `unsqueeze_`: inserts a size-1 dim into this tensor in place.
+    #[track_caller]
+    pub fn unsqueeze_(&self, dim: i64) -> Result<()> {
+        let (result, rule) = self.unsqueezed(dim, true)?;
+        self.in_place_view(result, rule, WriteSite::Rust(Location::caller()))
+    }
+
+    fn unsqueezed(&self, dim: i64, in_place: bool) -> Result<(Tensor, Rule)> {
         let result = self.tensor().unsqueeze(dim)?;
         let d = shape::wrap_insert_dim(dim, self.dim())?;
-        Ok(self.record_view(result, || Rule::Unsqueeze { dim: d }))
+        Ok((result, Rule::Unsqueeze { dim: d, in_place }))
     }
 
     /// Removes every size-1 dim.
     pub fn squeeze(&self) -> Result<Variable> {
-        let result = self.tensor().squeeze();
-        Ok(self.record_view(result, || Rule::Squeeze {
-            input: shape_of(self),
-            all: true,
-        }))
+        let (result, rule) = self.squeezed(Squeeze::All, false)?;
+        Ok(self.record_view(result, || rule))
     }
 
     /// Removes `dim` if it has size 1.
     pub fn squeeze_dim(&self, dim: i64) -> Result<Variable> {
-        let result = self.tensor().squeeze_dim(dim)?;
-        Ok(self.record_view(result, || Rule::Squeeze {
+        let (result, rule) = self.squeezed(Squeeze::Dim(dim), false)?;
+        Ok(self.record_view(result, || rule))
+    }
+
+    /// Removes those of `dims` that have size 1 (`squeeze(dims)` with a tuple).
+    pub fn squeeze_dims(&self, dims: &[i64]) -> Result<Variable> {
+        let (result, rule) = self.squeezed(Squeeze::Dims(dims), false)?;
+        Ok(self.record_view(result, || rule))
+    }
+
+    /// `squeeze_()`, `squeeze_(dim)` or `squeeze_(dims)`: the squeeze of this tensor,
+    /// in place (Note [In-place view ops]).
+    #[track_caller]
+    pub fn squeeze_(&self, which: Squeeze<'_>) -> Result<()> {
+        let (result, rule) = self.squeezed(which, true)?;
+        self.in_place_view(result, rule, WriteSite::Rust(Location::caller()))
+    }
+
+    fn squeezed(&self, which: Squeeze<'_>, in_place: bool) -> Result<(Tensor, Rule)> {
+        let t = self.tensor();
+        let (result, form) = match which {
+            Squeeze::All => (t.squeeze(), SqueezeForm::All),
+            Squeeze::Dim(d) => (t.squeeze_dim(d)?, SqueezeForm::Dim),
+            Squeeze::Dims(dims) => (t.squeeze_dims(dims)?, SqueezeForm::Dims),
+        };
+        drop(t);
+        let rule = Rule::Squeeze {
             input: shape_of(self),
-            all: false,
-        }))
+            form,
+            in_place,
+        };
+        Ok((result, rule))
     }
 
     /// A view of the whole tensor (`x[...]`, `x[()]`): a distinct variable, so changing

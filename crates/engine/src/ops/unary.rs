@@ -59,6 +59,10 @@ pub(crate) enum Rule {
     CompareInPlace { op: CmpOp, other: Option<Shape> },
     /// A [`MathOp`]; saved `[a]` or `[out]` as [`math_saves`] says.
     Math(MathOp),
+    /// The in-place `elu_` / `celu_` / `selu_` / `leaky_relu_` (EluBackward1,
+    /// CeluBackward1, LeakyReluBackward1): the derivative from the result, as PyTorch's
+    /// `is_result` backward; saved `[out]`.
+    MathResult(MathOp),
     /// `nan_to_num(a)` (forward in `logical.rs`); saved `[a]`.
     NanToNum,
 }
@@ -83,6 +87,12 @@ impl Rule {
             Rule::ClampMax(_) => "ClampMaxBackward0",
             Rule::CompareInPlace { op, other } => compare_grad_fn_name(*op, other.is_some()),
             Rule::Math(op) => math_grad_fn_name(*op),
+            Rule::MathResult(MathOp::Elu {
+                kind: EluKind::Celu,
+                ..
+            }) => "CeluBackward1",
+            Rule::MathResult(MathOp::LeakyRelu { .. }) => "LeakyReluBackward1",
+            Rule::MathResult(_) => "EluBackward1",
             Rule::NanToNum => "NanToNumBackward0",
         }
     }
@@ -163,6 +173,7 @@ impl Rule {
                 },
             ],
             Rule::Math(op) => smallvec![Some(math_backward(*op, saved, g)?)],
+            Rule::MathResult(op) => smallvec![Some(math_result_backward(*op, saved, g)?)],
             Rule::NanToNum => {
                 // The gradient passes where `a` is finite (PyTorch multiplies by
                 // isfinite(a); `where` keeps an infinite incoming gradient out of the
@@ -265,6 +276,44 @@ fn mask(x: &Variable, op: CmpOp, value: f64) -> Result<Tensor> {
 /// activations' `*_backward` kernels) written with differentiable ops, so that second
 /// derivatives follow. Piecewise rules select with `where`, never multiply by a mask
 /// (Note [Zero gradients]).
+/// The argument checks of [`Variable::math`] that the kernels do not make.
+fn check_math(op: MathOp) -> Result<()> {
+    if let MathOp::Elu {
+        alpha,
+        kind: EluKind::Celu,
+    } = op
+    {
+        if alpha == 0.0 {
+            return Err(Error::InvalidArgument(
+                "ZeroDivisionError: alpha cannot be 0 for CELU".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The backward of an in-place activation from its saved result `y` (PyTorch's
+/// `elu_backward(is_result=true)` / `leaky_relu_backward(self_is_result=true)`).
+fn math_result_backward(op: MathOp, saved: &[Option<Variable>], g: &Variable) -> Result<Variable> {
+    let y = saved_at(saved, 0)?;
+    match op {
+        MathOp::Elu { alpha, kind } => {
+            let (alpha, scale, input_scale) = kind.params(alpha);
+            // y <= 0: y = scale * alpha * (exp(x * input_scale) - 1), so
+            // dy/dx = input_scale * (y + scale * alpha).
+            let negative = g.mul(&y.add_scalar(scale * alpha)?.mul_scalar(input_scale)?)?;
+            Variable::where_cond(&mask(y, CmpOp::Gt, 0.0)?, &g.mul_scalar(scale)?, &negative)
+        }
+        MathOp::LeakyRelu { negative_slope } => {
+            if negative_slope < 0.0 {
+                return Err(Error::InvalidArgument("In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope".into()));
+            }
+            Variable::where_cond(&mask(y, CmpOp::Gt, 0.0)?, g, &g.mul_scalar(negative_slope)?)
+        }
+        other => math_backward(other, saved, g),
+    }
+}
+
 fn math_backward(op: MathOp, saved: &[Option<Variable>], g: &Variable) -> Result<Variable> {
     use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_SQRT_PI, LN_10, LN_2, PI};
     let s = || saved_at(saved, 0);
@@ -537,17 +586,7 @@ impl Variable {
     /// A [`MathOp`] elementwise (see [`Tensor::math`] for dtypes), recorded with its
     /// backward rule.
     pub fn math(&self, op: MathOp) -> Result<Variable> {
-        if let MathOp::Elu {
-            alpha,
-            kind: EluKind::Celu,
-        } = op
-        {
-            if alpha == 0.0 {
-                return Err(Error::InvalidArgument(
-                    "ZeroDivisionError: alpha cannot be 0 for CELU".into(),
-                ));
-            }
-        }
+        check_math(op)?;
         let result = self.tensor().math(op)?;
         let kind = Rule::Math(op);
         Ok(Variable::record(result, &[self], |_, out| {
@@ -566,7 +605,24 @@ impl Variable {
     #[track_caller]
     pub fn math_(&self, op: MathOp) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        self.in_place(None, site, |s| s.math(op))
+        match op {
+            // PyTorch's in-place activations save their result (EluBackward1, ...).
+            MathOp::Elu { .. } | MathOp::LeakyRelu { .. } => {
+                self.in_place(None, site, |s| s.math_result(op))
+            }
+            _ => self.in_place(None, site, |s| s.math(op)),
+        }
+    }
+
+    /// `math(op)` recorded as [`Rule::MathResult`], for the in-place activations.
+    fn math_result(&self, op: MathOp) -> Result<Variable> {
+        check_math(op)?;
+        let result = self.tensor().math(op)?;
+        let kind = Rule::MathResult(op);
+        Ok(Variable::record(result, &[self], |_, out| {
+            let saved = SavedTensor::output(out, kind.name());
+            (kind, smallvec![Some(saved)])
+        }))
     }
 
     /// `square` in place.

@@ -127,11 +127,11 @@ impl IndexItem {
                     "tensors used as indices must be long, int, byte or bool tensors",
                 )),
                 (DType::Bool, 0, _) => Ok(IndexItem::Mask(t.item().py()? == Scalar::Bool(true))),
-                (DType::I64, 0, _) => match t.item().py()? {
+                (DType::I64 | DType::I32, 0, _) => match t.item().py()? {
                     Scalar::Int(i) => Ok(IndexItem::Int(i)),
                     _ => Err(PyRuntimeError::new_err("rustgrad internal error: int tensor item")),
                 },
-                (DType::I64, 1, 1) => match t.item().py()? {
+                (DType::I64 | DType::I32, 1, 1) => match t.item().py()? {
                     Scalar::Int(i) => Ok(IndexItem::Tensor1(i)),
                     _ => Err(PyRuntimeError::new_err("rustgrad internal error: int tensor item")),
                 },
@@ -702,6 +702,23 @@ impl PyTensor {
             .map(extract_int)
             .transpose()?;
         new_tensor(py, self.var.as_strided_view(&size, &stride, offset).py()?)
+    }
+
+    /// `as_strided` in place: this tensor takes the given sizes, strides and offset.
+    #[pyo3(signature = (size, stride, storage_offset = None))]
+    fn as_strided_<'py>(
+        slf: Bound<'py, Self>,
+        size: &Bound<'py, PyAny>,
+        stride: &Bound<'py, PyAny>,
+        storage_offset: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let size = crate::convert::extract_dims(Some(size))?.unwrap_or_default();
+        let stride = crate::convert::extract_dims(Some(stride))?.unwrap_or_default();
+        let offset = storage_offset
+            .filter(|o| !o.is_none())
+            .map(extract_int)
+            .transpose()?;
+        crate::tensor::written(slf, |_, v| v.as_strided_(&size, &stride, offset).py())
     }
 
     /// The coordinates of the nonzero elements (`[n, ndim]`, or one tensor per dim).

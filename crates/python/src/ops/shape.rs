@@ -10,6 +10,7 @@ use crate::PyTensor;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use rustgrad::Squeeze;
 
 #[pymethods]
 impl PyTensor {
@@ -99,15 +100,77 @@ impl PyTensor {
         new_tensor(py, self.var.unsqueeze(extract_int(dim)?).py()?)
     }
 
-    /// Removes size-1 dims (all, or the given one).
+    /// Removes size-1 dims (all, the given one, or those of a tuple of dims).
     #[pyo3(signature = (dim = None))]
     fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-        let out = match dim.filter(|d| !d.is_none()) {
+        let out = match squeeze_dims(dim)? {
             None => self.var.squeeze(),
-            Some(d) => self.var.squeeze_dim(extract_int(d)?),
+            Some(SqueezeDims::One(d)) => self.var.squeeze_dim(d),
+            Some(SqueezeDims::Many(dims)) => self.var.squeeze_dims(&dims),
         };
         new_tensor(py, out.py()?)
     }
+
+    /// `squeeze` in place: this tensor's shape loses the size-1 dims.
+    #[pyo3(signature = (dim = None))]
+    fn squeeze_<'py>(
+        slf: Bound<'py, Self>,
+        dim: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let dims = squeeze_dims(dim)?;
+        written(slf, |_, v| {
+            match &dims {
+                None => v.squeeze_(Squeeze::All),
+                Some(SqueezeDims::One(d)) => v.squeeze_(Squeeze::Dim(*d)),
+                Some(SqueezeDims::Many(ds)) => v.squeeze_(Squeeze::Dims(ds)),
+            }
+            .py()
+        })
+    }
+
+    /// `unsqueeze` in place.
+    fn unsqueeze_<'py>(
+        slf: Bound<'py, Self>,
+        dim: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let d = extract_int(dim)?;
+        written(slf, |_, v| v.unsqueeze_(d).py())
+    }
+
+    /// `transpose` in place.
+    fn transpose_<'py>(
+        slf: Bound<'py, Self>,
+        dim0: &Bound<'py, PyAny>,
+        dim1: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let (d0, d1) = (extract_int(dim0)?, extract_int(dim1)?);
+        written(slf, |_, v| v.transpose_(d0, d1).py())
+    }
+
+    /// `t` in place (at most 2 dims).
+    fn t_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        written(slf, |_, v| v.t_().py())
+    }
+}
+
+/// The `dim` argument of `squeeze`: none, one dim, or a tuple/list of dims.
+enum SqueezeDims {
+    One(i64),
+    Many(Vec<i64>),
+}
+
+fn squeeze_dims(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<SqueezeDims>> {
+    let Some(d) = dim.filter(|d| !d.is_none()) else {
+        return Ok(None);
+    };
+    if d.is_instance_of::<PyTuple>() || d.is_instance_of::<pyo3::types::PyList>() {
+        let dims = d
+            .try_iter()?
+            .map(|x| extract_int(&x?))
+            .collect::<PyResult<Vec<i64>>>()?;
+        return Ok(Some(SqueezeDims::Many(dims)));
+    }
+    Ok(Some(SqueezeDims::One(extract_int(d)?)))
 }
 
 /// A Python tuple of new tensors.
