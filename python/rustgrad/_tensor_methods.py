@@ -130,6 +130,17 @@ _METHODS.update(
     }
 )
 
+# ``del t.grad`` (PyTorch's deleter): the native getset descriptor has none, so ``grad``
+# becomes a property over it that also deletes.
+_GRAD = Tensor.__dict__["grad"]
+
+
+def _del_grad(self: Tensor) -> None:
+    _GRAD.__set__(self, None)
+
+
+_METHODS["grad"] = property(_GRAD.__get__, _GRAD.__set__, _del_grad, _GRAD.__doc__)
+
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 

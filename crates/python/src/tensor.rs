@@ -449,6 +449,17 @@ impl PyTensor {
         let out = maybe_detach(py, self.var.numel(), || op(&self.var)).py()?;
         new_tensor(py, out)
     }
+
+    /// PyTorch's refusal to hand the memory of a tensor that requires grad to numpy
+    /// while grad mode is on.
+    fn check_numpy_allowed(&self) -> PyResult<()> {
+        if self.var.requires_grad() && rustgrad::autograd::grad_mode::is_grad_enabled() {
+            return Err(PyRuntimeError::new_err(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[pymethods]
@@ -748,12 +759,10 @@ impl PyTensor {
     }
 
     /// A numpy array sharing the tensor's memory, as PyTorch's (bool tensors: a copy).
+    /// A tensor that requires grad refuses in grad mode and is shared under `no_grad`,
+    /// as in PyTorch.
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if self.var.requires_grad() {
-            return Err(PyRuntimeError::new_err(
-                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
-            ));
-        }
+        self.check_numpy_allowed()?;
         convert::share_to_numpy(py, &self.var.tensor())
     }
 
@@ -767,6 +776,7 @@ impl PyTensor {
         dtype: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.check_numpy_allowed()?;
         let arr = if copy == Some(true) {
             convert::to_numpy(py, &self.var.tensor())?
         } else {
