@@ -4,6 +4,7 @@
 //! The ops themselves live by family in `crate::ops` (Note [Op families]).
 
 use crate::autograd::graph::{self, Arena, Edge, InputMeta, NodeKind};
+use crate::autograd::hooks::{self, HookHandle, NodeHooks, ObserveHook, TensorHook};
 use crate::autograd::{engine, grad_mode, Value};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -14,7 +15,7 @@ use crate::storage::WriteSite;
 use crate::tensor::{BinaryOp, Scalar, Tensor};
 use smallvec::{smallvec, SmallVec};
 use std::panic::Location;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 
 /// A tensor that takes part in automatic differentiation.
 ///
@@ -79,6 +80,11 @@ struct AutogradMeta {
     /// `CreationMeta::MULTI_OUTPUT_NODE`): recorded in-place writes raise. See Note
     /// [Multi-output nodes].
     view_multi_output: bool,
+    /// `retain_grad()` was called on this non-leaf: its grad_fn holds a hook that fills
+    /// `.grad`, which follows the variable to a new grad_fn (Note [Hooks]).
+    retains_grad: bool,
+    /// A leaf's tensor hooks and post-accumulate-grad hooks (Note [Hooks]).
+    hooks: Option<Box<NodeHooks<Variable>>>,
 }
 
 /// A counted reference to a node of the graph of [`Variable`]s (a `grad_fn`).
@@ -143,6 +149,10 @@ impl Value for Variable {
 
     fn accumulate(&self, grad: Variable) -> Result<()> {
         self.accumulate_grad(grad)
+    }
+
+    fn leaf_hooks(&self) -> Option<NodeHooks<Variable>> {
+        self.meta().hooks.as_deref().cloned()
     }
 
     fn grad_region(&self, layout: &Layout) -> Result<Variable> {
@@ -266,12 +276,15 @@ impl Variable {
             SmallVec::new(),
             output_meta(&self.tensor()),
         );
-        let old = {
+        let (old, old_nr, retains) = {
             let mut m = self.meta();
             m.view_version = version;
-            m.output_nr = 0;
-            m.grad_fn.replace(node)
+            let old_nr = std::mem::replace(&mut m.output_nr, 0);
+            (m.grad_fn.replace(node), old_nr, m.retains_grad)
         };
+        if retains {
+            self.move_retained_grad(old.as_ref(), old_nr);
+        }
         drop(old);
     }
 
@@ -804,6 +817,147 @@ impl Variable {
         crate::format::repr_tensor(&self.tensor(), suffix.as_deref())
     }
 
+    // ----- hooks (Note [Hooks]) -----------------------------------------------------
+
+    /// PyTorch's `Tensor.register_hook`: `hook` sees the gradient w.r.t. this variable
+    /// during backward (and `autograd_grad`) and may replace it. On a non-leaf it runs
+    /// before the grad_fn uses the gradient (a tensor pre-hook of its output slot); on a
+    /// leaf, before the gradient is accumulated into `.grad` or captured. Several hooks
+    /// run in registration order.
+    ///
+    /// ```
+    /// use rustgrad::{Tensor, Variable};
+    /// use std::sync::Arc;
+    /// let x = Variable::new(Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap(), true).unwrap();
+    /// let y = x.mul(&x).unwrap();
+    /// y.register_hook(Arc::new(|g: Option<&Variable>| Ok(g.map(|g| g.mul(g).unwrap()))))
+    ///     .unwrap();
+    /// let gy = Variable::from_slice(&[3.0f32, 3.0], &[2]).unwrap();
+    /// y.backward_with(Some(&gy), false, false).unwrap();
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>(), vec![18.0, 36.0]); // 2x · 9
+    /// ```
+    pub fn register_hook(&self, hook: TensorHook<Variable>) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::InvalidArgument(
+                "cannot register a hook on a tensor that doesn't require gradient".into(),
+            ));
+        }
+        let edge = {
+            let m = self.meta_fresh();
+            m.grad_fn.as_ref().map(|f| (f.id(), m.output_nr))
+        };
+        if let Some((node, output_nr)) = edge {
+            return hooks::register_output_hook(node, output_nr, hook);
+        }
+        let id = hooks::next_hook_id();
+        self.meta()
+            .hooks
+            .get_or_insert_with(Default::default)
+            .tensor_pre_hooks
+            .push((id, 0, hook));
+        Ok(self.leaf_hook_handle(id))
+    }
+
+    /// PyTorch's `Tensor.register_post_accumulate_grad_hook`: `hook` runs with this leaf
+    /// after its `.grad` was updated in backward. Leaves only.
+    pub fn register_post_accumulate_grad_hook(
+        &self,
+        hook: ObserveHook<Variable>,
+    ) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::InvalidArgument(
+                "cannot register a hook on a tensor that doesn't require gradient".into(),
+            ));
+        }
+        if !self.is_leaf() {
+            return Err(Error::InvalidArgument(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors".into(),
+            ));
+        }
+        let id = hooks::next_hook_id();
+        self.meta()
+            .hooks
+            .get_or_insert_with(Default::default)
+            .post_accumulate
+            .push((id, hook));
+        Ok(self.leaf_hook_handle(id))
+    }
+
+    /// A handle removing hook `id` from this leaf's hooks (held weakly: the handle does
+    /// not keep the variable alive).
+    fn leaf_hook_handle(&self, id: hooks::HookId) -> HookHandle {
+        let weak: Weak<VariableInner> = Arc::downgrade(&self.0);
+        HookHandle::new(id, move |id| {
+            let Some(inner) = weak.upgrade() else {
+                return;
+            };
+            let var = Variable(inner);
+            // The removed hook is dropped after the meta lock is released: it may hold
+            // a Python object whose destructor runs arbitrary code.
+            let old = {
+                let mut m = var.meta();
+                let old = m.hooks.clone();
+                if let Some(h) = m.hooks.as_mut() {
+                    h.remove(id);
+                }
+                old
+            };
+            drop(old);
+        })
+    }
+
+    /// PyTorch's `retain_grad()`: a non-leaf's `.grad` is filled in backward (summed over
+    /// backward calls, like a leaf's). A no-op on a leaf. The retained gradient is the
+    /// one after this variable's tensor hooks, and follows the variable when an
+    /// in-place op gives it a new grad_fn.
+    pub fn retain_grad(&self) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(Error::InvalidArgument(
+                "can't retain_grad on Tensor that has requires_grad=False".into(),
+            ));
+        }
+        let (node, output_nr) = {
+            let mut m = self.meta_fresh();
+            let Some(f) = &m.grad_fn else {
+                return Ok(());
+            };
+            if m.retains_grad {
+                return Ok(());
+            }
+            let node = f.id();
+            m.retains_grad = true;
+            (node, m.output_nr)
+        };
+        graph::set_retains_grad(node, output_nr, Some(self.retain_hook()));
+        Ok(())
+    }
+
+    /// Whether `retain_grad()` was called on this non-leaf (False for leaves).
+    pub fn retains_grad(&self) -> bool {
+        self.meta().retains_grad
+    }
+
+    /// The hook `retain_grad` installs: accumulates into `.grad` (holding the variable
+    /// weakly, so the graph does not keep its output alive).
+    fn retain_hook(&self) -> ObserveHook<Variable> {
+        let weak: Weak<VariableInner> = Arc::downgrade(&self.0);
+        Arc::new(move |grad: &Variable| match weak.upgrade() {
+            Some(inner) => Variable(inner).accumulate_grad(grad.clone()),
+            None => Ok(()),
+        })
+    }
+
+    /// Moves the `retain_grad` hook from the old grad_fn (output `old_nr`) to the
+    /// current one, after an in-place op or a view's re-derived history changed it.
+    fn move_retained_grad(&self, old: Option<&NodeRef>, old_nr: u32) {
+        if let Some(old) = old {
+            graph::set_retains_grad(old.id(), old_nr, None);
+        }
+        if let Some((node, output_nr)) = self.grad_fn_id() {
+            graph::set_retains_grad(node, output_nr, Some(self.retain_hook()));
+        }
+    }
+
     // ----- in-place writes (Note [In-place ops]) ----------------------------------
 
     /// Runs an in-place op: `compute(self_like)` gives the new value, which is written
@@ -886,11 +1040,18 @@ impl Variable {
                 // what the node saved of its result (`y.relu_(); y.add_(1)` raises).
                 graph::rebind_saved_outputs(node.id(), self)?;
             }
-            let old = {
+            let (old, old_nr, retains) = {
                 let mut m = self.meta();
-                m.output_nr = 0;
-                std::mem::replace(&mut m.grad_fn, node)
+                let old_nr = std::mem::replace(&mut m.output_nr, 0);
+                (
+                    std::mem::replace(&mut m.grad_fn, node),
+                    old_nr,
+                    m.retains_grad,
+                )
             };
+            if retains {
+                self.move_retained_grad(old.as_ref(), old_nr);
+            }
             drop(old);
         }
         Ok(())
@@ -930,7 +1091,7 @@ impl Variable {
         let lock = self.0.replaced.get_or_init(|| RwLock::new(new.clone()));
         *lock.write().unwrap_or_else(|e| e.into_inner()) = new.clone();
         new.version_counter().bump(site);
-        let old_fn = {
+        let (old_fn, old_nr, retains) = {
             let mut m = self.meta();
             // The accumulator's input metadata describes the old shape.
             m.grad_accumulator = None;
@@ -939,12 +1100,16 @@ impl Variable {
             }
             match node {
                 Some(node) => {
-                    m.output_nr = 0;
-                    m.grad_fn.replace(node)
+                    let old_nr = std::mem::replace(&mut m.output_nr, 0);
+                    (m.grad_fn.replace(node), old_nr, m.retains_grad)
                 }
-                None => None,
+                None => (None, 0, false),
             }
         };
+        if retains {
+            // `retain_grad` follows the tensor to its new history (Note [Hooks]).
+            self.move_retained_grad(old_fn.as_ref(), old_nr);
+        }
         drop(old_fn);
         Ok(())
     }
@@ -1007,11 +1172,14 @@ impl Variable {
                 .map(|e| e.map(EdgeSource::Borrowed)),
         );
         let node = graph::create_copy_slices(layout, inner, sources, (base.dtype(), base.shape()));
-        let old = {
+        let (old, old_nr, retains) = {
             let mut m = base.meta();
-            m.output_nr = 0;
-            m.grad_fn.replace(node)
+            let old_nr = std::mem::replace(&mut m.output_nr, 0);
+            (m.grad_fn.replace(node), old_nr, m.retains_grad)
         };
+        if retains {
+            base.move_retained_grad(old.as_ref(), old_nr);
+        }
         drop(old);
         self.derive_view_history(base, version);
         Ok(())

@@ -13,6 +13,7 @@
 
 use super::grad_mode::GradModeGuard;
 use super::graph::{self, Edge, EdgeSource, NodeId, NodeKind, NodeRef};
+use super::hooks::{self, NodeHooks};
 use super::saved::SavedSlots;
 use super::value::{Grads, NodeRule, Value};
 use crate::error::{Error, Result};
@@ -123,6 +124,14 @@ pub fn backward_inputs<V: Value>(
         done.push(key);
         if let Some(g) = g {
             input.accumulate(g)?;
+            // PyTorch runs the inputs' AccumulateGrad nodes, with their hooks.
+            if input.history().is_none() {
+                if let Some(hooks) = input.leaf_hooks() {
+                    for (_, hook) in &hooks.post_accumulate {
+                        hook(input)?;
+                    }
+                }
+            }
         }
     }
     Ok(())
@@ -261,16 +270,36 @@ fn execute<V: Value>(
             .get_mut(&id)
             .map(|p| std::mem::take(&mut p.inputs))
             .unwrap_or_default();
+        let runs_here = runs(&id);
         if let Some(caps) = captures.get(&id) {
+            if !runs_here {
+                // PyTorch captures after the tensor hooks when the node does not run
+                // (a leaf, or an input nothing else needs); a running node's capture
+                // sees its incoming gradient and its hooks run in `run_node`.
+                let (hooks, leaf) = graph::capture_hooks(id)?;
+                if let Some(hooks) = with_leaf_hooks(hooks, leaf.as_ref()) {
+                    let n = graph::num_outputs(id)?;
+                    if inputs.len() < n {
+                        inputs.resize(n, None);
+                    }
+                    hooks::call_tensor_pre_hooks(&hooks, &mut inputs)?;
+                }
+            }
             for &(slot, out) in caps {
                 captured[out] = inputs.get(slot as usize).cloned().flatten();
             }
         }
-        if !runs(&id) {
+        if !runs_here {
             continue;
         }
-        let task = graph::take_task(id, retain_graph)?;
-        if inputs.iter().all(Option::is_none) {
+        let mut task = graph::take_task(id, retain_graph)?;
+        let node_hooks = task.hooks.take();
+        let leaf = match &task.kind {
+            NodeKind::AccumulateGrad(v) => Some(v),
+            NodeKind::Op(_) | NodeKind::CopySlices { .. } => None,
+        };
+        let hooks = with_leaf_hooks(node_hooks, leaf);
+        if hooks.is_none() && inputs.iter().all(Option::is_none) {
             // Nothing flowed here (all contributions were None): still release deps.
             release_dependencies(&mut pending, &mut ready, &task.next_edges);
             continue;
@@ -279,29 +308,31 @@ fn execute<V: Value>(
         if inputs.len() < task.num_outputs {
             inputs.resize(task.num_outputs, None);
         }
-        match &task.kind {
-            NodeKind::AccumulateGrad(variable) => {
-                if let Some(grad) = inputs.into_iter().next().flatten() {
-                    variable.accumulate(grad)?;
+        let grads = match hooks {
+            // The common case: one branch, no hook machinery.
+            None => run_node(&task, id, inputs, &pending, retain_graph)?,
+            Some(hooks) => {
+                let mut inputs = inputs.into_vec();
+                hooks::call_tensor_pre_hooks(&hooks, &mut inputs)?;
+                hooks::call_pre_hooks(&hooks, &mut inputs)?;
+                let mut grads: Vec<Option<V>> = if inputs.iter().all(Option::is_none) {
+                    vec![None; task.next_edges.len()]
+                } else {
+                    let buffer = inputs.iter().cloned().collect();
+                    run_node(&task, id, buffer, &pending, retain_graph)?.into_vec()
+                };
+                if let NodeKind::AccumulateGrad(variable) = &task.kind {
+                    if inputs.first().is_some_and(Option::is_some) {
+                        for (_, hook) in &hooks.post_accumulate {
+                            hook(variable)?;
+                        }
+                    }
                 }
+                hooks::call_post_hooks(&hooks, &mut grads, &inputs)?;
+                grads.into_iter().collect()
             }
-            NodeKind::Op(op) => {
-                // Only the inputs whose node will execute get a gradient computed.
-                let needs: SmallVec<[bool; 3]> = task
-                    .next_edges
-                    .iter()
-                    .map(|e| e.is_some_and(|e| pending.contains_key(&e.node)))
-                    .collect();
-                let grads = op.apply(&unpack(&task.saved, id)?, &inputs, &needs)?;
-                route(&mut pending, &task.next_edges, grads)?;
-            }
-            NodeKind::CopySlices { layout, inner } => {
-                if let Some(grad) = inputs.into_iter().next().flatten() {
-                    let grads = copy_slices(layout, *inner, &grad, retain_graph)?;
-                    route(&mut pending, &task.next_edges, grads)?;
-                }
-            }
-        }
+        };
+        route(&mut pending, &task.next_edges, grads)?;
         release_dependencies(&mut pending, &mut ready, &task.next_edges);
     }
     Ok(captured)
@@ -319,6 +350,64 @@ fn edge_of<V: Value>(v: &V) -> Option<(Edge<V>, Option<NodeRef<V>>)> {
             },
             Some(n),
         )),
+    }
+}
+
+/// Runs a node's own work: its rule, AccumulateGrad, or CopySlices. Returns the
+/// gradients of its inputs (one per edge; none for AccumulateGrad).
+fn run_node<V: Value>(
+    task: &graph::NodeTask<V>,
+    id: NodeId<V>,
+    inputs: SmallVec<[Option<V>; 1]>,
+    pending: &HashMap<NodeId<V>, Pending<V>>,
+    retain_graph: bool,
+) -> Result<Grads<V>> {
+    match &task.kind {
+        NodeKind::AccumulateGrad(variable) => {
+            if let Some(grad) = inputs.into_iter().next().flatten() {
+                variable.accumulate(grad)?;
+            }
+            Ok(Grads::new())
+        }
+        NodeKind::Op(op) => {
+            // Only the inputs whose node will execute get a gradient computed.
+            let needs: SmallVec<[bool; 3]> = task
+                .next_edges
+                .iter()
+                .map(|e| e.is_some_and(|e| pending.contains_key(&e.node)))
+                .collect();
+            op.apply(&unpack(&task.saved, id)?, &inputs, &needs)
+        }
+        NodeKind::CopySlices { layout, inner } => match inputs.into_iter().next().flatten() {
+            Some(grad) => copy_slices(layout, *inner, &grad, retain_graph),
+            None => Ok(Grads::new()),
+        },
+    }
+}
+
+/// A node's hooks with those of its leaf (for an AccumulateGrad node) merged in.
+fn with_leaf_hooks<V: Value>(
+    hooks: Option<Box<NodeHooks<V>>>,
+    leaf: Option<&V>,
+) -> Option<Box<NodeHooks<V>>> {
+    let leaf_hooks = leaf.and_then(Value::leaf_hooks);
+    match (hooks, leaf_hooks) {
+        (hooks, None) => hooks,
+        (None, Some(l)) => Some(Box::new(l)),
+        (Some(mut h), l) => {
+            merge_leaf_hooks(&mut h, l);
+            Some(h)
+        }
+    }
+}
+
+/// PyTorch's AccumulateGrad reads its tensor's hooks: they run before the node's own
+/// tensor pre-hooks list (there is none on an AccumulateGrad node otherwise).
+fn merge_leaf_hooks<V: Value>(hooks: &mut NodeHooks<V>, leaf: Option<NodeHooks<V>>) {
+    if let Some(mut l) = leaf {
+        l.tensor_pre_hooks.append(&mut hooks.tensor_pre_hooks);
+        hooks.tensor_pre_hooks = l.tensor_pre_hooks;
+        hooks.post_accumulate.append(&mut l.post_accumulate);
     }
 }
 

@@ -12,6 +12,7 @@
 //! through it the rule type nodes hold); the one arena of a value type is
 //! `V::arena()`.
 
+use super::hooks::{HookId, NodeExtras, NodeHooks, NodeMetadata, ObserveHook};
 use super::saved::SavedSlots;
 use super::value::{NodeRule, Value};
 use crate::dtype::DType;
@@ -149,12 +150,43 @@ pub(crate) struct Node<V: Value> {
     pub kind: NodeKind<V>,
     pub next_edges: Edges<V>,
     pub saved: SavedSlots<V>,
-    /// Whether backward already freed `saved` (only matters when it was non-empty).
-    pub released: bool,
-    pub sequence_nr: u64,
+    /// The sequence number (low 63 bits) and, in the top bit, whether backward already
+    /// freed `saved` (only matters when it was non-empty): one word, so that `extras`
+    /// does not make the slot bigger.
+    seq_and_released: u64,
     /// dtype and shape of the gradient each output receives (its forward output's);
     /// its length is the node's number of outputs.
     pub input_meta: InputMeta,
+    /// Hooks and metadata, for the few nodes that have any (Note [Hooks]).
+    pub extras: Option<Box<NodeExtras<V>>>,
+}
+
+const RELEASED: u64 = 1 << 63;
+
+impl<V: Value> Node<V> {
+    pub fn sequence_nr(&self) -> u64 {
+        self.seq_and_released & !RELEASED
+    }
+
+    pub fn released(&self) -> bool {
+        self.seq_and_released & RELEASED != 0
+    }
+
+    fn set_released(&mut self, released: bool) {
+        if released {
+            self.seq_and_released |= RELEASED;
+        } else {
+            self.seq_and_released &= !RELEASED;
+        }
+    }
+
+    /// The hooks to run, cloned (for running them outside the arena lock), or `None`.
+    fn hooks(&self) -> Option<Box<NodeHooks<V>>> {
+        match &self.extras {
+            Some(e) if !e.hooks.is_empty() => Some(Box::new(e.hooks.clone())),
+            _ => None,
+        }
+    }
 }
 
 struct Slot<V: Value> {
@@ -439,9 +471,9 @@ pub(crate) fn create_node_with_sources<V: Value>(
         kind,
         next_edges,
         saved,
-        released: false,
-        sequence_nr,
+        seq_and_released: sequence_nr & !RELEASED,
         input_meta,
+        extras: None,
     };
     let index = match a.free.pop() {
         Some(i) => {
@@ -497,6 +529,8 @@ pub(crate) struct NodeTask<V: Value> {
     pub saved: SavedSlots<V>,
     /// The node's number of outputs (slots of its input buffer).
     pub num_outputs: usize,
+    /// The node's hooks, if it has any (Note [Hooks]).
+    pub hooks: Option<Box<NodeHooks<V>>>,
 }
 
 /// Takes what is needed to run `id`; unless `retain_graph`, frees its saved tensors
@@ -504,14 +538,14 @@ pub(crate) struct NodeTask<V: Value> {
 pub(crate) fn take_task<V: Value>(id: NodeId<V>, retain_graph: bool) -> Result<NodeTask<V>> {
     let mut a = arena::<V>();
     let node = a.node_mut(id)?;
-    if node.released {
+    if node.released() {
         return Err(Error::BackwardTwice);
     }
     let saved = if retain_graph {
         node.saved.clone()
     } else {
         let saved = std::mem::take(&mut node.saved);
-        node.released = saved.iter().any(Option::is_some);
+        node.set_released(saved.iter().any(Option::is_some));
         saved
     };
     Ok(NodeTask {
@@ -519,14 +553,101 @@ pub(crate) fn take_task<V: Value>(id: NodeId<V>, retain_graph: bool) -> Result<N
         next_edges: node.next_edges.clone(),
         saved,
         num_outputs: node.input_meta.len(),
+        hooks: node.hooks(),
     })
+}
+
+/// A capture node's hooks and, for an AccumulateGrad node, its leaf.
+pub(crate) type CaptureHooks<V> = (Option<Box<NodeHooks<V>>>, Option<V>);
+
+/// The hooks of a node that is popped only to capture a gradient (it does not run),
+/// and the leaf of an AccumulateGrad node (whose tensor hooks live on the leaf).
+pub(crate) fn capture_hooks<V: Value>(id: NodeId<V>) -> Result<CaptureHooks<V>> {
+    let a = arena::<V>();
+    let node = a.node(id)?;
+    let leaf = match &node.kind {
+        NodeKind::AccumulateGrad(v) => Some(v.clone()),
+        NodeKind::Op(_) | NodeKind::CopySlices { .. } => None,
+    };
+    Ok((node.hooks(), leaf))
+}
+
+/// Runs `update` on the node's extras (created when missing), under the arena lock:
+/// `update` must not run user code. Whatever it returns is dropped after the lock is
+/// released (a replaced hook may hold a Python object whose destructor runs code).
+fn with_extras<V: Value, T>(
+    id: NodeId<V>,
+    update: impl FnOnce(&mut NodeExtras<V>) -> T,
+) -> Result<T> {
+    let mut a = arena::<V>();
+    let node = a.node_mut(id)?;
+    let extras = node.extras.get_or_insert_with(Default::default);
+    Ok(update(extras))
+}
+
+/// Registers a hook on node `id` with `add`, which gets a fresh id; returns that id.
+pub fn add_hook<V: Value>(
+    id: NodeId<V>,
+    add: impl FnOnce(&mut NodeHooks<V>, HookId),
+) -> Result<HookId> {
+    let hook_id = super::hooks::next_hook_id();
+    with_extras(id, |e| add(&mut e.hooks, hook_id))?;
+    Ok(hook_id)
+}
+
+/// Removes hook `hook_id` from node `id`; a node that is gone has no hooks to remove.
+pub fn remove_hook<V: Value>(id: NodeId<V>, hook_id: HookId) {
+    let old = with_extras(id, |e| {
+        let old = e.hooks.clone();
+        e.hooks.remove(hook_id);
+        old
+    });
+    drop(old);
+}
+
+/// Sets (or with `None` clears) the `retain_grad` hook of output `output_nr` of `id`.
+pub fn set_retains_grad<V: Value>(id: NodeId<V>, output_nr: u32, hook: Option<ObserveHook<V>>) {
+    let old = with_extras(id, |e| {
+        let list = &mut e.hooks.retains_grad;
+        let old = list
+            .iter()
+            .position(|(nr, _)| *nr == output_nr)
+            .map(|i| list.remove(i));
+        if let Some(hook) = hook {
+            list.push((output_nr, hook));
+        }
+        old
+    });
+    drop(old);
+}
+
+/// The node's metadata, made by `init` on first use (PyTorch's `grad_fn.metadata`).
+pub fn metadata<V: Value>(
+    id: NodeId<V>,
+    init: impl FnOnce() -> NodeMetadata,
+) -> Result<NodeMetadata> {
+    // `init` may allocate a Python object: made outside the lock, used only when the
+    // node has no metadata yet.
+    if let Some(m) = with_extras(id, |e| e.metadata.clone())? {
+        return Ok(m);
+    }
+    let fresh = init();
+    let (current, unused) = with_extras(id, |e| match &e.metadata {
+        Some(m) => (m.clone(), Some(fresh)),
+        None => {
+            e.metadata = Some(fresh.clone());
+            (fresh, None)
+        }
+    })?;
+    drop(unused);
+    Ok(current)
 }
 
 /// For graph traversal: the next edges and sequence number of a node.
 pub(crate) fn edges_and_sequence_nr<V: Value>(id: NodeId<V>) -> Result<(Edges<V>, u64)> {
     let a = arena::<V>();
     let n = a.node(id)?;
-    Ok((n.next_edges.clone(), n.sequence_nr))
+    Ok((n.next_edges.clone(), n.sequence_nr()))
 }
 
 /// Points the saved outputs of node `id` at `to`'s data, at its current version: an
@@ -604,7 +725,7 @@ pub fn accumulate_grad_variable<V: Value>(id: NodeId<V>) -> Result<Option<V>> {
 
 /// The sequence number of a node (its creation order).
 pub fn sequence_nr<V: Value>(id: NodeId<V>) -> Result<u64> {
-    Ok(arena::<V>().node(id)?.sequence_nr)
+    Ok(arena::<V>().node(id)?.sequence_nr())
 }
 
 /// What a node keeps for backward: the number of tensors it saved and their bytes

@@ -4,12 +4,17 @@
 pub mod engine;
 pub mod grad_mode;
 pub mod graph;
+pub mod hooks;
 pub(crate) mod saved;
 pub mod value;
 
 pub use engine::{backward, backward_inputs, grad};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub use graph::{live_nodes, next_functions, node_name, num_outputs, Edge, NodeId, NodeRef};
+pub use hooks::{
+    register_node_hook, register_node_prehook, HookHandle, HookId, NodeExtras, NodeHooks,
+    NodeMetadata, NodePostHook, NodePreHook, ObserveHook, TensorHook,
+};
 pub use value::{Grads, NodeRule, Value};
 
 #[cfg(test)]

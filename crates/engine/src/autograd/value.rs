@@ -5,6 +5,7 @@
 //! arena] in docs/architecture.md.
 
 use super::graph::{Arena, EdgeSource, NodeId, NodeRef};
+use super::hooks::NodeHooks;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -46,6 +47,11 @@ pub trait Value: Clone + Send + Sync + Sized + 'static {
     fn grad_cast(&self, dtype: DType) -> Result<Self>;
     /// AccumulateGrad: adds `grad` to this leaf's `.grad`.
     fn accumulate(&self, grad: Self) -> Result<()>;
+    /// A leaf's hooks, cloned (`None` when it has none): its tensor hooks (slot 0), which
+    /// run before its gradient is accumulated or captured, and its post-accumulate-grad
+    /// hooks. They live on the leaf because its AccumulateGrad node may be freed and
+    /// made again while the leaf lives. See Note [Hooks].
+    fn leaf_hooks(&self) -> Option<NodeHooks<Self>>;
     /// The elements of this value (made contiguous) that `layout` selects, as a view
     /// (recorded when grad mode is on): the part of a base gradient at a view's place.
     fn grad_region(&self, layout: &Layout) -> Result<Self>;

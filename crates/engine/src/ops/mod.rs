@@ -254,4 +254,24 @@ mod tests {
                 <= 40
         );
     }
+
+    /// The node before hooks existed: `released` was its own field.
+    #[allow(dead_code)]
+    struct NodeWithoutExtras {
+        kind: crate::autograd::graph::NodeKind<crate::variable::Variable>,
+        next_edges: crate::autograd::graph::Edges<crate::variable::Variable>,
+        saved: crate::variable::SavedSlots,
+        released: bool,
+        sequence_nr: u64,
+        input_meta: crate::autograd::graph::InputMeta,
+    }
+
+    /// Hooks and metadata (`Node::extras`) did not make the arena slot bigger: the
+    /// released flag moved into the sequence-number word (Note [Hooks]).
+    #[test]
+    fn extras_do_not_grow_the_node() {
+        let with = std::mem::size_of::<crate::autograd::graph::Node<crate::variable::Variable>>();
+        let without = std::mem::size_of::<NodeWithoutExtras>();
+        assert!(with <= without, "{with} > {without}");
+    }
 }
