@@ -1545,6 +1545,73 @@ CASES.update(
 )
 
 
+def _backward_with_hook(hook, leaf=False):
+    x = torch.ones(2, requires_grad=True)
+    t = x if leaf else x * 2
+    t.register_hook(hook)
+    (t * 1).sum().backward()
+
+
+def _backward_with_prehook(hook):
+    y = torch.ones(2, requires_grad=True) * 2
+    y.grad_fn.register_prehook(hook)
+    y.sum().backward()
+
+
+CASES.update(
+    {
+        "register_hook_no_grad": (
+            lambda: torch.ones(2).register_hook(lambda g: g),
+            RT,
+            "cannot register a hook on a tensor that doesn't require gradient",
+        ),
+        "post_accumulate_hook_nonleaf": (
+            lambda: (torch.ones(2, requires_grad=True) * 2).register_post_accumulate_grad_hook(
+                lambda t: None
+            ),
+            RT,
+            "post accumulate grad hooks cannot be registered on non-leaf tensors",
+        ),
+        "retain_grad_no_grad": (
+            lambda: torch.ones(2).retain_grad(),
+            RT,
+            "can't retain_grad on Tensor that has requires_grad=False",
+        ),
+        "hook_wrong_shape": (
+            lambda: _backward_with_hook(lambda g: torch.ones(3)),
+            RT,
+            "has changed the size of value",
+        ),
+        "leaf_hook_wrong_shape": (
+            lambda: _backward_with_hook(lambda g: torch.ones(2, 2), leaf=True),
+            RT,
+            "has changed the size of value",
+        ),
+        "hook_wrong_dtype": (
+            lambda: _backward_with_hook(lambda g: g.double()),
+            RT,
+            "has changed the type of value",
+        ),
+        "hook_returns_int": (
+            lambda: _backward_with_hook(lambda g: 5),
+            TE,
+            "expected Variable, but hook returned 'int'",
+        ),
+        "hook_not_callable": (lambda: _backward_with_hook(5), TE, "not callable"),
+        "prehook_wrong_count": (
+            lambda: _backward_with_prehook(lambda go: (go[0], go[0])),
+            RT,
+            "has returned an incorrect number of values",
+        ),
+        "prehook_returns_tensor": (
+            lambda: _backward_with_prehook(lambda go: go[0]),
+            TE,
+            "expected tuple, but hook returned 'Tensor'",
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_input_raises_pytorchs_exception_and_the_engine_keeps_working(name):
     bad, exc_type, phrase = CASES[name]

@@ -7,7 +7,6 @@ use rustgrad::{Error, ExternalError};
 
 /// Wraps a Python exception raised by a callback (hook, custom Function) for the engine
 /// to carry through backward; [`to_py`] re-raises it unchanged.
-#[allow(dead_code)] // used by hooks and custom Functions as they land
 pub fn to_engine(err: PyErr) -> Error {
     let message = err.to_string();
     Error::External(ExternalError::new(message, err))

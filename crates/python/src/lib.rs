@@ -8,6 +8,7 @@ mod dtype;
 mod errors;
 mod factory;
 mod flag;
+mod hooks;
 mod identity;
 mod node;
 mod ops;
@@ -396,6 +397,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTensor>()?;
     m.add_class::<PyDType>()?;
     m.add_class::<node::PyNode>()?;
+    m.add_class::<hooks::PyRemovableHandle>()?;
     for dtype in DType::ALL {
         let name = dtype.torch_name().trim_start_matches("torch.");
         m.add(name, crate::dtype::dtype_object(m.py(), dtype)?)?;

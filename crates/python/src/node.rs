@@ -51,7 +51,7 @@ impl PyNode {
         Ok(obj.unbind())
     }
 
-    fn node(&self) -> PyResult<&NodeRef> {
+    pub(crate) fn node(&self) -> PyResult<&NodeRef> {
         self.node.get().ok_or_else(|| {
             PyRuntimeError::new_err("autograd Node objects are created by rustgrad only")
         })
