@@ -290,6 +290,20 @@ def test_hooks_with_backward_inputs():
     assert log == [[6.0, 6.0]]
 
 
+def test_backward_inputs_on_a_nonleaf_retains_its_grad_once():
+    x = torch.ones(2, requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.register_hook(lambda g: g * 2)
+    (y * 3).sum().backward(inputs=[y])
+    assert y.grad.tolist() == [6.0, 6.0]  # 3, hooked to 6, stored once
+    assert x.grad is None
+    z = x * 5
+    (z * 3).sum().backward(inputs=[z])
+    assert z.retains_grad  # PyTorch's backward(inputs=) retains a non-leaf's grad
+    assert z.grad.tolist() == [3.0, 3.0]
+
+
 def test_create_graph_hooks_see_differentiable_grads():
     x = torch.tensor([2.0], dtype=torch.float64, requires_grad=True)
     y = x * x

@@ -155,6 +155,10 @@ impl Value for Variable {
         self.meta().hooks.as_deref().cloned()
     }
 
+    fn retain_grad(&self) -> Result<()> {
+        Variable::retain_grad(self)
+    }
+
     fn grad_region(&self, layout: &Layout) -> Result<Variable> {
         self.as_strided(layout)
     }

@@ -215,3 +215,14 @@ fn multi_output_hooks_see_none_for_unused_outputs() {
     assert_eq!(*seen.lock().unwrap(), vec![true]);
     assert_eq!(values(&x.grad().unwrap()), vec![1.0, 1.0, 0.0, 0.0]);
 }
+
+#[test]
+fn backward_inputs_on_a_nonleaf_retains_its_grad_once() {
+    let x = leaf(&[1.0, 1.0]);
+    let y = x.mul_scalar(2.0).unwrap();
+    y.retain_grad().unwrap();
+    let loss = y.mul_scalar(3.0).unwrap().sum().unwrap();
+    Variable::backward_inputs(&[loss], &[None], std::slice::from_ref(&y), false, false).unwrap();
+    assert_eq!(values(&y.grad().unwrap()), vec![3.0, 3.0]);
+    assert!(x.grad().is_none());
+}

@@ -83,9 +83,10 @@ pub fn grad<V: Value>(
     )
 }
 
-/// `backward(inputs=...)`: like [`grad`], then adds each input's gradient to its
-/// `.grad` (non-leaf inputs too, as PyTorch's `retain_grad` makes them), once per
-/// distinct input. Other leaves are untouched.
+/// `backward(inputs=...)`: like [`grad`], then adds each leaf input's gradient to its
+/// `.grad`, once per distinct input. A non-leaf input is made to retain its gradient
+/// first, as PyTorch does, so its `.grad` is filled once, by its `retain_grad` hook,
+/// after its tensor hooks (Note [Hooks]). Other leaves are untouched.
 pub fn backward_inputs<V: Value>(
     roots: &[V],
     grad_outputs: &[Option<V>],
@@ -102,6 +103,11 @@ pub fn backward_inputs<V: Value>(
         return Err(Error::InvalidArgument(
             "can't retain_grad on Tensor that has requires_grad=False".into(),
         ));
+    }
+    for input in inputs {
+        if input.history().is_some() {
+            input.retain_grad()?;
+        }
     }
     let grads = execute(
         roots,
@@ -122,14 +128,15 @@ pub fn backward_inputs<V: Value>(
             continue;
         }
         done.push(key);
+        if input.history().is_some() {
+            continue;
+        }
         if let Some(g) = g {
             input.accumulate(g)?;
             // PyTorch runs the inputs' AccumulateGrad nodes, with their hooks.
-            if input.history().is_none() {
-                if let Some(hooks) = input.leaf_hooks() {
-                    for (_, hook) in &hooks.post_accumulate {
-                        hook(input)?;
-                    }
+            if let Some(hooks) = input.leaf_hooks() {
+                for (_, hook) in &hooks.post_accumulate {
+                    hook(input)?;
                 }
             }
         }

@@ -52,6 +52,8 @@ pub trait Value: Clone + Send + Sync + Sized + 'static {
     /// hooks. They live on the leaf because its AccumulateGrad node may be freed and
     /// made again while the leaf lives. See Note [Hooks].
     fn leaf_hooks(&self) -> Option<NodeHooks<Self>>;
+    /// PyTorch's `retain_grad()` (a no-op on a leaf).
+    fn retain_grad(&self) -> Result<()>;
     /// The elements of this value (made contiguous) that `layout` selects, as a view
     /// (recorded when grad mode is on): the part of a base gradient at a view's place.
     fn grad_region(&self, layout: &Layout) -> Result<Self>;
