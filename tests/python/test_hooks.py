@@ -438,3 +438,29 @@ def test_hooks_from_several_threads_do_not_deadlock():
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads)
     assert errors == []
+
+
+def test_backward_inside_a_hook_is_reentrant():
+    x = torch.ones(2, requires_grad=True)
+    w = torch.ones(2, requires_grad=True)
+
+    def hook(g):
+        # Hooks run in the pass's grad mode (off without create_graph), as in PyTorch.
+        with torch.enable_grad():
+            (w * 3).sum().backward()
+        return g
+
+    y = x * 2
+    y.register_hook(hook)
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    assert w.grad.tolist() == [3.0, 3.0]
+
+
+def test_hooks_run_in_the_grad_mode_of_the_pass():
+    x = torch.ones(2, requires_grad=True)
+    w = torch.ones(2, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: (w * 3).sum().backward())
+    with pytest.raises(RuntimeError, match="does not require grad and does not have a grad_fn"):
+        y.sum().backward()
