@@ -177,7 +177,14 @@ from ._rustgrad import (
     zeros,
 )
 from ._size import Size
-from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 
 # PyTorch's dtype aliases (they shadow the builtins inside this module, as in torch).
 float = float32
@@ -237,6 +244,8 @@ __all__ = [
     "eye",
     "empty_like",
     "enable_grad",
+    "inference_mode",
+    "is_inference_mode_enabled",
     "eq",
     "erf",
     "erfinv",

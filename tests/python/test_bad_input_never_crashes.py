@@ -1503,6 +1503,65 @@ CASES.update(
 )
 
 
+def _inference_tensor():
+    """A tensor made under inference_mode."""
+    with torch.inference_mode():
+        return torch.ones(2)
+
+
+_w_inference = torch.ones(2, requires_grad=True)
+
+
+def _backward_with_hooks(pack, unpack):
+    """Backward through ``w * w`` saved under the given hooks."""
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = _w_inference * _w_inference
+    y.sum().backward()
+
+
+def _hooks_while_disabled():
+    """Registers saved-tensor hooks under disable_saved_tensors_hooks."""
+    with torch.autograd.graph.disable_saved_tensors_hooks("hooks are off"):
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            pass
+
+
+CASES.update(
+    {
+        "inference_tensor_saved_for_backward": (
+            lambda: _inference_tensor() * _w_inference,
+            RT,
+            "Inference tensors cannot be saved for backward",
+        ),
+        "inference_tensor_inplace_outside": (
+            lambda: _inference_tensor().add_(1),
+            RT,
+            "Inplace update to inference tensor outside InferenceMode is not allowed",
+        ),
+        "inference_tensor_version": (
+            lambda: _inference_tensor()._version,
+            RT,
+            "Inference tensors do not track version counter",
+        ),
+        "saved_hooks_unpack_not_a_tensor": (
+            lambda: _backward_with_hooks(lambda t: t, lambda t: 3),
+            TE,
+            "Output of saved tensor unpack_hook expected to be a Tensor",
+        ),
+        "saved_hooks_registered_while_disabled": (
+            _hooks_while_disabled,
+            RT,
+            "hooks are off",
+        ),
+        "inference_tensor_requires_grad_outside": (
+            lambda: _inference_tensor().requires_grad_(),
+            RT,
+            "Setting requires_grad=True on inference tensor outside InferenceMode",
+        ),
+    }
+)
+
+
 def _nested(depth):
     """``[[...[1]...]]`` with ``depth`` lists."""
     data = 1

@@ -61,6 +61,9 @@ struct AutogradMeta {
     /// Set by the user on leaves; non-leaves require grad iff they have a grad_fn.
     requires_grad: bool,
     volatile: bool,
+    /// Made in inference mode (PyTorch's inference tensors): never saved for backward,
+    /// not written in place outside inference mode. See Note [Inference mode].
+    inference: bool,
     grad_fn: Option<NodeRef>,
     output_nr: u32,
     grad: Option<Variable>,
@@ -101,6 +104,37 @@ pub(crate) type SavedSlots = crate::autograd::saved::SavedSlots<Variable>;
 
 /// An input's gradient edge, owning the reference when it created the node.
 pub(crate) type EdgeSource = graph::EdgeSource<Variable>;
+
+/// PyTorch's refusal of an in-place write to an inference tensor outside inference mode.
+const INFERENCE_INPLACE: &str = "Inplace update to inference tensor outside InferenceMode is not \
+     allowed.You can make a clone to get a normal tensor before doing inplace update.See \
+     https://github.com/pytorch/rfcs/pull/17 for more details.";
+
+/// PyTorch's refusal to save an inference tensor for backward.
+pub const INFERENCE_SAVED: &str = "Inference tensors cannot be saved for backward. Please do \
+     not use Tensors created in inference mode in computation tracked by autograd. To work \
+     around this, you can make a clone to get a normal tensor and use it in autograd.";
+
+/// Whether `saved` holds an inference tensor; if so, defers PyTorch's error for the
+/// op's caller ([`take_deferred_error`]).
+fn saves_inference_tensor(saved: &SavedSlots) -> bool {
+    let found = saved
+        .iter()
+        .flatten()
+        .any(|s| s.variable().is_some_and(Variable::is_inference));
+    if found {
+        crate::autograd::saved::defer_error(Error::InvalidArgument(INFERENCE_SAVED.into()));
+    }
+    found
+}
+
+/// The error met while saving tensors by the last op on this thread: an inference
+/// tensor PyTorch refuses to save, or a saved-tensor pack hook's error. The op returned
+/// its result without history (PyTorch raises from the op); its caller takes the error
+/// here and raises it (the Python binding does it after every op). Clears it.
+pub fn take_deferred_error() -> Option<Error> {
+    crate::autograd::saved::take_deferred_error()
+}
 
 /// The one arena of the Variable graph.
 static ARENA: Arena<Variable> = Arena::new();
@@ -192,10 +226,14 @@ impl Variable {
 
     /// A leaf with no autograd history that does not require grad.
     pub fn from_tensor(tensor: Tensor) -> Variable {
+        let meta = AutogradMeta {
+            inference: grad_mode::is_inference_mode_enabled(),
+            ..AutogradMeta::default()
+        };
         Variable(Arc::new(VariableInner {
             tensor,
             replaced: OnceLock::new(),
-            meta: Mutex::new(AutogradMeta::default()),
+            meta: Mutex::new(meta),
         }))
     }
 
@@ -360,6 +398,13 @@ impl Variable {
     /// Sets requires_grad on a leaf (PyTorch's `requires_grad_`).
     pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
         let mut m = self.meta();
+        if requires_grad && m.inference && !grad_mode::is_inference_mode_enabled() {
+            return Err(Error::InvalidArgument(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not \
+                 allowed."
+                    .into(),
+            ));
+        }
         if m.grad_fn.is_some() {
             if requires_grad {
                 return Ok(());
@@ -370,6 +415,30 @@ impl Variable {
             return Err(Error::RequiresGradNonFloat);
         }
         m.requires_grad = requires_grad;
+        Ok(())
+    }
+
+    /// Whether this is an inference tensor (made in inference mode, or a view of one).
+    /// See Note [Inference mode].
+    pub fn is_inference(&self) -> bool {
+        self.meta().inference
+    }
+
+    /// The storage version (PyTorch's `t._version`); inference tensors have none.
+    pub fn version(&self) -> Result<u64> {
+        if self.is_inference() {
+            return Err(Error::InvalidArgument(
+                "Inference tensors do not track version counter.".into(),
+            ));
+        }
+        Ok(self.tensor().version())
+    }
+
+    /// Refuses an in-place write to an inference tensor outside inference mode.
+    fn check_inference_write(&self) -> Result<()> {
+        if self.is_inference() && !grad_mode::is_inference_mode_enabled() {
+            return Err(Error::InvalidArgument(INFERENCE_INPLACE.into()));
+        }
         Ok(())
     }
 
@@ -447,7 +516,9 @@ impl Variable {
 
     /// A new leaf sharing this variable's data (and version counter), with no history.
     pub fn detach(&self) -> Variable {
-        Variable::from_tensor(self.tensor().clone())
+        let out = Variable::from_tensor(self.tensor().clone());
+        out.meta().inference = self.is_inference();
+        out
     }
 
     /// PyTorch's `x.data`: a leaf sharing this variable's elements, with no history and
@@ -532,7 +603,7 @@ impl Variable {
     ) -> Variable {
         let mut needs: SmallVec<[bool; 3]> = SmallVec::new();
         let mut volatile = false;
-        let grad_enabled = grad_mode::is_grad_enabled();
+        let grad_enabled = grad_mode::is_grad_enabled() && !grad_mode::is_inference_mode_enabled();
         for v in inputs {
             let m = v.meta_fresh();
             volatile |= m.volatile;
@@ -554,6 +625,9 @@ impl Variable {
         let meta = output_meta(&result);
         let out = Variable::from_tensor(result);
         let (op, saved) = build(&needs, &out);
+        if saves_inference_tensor(&saved) {
+            return out;
+        }
         let edges: SmallVec<[Option<EdgeSource>; 2]> = inputs
             .iter()
             .zip(&needs)
@@ -586,7 +660,9 @@ impl Variable {
     /// or a view of one (kept only when made while recording, as PyTorch's creation
     /// meta, which no_grad overrides).
     fn set_view_of(&self, base: Variable, version: u64, multi_output: bool) {
+        let inference = base.is_inference();
         let mut m = self.meta();
+        m.inference = inference;
         m.view_created_with_grad = grad_mode::is_grad_enabled() && !m.volatile;
         m.view_multi_output = multi_output && m.view_created_with_grad;
         m.view_base = Some(base);
@@ -615,6 +691,7 @@ impl Variable {
         }
         if !needs.iter().any(|&n| n)
             || !grad_mode::is_grad_enabled()
+            || grad_mode::is_inference_mode_enabled()
             || !results.iter().all(|r| r.dtype().is_floating_point())
         {
             return results.into_iter().map(Variable::from_tensor).collect();
@@ -625,6 +702,9 @@ impl Variable {
             .collect();
         let outs: Vec<Variable> = results.into_iter().map(Variable::from_tensor).collect();
         let (op, saved) = build(&needs, &outs);
+        if saves_inference_tensor(&saved) {
+            return outs;
+        }
         let edges: SmallVec<[Option<EdgeSource>; 2]> = inputs
             .iter()
             .zip(&needs)
@@ -997,16 +1077,20 @@ impl Variable {
         site: WriteSite,
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
+        self.check_inference_write()?;
         let volatile = self.is_volatile() || operands.iter().any(|o| o.is_volatile());
+        let inference = grad_mode::is_inference_mode_enabled();
         // An integer or bool tensor written in place stays without history whatever
         // the operand (Note [Differentiable dtypes]).
         let recording = grad_mode::is_grad_enabled()
+            && !inference
             && !volatile
             && self.dtype().is_floating_point()
             && (self.requires_grad() || operands.iter().any(|o| o.requires_grad()));
         let view = self.view_base();
         let recording = recording
             || (grad_mode::is_grad_enabled()
+                && !inference
                 && !volatile
                 && self.dtype().is_floating_point()
                 && view.as_ref().is_some_and(Variable::requires_grad));
@@ -1208,6 +1292,7 @@ impl Variable {
 
     /// Checks an in-place result against this variable and writes it (one version bump).
     pub(crate) fn write_result(&self, out: &Variable, site: WriteSite) -> Result<()> {
+        self.check_inference_write()?;
         if out.shape() != self.shape() {
             return Err(Error::ShapeMismatch {
                 op: "in-place",

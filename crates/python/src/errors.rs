@@ -69,6 +69,13 @@ pub trait IntoPyResult<T> {
 
 impl<T> IntoPyResult<T> for Result<T, Error> {
     fn py(self) -> pyo3::PyResult<T> {
-        self.map_err(to_py)
+        // An op that refused to save an inference tensor defers its error (Note
+        // [Inference mode]); every op's result passes through here.
+        let deferred = rustgrad::variable::take_deferred_error();
+        match (self, deferred) {
+            (Err(e), _) => Err(to_py(e)),
+            (Ok(_), Some(e)) => Err(to_py(e)),
+            (Ok(v), None) => Ok(v),
+        }
     }
 }

@@ -13,6 +13,7 @@ mod identity;
 mod node;
 mod ops;
 mod random;
+mod saved_hooks;
 mod tensor;
 
 use crate::convert::{extract_sizes, tensor_from_data};
@@ -386,6 +387,19 @@ fn _set_grad_enabled(enabled: bool) {
     rustgrad::autograd::set_grad_enabled(enabled);
 }
 
+/// Whether inference mode is on for this thread.
+#[pyfunction]
+fn is_inference_mode_enabled() -> bool {
+    rustgrad::autograd::is_inference_mode_enabled()
+}
+
+/// Sets this thread's inference mode, and grad mode to its opposite (the context
+/// manager is in Python and restores both).
+#[pyfunction]
+fn _set_inference_mode(enabled: bool) {
+    rustgrad::autograd::grad_mode::set_inference_mode(enabled);
+}
+
 /// Number of autograd graph nodes alive in the process (for leak tests).
 #[pyfunction]
 fn _live_nodes() -> usize {
@@ -426,6 +440,10 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(saved_hooks::_push_saved_tensors_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(saved_hooks::_pop_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
     Ok(())
 }

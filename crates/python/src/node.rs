@@ -5,13 +5,48 @@
 use crate::errors::IntoPyResult;
 use crate::identity::ObjectTable;
 use crate::tensor::PyTensor;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 use rustgrad::autograd;
 use rustgrad::variable::{NodeId, NodeRef};
 use std::sync::OnceLock;
+
+/// The saved slot that PyTorch's `_saved_<attr>` of a node named `node` reads, for
+/// the common ops (names from PyTorch's derivatives.yaml, slot order from the ops'
+/// `record` calls).
+fn saved_slot(node: &str, attr: &str) -> Option<usize> {
+    Some(match (node, attr) {
+        ("MulBackward0" | "DivBackward0", "self") => 0,
+        ("MulBackward0" | "DivBackward0", "other") => 1,
+        ("MmBackward0" | "BmmBackward0", "self") => 0,
+        ("MmBackward0", "mat2") | ("BmmBackward0", "mat2") => 1,
+        ("PowBackward1", "self") => 0,
+        ("PowBackward1", "exponent") => 1,
+        ("PowBackward1", "result") => 2,
+        (
+            "ExpBackward0"
+            | "TanhBackward0"
+            | "SigmoidBackward0"
+            | "ReluBackward0"
+            | "SqrtBackward0"
+            | "RsqrtBackward0"
+            | "Exp2Backward0"
+            | "Expm1Backward0"
+            | "TanBackward0"
+            | "ReciprocalBackward0",
+            "result",
+        ) => 0,
+        (
+            "LogBackward0" | "Log2Backward0" | "Log10Backward0" | "Log1PBackward0" | "SinBackward0"
+            | "CosBackward0" | "AsinBackward0" | "AcosBackward0" | "AtanBackward0"
+            | "SinhBackward0" | "CoshBackward0" | "ErfBackward0",
+            "self",
+        ) => 0,
+        _ => return None,
+    })
+}
 
 /// The live Python object of each node that has one. See Note [Python object identity].
 static NODE_OBJECTS: ObjectTable<NodeId> = ObjectTable::new();
@@ -130,6 +165,26 @@ impl PyNode {
     /// `rustgrad.autograd.graph_stats` and `rustgrad.viz`.
     fn _saved_summary(&self) -> PyResult<(usize, usize)> {
         autograd::graph::saved_summary(self.node()?.id()).py()
+    }
+
+    /// PyTorch's `_saved_<name>` attributes (`MulBackward0._saved_self`, ...): the
+    /// tensors the node saved, as its backward reads them (None for one the op did not
+    /// need to save). Any other attribute raises AttributeError.
+    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        let id = self.node()?.id();
+        let node_name = autograd::node_name(id).py()?;
+        let index = name
+            .strip_prefix("_saved_")
+            .and_then(|attr| saved_slot(node_name, attr))
+            .ok_or_else(|| {
+                PyAttributeError::new_err(format!("'{node_name}' object has no attribute '{name}'"))
+            })?;
+        // A saved output comes back with its grad_fn whatever the grad mode, as PyTorch's.
+        let _grad = autograd::enable_grad();
+        match autograd::graph::saved_tensor(id, index).py()? {
+            Some(v) => Ok(crate::tensor::object_of(py, v)?.into_any()),
+            None => Ok(py.None()),
+        }
     }
 
     /// The shapes of the node's forward outputs (one per output).

@@ -120,7 +120,12 @@ pub(crate) fn maybe_detach<T: Send>(
     }
 }
 
+/// The Python object of an op's new result (raising the op's deferred error, if any:
+/// Note [Inference mode]).
 pub(crate) fn new_tensor(py: Python<'_>, var: Variable) -> PyResult<Py<PyTensor>> {
+    if let Some(e) = rustgrad::variable::take_deferred_error() {
+        return Err(crate::errors::to_py(e));
+    }
     Py::new(py, PyTensor::wrap(var))
 }
 
@@ -662,10 +667,16 @@ impl PyTensor {
             .transpose()
     }
 
-    /// The version counter: in-place writes to this tensor's storage so far.
+    /// The version counter: in-place writes to this tensor's storage so far (inference
+    /// tensors have none: RuntimeError).
     #[getter]
-    fn _version(&self) -> u64 {
-        self.var.tensor().version()
+    fn _version(&self) -> PyResult<u64> {
+        self.var.version().py()
+    }
+
+    /// Whether this is an inference tensor (made under `inference_mode`).
+    fn is_inference(&self) -> bool {
+        self.var.is_inference()
     }
 
     /// A tensor sharing this one's data, outside the graph, with its own version

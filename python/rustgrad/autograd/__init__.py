@@ -7,7 +7,14 @@ from collections.abc import Sequence
 from .. import _rustgrad
 from .._rustgrad import Tensor
 from . import functional, graph
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 
 # As in PyTorch, the functions shadow the submodule's name here; the module (with
 # GradcheckError) stays importable as ``rustgrad.autograd.gradcheck``.
@@ -25,7 +32,9 @@ __all__ = [
     "gradgradcheck",
     "graph",
     "graph_stats",
+    "inference_mode",
     "is_grad_enabled",
+    "is_inference_mode_enabled",
     "no_grad",
     "set_grad_enabled",
 ]

@@ -764,3 +764,20 @@ pub fn output_shapes<V: Value>(id: NodeId<V>) -> Result<Vec<Dims>> {
 pub fn live_nodes() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
+
+/// Saved tensor `index` of node `id` as its backward would read it (version-checked,
+/// or through the unpack hook; a saved output gets its history back when grad mode is
+/// on), `None` for a slot the op did not need. Raises "Trying to backward through the
+/// graph a second time (or directly access saved tensors ...)" after a backward released
+/// them. Unpacking runs outside the arena lock. Python's `grad_fn._saved_*`.
+pub fn saved_tensor<V: Value>(id: NodeId<V>, index: usize) -> Result<Option<V>> {
+    let slot = {
+        let a = arena::<V>();
+        let node = a.node(id)?;
+        if node.released {
+            return Err(Error::BackwardTwice);
+        }
+        node.saved.get(index).cloned().flatten()
+    };
+    slot.map(|s| s.unpack(id)).transpose()
+}

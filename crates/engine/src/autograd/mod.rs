@@ -5,11 +5,14 @@ pub mod engine;
 pub mod grad_mode;
 pub mod graph;
 pub mod hooks;
-pub(crate) mod saved;
+pub mod saved;
 pub mod value;
 
 pub use engine::{backward, backward_inputs, grad};
-pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
+pub use grad_mode::{
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    set_grad_enabled, GradModeGuard, InferenceModeGuard,
+};
 pub use graph::{live_nodes, next_functions, node_name, num_outputs, Edge, NodeId, NodeRef};
 pub use hooks::{
     register_node_hook, register_node_prehook, HookHandle, HookId, NodeExtras, NodeHooks,

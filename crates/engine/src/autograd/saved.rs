@@ -1,11 +1,102 @@
 //! Saved tensors (PyTorch's `SavedVariable`): a tensor kept for backward together with
-//! the version of its storage at save time. See Note [Version counters].
+//! the version of its storage at save time (Note [Version counters]), or what a
+//! saved-tensor pack hook made of it (Note [Saved tensor hooks]).
 
 use super::grad_mode;
 use super::graph::{self, NodeId, NodeRef};
 use super::value::Value;
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
+use std::any::Any;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// What a pack hook made of a saved tensor (PyTorch's packed object): opaque to the
+/// engine, which only asks for the tensor back when backward needs it.
+pub trait PackedTensor<V>: Send + Sync {
+    /// The tensor, from the unpack hook.
+    fn unpack(&self) -> Result<V>;
+    /// The bytes the packed object keeps alive (for `graph_stats`): a handle that
+    /// recomputes the tensor holds none of its elements.
+    fn nbytes(&self) -> usize;
+}
+
+/// A pair of saved-tensor hooks (`saved_tensors_hooks(pack, unpack)`): `pack` runs when
+/// an op saves a tensor, and returns the object whose `unpack` gives it back.
+pub trait SavedTensorHooks<V>: Send + Sync {
+    /// Packs `value` (called with grad mode off, as PyTorch does).
+    fn pack(&self, value: &V) -> Result<Arc<dyn PackedTensor<V>>>;
+}
+
+thread_local! {
+    /// The saved-tensor hooks registered on this thread, innermost last. Each entry is
+    /// an `Arc<dyn SavedTensorHooks<V>>` for the graph's value type `V`.
+    static HOOKS: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+    /// An error raised while saving (a pack hook's, or a refused save), which the op
+    /// could not return: its caller takes it with [`take_deferred_error`].
+    static DEFERRED: RefCell<Option<Error>> = const { RefCell::new(None) };
+}
+
+/// Registers saved-tensor hooks on this thread until the matching
+/// [`pop_saved_tensors_hooks`]; the innermost pair packs.
+pub fn push_saved_tensors_hooks<V: Value>(hooks: Arc<dyn SavedTensorHooks<V>>) {
+    HOOKS.with(|h| h.borrow_mut().push(Box::new(hooks)));
+}
+
+/// Removes the innermost saved-tensor hooks of this thread.
+pub fn pop_saved_tensors_hooks() {
+    HOOKS.with(|h| h.borrow_mut().pop());
+}
+
+/// The innermost hooks of this thread, if any.
+fn current_hooks<V: Value>() -> Option<Arc<dyn SavedTensorHooks<V>>> {
+    HOOKS.with(|h| {
+        h.borrow()
+            .last()
+            .and_then(|b| b.downcast_ref::<Arc<dyn SavedTensorHooks<V>>>().cloned())
+    })
+}
+
+/// Records an error met while saving, for the op's caller (the first one wins).
+pub(crate) fn defer_error(err: Error) {
+    DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.is_none() {
+            *d = Some(err);
+        }
+    });
+}
+
+/// The error met while saving by the last op on this thread, if any (and clears it).
+/// Ops build their node in a function that cannot fail, so a pack hook's error or a
+/// refused save waits here; the Python binding raises it from the op. See Note
+/// [Saved tensor hooks].
+pub fn take_deferred_error() -> Option<Error> {
+    DEFERRED.with(|d| d.borrow_mut().take())
+}
+
+/// Whether an error is waiting for [`take_deferred_error`].
+pub(crate) fn has_deferred_error() -> bool {
+    DEFERRED.with(|d| d.borrow().is_some())
+}
+
+/// What a saved slot holds.
+enum Stored<V> {
+    /// The tensor itself (version-checked when unpacked).
+    Plain(V),
+    /// A pack hook's object and the bytes it keeps alive; no version check, as in
+    /// PyTorch.
+    Packed(Arc<dyn PackedTensor<V>>, usize),
+}
+
+impl<V: Clone> Clone for Stored<V> {
+    fn clone(&self) -> Self {
+        match self {
+            Stored::Plain(v) => Stored::Plain(v.clone()),
+            Stored::Packed(p, n) => Stored::Packed(p.clone(), *n),
+        }
+    }
+}
 
 /// Saved-tensor slots of a node: `None` where the rule will not need it.
 pub(crate) type SavedSlots<V> = SmallVec<[Option<SavedTensor<V>>; 2]>;
@@ -28,7 +119,7 @@ impl<V> Copy for Origin<V> {}
 /// A tensor saved for backward.
 #[derive(Clone)]
 pub(crate) struct SavedTensor<V: Value> {
-    variable: V,
+    stored: Stored<V>,
     saved_version: u64,
     /// `(grad_fn, output_nr)` of the saved variable when it was saved, for the error
     /// message. The name is looked up only when the error is raised: saving runs on
@@ -44,11 +135,32 @@ impl<V: Value> SavedTensor<V> {
     /// Saves an input of the op (keeps its history, for double backward).
     pub fn input(variable: &V) -> SavedTensor<V> {
         SavedTensor {
-            variable: variable.clone(),
+            stored: Stored::Plain(variable.clone()),
             saved_version: variable.data().version(),
             origin: variable.history().map(|(id, nr)| (Origin::Node(id), nr)),
             output_nr: None,
         }
+        .packed(variable)
+    }
+
+    /// Runs the thread's pack hook, if any, on `variable`. Its error is deferred (see [`take_deferred_error`])
+    /// and the tensor is kept as is.
+    fn packed(mut self, variable: &V) -> SavedTensor<V> {
+        let Some(hooks) = current_hooks::<V>() else {
+            return self;
+        };
+        if has_deferred_error() {
+            return self;
+        }
+        let _no_grad = grad_mode::no_grad();
+        match hooks.pack(variable) {
+            Ok(packed) => {
+                let bytes = packed.nbytes();
+                self.stored = Stored::Packed(packed, bytes);
+            }
+            Err(e) => defer_error(e),
+        }
+        self
     }
 
     /// Saves the op's own output. It is stored without its `grad_fn`: the node would
@@ -60,11 +172,24 @@ impl<V: Value> SavedTensor<V> {
     /// Saves output `output_nr` of a multi-output op, as [`SavedTensor::output`].
     pub fn output_nr(output: &V, op_name: &'static str, output_nr: u32) -> SavedTensor<V> {
         let data = output.data();
-        SavedTensor {
+        let alias = V::from_data(data.clone());
+        let saved = SavedTensor {
             saved_version: data.version(),
-            variable: V::from_data(data.clone()),
+            stored: Stored::Plain(alias.clone()),
             origin: Some((Origin::Named(op_name), output_nr)),
             output_nr: Some(output_nr),
+        };
+        // The pack hook sees the output without its grad_fn: whatever it returns is
+        // kept by the node, and the output itself would be a node → output → node
+        // cycle (Note [Saved outputs]).
+        saved.packed(&alias)
+    }
+
+    /// The saved variable as it was stored (no version check); `None` when packed.
+    pub(crate) fn variable(&self) -> Option<&V> {
+        match &self.stored {
+            Stored::Plain(v) => Some(v),
+            Stored::Packed(..) => None,
         }
     }
 
@@ -82,15 +207,32 @@ impl<V: Value> SavedTensor<V> {
     /// The bytes of the saved tensor's elements (numel × element size), for graph
     /// statistics (`graph_stats`, `viz.to_dot`).
     pub fn nbytes(&self) -> usize {
-        let t = self.variable.data();
-        t.numel() * t.dtype().size_in_bytes()
+        match &self.stored {
+            Stored::Plain(v) => {
+                let t = v.data();
+                t.numel() * t.dtype().size_in_bytes()
+            }
+            Stored::Packed(_, bytes) => *bytes,
+        }
     }
 
     /// The saved variable, if it was not modified in place since it was saved. `owner`
     /// is the node that saved it: when backward is itself recorded (`create_graph`), a
     /// saved output gets its history back so second derivatives flow through it.
     pub fn unpack(&self, owner: NodeId<V>) -> Result<V> {
-        let tensor = self.variable.data();
+        let variable = match &self.stored {
+            Stored::Plain(v) => v,
+            Stored::Packed(packed, _) => {
+                let value = packed.unpack()?;
+                if let (Some(nr), true) = (self.output_nr, grad_mode::is_grad_enabled()) {
+                    if let Some(node) = NodeRef::upgrade(owner) {
+                        return Ok(V::with_history(value.data().clone(), node, nr));
+                    }
+                }
+                return Ok(value);
+            }
+        };
+        let tensor = variable.data();
         let version = tensor.version();
         if version != self.saved_version {
             let name = self.origin.and_then(|(origin, nr)| match origin {
@@ -119,6 +261,6 @@ impl<V: Value> SavedTensor<V> {
                 return Ok(V::with_history(tensor.clone(), node, nr));
             }
         }
-        Ok(self.variable.clone())
+        Ok(variable.clone())
     }
 }
