@@ -28,6 +28,7 @@ from . import (
     linalg,
     nn,
     return_types,
+    utils,
     viz,
 )
 from ._dtype_info import finfo, iinfo
@@ -310,6 +311,7 @@ __all__ = [
     "ne",
     "neg",
     "nn",
+    "utils",
     "no_grad",
     "norm",
     "ones",

@@ -1553,6 +1553,16 @@ CASES.update(
             RT,
             "hooks are off",
         ),
+        "dropout_probability_out_of_range": (
+            lambda: torch.nn.functional.dropout(x, 1.5),
+            VE,
+            "dropout probability has to be between 0 and 1, but got 1.5",
+        ),
+        "checkpoint_reentrant": (
+            lambda: torch.utils.checkpoint.checkpoint(lambda t: t, x, use_reentrant=True),
+            NIE,
+            "use_reentrant=False",
+        ),
         "inference_tensor_requires_grad_outside": (
             lambda: _inference_tensor().requires_grad_(),
             RT,

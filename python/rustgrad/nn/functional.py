@@ -36,6 +36,7 @@ from .._rustgrad import Tensor
 __all__ = [
     "celu",
     "celu_",
+    "dropout",
     "elu",
     "elu_",
     "gelu",
@@ -61,6 +62,60 @@ __all__ = [
     "softsign",
     "tanh",
 ]
+
+
+def dropout(
+    input: Tensor,
+    p: builtins.float = 0.5,
+    training: builtins.bool = True,
+    inplace: builtins.bool = False,
+) -> Tensor:
+    """Zeroes each element with probability ``p`` and scales the others by
+    ``1 / (1 - p)`` during training; the identity (``input`` itself) when
+    ``training=False`` or ``p == 0``. PyTorch's CPU algorithm: the mask is
+    ``empty_like(input).bernoulli_(1 - p)`` divided by ``1 - p``, multiplied in (grad_fn
+    ``MulBackward0``), so it draws from the global generator and a checkpointed block
+    redraws the same mask when its RNG state is restored.
+
+    Args:
+        input: the tensor.
+        p: the probability of zeroing an element, in ``[0, 1]``.
+        training: apply dropout (else return ``input``).
+        inplace: multiply into ``input``.
+
+    Returns:
+        The result (``input`` itself when in place or not applied).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> F.dropout(rustgrad.ones(4), p=1.0).tolist()
+        [0.0, 0.0, 0.0, 0.0]
+    """
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if p == 1:
+        zero = _rustgrad_zeros_like_scalar(input)
+        return input.mul_(zero) if inplace else input * zero
+    noise = _empty_like(input).bernoulli_(1 - p)
+    noise.div_(1 - p)
+    return input.mul_(noise) if inplace else input * noise
+
+
+def _empty_like(input: Tensor) -> Tensor:
+    """``rustgrad.empty_like`` (imported late: the package imports this module)."""
+    from .. import empty_like
+
+    return empty_like(input)
+
+
+def _rustgrad_zeros_like_scalar(input: Tensor) -> Tensor:
+    """A 0-d zero of ``input``'s dtype (PyTorch's ``at::zeros({}, input.options())``)."""
+    from .. import zeros
+
+    return zeros((), dtype=input.dtype)
 
 
 def relu(input: Tensor, inplace: builtins.bool = False) -> Tensor:

@@ -1,0 +1,5 @@
+"""``rustgrad.utils``: ``checkpoint`` (activation checkpointing)."""
+
+from . import checkpoint
+
+__all__ = ["checkpoint"]

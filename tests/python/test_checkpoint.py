@@ -1,0 +1,140 @@
+"""Activation checkpointing (rustgrad.utils.checkpoint) and nn.functional.dropout.
+Expected gradients come from the same computation without checkpointing (bitwise) and
+from closed forms; the saved-bytes figure from graph_stats; behaviour as PyTorch 2.15's
+documented semantics."""
+
+import math
+
+import numpy as np
+import pytest
+import rustgrad as torch
+import rustgrad.nn.functional as F
+from rustgrad.utils.checkpoint import checkpoint, checkpoint_sequential
+
+
+def _mlp_params(layers=20, width=32, seed=0):
+    rng = np.random.default_rng(seed)
+    return [
+        torch.tensor(rng.standard_normal((width, width)) / math.sqrt(width), requires_grad=True)
+        for _ in range(layers)
+    ]
+
+
+def _block(h, w):
+    return (h @ w).tanh()
+
+
+def _grads(params):
+    out = [p.grad.clone() for p in params]
+    for p in params:
+        p.grad = None
+    return out
+
+
+def test_checkpointed_mlp_halves_saved_bytes_with_identical_gradients():
+    params = _mlp_params()
+    x = torch.tensor(np.random.default_rng(1).standard_normal((16, 32)))
+
+    h = x
+    for w in params:
+        h = _block(h, w)
+    plain_loss = h.sum()
+    plain_stats = torch.autograd.graph_stats(plain_loss)
+    plain_loss.backward()
+    plain = _grads(params)
+
+    h = x
+    for w in params:
+        h = checkpoint(_block, h, w, use_reentrant=False)
+    ckpt_loss = h.sum()
+    ckpt_stats = torch.autograd.graph_stats(ckpt_loss)
+    ckpt_loss.backward()
+    ckpt = _grads(params)
+
+    assert ckpt_stats.saved_bytes * 2 <= plain_stats.saved_bytes
+    assert ckpt_loss.item() == plain_loss.item()
+    for a, b in zip(plain, ckpt):
+        assert np.array_equal(a.numpy(), b.numpy())
+
+
+def test_checkpoint_sequential_matches_plain():
+    params = _mlp_params(layers=6, width=8, seed=2)
+    fs = [lambda h, w=w: _block(h, w) for w in params]
+    x = torch.tensor(np.random.default_rng(3).standard_normal((4, 8)), requires_grad=True)
+    h = x
+    for f in fs:
+        h = f(h)
+    h.sum().backward()
+    plain = _grads(params) + [x.grad.clone()]
+    x.grad = None
+    out = checkpoint_sequential(fs, 3, x, use_reentrant=False)
+    out.sum().backward()
+    ckpt = _grads(params) + [x.grad.clone()]
+    for a, b in zip(plain, ckpt):
+        assert np.array_equal(a.numpy(), b.numpy())
+
+
+def test_recompute_runs_once():
+    calls = [0]
+    x = torch.tensor([0.5, 1.5], requires_grad=True)
+
+    def f(t):
+        calls[0] += 1
+        return (t * t).exp() * t
+
+    y = checkpoint(f, x, use_reentrant=False)
+    assert calls[0] == 1
+    y.sum().backward()
+    assert calls[0] == 2
+    # d/dt (t exp(t^2)) = exp(t^2) (1 + 2 t^2).
+    expected = [math.exp(t * t) * (1 + 2 * t * t) for t in (0.5, 1.5)]
+    assert x.grad.tolist() == pytest.approx(expected, rel=1e-6)
+
+
+def test_dropout_in_checkpoint_uses_the_same_mask():
+    torch.manual_seed(0)
+    x = torch.ones(200, requires_grad=True)
+    w = torch.full((200,), 3.0, requires_grad=True)
+
+    def f(t, w):
+        return F.dropout(t * w, p=0.5)
+
+    y = checkpoint(f, x, w, use_reentrant=False)
+    # The gradient of x is 3 * mask / 0.5 where y kept an element, 0 where it dropped it:
+    # the recomputation must have drawn the forward's mask.
+    y.sum().backward()
+    kept = [v != 0 for v in y.tolist()]
+    assert 50 < sum(kept) < 150
+    assert x.grad.tolist() == [6.0 if k else 0.0 for k in kept]
+    assert w.grad.tolist() == [2.0 if k else 0.0 for k in kept]
+
+
+def test_use_reentrant_not_passed_warns_as_pytorch():
+    x = torch.ones(2, requires_grad=True)
+    with pytest.warns(UserWarning, match="the use_reentrant parameter should be passed"):
+        with pytest.raises(NotImplementedError, match="use_reentrant=False"):
+            checkpoint(lambda t: t * 2, x)
+    with pytest.raises(NotImplementedError, match="use_reentrant=False"):
+        checkpoint(lambda t: t * 2, x, use_reentrant=True)
+    with pytest.warns(UserWarning, match="checkpoint_sequential: the use_reentrant"):
+        with pytest.raises(NotImplementedError):
+            checkpoint_sequential([lambda t: t], 1, x)
+
+
+def test_dropout_edge_cases():
+    x = torch.ones(4, requires_grad=True)
+    assert F.dropout(x, 0.0) is x
+    assert F.dropout(x, 0.5, training=False) is x
+    y = F.dropout(x, 1.0)
+    assert y.tolist() == [0.0] * 4 and type(y.grad_fn).__name__ == "MulBackward0"
+    for p in (-0.1, 1.1):
+        with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+            F.dropout(x, p)
+    z = torch.ones(1000)
+    r = F.dropout(z, 0.25, inplace=True)
+    assert r is z
+    values = set(z.tolist())
+    assert values <= {0.0, float(np.float32(1.0) / np.float32(0.75))}
+    assert 150 < z.tolist().count(0.0) < 350
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        F.dropout(torch.ones(3, dtype=torch.long), 0.5)
