@@ -257,3 +257,27 @@ def test_saved_attribute_version_check_and_unpack_hook():
         z = x * x
     assert z.grad_fn._saved_other.tolist() == [1.0, 1.0]
     assert calls == [1]
+
+
+def test_raw_saved_register_hooks():
+    x = torch.ones(2, requires_grad=True)
+    w = torch.ones(2)
+    y = x * w
+    raw = y.grad_fn._raw_saved_other
+    assert type(raw).__name__ == "SavedTensor"
+    log = []
+    # pack runs at once; backward reads the doubled `other` through unpack.
+    raw.register_hooks(lambda t: log.append("p") or t * 2, lambda t: log.append("u") or t)
+    assert log == ["p"]
+    with pytest.raises(RuntimeError, match="hooks have already been set"):
+        raw.register_hooks(lambda t: t, lambda t: t)
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    assert log == ["p", "u"]
+    unsaved = (x * w).grad_fn._raw_saved_self
+    with pytest.raises(RuntimeError, match="with value None is forbidden"):
+        unsaved.register_hooks(lambda t: t, lambda t: t)
+    with pytest.raises(TypeError):
+        unsaved.register_hooks(1, lambda t: t)
+    with pytest.raises(AttributeError):
+        _ = y.grad_fn._raw_saved_foo

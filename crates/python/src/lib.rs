@@ -444,6 +444,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
     m.add_function(wrap_pyfunction!(saved_hooks::_push_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(saved_hooks::_pop_saved_tensors_hooks, m)?)?;
+    m.add_class::<node::PySavedTensor>()?;
     m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
     Ok(())
 }

@@ -48,6 +48,35 @@ fn saved_slot(node: &str, attr: &str) -> Option<usize> {
     })
 }
 
+/// One saved tensor of a node (PyTorch's `torch._C._autograd.SavedTensor`, from
+/// `grad_fn._raw_saved_<name>`): hooks can be registered on it.
+#[pyclass(name = "SavedTensor", module = "rustgrad.autograd.graph", frozen)]
+pub struct PySavedTensor {
+    node: NodeRef,
+    index: usize,
+}
+
+#[pymethods]
+impl PySavedTensor {
+    /// Packs the saved tensor now with `pack_hook`; backward will read it through
+    /// `unpack_hook`. One pair per saved tensor, as in PyTorch.
+    fn register_hooks(
+        &self,
+        py: Python<'_>,
+        pack_hook: Py<PyAny>,
+        unpack_hook: Py<PyAny>,
+    ) -> PyResult<()> {
+        if !pack_hook.bind(py).is_callable() || !unpack_hook.bind(py).is_callable() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "register_hooks(): incompatible function arguments: pack_hook and \
+                 unpack_hook must be callables",
+            ));
+        }
+        let hooks = crate::saved_hooks::python_hooks(pack_hook, unpack_hook);
+        autograd::graph::register_saved_hooks(self.node.id(), self.index, &hooks).py()
+    }
+}
+
 /// The live Python object of each node that has one. See Note [Python object identity].
 static NODE_OBJECTS: ObjectTable<NodeId> = ObjectTable::new();
 
@@ -171,8 +200,19 @@ impl PyNode {
     /// tensors the node saved, as its backward reads them (None for one the op did not
     /// need to save). Any other attribute raises AttributeError.
     fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        let id = self.node()?.id();
+        let node = self.node()?;
+        let id = node.id();
         let node_name = autograd::node_name(id).py()?;
+        if let Some(index) = name
+            .strip_prefix("_raw_saved_")
+            .and_then(|attr| saved_slot(node_name, attr))
+        {
+            let raw = PySavedTensor {
+                node: node.clone(),
+                index,
+            };
+            return Ok(Py::new(py, raw)?.into_any());
+        }
         let index = name
             .strip_prefix("_saved_")
             .and_then(|attr| saved_slot(node_name, attr))

@@ -12,7 +12,7 @@ use rustgrad::Variable;
 use std::sync::Arc;
 
 /// A registered `(pack_hook, unpack_hook)` pair.
-struct PyHooks {
+pub struct PyHooks {
     pack: Py<PyAny>,
     unpack: Arc<Py<PyAny>>,
 }
@@ -76,13 +76,18 @@ impl PackedTensor<Variable> for PyPacked {
     }
 }
 
+/// The engine hooks for a Python `(pack_hook, unpack_hook)` pair.
+pub fn python_hooks(pack_hook: Py<PyAny>, unpack_hook: Py<PyAny>) -> PyHooks {
+    PyHooks {
+        pack: pack_hook,
+        unpack: Arc::new(unpack_hook),
+    }
+}
+
 /// Registers `(pack_hook, unpack_hook)` on this thread until `_pop_saved_tensors_hooks`.
 #[pyfunction]
 pub fn _push_saved_tensors_hooks(pack_hook: Py<PyAny>, unpack_hook: Py<PyAny>) {
-    saved::push_saved_tensors_hooks::<Variable>(Arc::new(PyHooks {
-        pack: pack_hook,
-        unpack: Arc::new(unpack_hook),
-    }));
+    saved::push_saved_tensors_hooks::<Variable>(Arc::new(python_hooks(pack_hook, unpack_hook)));
 }
 
 /// Removes this thread's innermost saved-tensor hooks.

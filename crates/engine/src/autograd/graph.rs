@@ -781,3 +781,27 @@ pub fn saved_tensor<V: Value>(id: NodeId<V>, index: usize) -> Result<Option<V>> 
     };
     slot.map(|s| s.unpack(id)).transpose()
 }
+
+/// Packs saved tensor `index` of node `id` with `hooks` now (Python's
+/// `grad_fn._raw_saved_<name>.register_hooks(pack, unpack)`): its backward will unpack
+/// it through them. An empty slot (not saved, or released by a backward) raises
+/// PyTorch's "Calling register_hooks on a saved tensor with value None is forbidden".
+/// The pack hook runs outside the arena lock.
+pub fn register_saved_hooks<V: Value>(
+    id: NodeId<V>,
+    index: usize,
+    hooks: &dyn super::saved::SavedTensorHooks<V>,
+) -> Result<()> {
+    let slot = arena::<V>().node(id)?.saved.get(index).cloned().flatten();
+    let slot = slot.ok_or_else(|| {
+        Error::InvalidArgument(
+            "Calling register_hooks on a saved tensor with value None is forbidden".into(),
+        )
+    })?;
+    let packed = slot.with_hooks(hooks)?;
+    let mut a = arena::<V>();
+    if let Some(s) = a.node_mut(id)?.saved.get_mut(index) {
+        *s = Some(packed);
+    }
+    Ok(())
+}

@@ -195,13 +195,40 @@ impl<V: Value> SavedTensor<V> {
 
     /// If this is a saved output, makes it `to`'s data at its current version and returns
     /// the value it held (see [`graph::rebind_saved_outputs`]).
+    /// A packed output is left alone: the pack hook owns what was saved.
     pub fn rebind_output(&mut self, to: &V) -> Option<V> {
         self.output_nr?;
+        let Stored::Plain(variable) = &mut self.stored else {
+            return None;
+        };
         let data = to.data();
         self.saved_version = data.version();
         let new = V::from_data(data.clone());
         drop(data);
-        Some(std::mem::replace(&mut self.variable, new))
+        Some(std::mem::replace(variable, new))
+    }
+
+    /// This plain saved tensor packed now by `hooks` (PyTorch's
+    /// `SavedTensor.register_hooks`); a tensor already packed refuses a second pair.
+    pub(crate) fn with_hooks(&self, hooks: &dyn SavedTensorHooks<V>) -> Result<SavedTensor<V>> {
+        let Stored::Plain(variable) = &self.stored else {
+            return Err(Error::InvalidArgument(
+                "Calling register_hooks on a saved tensor whose hooks have already been set. \
+                 Hint: only one pair of hooks is allowed at a time."
+                    .into(),
+            ));
+        };
+        let packed = {
+            let _no_grad = grad_mode::no_grad();
+            hooks.pack(variable)?
+        };
+        let bytes = packed.nbytes();
+        Ok(SavedTensor {
+            stored: Stored::Packed(packed, bytes),
+            saved_version: self.saved_version,
+            origin: self.origin,
+            output_nr: self.output_nr,
+        })
     }
 
     /// The bytes of the saved tensor's elements (numel × element size), for graph
