@@ -138,3 +138,20 @@ def test_dropout_edge_cases():
     assert 150 < z.tolist().count(0.0) < 350
     with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
         F.dropout(torch.ones(3, dtype=torch.long), 0.5)
+
+
+def test_nested_checkpoint_and_large_tensors_match_plain():
+    rng = np.random.default_rng(4)
+    x = torch.tensor(rng.standard_normal((300, 300)) / 20, requires_grad=True)
+
+    def inner(b):
+        return (b * b).exp()
+
+    def outer(a):
+        return checkpoint(inner, a, use_reentrant=False).sin() @ a
+
+    checkpoint(outer, x, use_reentrant=False).sum().backward()
+    ckpt = x.grad.clone()
+    x.grad = None
+    ((x * x).exp().sin() @ x).sum().backward()
+    assert np.array_equal(ckpt.numpy(), x.grad.numpy())
