@@ -774,7 +774,7 @@ pub fn saved_tensor<V: Value>(id: NodeId<V>, index: usize) -> Result<Option<V>> 
     let slot = {
         let a = arena::<V>();
         let node = a.node(id)?;
-        if node.released {
+        if node.released() {
             return Err(Error::BackwardTwice);
         }
         node.saved.get(index).cloned().flatten()
