@@ -1312,6 +1312,17 @@ impl Variable {
         self.tensor().copy_from(&out.tensor(), site)
     }
 
+    /// Makes this variable output `output_nr` of `node` (a custom op's output, or a
+    /// dirty input rebased onto it). The old `grad_fn` is dropped after unlocking.
+    pub(crate) fn set_history(&self, node: NodeRef, output_nr: u32) {
+        let old = {
+            let mut m = self.meta();
+            m.output_nr = output_nr;
+            m.grad_fn.replace(node)
+        };
+        drop(old);
+    }
+
     /// A variable with a private copy of this one's data and the same history.
     pub(crate) fn twin(&self) -> Result<Variable> {
         let m = self.meta_fresh();

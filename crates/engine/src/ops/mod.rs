@@ -7,6 +7,7 @@
 
 pub(crate) mod binary;
 pub(crate) mod copy;
+pub(crate) mod custom;
 pub(crate) mod index;
 pub(crate) mod inplace;
 pub(crate) mod linalg;
@@ -45,6 +46,8 @@ pub(crate) enum Rule {
     Copy(copy::Rule),
     /// A rule of `inplace.rs`.
     Inplace(inplace::Rule),
+    /// A user-defined backward (`custom.rs`).
+    Custom(custom::Rule),
 }
 
 impl Rule {
@@ -60,6 +63,7 @@ impl Rule {
             Rule::Ternary(r) => r.name(),
             Rule::Copy(r) => r.name(),
             Rule::Inplace(r) => r.name(),
+            Rule::Custom(r) => r.name(),
         }
     }
 
@@ -81,6 +85,7 @@ impl Rule {
             Rule::Ternary(r) => r.apply(saved, grad, needs),
             Rule::Copy(r) => r.apply(saved, grad, needs),
             Rule::Inplace(r) => r.apply(saved, grad, needs),
+            Rule::Custom(r) => r.apply_multi(saved, &[Some(grad.clone())], needs),
         }
     }
 }
@@ -113,6 +118,7 @@ impl NodeRule<Variable> for OpRule {
         match &self.0 {
             Rule::Shape(r) if r.is_multi_output() => r.apply_multi(grads),
             Rule::Reduce(r) if r.is_multi_output() => r.apply_multi(saved, grads),
+            Rule::Custom(r) => r.apply_multi(saved, grads, needs),
             rule => match grads.first().and_then(Option::as_ref) {
                 Some(grad) => rule.apply(saved, grad, needs),
                 None => Ok(needs.iter().map(|_| None).collect()),
@@ -166,6 +172,12 @@ impl From<ternary::Rule> for Rule {
 impl From<copy::Rule> for Rule {
     fn from(rule: copy::Rule) -> Rule {
         Rule::Copy(rule)
+    }
+}
+
+impl From<custom::Rule> for Rule {
+    fn from(rule: custom::Rule) -> Rule {
+        Rule::Custom(rule)
     }
 }
 

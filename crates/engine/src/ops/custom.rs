@@ -1,0 +1,316 @@
+//! Custom ops: a backward written by the user (PyTorch's `autograd.Function`), run as a
+//! node of the graph. The forward is the caller's: it computes the outputs with grad
+//! mode off, then [`Variable::record_custom`] records ONE node for all of them (Note
+//! [Multi-output nodes]) whose rule calls a [`CustomBackward`]. The rule materializes
+//! undefined output gradients (unless told not to), and checks the gradients it gets
+//! back as PyTorch's `validate_outputs` does. See Note [Custom Functions].
+
+use crate::autograd::grad_mode;
+use crate::autograd::graph::{self, InputMeta, NodeKind};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops::Grads;
+use crate::shape::Dims;
+use crate::tensor::Tensor;
+use crate::variable::{NodeRef, SavedSlots, SavedTensor, Variable};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// A user-defined backward: what a custom op's node runs.
+///
+/// `grads` has one slot per output of the op (`None`: no gradient reached that output
+/// and materialization is off); `saved` holds the tensors given as
+/// [`CustomOptions::saved`], already checked against in-place writes; `needs_input_grad`
+/// says which inputs want a gradient. It returns one gradient per input (`None` where
+/// there is none). Written with differentiable `Variable` ops, it also serves double
+/// backward (`create_graph`: grad mode is on while it runs).
+pub trait CustomBackward: Send + Sync + 'static {
+    /// The node's name (`FBackward` for a Python class `F`): see [`intern_name`].
+    fn name(&self) -> &'static str;
+    /// The gradients of the inputs.
+    fn backward(
+        &self,
+        grads: &[Option<Variable>],
+        saved: &[Option<Variable>],
+        needs_input_grad: &[bool],
+    ) -> Result<Vec<Option<Variable>>>;
+}
+
+/// How [`Variable::record_custom`] treats the outputs (PyTorch's `ctx.mark_dirty`,
+/// `ctx.mark_non_differentiable`, `ctx.save_for_backward`, `ctx.set_materialize_grads`).
+pub struct CustomOptions<'a> {
+    /// Inputs the forward modified in place: they take the node as their new history.
+    pub dirty: &'a [Variable],
+    /// Outputs that get no history.
+    pub non_differentiable: &'a [Variable],
+    /// Tensors kept for backward (inputs, outputs or others; `None` allowed).
+    pub saved: &'a [Option<Variable>],
+    /// Whether undefined output gradients reach the backward as zeros (PyTorch's
+    /// default) or as `None`.
+    pub materialize_grads: bool,
+}
+
+impl Default for CustomOptions<'_> {
+    fn default() -> Self {
+        CustomOptions {
+            dirty: &[],
+            non_differentiable: &[],
+            saved: &[],
+            materialize_grads: true,
+        }
+    }
+}
+
+/// A `&'static str` for a custom op's name. Names are kept once each: a program that
+/// defines N distinct Function classes leaks N strings, however many nodes it records.
+pub fn intern_name(name: &str) -> &'static str {
+    static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let names = names.get_or_insert_with(HashSet::new);
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+/// A custom op's rule, shared (one pointer in the node).
+#[derive(Clone)]
+pub(crate) struct Rule(Arc<CustomRule>);
+
+struct CustomRule {
+    backward: Arc<dyn CustomBackward>,
+    /// Dtype and shape of each input that has an edge (`None`: no gradient flows there),
+    /// to check the returned gradients.
+    inputs: Vec<Option<(DType, Dims)>>,
+    /// Dtype and shape of each output, to materialize undefined gradients.
+    outputs: Vec<(DType, Dims)>,
+    materialize_grads: bool,
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Custom({})", self.0.backward.name())
+    }
+}
+
+impl Rule {
+    /// The node's name, as the user's backward gives it.
+    pub(crate) fn name(&self) -> &'static str {
+        self.0.backward.name()
+    }
+
+    /// Runs the user's backward on every output slot and validates its gradients.
+    pub(crate) fn apply_multi(
+        &self,
+        saved: &[Option<Variable>],
+        grads: &[Option<Variable>],
+        needs: &[bool],
+    ) -> Result<Grads> {
+        let rule = &*self.0;
+        let grads: Vec<Option<Variable>> = rule
+            .outputs
+            .iter()
+            .enumerate()
+            .map(
+                |(i, (dtype, shape))| match grads.get(i).cloned().flatten() {
+                    Some(g) => Some(g),
+                    None if rule.materialize_grads => {
+                        Some(Variable::from_tensor(Tensor::zeros(shape, *dtype)))
+                    }
+                    None => None,
+                },
+            )
+            .collect();
+        let out = rule.backward.backward(&grads, saved, needs)?;
+        let name = rule.backward.name();
+        if out.len() != rule.inputs.len() {
+            return Err(Error::InvalidArgument(format!(
+                "function {name} returned an incorrect number of gradients (expected {}, got {})",
+                rule.inputs.len(),
+                out.len()
+            )));
+        }
+        out.into_iter()
+            .zip(&rule.inputs)
+            .enumerate()
+            .map(|(i, (g, meta))| match (g, meta) {
+                (Some(g), Some((dtype, shape))) => validate(name, i, g, *dtype, shape).map(Some),
+                // PyTorch checks only gradients that flow somewhere.
+                _ => Ok(None),
+            })
+            .collect()
+    }
+}
+
+/// PyTorch's `InputMetadata::maybe_reduce` and dtype cast: a gradient whose shape the
+/// input's expands to is summed down to it; any other shape is an error.
+fn validate(
+    name: &str,
+    index: usize,
+    grad: Variable,
+    dtype: DType,
+    shape: &[usize],
+) -> Result<Variable> {
+    let gshape = grad.shape();
+    let grad = if gshape.as_slice() == shape {
+        grad
+    } else if expandable(shape, &gshape) {
+        grad.sum_to_size(shape)?
+    } else {
+        return Err(Error::InvalidArgument(format!(
+            "Function {name} returned an invalid gradient at index {index} - got {:?} but expected shape compatible with {:?}",
+            gshape.as_slice(),
+            shape
+        )));
+    };
+    if grad.dtype() != dtype {
+        if !grad.dtype().is_floating_point() {
+            return Err(Error::InvalidArgument(format!(
+                "Function {name} returned an invalid gradient at index {index} - expected dtype {} but got {}",
+                dtype.scalar_type_name(),
+                grad.dtype().scalar_type_name()
+            )));
+        }
+        return grad.to_dtype(dtype);
+    }
+    Ok(grad)
+}
+
+/// Whether `shape` broadcasts to `target` (PyTorch's `is_expandable_to`).
+fn expandable(shape: &[usize], target: &[usize]) -> bool {
+    shape.len() <= target.len()
+        && shape
+            .iter()
+            .rev()
+            .zip(target.iter().rev())
+            .all(|(&s, &t)| s == t || s == 1)
+}
+
+/// What each output of a custom op is.
+struct OutputKind {
+    input: bool,
+    dirty: bool,
+    differentiable: bool,
+}
+
+impl Variable {
+    /// Records a custom op (PyTorch's `Function.apply` after `forward`): `outputs` were
+    /// computed from `inputs` with grad mode off; when grad mode is on and an input
+    /// requires grad, ONE node running `backward` becomes their history (output `i` is
+    /// `(node, i)`) and its edges are the inputs' gradient edges. Returns the outputs to
+    /// hand out: an input returned as-is comes back as a new alias with the node as its
+    /// history, a dirty input is itself rebased onto the node, a non-differentiable
+    /// output has no history (a detached alias when it is an input).
+    ///
+    /// Errors: a dirty input that is a leaf requiring grad ("a leaf Variable that
+    /// requires grad has been used in an in-place operation."); a dirty view
+    /// (not supported).
+    pub fn record_custom(
+        backward: Arc<dyn CustomBackward>,
+        inputs: &[&Variable],
+        outputs: &[Variable],
+        options: CustomOptions<'_>,
+    ) -> Result<Vec<Variable>> {
+        let needs: Vec<bool> = inputs.iter().map(|v| v.requires_grad()).collect();
+        let executable = grad_mode::is_grad_enabled() && needs.iter().any(|&n| n);
+        let kinds: Vec<OutputKind> = outputs
+            .iter()
+            .map(|out| OutputKind {
+                input: inputs.iter().any(|i| i.same(out)),
+                dirty: options.dirty.iter().any(|d| d.same(out)),
+                differentiable: out.dtype().is_floating_point()
+                    && !options.non_differentiable.iter().any(|n| n.same(out)),
+            })
+            .collect();
+        if !executable {
+            return Ok(outputs
+                .iter()
+                .zip(&kinds)
+                .map(|(out, k)| {
+                    if k.input && !k.dirty {
+                        out.detach()
+                    } else {
+                        out.clone()
+                    }
+                })
+                .collect());
+        }
+        for (out, k) in outputs.iter().zip(&kinds) {
+            if k.dirty && k.differentiable {
+                if out.is_leaf() && out.requires_grad() {
+                    return Err(Error::InvalidArgument(
+                        "a leaf Variable that requires grad has been used in an in-place operation.".into(),
+                    ));
+                }
+                if out.view_base().is_some() {
+                    return Err(Error::NotImplemented(
+                        "rustgrad: ctx.mark_dirty on a view is not supported".into(),
+                    ));
+                }
+            }
+        }
+        let name = backward.name();
+        let saved: SavedSlots = options
+            .saved
+            .iter()
+            .map(|s| {
+                s.as_ref().map(|v| {
+                    // A saved output is kept without its history (which would be this
+                    // node: a cycle) and re-attached for double backward.
+                    match outputs
+                        .iter()
+                        .zip(&kinds)
+                        .position(|(o, k)| k.differentiable && o.same(v))
+                    {
+                        Some(nr) => SavedTensor::output_nr(v, name, nr as u32),
+                        None => SavedTensor::input(v),
+                    }
+                })
+            })
+            .collect();
+        let meta: InputMeta = outputs.iter().map(|o| (o.dtype(), o.shape())).collect();
+        let rule = Rule(Arc::new(CustomRule {
+            backward,
+            inputs: inputs
+                .iter()
+                .zip(&needs)
+                .map(|(v, &n)| n.then(|| (v.dtype(), v.shape())))
+                .collect(),
+            outputs: meta.iter().cloned().collect(),
+            materialize_grads: options.materialize_grads,
+        }));
+        let edges = inputs
+            .iter()
+            .zip(&needs)
+            .map(|(v, &n)| if n { v.gradient_edge() } else { None })
+            .collect();
+        let node: NodeRef = graph::create_node_with_sources(
+            NodeKind::Op(crate::ops::OpRule(rule.into())),
+            edges,
+            saved,
+            meta,
+        );
+        Ok(outputs
+            .iter()
+            .zip(&kinds)
+            .enumerate()
+            .map(|(nr, (out, k))| {
+                let nr = nr as u32;
+                if !k.differentiable {
+                    if k.input {
+                        out.detach()
+                    } else {
+                        out.clone()
+                    }
+                } else if k.input && !k.dirty {
+                    Variable::with_history(out.tensor().clone(), node.clone(), nr)
+                } else {
+                    out.set_history(node.clone(), nr);
+                    out.clone()
+                }
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,242 @@
+//! Custom ops defined from Rust (`Variable::record_custom` with a `CustomBackward`):
+//! gradients against closed forms, double backward, the checks of returned gradients,
+//! errors from the backward and in-place (dirty) outputs.
+
+use rustgrad::autograd::{self, no_grad};
+use rustgrad::{
+    intern_name, CustomBackward, CustomOptions, DType, Error, Result, Tensor, Variable,
+};
+use std::sync::Arc;
+
+fn leaf(data: &[f64], requires_grad: bool) -> Variable {
+    Variable::new(
+        Tensor::from_vec(data.to_vec(), &[data.len()]).unwrap(),
+        requires_grad,
+    )
+    .unwrap()
+}
+
+fn values(v: &Variable) -> Vec<f64> {
+    v.to_vec::<f64>()
+}
+
+/// `sin(x)` with backward `grad * cos(x)` written with differentiable ops.
+struct Sin;
+
+impl CustomBackward for Sin {
+    fn name(&self) -> &'static str {
+        intern_name("SinFnBackward")
+    }
+
+    fn backward(
+        &self,
+        grads: &[Option<Variable>],
+        saved: &[Option<Variable>],
+        _needs: &[bool],
+    ) -> Result<Vec<Option<Variable>>> {
+        let x = saved[0].as_ref().unwrap();
+        let g = grads[0].as_ref().unwrap();
+        Ok(vec![Some(g.mul(&x.cos()?)?)])
+    }
+}
+
+fn custom_sin(x: &Variable) -> Variable {
+    let out = {
+        let _guard = no_grad();
+        x.sin().unwrap()
+    };
+    let saved = [Some(x.clone())];
+    let options = CustomOptions {
+        saved: &saved,
+        ..CustomOptions::default()
+    };
+    Variable::record_custom(Arc::new(Sin), &[x], &[out], options)
+        .unwrap()
+        .remove(0)
+}
+
+#[test]
+fn a_custom_op_is_one_named_node_with_the_inputs_edges() {
+    let x = leaf(&[0.5, 1.0], true);
+    let y = custom_sin(&x);
+    assert_eq!(
+        autograd::node_name(y.grad_fn().unwrap().id()).unwrap(),
+        "SinFnBackward"
+    );
+    assert!(!y.is_leaf());
+    assert_close(&values(&y), &[0.5f64.sin(), 1.0f64.sin()]);
+    y.sum().unwrap().backward().unwrap();
+    assert_close(&values(&x.grad().unwrap()), &[0.5f64.cos(), 1.0f64.cos()]);
+}
+
+#[test]
+fn double_backward_goes_through_the_custom_backward() {
+    let x = leaf(&[0.3, -0.7], true);
+    let y = custom_sin(&x).sum().unwrap();
+    let g =
+        Variable::autograd_grad(&[y], std::slice::from_ref(&x), &[], true, true, false).unwrap();
+    let g = g[0].clone().unwrap();
+    assert_close(&values(&g), &[0.3f64.cos(), (-0.7f64).cos()]);
+    let gg = Variable::autograd_grad(
+        &[g.sum().unwrap()],
+        std::slice::from_ref(&x),
+        &[],
+        false,
+        false,
+        false,
+    )
+    .unwrap();
+    assert_close(
+        &values(gg[0].as_ref().unwrap()),
+        &[-(0.3f64.sin()), 0.7f64.sin()],
+    );
+}
+
+#[test]
+fn names_are_interned_once() {
+    let a = intern_name("SomeClassBackward");
+    let b = intern_name(&String::from("SomeClassBackward"));
+    assert!(std::ptr::eq(a, b));
+}
+
+/// Returns whatever it was built with, to test the checks of returned gradients.
+struct Returns(Vec<Option<Variable>>);
+
+impl CustomBackward for Returns {
+    fn name(&self) -> &'static str {
+        "FBackward"
+    }
+
+    fn backward(
+        &self,
+        _grads: &[Option<Variable>],
+        _saved: &[Option<Variable>],
+        _needs: &[bool],
+    ) -> Result<Vec<Option<Variable>>> {
+        Ok(self.0.clone())
+    }
+}
+
+fn double_with(x: &Variable, backward: Returns) -> Variable {
+    let out = {
+        let _guard = no_grad();
+        x.mul_scalar(2.0).unwrap()
+    };
+    Variable::record_custom(Arc::new(backward), &[x], &[out], CustomOptions::default())
+        .unwrap()
+        .remove(0)
+}
+
+#[test]
+fn wrong_gradient_count_and_shape_are_pytorchs_errors() {
+    let x = leaf(&[1.0, 2.0], true);
+    let y = double_with(&x, Returns(vec![]));
+    let err = y.sum().unwrap().backward().unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "function FBackward returned an incorrect number of gradients (expected 1, got 0)"
+    );
+    let y = double_with(&x, Returns(vec![Some(leaf(&[1.0, 1.0, 1.0], false))]));
+    let err = y.sum().unwrap().backward().unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "Function FBackward returned an invalid gradient at index 0 - got [3] but expected shape compatible with [2]"
+    );
+}
+
+#[test]
+fn a_broadcast_gradient_is_summed_and_another_dtype_cast() {
+    let x = leaf(&[1.0, 2.0], true);
+    let wide = Variable::new(Tensor::ones(&[3, 2], DType::F32), false).unwrap();
+    let y = double_with(&x, Returns(vec![Some(wide)]));
+    y.sum().unwrap().backward().unwrap();
+    let g = x.grad().unwrap();
+    assert_eq!(g.dtype(), DType::F64);
+    assert_eq!(values(&g), vec![3.0, 3.0]);
+}
+
+/// Fails with an external error.
+struct Fails;
+
+impl CustomBackward for Fails {
+    fn name(&self) -> &'static str {
+        "FailsBackward"
+    }
+
+    fn backward(
+        &self,
+        _grads: &[Option<Variable>],
+        _saved: &[Option<Variable>],
+        _needs: &[bool],
+    ) -> Result<Vec<Option<Variable>>> {
+        Err(Error::InvalidArgument("boom".into()))
+    }
+}
+
+#[test]
+fn an_error_in_the_backward_reaches_the_caller_and_the_engine_stays_usable() {
+    let x = leaf(&[1.0], true);
+    let out = {
+        let _guard = no_grad();
+        x.mul_scalar(2.0).unwrap()
+    };
+    let y = Variable::record_custom(Arc::new(Fails), &[&x], &[out], CustomOptions::default())
+        .unwrap()
+        .remove(0);
+    assert_eq!(y.sum().unwrap().backward().unwrap_err().to_string(), "boom");
+    let z = custom_sin(&x);
+    z.sum().unwrap().backward().unwrap();
+    assert_close(&values(&x.grad().unwrap()), &[1.0f64.cos()]);
+}
+
+#[test]
+fn a_dirty_input_takes_the_node_as_its_history() {
+    let x = leaf(&[1.0, 2.0], true);
+    let a = x.mul_scalar(1.0).unwrap();
+    let version = a.tensor().version();
+    {
+        let _guard = no_grad();
+        a.add_(&leaf(&[1.0, 1.0], false)).unwrap();
+    }
+    let outs = Variable::record_custom(
+        Arc::new(Returns(vec![Some(leaf(&[5.0, 7.0], false))])),
+        &[&a],
+        std::slice::from_ref(&a),
+        CustomOptions {
+            dirty: std::slice::from_ref(&a),
+            ..CustomOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(outs[0].same(&a));
+    assert_eq!(a.tensor().version(), version + 1);
+    assert_eq!(
+        autograd::node_name(a.grad_fn().unwrap().id()).unwrap(),
+        "FBackward"
+    );
+    a.sum().unwrap().backward().unwrap();
+    assert_eq!(values(&x.grad().unwrap()), vec![5.0, 7.0]);
+
+    // A leaf that requires grad cannot be dirty.
+    let err = Variable::record_custom(
+        Arc::new(Returns(vec![None])),
+        &[&x],
+        std::slice::from_ref(&x),
+        CustomOptions {
+            dirty: std::slice::from_ref(&x),
+            ..CustomOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a leaf Variable that requires grad has been used in an in-place operation."
+    );
+}
+
+fn assert_close(actual: &[f64], expected: &[f64]) {
+    assert_eq!(actual.len(), expected.len());
+    for (a, e) in actual.iter().zip(expected) {
+        assert!((a - e).abs() < 1e-12, "{actual:?} vs {expected:?}");
+    }
+}
