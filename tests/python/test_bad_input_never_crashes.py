@@ -1526,6 +1526,36 @@ def _hooks_while_disabled():
             pass
 
 
+# Custom autograd Functions: what backward returns, and what ctx is given.
+class _Returns(torch.autograd.Function):
+    """Returns ``ctx.result(grad)`` from backward."""
+
+    @staticmethod
+    def forward(ctx, x, result, extra=None):
+        ctx.result = result
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx.result(g)
+
+
+class _Dirty(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, marked):
+        ctx.mark_dirty(marked)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+def _custom_backward(result, *extra):
+    w = torch.ones(2, requires_grad=True)
+    _Returns.apply(w, result, *extra).sum().backward()
+
+
 CASES.update(
     {
         "inference_tensor_saved_for_backward": (
@@ -1567,6 +1597,74 @@ CASES.update(
             lambda: _inference_tensor().requires_grad_(),
             RT,
             "Setting requires_grad=True on inference tensor outside InferenceMode",
+        ),
+    }
+)
+
+
+CASES.update(
+    {
+        "custom_backward_too_many_grads": (
+            lambda: _custom_backward(lambda g: (g, g, g, g)),
+            RT,
+            "function _ReturnsBackward returned an incorrect number of gradients (expected 2, "
+            "got 4)",
+        ),
+        "custom_backward_no_grads": (
+            lambda: _custom_backward(lambda g: ()),
+            RT,
+            "returned an incorrect number of gradients (expected 2, got 0)",
+        ),
+        "custom_backward_wrong_shape": (
+            lambda: _custom_backward(lambda g: (torch.ones(5), None, None)),
+            RT,
+            "Function _ReturnsBackward returned an invalid gradient at index 0 - got [5] but "
+            "expected shape compatible with [2]",
+        ),
+        "custom_backward_returns_a_string": (
+            lambda: _custom_backward(lambda g: ("no", None, None)),
+            RT,
+            "expected Variable or None (got str)",
+        ),
+        "custom_backward_grad_for_a_number_argument": (
+            lambda: _custom_backward(lambda g: (g, g, None)),
+            RT,
+            "returned a gradient different than None at position 2, but the corresponding "
+            "forward input was not a Variable",
+        ),
+        "custom_backward_raises": (
+            lambda: _custom_backward(lambda g: 1 / 0),
+            ZeroDivisionError,
+            "division by zero",
+        ),
+        "custom_mark_dirty_number": (
+            lambda: _Dirty.apply(torch.ones(2), 3),
+            RT,
+            "mark_dirty can only accept variables, but argument 0 is of type int",
+        ),
+        "custom_mark_dirty_leaf": (
+            lambda: _Dirty.apply(*[torch.ones(2, requires_grad=True)] * 2),
+            RT,
+            "a leaf Variable that requires grad has been used in an in-place operation.",
+        ),
+        "custom_save_number": (
+            lambda: type(
+                "SavesNumber",
+                (torch.autograd.Function,),
+                {"forward": staticmethod(lambda ctx, x: ctx.save_for_backward(1) or x)},
+            ).apply(torch.ones(1, requires_grad=True)),
+            TE,
+            "save_for_backward can only save variables, but argument 0 is of type int",
+        ),
+        "custom_saved_tensors_outside_backward": (
+            lambda: torch.autograd.function.FunctionCtx().saved_tensors,
+            AttributeError,
+            "'FunctionCtx' object has no attribute 'saved_tensors'",
+        ),
+        "custom_legacy_call": (
+            lambda: _Returns()(torch.ones(1)),
+            RT,
+            "Legacy autograd function with non-static forward method is deprecated",
         ),
     }
 )

@@ -9,6 +9,7 @@ mod errors;
 mod factory;
 mod flag;
 mod hooks;
+mod function;
 mod identity;
 mod node;
 mod ops;
@@ -435,6 +436,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_make_variable, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(function::_custom_apply, m)?)?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from .. import _rustgrad
 from .._rustgrad import Tensor
-from . import functional, graph
+from . import function, functional, graph
+from .function import Function
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -23,9 +24,11 @@ from .graph import graph_stats
 from .variable import Variable
 
 __all__ = [
+    "Function",
     "Variable",
     "backward",
     "enable_grad",
+    "function",
     "functional",
     "grad",
     "gradcheck",
