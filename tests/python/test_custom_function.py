@@ -171,11 +171,42 @@ def test_input_returned_as_is_is_a_new_tensor_with_the_node():
 
     x = dleaf(1.0, 2.0)
     y = Identity.apply(x)
-    assert y is not x
+    assert y is not x and y._base is x
     assert type(y.grad_fn).__name__ == "IdentityBackward"
     assert y.grad_fn.next_functions[0][0].variable is x
     y.sum().backward()
     assert x.grad.tolist() == [3.0, 3.0]
+    a = x * 1.0
+    for target, name in ((lambda t: t, "Identity"), (lambda t: t[0], "Select")):
+        y = Identity.apply(a)
+        with pytest.raises(RuntimeError) as info:
+            target(y).add_(1.0)
+        assert str(info.value).startswith(
+            f"Output 0 of {name} is a view and is being modified inplace. This view was "
+            "created inside a custom Function (or because an input was returned as-is)"
+        )
+    assert a.tolist() == [1.0, 2.0]
+
+
+def test_a_view_made_in_forward_refuses_in_place_writes():
+    class First(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[0]
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.stack([g, torch.zeros_like(g)])
+
+    x = dleaf(1.0, 2.0)
+    a = x * 1.0
+    y = First.apply(a)
+    # (``y._base is a`` in PyTorch; here a non-leaf base is a new object with a's data.)
+    assert y._base.tolist() == a.tolist() and type(y.grad_fn).__name__ == "FirstBackward"
+    with pytest.raises(RuntimeError, match="Output 0 of First is a view and is being modified"):
+        y.add_(1.0)
+    y.backward()
+    assert x.grad.tolist() == [1.0, 0.0]
 
 
 def test_non_tensor_outputs_pass_through_and_get_none_gradients():

@@ -178,6 +178,11 @@ pub enum Error {
     /// ("Output 0 of Split is a view and is being modified inplace.").
     #[error("{0} This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")]
     MultiOutputViewInplace(String),
+    /// Recorded in-place op on an input a custom Function returned as-is (or a view of
+    /// it). The text is the first sentence ("Output 0 of F is a view and is being
+    /// modified inplace.").
+    #[error("{0} This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.")]
+    CustomFunctionViewInplace(String),
     /// A saved tensor was written in place after being saved.
     #[error("one of the variables needed for gradient computation has been modified by an inplace operation: [{type_name} {shape:?}]{origin}, is at version {version}; expected version {expected} instead.{site}")]
     ModifiedByInplace {

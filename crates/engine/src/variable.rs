@@ -88,6 +88,10 @@ struct AutogradMeta {
     retains_grad: bool,
     /// A leaf's tensor hooks and post-accumulate-grad hooks (Note [Hooks]).
     hooks: Option<Box<NodeHooks<Variable>>>,
+    /// For views: an input a custom Function returned as-is, or a view of one (PyTorch's
+    /// `CreationMeta::IN_CUSTOM_FUNCTION`): recorded in-place writes raise, and its
+    /// history stays the Function's node (Note [Custom Functions]).
+    view_custom_function: bool,
 }
 
 /// A counted reference to a node of the graph of [`Variable`]s (a `grad_fn`).
@@ -283,9 +287,10 @@ impl Variable {
     fn meta_fresh(&self) -> MutexGuard<'_, AutogradMeta> {
         let m = self.meta();
         let stale = match &m.view_base {
-            Some(base) if m.view_version != self.tensor().version() => {
-                Some((base.clone(), m.view_created_with_grad))
-            }
+            Some(base) if m.view_version != self.tensor().version() => Some((
+                base.clone(),
+                m.view_created_with_grad && !m.view_custom_function,
+            )),
             _ => None,
         };
         let Some((base, created_with_grad)) = stale else {
@@ -647,11 +652,19 @@ impl Variable {
     ) -> Variable {
         let version = result.version();
         let out = Variable::record(result, &[self], |_, _| (op(), SmallVec::new()));
-        let (base, multi_output) = {
+        let (base, multi_output, custom) = {
             let m = self.meta();
-            (m.view_base.clone(), m.view_multi_output)
+            (
+                m.view_base.clone(),
+                m.view_multi_output,
+                m.view_custom_function,
+            )
         };
         out.set_view_of(base.unwrap_or_else(|| self.clone()), version, multi_output);
+        if custom {
+            let mut m = out.meta();
+            m.view_custom_function = m.view_created_with_grad;
+        }
         out
     }
 
@@ -1208,10 +1221,25 @@ impl Variable {
     /// The name is the view's grad_fn's without its `Backward0` suffix; a view without
     /// history (its base does not require grad) gets PyTorch's no_grad sentence.
     fn check_multi_output_view(&self) -> Result<()> {
-        let (multi_output, grad_fn, output_nr) = {
+        let (multi_output, custom, grad_fn, output_nr) = {
             let m = self.meta();
-            (m.view_multi_output, m.grad_fn.clone(), m.output_nr)
+            (
+                m.view_multi_output,
+                m.view_custom_function,
+                m.grad_fn.clone(),
+                m.output_nr,
+            )
         };
+        if custom {
+            let name = grad_fn
+                .and_then(|f| graph::node_name(f.id()).ok())
+                .unwrap_or("Function");
+            let name = name.trim_end_matches(|c: char| c.is_ascii_digit());
+            let name = name.strip_suffix("Backward").unwrap_or(name);
+            return Err(Error::CustomFunctionViewInplace(format!(
+                "Output {output_nr} of {name} is a view and is being modified inplace."
+            )));
+        }
         if !multi_output {
             return Ok(());
         }
@@ -1310,6 +1338,26 @@ impl Variable {
             });
         }
         self.tensor().copy_from(&out.tensor(), site)
+    }
+
+    /// Makes this fresh alias of `input` (an input a custom Function returned as-is) a
+    /// view of it whose recorded in-place writes raise, as PyTorch's.
+    pub(crate) fn set_custom_function_view_of(&self, input: &Variable) {
+        let base = input.view_base().unwrap_or_else(|| input.clone());
+        let version = self.tensor().version();
+        self.set_view_of(base, version, false);
+        self.meta().view_custom_function = true;
+    }
+
+    /// A custom Function's differentiable output that is a view (made by its forward,
+    /// under no_grad): as PyTorch's `CreationMeta::IN_CUSTOM_FUNCTION`, recorded
+    /// in-place writes raise the custom-Function error instead of the no_grad one.
+    pub(crate) fn mark_custom_function_view(&self) {
+        let mut m = self.meta();
+        if m.view_base.is_some() {
+            m.view_created_with_grad = true;
+            m.view_custom_function = true;
+        }
     }
 
     /// Makes this variable output `output_nr` of `node` (a custom op's output, or a

@@ -240,3 +240,27 @@ fn assert_close(actual: &[f64], expected: &[f64]) {
         assert!((a - e).abs() < 1e-12, "{actual:?} vs {expected:?}");
     }
 }
+
+#[test]
+fn an_input_returned_as_is_is_a_view_that_refuses_in_place_writes() {
+    let x = leaf(&[1.0, 2.0], true);
+    let a = x.mul_scalar(1.0).unwrap();
+    let outs = Variable::record_custom(
+        Arc::new(Returns(vec![Some(leaf(&[4.0, 4.0], false))])),
+        &[&a],
+        std::slice::from_ref(&a),
+        CustomOptions::default(),
+    )
+    .unwrap();
+    let y = &outs[0];
+    assert!(!y.same(&a));
+    assert!(y.view_base().unwrap().same(&a));
+    let err = y.add_(&leaf(&[1.0, 1.0], false)).unwrap_err().to_string();
+    assert!(
+        err.starts_with("Output 0 of F is a view and is being modified inplace. This view was created inside a custom Function"),
+        "{err}"
+    );
+    assert_eq!(values(&a), vec![1.0, 2.0]);
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(values(&x.grad().unwrap()), vec![4.0, 4.0]);
+}

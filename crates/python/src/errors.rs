@@ -51,6 +51,7 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::ViewOfLeafInplace
         | Error::NoGradViewInplace
         | Error::MultiOutputViewInplace(_)
+        | Error::CustomFunctionViewInplace(_)
         | Error::ModifiedByInplace { .. }
         | Error::RequiresGradNonFloat
         | Error::NewLeafRequiresGradNonFloat

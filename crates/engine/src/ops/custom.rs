@@ -305,9 +305,14 @@ impl Variable {
                         out.clone()
                     }
                 } else if k.input && !k.dirty {
-                    Variable::with_history(out.tensor().clone(), node.clone(), nr)
+                    let alias = Variable::with_history(out.tensor().clone(), node.clone(), nr);
+                    alias.set_custom_function_view_of(out);
+                    alias
                 } else {
                     out.set_history(node.clone(), nr);
+                    if !k.dirty {
+                        out.mark_custom_function_view();
+                    }
                     out.clone()
                 }
             })
