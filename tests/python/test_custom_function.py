@@ -487,23 +487,26 @@ def test_an_exception_in_backward_reaches_the_caller_unchanged():
     assert x.grad.tolist() == pytest.approx([math.cos(1.0)])
 
 
+class Reentrant(Function):
+    """Calls ``autograd.grad`` and ``backward`` inside its backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            inner = x.detach().requires_grad_()
+            (d,) = torch.autograd.grad((inner * inner).sum(), inner)
+            other = inner * 3
+            other.sum().backward()
+        return g * d
+
+
 def test_reentrant_backward_and_grad_inside_backward():
-    class Reentrant(Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            with torch.enable_grad():
-                inner = x.detach().requires_grad_()
-                (d,) = torch.autograd.grad((inner * inner).sum(), inner)
-                other = inner * 3
-                other.sum().backward()
-            return g * d
-
     x = dleaf(1.0, 2.0)
     Reentrant.apply(x).sum().backward()
     assert x.grad.tolist() == [2.0, 4.0]
@@ -519,10 +522,13 @@ def test_threads_running_custom_backward_finish():
                 Sin.apply(Exp.apply(x)).sum().backward()
                 expected = [math.cos(math.exp(v)) * math.exp(v) for v in (0.5, 1.0)]
                 assert x.grad.tolist() == pytest.approx(expected)
+                x.grad = None
+                Reentrant.apply(x).sum().backward()
+                assert x.grad.tolist() == [1.0, 2.0]  # 2x
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
+    threads = [threading.Thread(target=work) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
