@@ -448,6 +448,8 @@ def test_gradient_of_another_dtype_is_cast():
     x = dleaf(1.0, 2.0)
     make_returning(lambda g: torch.ones(2, dtype=torch.float32)).apply(x).sum().backward()
     assert x.grad.dtype == torch.float64 and x.grad.tolist() == [1.0, 1.0]
+    make_returning(lambda g: torch.ones(2, dtype=torch.int64)).apply(x).sum().backward()
+    assert x.grad.dtype == torch.float64 and x.grad.tolist() == [2.0, 2.0]
 
 
 def test_gradient_for_a_non_tensor_input_and_a_non_tensor_gradient():

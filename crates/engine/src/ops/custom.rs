@@ -165,14 +165,8 @@ fn validate(
             shape
         )));
     };
+    // Any other dtype (even an integer one) is cast, as PyTorch's.
     if grad.dtype() != dtype {
-        if !grad.dtype().is_floating_point() {
-            return Err(Error::InvalidArgument(format!(
-                "Function {name} returned an invalid gradient at index {index} - expected dtype {} but got {}",
-                dtype.scalar_type_name(),
-                grad.dtype().scalar_type_name()
-            )));
-        }
         return grad.to_dtype(dtype);
     }
     Ok(grad)
