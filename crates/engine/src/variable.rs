@@ -24,6 +24,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 #[derive(Clone)]
 pub struct Variable(Arc<VariableInner>);
 
+/// A reference to a [`Variable`] that does not keep it alive (what the graph holds of a
+/// leaf, Note [The graph does not own leaves]).
+#[derive(Clone)]
+pub struct WeakVariable(std::sync::Weak<VariableInner>);
+
 struct VariableInner {
     /// The data the variable was made with, until `set_data` replaces it.
     tensor: Tensor,
@@ -148,13 +153,41 @@ static ARENA: Arena<Variable> = Arena::new();
 impl Value for Variable {
     type Rule = OpRule;
     type Data<'a> = TensorRef<'a>;
+    type Weak = WeakVariable;
 
     fn arena() -> &'static Arena<Variable> {
         &ARENA
     }
 
+    fn downgrade(&self) -> Self::Weak {
+        WeakVariable(Arc::downgrade(&self.0))
+    }
+
+    fn upgrade(weak: &Self::Weak) -> Option<Variable> {
+        weak.0.upgrade().map(Variable)
+    }
+
     fn data(&self) -> TensorRef<'_> {
         self.tensor()
+    }
+
+    fn detached(&self) -> Variable {
+        self.detach()
+    }
+
+    fn for_saving(&self) -> Variable {
+        let m = self.meta_fresh();
+        match (&m.view_base, &m.grad_fn) {
+            (Some(_), Some(grad_fn)) => {
+                let (grad_fn, output_nr) = (grad_fn.clone(), m.output_nr);
+                drop(m);
+                Variable::with_history(self.tensor().clone(), grad_fn, output_nr)
+            }
+            _ => {
+                drop(m);
+                self.clone()
+            }
+        }
     }
 
     fn from_data(tensor: Tensor) -> Variable {
@@ -588,7 +621,7 @@ impl Variable {
             return Some(EdgeSource::Owned(node));
         }
         let node = graph::create_node(
-            NodeKind::AccumulateGrad(self.clone()),
+            NodeKind::AccumulateGrad(self.downgrade()),
             SmallVec::new(),
             SmallVec::new(),
             output_meta(&self.tensor()),

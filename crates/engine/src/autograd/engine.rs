@@ -301,11 +301,8 @@ fn execute<V: Value>(
         }
         let mut task = graph::take_task(id, retain_graph)?;
         let node_hooks = task.hooks.take();
-        let leaf = match &task.kind {
-            NodeKind::AccumulateGrad(v) => Some(v),
-            NodeKind::Op(_) | NodeKind::CopySlices { .. } => None,
-        };
-        let hooks = with_leaf_hooks(node_hooks, leaf);
+        let leaf = task.kind.leaf();
+        let hooks = with_leaf_hooks(node_hooks, leaf.as_ref());
         if hooks.is_none() && inputs.iter().all(Option::is_none) {
             // Nothing flowed here (all contributions were None): still release deps.
             release_dependencies(&mut pending, &mut ready, &task.next_edges);
@@ -328,7 +325,7 @@ fn execute<V: Value>(
                     let buffer = inputs.iter().cloned().collect();
                     run_node(&task, id, buffer, &pending, retain_graph)?.into_vec()
                 };
-                if let NodeKind::AccumulateGrad(variable) = &task.kind {
+                if let Some(variable) = &leaf {
                     if inputs.first().is_some_and(Option::is_some) {
                         for (_, hook) in &hooks.post_accumulate {
                             hook(variable)?;
@@ -370,8 +367,11 @@ fn run_node<V: Value>(
     retain_graph: bool,
 ) -> Result<Grads<V>> {
     match &task.kind {
-        NodeKind::AccumulateGrad(variable) => {
-            if let Some(grad) = inputs.into_iter().next().flatten() {
+        NodeKind::AccumulateGrad(_) => {
+            // A leaf that is gone has no `.grad` anyone could read.
+            if let (Some(variable), Some(grad)) =
+                (task.kind.leaf(), inputs.into_iter().next().flatten())
+            {
                 variable.accumulate(grad)?;
             }
             Ok(Grads::new())

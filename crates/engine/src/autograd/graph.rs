@@ -113,7 +113,9 @@ pub(crate) enum NodeKind<V: Value> {
     /// Apply a derivative formula.
     Op(V::Rule),
     /// Add the incoming gradient to a leaf's `.grad`.
-    AccumulateGrad(V),
+    /// The leaf is held weakly: the user owns it, the graph does not (Note [The graph
+    /// does not own leaves]); a leaf that is gone receives nothing.
+    AccumulateGrad(V::Weak),
     /// PyTorch's CopySlices: the history of a base whose view was written in place by
     /// the op of node `inner` (owned by this node). See Note [In-place ops].
     CopySlices {
@@ -131,6 +133,16 @@ impl<V: Value> Clone for NodeKind<V> {
                 layout: layout.clone(),
                 inner: *inner,
             },
+        }
+    }
+}
+
+impl<V: Value> NodeKind<V> {
+    /// The leaf of an AccumulateGrad node, if it is still alive.
+    pub(crate) fn leaf(&self) -> Option<V> {
+        match self {
+            NodeKind::AccumulateGrad(v) => V::upgrade(v),
+            NodeKind::Op(_) | NodeKind::CopySlices { .. } => None,
         }
     }
 }
@@ -565,11 +577,7 @@ pub(crate) type CaptureHooks<V> = (Option<Box<NodeHooks<V>>>, Option<V>);
 pub(crate) fn capture_hooks<V: Value>(id: NodeId<V>) -> Result<CaptureHooks<V>> {
     let a = arena::<V>();
     let node = a.node(id)?;
-    let leaf = match &node.kind {
-        NodeKind::AccumulateGrad(v) => Some(v.clone()),
-        NodeKind::Op(_) | NodeKind::CopySlices { .. } => None,
-    };
-    Ok((node.hooks(), leaf))
+    Ok((node.hooks(), node.kind.leaf()))
 }
 
 /// Runs `update` on the node's extras (created when missing), under the arena lock:
@@ -717,10 +725,7 @@ pub fn next_functions<V: Value>(id: NodeId<V>) -> Result<NextFunctions<V>> {
 /// The leaf variable of an `AccumulateGrad` node.
 pub fn accumulate_grad_variable<V: Value>(id: NodeId<V>) -> Result<Option<V>> {
     let a = arena::<V>();
-    Ok(match &a.node(id)?.kind {
-        NodeKind::AccumulateGrad(v) => Some(v.clone()),
-        NodeKind::Op(_) | NodeKind::CopySlices { .. } => None,
-    })
+    Ok(a.node(id)?.kind.leaf())
 }
 
 /// The sequence number of a node (its creation order).

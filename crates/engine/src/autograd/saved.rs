@@ -81,18 +81,23 @@ pub(crate) fn has_deferred_error() -> bool {
 }
 
 /// What a saved slot holds.
-enum Stored<V> {
+enum Stored<V: Value> {
     /// The tensor itself (version-checked when unpacked).
     Plain(V),
+    /// A leaf that requires grad: its data without history, and the leaf itself held
+    /// weakly. Unpacking gives the leaf while it lives (so higher derivatives reach it
+    /// and `_saved_self is x`), else the data. See Note [The graph does not own leaves].
+    Leaf(V, V::Weak),
     /// A pack hook's object and the bytes it keeps alive; no version check, as in
     /// PyTorch.
     Packed(Arc<dyn PackedTensor<V>>, usize),
 }
 
-impl<V: Clone> Clone for Stored<V> {
+impl<V: Value> Clone for Stored<V> {
     fn clone(&self) -> Self {
         match self {
             Stored::Plain(v) => Stored::Plain(v.clone()),
+            Stored::Leaf(v, w) => Stored::Leaf(v.clone(), w.clone()),
             Stored::Packed(p, n) => Stored::Packed(p.clone(), *n),
         }
     }
@@ -134,10 +139,18 @@ pub(crate) struct SavedTensor<V: Value> {
 impl<V: Value> SavedTensor<V> {
     /// Saves an input of the op (keeps its history, for double backward).
     pub fn input(variable: &V) -> SavedTensor<V> {
+        let history = variable.history();
+        let stored = match history {
+            None if variable.needs_grad() => {
+                Stored::Leaf(variable.detached(), variable.downgrade())
+            }
+            None => Stored::Plain(variable.clone()),
+            Some(_) => Stored::Plain(variable.for_saving()),
+        };
         SavedTensor {
-            stored: Stored::Plain(variable.clone()),
+            stored,
             saved_version: variable.data().version(),
-            origin: variable.history().map(|(id, nr)| (Origin::Node(id), nr)),
+            origin: history.map(|(id, nr)| (Origin::Node(id), nr)),
             output_nr: None,
         }
         .packed(variable)
@@ -188,7 +201,7 @@ impl<V: Value> SavedTensor<V> {
     /// The saved variable as it was stored (no version check); `None` when packed.
     pub(crate) fn variable(&self) -> Option<&V> {
         match &self.stored {
-            Stored::Plain(v) => Some(v),
+            Stored::Plain(v) | Stored::Leaf(v, _) => Some(v),
             Stored::Packed(..) => None,
         }
     }
@@ -211,7 +224,7 @@ impl<V: Value> SavedTensor<V> {
     /// This plain saved tensor packed now by `hooks` (PyTorch's
     /// `SavedTensor.register_hooks`); a tensor already packed refuses a second pair.
     pub(crate) fn with_hooks(&self, hooks: &dyn SavedTensorHooks<V>) -> Result<SavedTensor<V>> {
-        let Stored::Plain(variable) = &self.stored else {
+        let (Stored::Plain(variable) | Stored::Leaf(variable, _)) = &self.stored else {
             return Err(Error::InvalidArgument(
                 "Calling register_hooks on a saved tensor whose hooks have already been set. \
                  Hint: only one pair of hooks is allowed at a time."
@@ -235,7 +248,7 @@ impl<V: Value> SavedTensor<V> {
     /// statistics (`graph_stats`, `viz.to_dot`).
     pub fn nbytes(&self) -> usize {
         match &self.stored {
-            Stored::Plain(v) => {
+            Stored::Plain(v) | Stored::Leaf(v, _) => {
                 let t = v.data();
                 t.numel() * t.dtype().size_in_bytes()
             }
@@ -247,8 +260,18 @@ impl<V: Value> SavedTensor<V> {
     /// is the node that saved it: when backward is itself recorded (`create_graph`), a
     /// saved output gets its history back so second derivatives flow through it.
     pub fn unpack(&self, owner: NodeId<V>) -> Result<V> {
+        let alive;
         let variable = match &self.stored {
             Stored::Plain(v) => v,
+            // The leaf itself while it lives (it may have been given new data with
+            // `x.data = ...`, which backward then reads, as PyTorch's); else its data.
+            Stored::Leaf(v, leaf) => match V::upgrade(leaf) {
+                Some(leaf) => {
+                    alive = leaf;
+                    &alive
+                }
+                None => v,
+            },
             Stored::Packed(packed, _) => {
                 let value = packed.unpack()?;
                 if let (Some(nr), true) = (self.output_nr, grad_mode::is_grad_enabled()) {

@@ -26,12 +26,28 @@ pub trait Value: Clone + Send + Sync + Sized + 'static {
     where
         Self: 'a;
 
+    /// A reference that does not keep the value alive: what the graph holds of a leaf,
+    /// so that leaf → `.grad` → graph → leaf is no cycle (Note [The graph does not own
+    /// leaves]).
+    type Weak: Clone + Send + Sync + 'static;
+
     /// The one arena that holds the nodes of this value type's graph.
     fn arena() -> &'static Arena<Self>;
     /// The data.
     fn data(&self) -> Self::Data<'_>;
+    /// A weak reference to this value.
+    fn downgrade(&self) -> Self::Weak;
+    /// The value `weak` refers to, if it is still alive.
+    fn upgrade(weak: &Self::Weak) -> Option<Self>;
     /// A value without history.
     fn from_data(tensor: Tensor) -> Self;
+    /// A value sharing this one's data (and version counter) without history: what a
+    /// saved leaf keeps (Note [The graph does not own leaves]).
+    fn detached(&self) -> Self;
+    /// What a node keeps when it saves this non-leaf input: the same data and history,
+    /// without references that could lead back to a leaf (a view's base), so that a
+    /// `.grad` with history never closes a cycle (Note [The graph does not own leaves]).
+    fn for_saving(&self) -> Self;
     /// A value that is output `output_nr` of `grad_fn`.
     fn with_history(tensor: Tensor, grad_fn: NodeRef<Self>, output_nr: u32) -> Self;
     /// `(grad_fn, output_nr)` if the value was made by a recorded op.
