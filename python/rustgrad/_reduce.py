@@ -76,54 +76,64 @@ def prod(
     return _t(input).prod(dim, keepdim, dtype=dtype)
 
 
+# ``unbiased`` not given (PyTorch refuses an explicit None).
+_NOT_GIVEN: Any = object()
+
+
+def _unbiased(unbiased: Any) -> dict[str, Any]:
+    return {} if unbiased is _NOT_GIVEN else {"unbiased": unbiased}
+
+
 def var(
     input: Tensor,
     dim: Any = None,
-    unbiased: Any = None,
+    unbiased: Any = _NOT_GIVEN,
     keepdim: builtins.bool = False,
     *,
     correction: Any = None,
 ) -> Tensor:
     """Variance over ``dim`` with ``correction`` (default 1) or ``unbiased``."""
-    return _t(input).var(dim, unbiased, keepdim, correction=correction)
+    return _t(input).var(dim, keepdim=keepdim, correction=correction, **_unbiased(unbiased))
 
 
 def std(
     input: Tensor,
     dim: Any = None,
-    unbiased: Any = None,
+    unbiased: Any = _NOT_GIVEN,
     keepdim: builtins.bool = False,
     *,
     correction: Any = None,
 ) -> Tensor:
     """Standard deviation over ``dim`` with ``correction`` (default 1) or ``unbiased``."""
-    return _t(input).std(dim, unbiased, keepdim, correction=correction)
+    return _t(input).std(dim, keepdim=keepdim, correction=correction, **_unbiased(unbiased))
 
 
 def var_mean(
     input: Tensor,
     dim: Any = None,
-    unbiased: Any = None,
+    unbiased: Any = _NOT_GIVEN,
     keepdim: builtins.bool = False,
     *,
     correction: Any = None,
 ) -> tuple[Tensor, Tensor]:
     """``(var, mean)`` over the same dims: outputs 0 and 1 of one
     ``VarMeanBackward0`` node, as PyTorch's."""
-    return _t(input)._var_mean(dim, unbiased, keepdim, correction=correction)
+    return _t(input)._var_mean(dim, keepdim=keepdim, correction=correction, **_unbiased(unbiased))
 
 
 def std_mean(
     input: Tensor,
     dim: Any = None,
-    unbiased: Any = None,
+    unbiased: Any = _NOT_GIVEN,
     keepdim: builtins.bool = False,
     *,
     correction: Any = None,
 ) -> tuple[Tensor, Tensor]:
     """``(std, mean)`` over the same dims: outputs 0 and 1 of one
     ``StdMeanBackward0`` node (see ``var_mean``)."""
-    return _t(input)._var_mean(dim, unbiased, keepdim, correction=correction, std=True)
+    return _t(input)._var_mean(
+        dim, keepdim=keepdim, correction=correction, std=True, **_unbiased(unbiased)
+    )
 
 
 def cumsum(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:

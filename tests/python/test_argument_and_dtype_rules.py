@@ -177,3 +177,45 @@ def test_tensor_data_up_to_128_dims_and_cpu_devices():
     assert torch.tensor(range(5)).tolist() == [0, 1, 2, 3, 4]
     assert torch.zeros(2, device="cpu:0").tolist() == [0.0, 0.0]
     assert torch.ones(1).to("cpu").tolist() == [1.0]
+
+
+# PyTorch's parser names the function in a rejected bool argument's message.
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda x: x.sum(0, keepdim=1), "sum(): argument 'keepdim' must be bool, not int"),
+        (lambda x: x.amax(0, keepdim=1), "amax(): argument 'keepdim' must be bool, not int"),
+        (lambda x: x.topk(1, largest=1), "topk(): argument 'largest' must be bool, not int"),
+        (
+            lambda x: torch.zeros(2, requires_grad=1),
+            "zeros(): argument 'requires_grad' must be bool, not int",
+        ),
+        (
+            lambda x: x.std(0, keepdim=1),
+            "std() received an invalid combination of arguments",
+        ),
+        (
+            lambda x: x.std(unbiased=None),
+            "std() received an invalid combination of arguments",
+        ),
+        (
+            lambda x: torch.var(x, 0, unbiased=None),
+            "var() received an invalid combination of arguments",
+        ),
+    ],
+)
+def test_bool_argument_errors_name_the_function(call, message):
+    with pytest.raises(TypeError) as e:
+        call(torch.ones(2, 3))
+    assert message in str(e.value)
+
+
+def test_var_and_std_take_unbiased_when_given():
+    x = torch.tensor([1.0, 2.0, 4.0], dtype=torch.float64)
+    a = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(torch.var(x, 0, False).item(), a.var())
+    np.testing.assert_allclose(torch.var(x, unbiased=True).item(), a.var(ddof=1))
+    np.testing.assert_allclose(x.std(0, True).item(), a.std(ddof=1))
+    np.testing.assert_allclose(torch.std(x).item(), a.std(ddof=1))
+    v, m = torch.var_mean(x, 0, unbiased=False)
+    np.testing.assert_allclose([v.item(), m.item()], [a.var(), a.mean()])

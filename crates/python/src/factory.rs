@@ -42,7 +42,7 @@ pub fn linspace(
     steps: i64,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::linspace_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     crate::device::check_device(device)?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or_else(DType::default_float);
@@ -62,7 +62,7 @@ pub fn logspace(
     base: f64,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::logspace_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     crate::device::check_device(device)?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or_else(DType::default_float);
@@ -82,7 +82,7 @@ pub fn eye(
     m: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::eye_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     crate::device::check_device(device)?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or_else(DType::default_float);

@@ -9,8 +9,10 @@
 //! after the argument, with `#[pyo3(from_py_with = flag::keepdim)]`.
 //!
 //! PyO3 hands an extractor the object but not the argument's or the function's name,
-//! so each argument gets its own small function (written by the macro); the function's
-//! name is left out of the message (PyO3 adds "while processing 'keepdim'" as a note).
+//! so each (function, argument) pair gets its own small function, written by the
+//! `per_function!` macro from the argument kinds of `flags!`: the message starts with
+//! the function's name as PyTorch's does ("sum(): argument 'keepdim' must be bool, not
+//! int", "std() received an invalid combination of arguments - ...").
 //! Rejected: a `Flag<Name>` newtype, which would have changed every default expression
 //! (`keepdim = false`) and every use site of the parameter.
 
@@ -38,7 +40,7 @@ fn parser_type_name(obj: &Bound<'_, PyAny>) -> String {
 /// `obj` as a bool when it is exactly a Python bool, else PyTorch's TypeError naming
 /// `name` (with the "invalid combination" wording when the PyTorch function has several
 /// overloads).
-fn check(obj: &Bound<'_, PyAny>, name: &str, overloaded: bool) -> PyResult<bool> {
+fn check(obj: &Bound<'_, PyAny>, (name, overloaded): Flag, function: &str) -> PyResult<bool> {
     if let Ok(b) = obj.cast_exact::<PyBool>() {
         return Ok(b.is_true());
     }
@@ -46,20 +48,41 @@ fn check(obj: &Bound<'_, PyAny>, name: &str, overloaded: bool) -> PyResult<bool>
         "argument '{name}' must be bool, not {}",
         parser_type_name(obj)
     );
-    Err(PyTypeError::new_err(if overloaded {
-        format!("received an invalid combination of arguments - {what}")
+    let prefix = if function.is_empty() {
+        String::new()
+    } else if overloaded {
+        format!("{function}() ")
     } else {
-        what
+        format!("{function}(): ")
+    };
+    Err(PyTypeError::new_err(if overloaded {
+        format!("{prefix}received an invalid combination of arguments - {what}")
+    } else {
+        format!("{prefix}{what}")
     }))
 }
 
-/// Writes one extractor per argument: `fn name(obj) -> PyResult<bool>`.
+/// A bool argument: its name, and whether PyTorch's function has several overloads.
+type Flag = (&'static str, bool);
+
+/// Names each kind of bool argument: `const KEEPDIM: Flag = ("keepdim", false)`.
 macro_rules! flags {
     ($($(#[$doc:meta])* $func:ident = $arg:literal, overloaded = $over:literal;)*) => {
         $(
             $(#[$doc])*
+            #[allow(non_upper_case_globals)]
+            const $func: Flag = ($arg, $over);
+        )*
+    };
+}
+
+/// Writes one extractor per (function, argument): `fn sum_keepdim(obj)`.
+macro_rules! per_function {
+    ($($func:ident = ($name:literal, $flag:ident);)*) => {
+        $(
+            #[doc = concat!("`", stringify!($flag), "` of `", $name, "`.")]
             pub(crate) fn $func(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-                check(obj, $arg, $over)
+                check(obj, $flag, $name)
             }
         )*
     };
@@ -100,14 +123,66 @@ flags! {
     non_blocking = "non_blocking", overloaded = false;
 }
 
-/// `unbiased` of `std`/`var` (several overloads in PyTorch); `None` is taken as "not
-/// given", the default.
-pub(crate) fn unbiased(obj: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
-    if obj.is_none() {
-        Ok(None)
-    } else {
-        check(obj, "unbiased", true).map(Some)
-    }
+per_function! {
+    all_keepdim_overloaded = ("all", keepdim_overloaded);
+    amax_keepdim = ("amax", keepdim);
+    amin_keepdim = ("amin", keepdim);
+    any_keepdim_overloaded = ("any", keepdim_overloaded);
+    arange_requires_grad_overloaded = ("arange", requires_grad_overloaded);
+    argmax_keepdim = ("argmax", keepdim);
+    argmin_keepdim = ("argmin", keepdim);
+    argsort_descending = ("argsort", descending);
+    argsort_stable = ("argsort", stable);
+    cuda_non_blocking = ("cuda", non_blocking);
+    empty_requires_grad = ("empty", requires_grad);
+    eye_requires_grad_overloaded = ("eye", requires_grad_overloaded);
+    fill_diagonal_inplace_wrap = ("fill_diagonal_", wrap);
+    full_requires_grad = ("full", requires_grad);
+    gather_sparse_grad = ("gather", sparse_grad);
+    index_put_inplace_accumulate = ("index_put_", accumulate);
+    linspace_requires_grad_overloaded = ("linspace", requires_grad_overloaded);
+    logspace_requires_grad_overloaded = ("logspace", requires_grad_overloaded);
+    logsumexp_keepdim = ("logsumexp", keepdim);
+    max_keepdim = ("max", keepdim);
+    mean_keepdim = ("mean", keepdim);
+    median_keepdim = ("median", keepdim);
+    min_keepdim = ("min", keepdim);
+    multinomial_replacement = ("multinomial", replacement);
+    nanmean_keepdim = ("nanmean", keepdim);
+    nansum_keepdim = ("nansum", keepdim);
+    nonzero_as_tuple = ("nonzero", as_tuple);
+    norm_keepdim = ("norm", keepdim);
+    ones_requires_grad = ("ones", requires_grad);
+    prod_keepdim = ("prod", keepdim);
+    put_inplace_accumulate = ("put_", accumulate);
+    put_accumulate = ("put", accumulate);
+    py_new_requires_grad = ("", requires_grad);
+    rand_requires_grad_overloaded = ("rand", requires_grad_overloaded);
+    randint_requires_grad_overloaded = ("randint", requires_grad_overloaded);
+    randn_requires_grad_overloaded = ("randn", requires_grad_overloaded);
+    randperm_requires_grad_overloaded = ("randperm", requires_grad_overloaded);
+    requires_grad_inplace_requires_grad = ("requires_grad_", requires_grad);
+    sort_descending = ("sort", descending);
+    sort_stable = ("sort", stable);
+    std_keepdim_overloaded = ("std", keepdim_overloaded);
+    sum_keepdim = ("sum", keepdim);
+    tensor_requires_grad = ("tensor", requires_grad);
+    topk_largest = ("topk", largest);
+    topk_sorted = ("topk", sorted);
+    type_non_blocking = ("type", non_blocking);
+    unique_return_counts = ("unique", return_counts);
+    unique_return_inverse = ("unique", return_inverse);
+    unique_sorted = ("unique", sorted);
+    var_keepdim_overloaded = ("var", keepdim_overloaded);
+    var_mean_keepdim_overloaded = ("var_mean", keepdim_overloaded);
+    zeros_requires_grad = ("zeros", requires_grad);
+}
+
+/// `unbiased` of `std`/`var` (several overloads in PyTorch). PyO3 calls the extractor
+/// only for a given argument, so an explicit `None` is refused as PyTorch refuses it;
+/// an omitted one is the signature's default.
+fn unbiased(obj: &Bound<'_, PyAny>, function: &str) -> PyResult<Option<bool>> {
+    check(obj, ("unbiased", true), function).map(Some)
 }
 
 /// Arguments of what PyTorch writes as plain Python functions that test the
@@ -124,4 +199,19 @@ pub(crate) fn truthy_or_none(obj: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
     } else {
         obj.is_truthy().map(Some)
     }
+}
+
+/// `unbiased` of `std`.
+pub(crate) fn std_unbiased(obj: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
+    unbiased(obj, "std")
+}
+
+/// `unbiased` of `var`.
+pub(crate) fn var_unbiased(obj: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
+    unbiased(obj, "var")
+}
+
+/// `unbiased` of `var_mean`.
+pub(crate) fn var_mean_unbiased(obj: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
+    unbiased(obj, "var_mean")
 }

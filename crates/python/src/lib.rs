@@ -68,7 +68,7 @@ fn tensor_fn(
     data: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::tensor_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     leaf(
@@ -84,7 +84,7 @@ fn zeros(
     size: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::zeros_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     sized_leaf(size, dtype, requires_grad, device, |s, d| {
         Ok(Tensor::zeros(s, d))
@@ -100,7 +100,7 @@ fn empty(
     size: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::empty_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     sized_leaf(size, dtype, requires_grad, device, |s, d| {
         Ok(Tensor::zeros(s, d))
@@ -114,7 +114,7 @@ fn ones(
     size: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::ones_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     sized_leaf(size, dtype, requires_grad, device, |s, d| {
         Ok(Tensor::ones(s, d))
@@ -130,7 +130,7 @@ fn full(
     fill_value: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::full_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     let value = convert::extract_scalar(fill_value)
@@ -151,7 +151,7 @@ fn arange(
     args: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::arange_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     let nums = args
@@ -194,7 +194,7 @@ fn rand(
     generator: Option<&Bound<'_, random::PyGenerator>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::rand_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     random::sample_leaf(
@@ -216,7 +216,7 @@ fn randn(
     generator: Option<&Bound<'_, random::PyGenerator>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::randn_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
     random::sample_leaf(

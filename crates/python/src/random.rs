@@ -240,7 +240,7 @@ fn randint(
     generator: Option<&Bound<'_, PyGenerator>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::randint_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     crate::device::check_device(device)?;
     let mut positional: Vec<Bound<'_, PyAny>> = args.iter().collect();
@@ -277,7 +277,7 @@ fn randperm(
     generator: Option<&Bound<'_, PyGenerator>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    #[pyo3(from_py_with = crate::flag::requires_grad_overloaded)] requires_grad: bool,
+    #[pyo3(from_py_with = crate::flag::randperm_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     crate::device::check_device(device)?;
     let n = extract_int(n)?;
@@ -472,7 +472,7 @@ fn _bernoulli(
 fn _multinomial(
     input: &Bound<'_, PyTensor>,
     num_samples: i64,
-    #[pyo3(from_py_with = crate::flag::replacement)] replacement: bool,
+    #[pyo3(from_py_with = crate::flag::multinomial_replacement)] replacement: bool,
     generator: Option<&Bound<'_, PyGenerator>>,
 ) -> PyResult<Py<PyTensor>> {
     let gen = generator_or_default(generator);

@@ -476,7 +476,7 @@ impl PyTensor {
     #[pyo3(signature = (*args, requires_grad = false, _share = None, volatile = false))]
     fn py_new(
         args: &Bound<'_, PyTuple>,
-        #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
+        #[pyo3(from_py_with = crate::flag::py_new_requires_grad)] requires_grad: bool,
         _share: Option<&Bound<'_, PyTensor>>,
         volatile: bool,
     ) -> PyResult<Self> {
@@ -605,7 +605,8 @@ impl PyTensor {
     #[pyo3(signature = (requires_grad = true))]
     fn requires_grad_(
         slf: Bound<'_, Self>,
-        #[pyo3(from_py_with = crate::flag::requires_grad)] requires_grad: bool,
+        #[pyo3(from_py_with = crate::flag::requires_grad_inplace_requires_grad)]
+        requires_grad: bool,
     ) -> PyResult<Bound<'_, Self>> {
         Self::set_requires_grad(&slf, requires_grad)?;
         Ok(slf)
@@ -838,7 +839,7 @@ impl PyTensor {
     fn cuda(
         &self,
         device: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::non_blocking)] non_blocking: bool,
+        #[pyo3(from_py_with = crate::flag::cuda_non_blocking)] non_blocking: bool,
         memory_format: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let _ = (non_blocking, memory_format);
@@ -890,7 +891,7 @@ impl PyTensor {
     fn type_<'py>(
         slf: Bound<'py, Self>,
         dtype: Option<&Bound<'py, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::non_blocking)] non_blocking: bool,
+        #[pyo3(from_py_with = crate::flag::type_non_blocking)] non_blocking: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = non_blocking;
         let py = slf.py();

@@ -404,7 +404,7 @@ impl PyTensor {
         py: Python<'_>,
         dim: &Bound<'_, PyAny>,
         index: &Bound<'_, PyAny>,
-        #[pyo3(from_py_with = crate::flag::sparse_grad)] sparse_grad: bool,
+        #[pyo3(from_py_with = crate::flag::gather_sparse_grad)] sparse_grad: bool,
     ) -> PyResult<Py<PyTensor>> {
         let _ = sparse_grad;
         let idx = index_tensor(index, "index")?;
@@ -614,7 +614,7 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
-        #[pyo3(from_py_with = crate::flag::accumulate)] accumulate: bool,
+        #[pyo3(from_py_with = crate::flag::put_accumulate)] accumulate: bool,
     ) -> PyResult<Py<PyAny>> {
         let (i, src) = (index_tensor(index, "index")?, index_var(source, "source")?);
         out_or_in_place(slf, Some(&src), false, |x| x.put(&i, &src, accumulate))
@@ -626,7 +626,7 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         index: &Bound<'py, PyAny>,
         source: &Bound<'py, PyAny>,
-        #[pyo3(from_py_with = crate::flag::accumulate)] accumulate: bool,
+        #[pyo3(from_py_with = crate::flag::put_inplace_accumulate)] accumulate: bool,
     ) -> PyResult<Py<PyAny>> {
         let (i, src) = (index_tensor(index, "index")?, index_var(source, "source")?);
         out_or_in_place(slf, Some(&src), true, |x| x.put(&i, &src, accumulate))
@@ -638,7 +638,7 @@ impl PyTensor {
     fn fill_diagonal_<'py>(
         slf: Bound<'py, Self>,
         fill_value: &Bound<'py, PyAny>,
-        #[pyo3(from_py_with = crate::flag::wrap)] wrap: bool,
+        #[pyo3(from_py_with = crate::flag::fill_diagonal_inplace_wrap)] wrap: bool,
     ) -> PyResult<Bound<'py, Self>> {
         let value = crate::convert::extract_scalar(fill_value).ok_or_else(|| {
             pyo3::exceptions::PyTypeError::new_err(format!(
@@ -676,7 +676,7 @@ impl PyTensor {
         slf: Bound<'py, Self>,
         indices: &Bound<'py, PyAny>,
         values: &Bound<'py, PyAny>,
-        #[pyo3(from_py_with = crate::flag::accumulate)] accumulate: bool,
+        #[pyo3(from_py_with = crate::flag::index_put_inplace_accumulate)] accumulate: bool,
     ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
         let vals = operand_var(values, v)?;
@@ -726,7 +726,7 @@ impl PyTensor {
     fn nonzero(
         &self,
         py: Python<'_>,
-        #[pyo3(from_py_with = crate::flag::as_tuple)] as_tuple: bool,
+        #[pyo3(from_py_with = crate::flag::nonzero_as_tuple)] as_tuple: bool,
     ) -> PyResult<Py<PyAny>> {
         let rows = self.var.nonzero().py()?;
         if !as_tuple {

@@ -155,7 +155,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::sum_keepdim)] keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let src = self.with_dtype(dtype)?;
@@ -174,7 +174,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::mean_keepdim)] keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let src = self.with_dtype(dtype)?;
@@ -192,7 +192,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::max_keepdim)] keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         self.extremum(py, "max", dim, keepdim)
     }
@@ -203,7 +203,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::min_keepdim)] keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         self.extremum(py, "min", dim, keepdim)
     }
@@ -214,7 +214,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::amax_keepdim)] keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
         let dims = extract_dims(dim)?.unwrap_or_default();
         Self::run(py, &self.var, |v| v.amax(&dims, keepdim))
@@ -226,7 +226,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::amin_keepdim)] keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
         let dims = extract_dims(dim)?.unwrap_or_default();
         Self::run(py, &self.var, |v| v.amin(&dims, keepdim))
@@ -238,7 +238,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::argmax_keepdim)] keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
         let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
         Self::run(py, &self.var, |v| v.argmax(dim, keepdim))
@@ -250,7 +250,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::argmin_keepdim)] keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
         let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
         Self::run(py, &self.var, |v| v.argmin(dim, keepdim))
@@ -286,7 +286,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: &Bound<'_, PyAny>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::logsumexp_keepdim)] keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
         let dims = extract_dims(Some(dim))?.unwrap_or_default();
         Self::run(py, &self.var, |v| v.logsumexp(&dims, keepdim))
@@ -298,7 +298,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::prod_keepdim)] keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
@@ -314,8 +314,8 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::unbiased)] unbiased: Option<bool>,
-        #[pyo3(from_py_with = crate::flag::keepdim_overloaded)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::var_unbiased)] unbiased: Option<bool>,
+        #[pyo3(from_py_with = crate::flag::var_keepdim_overloaded)] keepdim: bool,
         correction: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let (dims, c) = correction_of("var", dim, unbiased, correction)?;
@@ -328,8 +328,8 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::unbiased)] unbiased: Option<bool>,
-        #[pyo3(from_py_with = crate::flag::keepdim_overloaded)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::std_unbiased)] unbiased: Option<bool>,
+        #[pyo3(from_py_with = crate::flag::std_keepdim_overloaded)] keepdim: bool,
         correction: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let (dims, c) = correction_of("std", dim, unbiased, correction)?;
@@ -343,8 +343,8 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::unbiased)] unbiased: Option<bool>,
-        #[pyo3(from_py_with = crate::flag::keepdim_overloaded)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::var_mean_unbiased)] unbiased: Option<bool>,
+        #[pyo3(from_py_with = crate::flag::var_mean_keepdim_overloaded)] keepdim: bool,
         correction: Option<&Bound<'_, PyAny>>,
         std: bool,
     ) -> PyResult<Py<PyTuple>> {
@@ -391,7 +391,7 @@ impl PyTensor {
         py: Python<'_>,
         p: Option<&Bound<'_, PyAny>>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::norm_keepdim)] keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let ord = norm_order(p)?;
@@ -407,7 +407,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::nansum_keepdim)] keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let dims = extract_dims(dim)?;
@@ -422,7 +422,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::nanmean_keepdim)] keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let dims = extract_dims(dim)?;
@@ -437,7 +437,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim_overloaded)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::all_keepdim_overloaded)] keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
         let dims = extract_dims(dim)?;
         Self::run(py, &self.var, |v| v.all(dims.as_deref(), keepdim))
@@ -449,7 +449,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim_overloaded)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::any_keepdim_overloaded)] keepdim: bool,
     ) -> PyResult<Py<PyTensor>> {
         let dims = extract_dims(dim)?;
         Self::run(py, &self.var, |v| v.any(dims.as_deref(), keepdim))
@@ -472,7 +472,7 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::keepdim)] keepdim: bool,
+        #[pyo3(from_py_with = crate::flag::median_keepdim)] keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         match dim.filter(|d| !d.is_none()) {
             None => Ok(Self::run(py, &self.var, Variable::median)?.into_any()),
@@ -492,8 +492,8 @@ impl PyTensor {
         py: Python<'_>,
         k: &Bound<'_, PyAny>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::largest)] largest: bool,
-        #[pyo3(from_py_with = crate::flag::sorted)] sorted: bool,
+        #[pyo3(from_py_with = crate::flag::topk_largest)] largest: bool,
+        #[pyo3(from_py_with = crate::flag::topk_sorted)] sorted: bool,
     ) -> PyResult<Py<PyAny>> {
         // Unsorted results may come in any order: these come sorted.
         let _ = sorted;
@@ -509,8 +509,8 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::descending)] descending: bool,
-        #[pyo3(from_py_with = crate::flag::stable)] stable: bool,
+        #[pyo3(from_py_with = crate::flag::sort_descending)] descending: bool,
+        #[pyo3(from_py_with = crate::flag::sort_stable)] stable: bool,
     ) -> PyResult<Py<PyAny>> {
         let _ = stable;
         let dim = last_dim_default(dim)?;
@@ -525,8 +525,8 @@ impl PyTensor {
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::descending)] descending: bool,
-        #[pyo3(from_py_with = crate::flag::stable)] stable: bool,
+        #[pyo3(from_py_with = crate::flag::argsort_descending)] descending: bool,
+        #[pyo3(from_py_with = crate::flag::argsort_stable)] stable: bool,
     ) -> PyResult<Py<PyTensor>> {
         let _ = stable;
         let dim = last_dim_default(dim)?;
@@ -538,9 +538,9 @@ impl PyTensor {
     fn unique(
         &self,
         py: Python<'_>,
-        #[pyo3(from_py_with = crate::flag::sorted)] sorted: bool,
-        #[pyo3(from_py_with = crate::flag::return_inverse)] return_inverse: bool,
-        #[pyo3(from_py_with = crate::flag::return_counts)] return_counts: bool,
+        #[pyo3(from_py_with = crate::flag::unique_sorted)] sorted: bool,
+        #[pyo3(from_py_with = crate::flag::unique_return_inverse)] return_inverse: bool,
+        #[pyo3(from_py_with = crate::flag::unique_return_counts)] return_counts: bool,
         dim: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         // PyTorch's CPU unique sorts whatever `sorted` says.
