@@ -7,6 +7,7 @@ are PyTorch 2.15's, checked against it once (PyTorch is not imported here)."""
 
 import gc
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -180,11 +181,20 @@ def test_retain_grad_on_views():
     assert x.grad.tolist() == [30.0, 30.0, 0.0, 0.0]
 
 
-def test_nonleaf_grad_without_retain_grad_is_none():
+def test_nonleaf_grad_without_retain_grad_is_none_and_warns():
     x = torch.ones(2, requires_grad=True)
     y = x * 2
     y.sum().backward()
-    assert y.grad is None
+    with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
+        assert y.grad is None
+    # A leaf, or a non-leaf that retains its gradient, reads without a warning.
+    z = x * 3
+    z.retain_grad()
+    z.sum().backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert x.grad is not None
+        assert z.grad.tolist() == [1.0, 1.0]
 
 
 # ----- node hooks and PyTorch's order -------------------------------------------------

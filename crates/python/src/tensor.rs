@@ -38,6 +38,9 @@ impl PyTensor {
     }
 }
 
+/// PyTorch's warning when `.grad` of a non-leaf that does not retain it is read.
+const NON_LEAF_GRAD: &std::ffi::CStr = c"The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.";
+
 /// The Python objects of leaves that require grad, so that `AccumulateGrad.variable` is
 /// the user's tensor. Only such leaves are registered (when they are made or set to
 /// require grad), not every op output: registering costs a weak reference. See
@@ -646,10 +649,16 @@ impl PyTensor {
         self.var.output_nr()
     }
 
-    /// The accumulated gradient, or None.
+    /// The accumulated gradient, or None. Reading it on a non-leaf that does not retain
+    /// its gradient gives PyTorch's UserWarning (backward will never fill it).
     #[getter(grad)]
     fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
-        self.var.grad().map(|g| object_of(py, g)).transpose()
+        let grad = self.var.grad();
+        if grad.is_none() && !self.var.is_leaf() && !self.var.retains_grad() {
+            let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+            PyErr::warn(py, &category, NON_LEAF_GRAD, 1)?;
+        }
+        grad.map(|g| object_of(py, g)).transpose()
     }
 
     #[setter(grad)]
