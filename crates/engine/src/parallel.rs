@@ -125,6 +125,16 @@ fn pool() -> Option<Arc<ThreadPool>> {
     })
 }
 
+/// The engine's pool for the backward scheduler to spawn node tasks on, or `None` when
+/// only one thread is allowed or the caller already runs on a rayon pool thread (a
+/// task there must not block waiting on the pool). See Note [Parallel backward].
+pub(crate) fn backward_pool() -> Option<Arc<ThreadPool>> {
+    if rayon::current_thread_index().is_some() {
+        return None;
+    }
+    pool()
+}
+
 /// Runs `f` inside the engine's pool (so rayon's parallel iterators inside use it),
 /// or directly on this thread when the pool has one thread.
 pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {

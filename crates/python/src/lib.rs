@@ -407,6 +407,12 @@ fn _live_nodes() -> usize {
     rustgrad::autograd::live_nodes()
 }
 
+/// Backward nodes run on the pool so far (Note [Parallel backward]; for tests).
+#[pyfunction]
+fn _pool_nodes_run() -> u64 {
+    rustgrad::autograd::pool_nodes_run()
+}
+
 #[pymodule]
 fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTensor>()?;
@@ -448,5 +454,6 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(saved_hooks::_pop_saved_tensors_hooks, m)?)?;
     m.add_class::<node::PySavedTensor>()?;
     m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
+    m.add_function(wrap_pyfunction!(_pool_nodes_run, m)?)?;
     Ok(())
 }

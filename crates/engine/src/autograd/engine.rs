@@ -10,6 +10,11 @@
 //!
 //! A node's input buffer has one slot per output of the node (`Edge::input_nr`); a
 //! rule receives `None` for outputs that no gradient reached (Note [Zero gradients]).
+//!
+//! Large pure-Rust nodes may run on the engine's pool while the calling thread goes on
+//! with other ready nodes; contributions are then summed in the same order as above,
+//! and user code (hooks, custom Functions) still runs only on the calling thread. See
+//! Note [Parallel backward].
 
 use super::grad_mode::GradModeGuard;
 use super::graph::{self, Edge, EdgeSource, NodeId, NodeKind, NodeRef};
@@ -18,9 +23,23 @@ use super::saved::SavedSlots;
 use super::value::{Grads, NodeRule, Value};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::parallel::PARALLEL_MIN_ELEMENTS;
 use crate::tensor::Tensor;
 use smallvec::SmallVec;
 use std::collections::{BinaryHeap, HashMap};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+
+/// Nodes run on the pool so far, process-wide.
+static POOL_NODES: AtomicU64 = AtomicU64::new(0);
+
+/// How many backward nodes have run on the pool (not on the thread that called
+/// backward) since the process started: tests use it to check that the parallel path
+/// of Note [Parallel backward] was taken.
+pub fn pool_nodes_run() -> u64 {
+    POOL_NODES.load(Ordering::Relaxed)
+}
 
 /// Per-node state during one backward pass.
 struct Pending<V> {
@@ -28,6 +47,10 @@ struct Pending<V> {
     sequence_nr: u64,
     /// The input buffer: the summed gradient of each output of the node so far.
     inputs: SmallVec<[Option<V>; 1]>,
+    /// Contributions that arrived once nodes ran concurrently: `(producer's
+    /// sequence_nr, slot, gradient)`, summed in decreasing sequence_nr when the node is
+    /// popped (Note [Parallel backward]).
+    late: SmallVec<[(u64, u32, V); 1]>,
 }
 
 /// Where inputs' gradients are captured: node -> `(buffer slot, index of the input)`.
@@ -240,6 +263,7 @@ fn execute<V: Value>(
                     dependencies: 0,
                     sequence_nr: *seq,
                     inputs: SmallVec::new(),
+                    late: SmallVec::new(),
                 },
             );
         }
@@ -259,7 +283,7 @@ fn execute<V: Value>(
     let _mode = GradModeGuard::new(create_graph);
     for (edge, grad, _) in &root_edges {
         if pending.contains_key(&edge.node) {
-            add_to_buffer(&mut pending, *edge, grad.clone())?;
+            add_to_buffer(&mut pending, *edge, grad.clone(), None)?;
         }
     }
     let mut ready: BinaryHeap<(u64, NodeId<V>)> = BinaryHeap::new();
@@ -272,74 +296,239 @@ fn execute<V: Value>(
             }
         }
     }
-    while let Some((_, id)) = ready.pop() {
-        let mut inputs = pending
-            .get_mut(&id)
-            .map(|p| std::mem::take(&mut p.inputs))
-            .unwrap_or_default();
-        let runs_here = runs(&id);
-        if let Some(caps) = captures.get(&id) {
-            if !runs_here {
-                // PyTorch captures after the tensor hooks when the node does not run
-                // (a leaf, or an input nothing else needs); a running node's capture
-                // sees its incoming gradient and its hooks run in `run_node`.
-                let (hooks, leaf) = graph::capture_hooks(id)?;
-                if let Some(hooks) = with_leaf_hooks(hooks, leaf.as_ref()) {
-                    let n = graph::num_outputs(id)?;
-                    if inputs.len() < n {
-                        inputs.resize(n, None);
-                    }
-                    hooks::call_tensor_pre_hooks(&hooks, &mut inputs)?;
+
+    // 5. Run. See Note [Parallel backward]: a large pure-Rust node goes to the pool
+    // when something else could run meanwhile; everything else (hooks, custom
+    // Functions, AccumulateGrad, small nodes) runs here, on the calling thread.
+    let pool = if create_graph {
+        None
+    } else {
+        crate::parallel::backward_pool()
+    };
+    let (done_tx, done_rx) = mpsc::channel::<Done<V>>();
+    // Tasks of the nodes on the pool; dropped here (their saved tensors may hold
+    // Python objects) once their results are back.
+    let mut running: HashMap<NodeId<V>, graph::NodeTask<V>> = HashMap::new();
+    // Set when the first node goes to the pool: from then on contributions are tagged
+    // with their producer's sequence number and summed in that order.
+    let mut concurrent = false;
+    // The failure of the node with the highest sequence number: the one the
+    // sequential order meets first.
+    let mut failure: Option<(u64, Error)> = None;
+    loop {
+        let mut finished: Vec<Done<V>> = Vec::new();
+        if !running.is_empty() {
+            finished.extend(done_rx.try_iter());
+        }
+        let next = if finished.is_empty() {
+            match ready.pop() {
+                Some(next) => Some(next),
+                None if running.is_empty() => break,
+                None => {
+                    finished.push(done_rx.recv().map_err(|_| {
+                        Error::NotImplemented(
+                            "rustgrad internal error: lost a backward task".into(),
+                        )
+                    })?);
+                    None
                 }
             }
-            for &(slot, out) in caps {
-                captured[out] = inputs.get(slot as usize).cloned().flatten();
+        } else {
+            None
+        };
+        for done in finished {
+            let task = running.remove(&done.id);
+            let result = done.result.and_then(|grads| match &task {
+                Some(task) => route(&mut pending, &task.next_edges, grads, Some(done.seq)),
+                None => Ok(()),
+            });
+            if let Err(e) = result {
+                record_failure(&mut failure, done.seq, e);
             }
+            if let Some(task) = &task {
+                release_dependencies(&mut pending, &mut ready, &task.next_edges);
+            }
+            drop(task);
+            drop(done.keep);
         }
-        if !runs_here {
+        let Some((seq, id)) = next else { continue };
+        if failure.as_ref().is_some_and(|(s, _)| seq < *s) {
+            // The sequential order would have stopped before this node.
             continue;
         }
-        let mut task = graph::take_task(id, retain_graph)?;
-        let node_hooks = task.hooks.take();
-        let leaf = task.kind.leaf();
-        let hooks = with_leaf_hooks(node_hooks, leaf.as_ref());
-        if hooks.is_none() && inputs.iter().all(Option::is_none) {
-            // Nothing flowed here (all contributions were None): still release deps.
-            release_dependencies(&mut pending, &mut ready, &task.next_edges);
-            continue;
-        }
-        // One slot per output: outputs no gradient reached are None.
-        if inputs.len() < task.num_outputs {
-            inputs.resize(task.num_outputs, None);
-        }
-        let grads = match hooks {
-            // The common case: one branch, no hook machinery.
-            None => run_node(&task, id, inputs, &pending, retain_graph)?,
-            Some(hooks) => {
-                let mut inputs = inputs.into_vec();
-                hooks::call_tensor_pre_hooks(&hooks, &mut inputs)?;
-                hooks::call_pre_hooks(&hooks, &mut inputs)?;
-                let mut grads: Vec<Option<V>> = if inputs.iter().all(Option::is_none) {
-                    vec![None; task.next_edges.len()]
-                } else {
-                    let buffer = inputs.iter().cloned().collect();
-                    run_node(&task, id, buffer, &pending, retain_graph)?.into_vec()
-                };
-                if let Some(variable) = &leaf {
-                    if inputs.first().is_some_and(Option::is_some) {
-                        for (_, hook) in &hooks.post_accumulate {
-                            hook(variable)?;
+        let mut step = || -> Result<()> {
+            let mut inputs = match pending.get_mut(&id) {
+                Some(p) => take_inputs(p)?,
+                None => SmallVec::new(),
+            };
+            let runs_here = runs(&id);
+            if let Some(caps) = captures.get(&id) {
+                if !runs_here {
+                    // PyTorch captures after the tensor hooks when the node does not run
+                    // (a leaf, or an input nothing else needs); a running node's capture
+                    // sees its incoming gradient and its hooks run in `run_node`.
+                    let (hooks, leaf) = graph::capture_hooks(id)?;
+                    if let Some(hooks) = with_leaf_hooks(hooks, leaf.as_ref()) {
+                        let n = graph::num_outputs(id)?;
+                        if inputs.len() < n {
+                            inputs.resize(n, None);
+                        }
+                        hooks::call_tensor_pre_hooks(&hooks, &mut inputs)?;
+                    }
+                }
+                for &(slot, out) in caps {
+                    captured[out] = inputs.get(slot as usize).cloned().flatten();
+                }
+            }
+            if !runs_here {
+                return Ok(());
+            }
+            let late = concurrent.then_some(seq);
+            let mut task = graph::take_task(id, retain_graph)?;
+            let node_hooks = task.hooks.take();
+            let leaf = task.kind.leaf();
+            let hooks = with_leaf_hooks(node_hooks, leaf.as_ref());
+            if hooks.is_none() && inputs.iter().all(Option::is_none) {
+                // Nothing flowed here (all contributions were None): still release deps.
+                release_dependencies(&mut pending, &mut ready, &task.next_edges);
+                return Ok(());
+            }
+            // One slot per output: outputs no gradient reached are None.
+            if inputs.len() < task.num_outputs {
+                inputs.resize(task.num_outputs, None);
+            }
+            if let (Some(pool), None, NodeKind::Op(op)) = (&pool, &hooks, &task.kind) {
+                let others = !ready.is_empty() || !running.is_empty();
+                if others && !op.calls_external() && numel(&inputs) >= PARALLEL_MIN_ELEMENTS {
+                    // Saved tensors are unpacked here: an unpack hook is Python.
+                    let saved = unpack(&task.saved, id)?;
+                    let needs = needs_of(&task, &pending);
+                    let op = op.clone();
+                    let tx = done_tx.clone();
+                    pool.spawn(move || {
+                        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            let _mode = GradModeGuard::new(false);
+                            op.apply(&saved, &inputs, &needs)
+                        }))
+                        .unwrap_or_else(|_| {
+                            Err(Error::NotImplemented(
+                                "rustgrad internal error: a backward rule panicked".into(),
+                            ))
+                        });
+                        drop(op);
+                        // The receiver outlives every task (the pass waits for all).
+                        let _ = tx.send(Done {
+                            id,
+                            seq,
+                            result,
+                            keep: (saved, inputs),
+                        });
+                    });
+                    concurrent = true;
+                    POOL_NODES.fetch_add(1, Ordering::Relaxed);
+                    running.insert(id, task);
+                    return Ok(());
+                }
+            }
+            let grads = match hooks {
+                // The common case: one branch, no hook machinery.
+                None => run_node(&task, id, inputs, &pending, retain_graph)?,
+                Some(hooks) => {
+                    let mut inputs = inputs.into_vec();
+                    hooks::call_tensor_pre_hooks(&hooks, &mut inputs)?;
+                    hooks::call_pre_hooks(&hooks, &mut inputs)?;
+                    let mut grads: Vec<Option<V>> = if inputs.iter().all(Option::is_none) {
+                        vec![None; task.next_edges.len()]
+                    } else {
+                        let buffer = inputs.iter().cloned().collect();
+                        run_node(&task, id, buffer, &pending, retain_graph)?.into_vec()
+                    };
+                    if let Some(variable) = &leaf {
+                        if inputs.first().is_some_and(Option::is_some) {
+                            for (_, hook) in &hooks.post_accumulate {
+                                hook(variable)?;
+                            }
                         }
                     }
+                    hooks::call_post_hooks(&hooks, &mut grads, &inputs)?;
+                    grads.into_iter().collect()
                 }
-                hooks::call_post_hooks(&hooks, &mut grads, &inputs)?;
-                grads.into_iter().collect()
-            }
+            };
+            route(&mut pending, &task.next_edges, grads, late)?;
+            release_dependencies(&mut pending, &mut ready, &task.next_edges);
+            Ok(())
         };
-        route(&mut pending, &task.next_edges, grads)?;
-        release_dependencies(&mut pending, &mut ready, &task.next_edges);
+        if let Err(e) = step() {
+            if running.is_empty() && !concurrent {
+                // The sequential path stops at once.
+                return Err(e);
+            }
+            record_failure(&mut failure, seq, e);
+        }
     }
-    Ok(captured)
+    match failure {
+        Some((_, e)) => Err(e),
+        None => Ok(captured),
+    }
+}
+
+/// A node's result coming back from the pool, with the values it borrowed (dropped on
+/// the calling thread, not on the worker).
+struct Done<V: Value> {
+    id: NodeId<V>,
+    seq: u64,
+    result: Result<Grads<V>>,
+    keep: (Unpacked<V>, SmallVec<[Option<V>; 1]>),
+}
+
+/// A node's unpacked saved tensors.
+type Unpacked<V> = SmallVec<[Option<V>; 3]>;
+
+/// Keeps the failure the sequential order would meet first: the highest sequence
+/// number (nodes run in decreasing sequence number).
+fn record_failure(failure: &mut Option<(u64, Error)>, seq: u64, e: Error) {
+    if failure.as_ref().is_none_or(|(s, _)| seq > *s) {
+        *failure = Some((seq, e));
+    }
+}
+
+/// The elements of the gradients a node receives: its work estimate.
+fn numel<V: Value>(inputs: &[Option<V>]) -> usize {
+    inputs.iter().flatten().map(|g| g.data().numel()).sum()
+}
+
+/// A node's input buffer, with the contributions that arrived while nodes ran
+/// concurrently added in decreasing sequence number of their producers: the order the
+/// sequential scheduler adds them in (Note [Parallel backward]).
+fn take_inputs<V: Value>(p: &mut Pending<V>) -> Result<SmallVec<[Option<V>; 1]>> {
+    let mut inputs = std::mem::take(&mut p.inputs);
+    if !p.late.is_empty() {
+        let mut late = std::mem::take(&mut p.late);
+        // Stable: one producer's contributions keep their edge order.
+        late.sort_by_key(|c| std::cmp::Reverse(c.0));
+        for (_, slot, grad) in late {
+            let slot = slot as usize;
+            if inputs.len() <= slot {
+                inputs.resize(slot + 1, None);
+            }
+            inputs[slot] = Some(match inputs[slot].take() {
+                Some(acc) => acc.grad_add(&grad)?,
+                None => grad,
+            });
+        }
+    }
+    Ok(inputs)
+}
+
+/// Which inputs of an op node get a gradient: those whose node executes.
+fn needs_of<V: Value>(
+    task: &graph::NodeTask<V>,
+    pending: &HashMap<NodeId<V>, Pending<V>>,
+) -> SmallVec<[bool; 3]> {
+    task.next_edges
+        .iter()
+        .map(|e| e.is_some_and(|e| pending.contains_key(&e.node)))
+        .collect()
 }
 
 /// The gradient edge of `v` and, when it had to be created (a leaf's AccumulateGrad
@@ -369,21 +558,15 @@ fn run_node<V: Value>(
     match &task.kind {
         NodeKind::AccumulateGrad(_) => {
             // A leaf that is gone has no `.grad` anyone could read.
-            if let (Some(variable), Some(grad)) =
-                (task.kind.leaf(), inputs.into_iter().next().flatten())
-            {
+            let grad = inputs.into_iter().next().flatten();
+            if let (Some(variable), Some(grad)) = (task.kind.leaf(), grad) {
                 variable.accumulate(grad)?;
             }
             Ok(Grads::new())
         }
         NodeKind::Op(op) => {
             // Only the inputs whose node will execute get a gradient computed.
-            let needs: SmallVec<[bool; 3]> = task
-                .next_edges
-                .iter()
-                .map(|e| e.is_some_and(|e| pending.contains_key(&e.node)))
-                .collect();
-            op.apply(&unpack(&task.saved, id)?, &inputs, &needs)
+            op.apply(&unpack(&task.saved, id)?, &inputs, &needs_of(task, pending))
         }
         NodeKind::CopySlices { layout, inner } => match inputs.into_iter().next().flatten() {
             Some(grad) => copy_slices(layout, *inner, &grad, retain_graph),
@@ -454,21 +637,24 @@ fn needed_nodes<V: Value>(
     needed
 }
 
-fn unpack<V: Value>(saved: &SavedSlots<V>, owner: NodeId<V>) -> Result<SmallVec<[Option<V>; 3]>> {
+fn unpack<V: Value>(saved: &SavedSlots<V>, owner: NodeId<V>) -> Result<Unpacked<V>> {
     saved
         .iter()
         .map(|s| s.as_ref().map(|s| s.unpack(owner)).transpose())
         .collect()
 }
 
+/// Sends a node's input gradients along its edges. `late`: the node's sequence number
+/// when nodes run concurrently (the contributions are then summed later, in order).
 fn route<V: Value>(
     pending: &mut HashMap<NodeId<V>, Pending<V>>,
     edges: &[Option<Edge<V>>],
     grads: Grads<V>,
+    late: Option<u64>,
 ) -> Result<()> {
     for (edge, g) in edges.iter().zip(grads) {
         if let (Some(edge), Some(g)) = (edge, g) {
-            add_to_buffer(pending, *edge, g)?;
+            add_to_buffer(pending, *edge, g, late)?;
         }
     }
     Ok(())
@@ -510,11 +696,13 @@ fn copy_slices<V: Value>(
 }
 
 /// Adds a gradient to the input buffer of `edge.node`, converting its dtype to the one
-/// the node expects (ops on mixed dtypes promote).
+/// the node expects (ops on mixed dtypes promote). With `late` (the producer's
+/// sequence number) it is kept apart and summed when the node is popped.
 fn add_to_buffer<V: Value>(
     pending: &mut HashMap<NodeId<V>, Pending<V>>,
     edge: Edge<V>,
     grad: V,
+    late: Option<u64>,
 ) -> Result<()> {
     if !pending.contains_key(&edge.node) {
         // A node that does not execute in this pass (it cannot reach an input).
@@ -536,6 +724,10 @@ fn add_to_buffer<V: Value>(
     let p = pending.get_mut(&edge.node).ok_or_else(|| {
         Error::NotImplemented("rustgrad internal error: edge outside the graph".into())
     })?;
+    if let Some(seq) = late {
+        p.late.push((seq, edge.input_nr, grad));
+        return Ok(());
+    }
     let slot = edge.input_nr as usize;
     if p.inputs.len() <= slot {
         p.inputs.resize(slot + 1, None);

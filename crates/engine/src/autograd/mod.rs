@@ -8,7 +8,7 @@ pub mod hooks;
 pub mod saved;
 pub mod value;
 
-pub use engine::{backward, backward_inputs, grad};
+pub use engine::{backward, backward_inputs, grad, pool_nodes_run};
 pub use grad_mode::{
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
     set_grad_enabled, GradModeGuard, InferenceModeGuard,

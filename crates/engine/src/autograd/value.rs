@@ -87,4 +87,10 @@ pub trait NodeRule<V>: Clone + Send + Sync + 'static {
     /// and the saved tensors; `needs[i]` says whether input `i` wants a gradient.
     /// At least one slot of `grads` is `Some`.
     fn apply(&self, saved: &[Option<V>], grads: &[Option<V>], needs: &[bool]) -> Result<Grads<V>>;
+    /// Whether the rule calls user code outside the engine (a custom Function's
+    /// backward, which may be Python). Such a node runs on the thread that called
+    /// backward, never on a pool worker (Note [Parallel backward]).
+    fn calls_external(&self) -> bool {
+        false
+    }
 }

@@ -106,6 +106,10 @@ impl NodeRule<Variable> for OpRule {
         self.0.name()
     }
 
+    fn calls_external(&self) -> bool {
+        matches!(self.0, Rule::Custom(_))
+    }
+
     fn apply(
         &self,
         saved: &[Option<Variable>],
