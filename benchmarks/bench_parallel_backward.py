@@ -2,9 +2,10 @@
 
 Each branch is matmul + tanh + matmul + tanh on 512x512 float32 matrices; the two
 branch sums are added. Only backward is timed (forward is rebuilt untimed each
-repetition). With 2 threads the scheduler runs the two branches' nodes
-concurrently on the engine's pool (Note [Parallel backward]); the gradients must
-be bitwise identical for both thread counts, and the benchmark checks that.
+repetition), the thread counts alternating every repetition. With 2 threads the
+scheduler runs the two branches' nodes concurrently on the engine's pool (Note
+[Parallel backward]); the gradients must be bitwise identical for both thread
+counts, and the benchmark checks that.
 
     .venv/bin/python benchmarks/bench_parallel_backward.py [--reps N]
         [--torch-site /work/main/.torch-venv/lib/python3.11/site-packages]
@@ -61,11 +62,17 @@ def backward_once(fw: ModuleType, arrays: list[np.ndarray]) -> tuple[int, list[A
     return elapsed, [t.grad for t in (x, w1, w2, w3, w4)]
 
 
-def time_backward(fw: ModuleType, threads: int, reps: int, arrays: list[np.ndarray]) -> float:
-    fw.set_num_threads(threads)
-    for _ in range(3):
-        backward_once(fw, arrays)
-    return statistics.median(backward_once(fw, arrays)[0] / 1e6 for _ in range(reps))
+def time_backward(fw: ModuleType, reps: int, arrays: list[np.ndarray]) -> dict[int, float]:
+    """Median backward time (ms) with 1 and 2 threads, the two settings alternating
+    every repetition so that machine noise hits both alike."""
+    samples: dict[int, list[float]] = {1: [], 2: []}
+    for rep in range(reps + 3):
+        for threads in (1, 2) if rep % 2 == 0 else (2, 1):
+            fw.set_num_threads(threads)
+            elapsed = backward_once(fw, arrays)[0] / 1e6
+            if rep >= 3:
+                samples[threads].append(elapsed)
+    return {t: statistics.median(s) for t, s in samples.items()}
 
 
 def main() -> None:
@@ -102,8 +109,8 @@ def main() -> None:
     )
     print(f"{'framework':<10} {'version':<14} {'1 thread':>9} {'2 threads':>10} {'speedup':>8}")
     for name, fw in frameworks.items():
-        t1 = time_backward(fw, 1, args.reps, arrays)
-        t2 = time_backward(fw, 2, args.reps, arrays)
+        times = time_backward(fw, args.reps, arrays)
+        t1, t2 = times[1], times[2]
         version = getattr(fw, "__version__", "unknown")
         print(f"{name:<10} {version:<14} {t1:>9.2f} {t2:>10.2f} {t1 / t2:>7.2f}x")
 
