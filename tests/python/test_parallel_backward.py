@@ -229,3 +229,47 @@ def test_eight_python_threads_with_hooks_and_custom_functions_finish(threads_res
     for got in results:
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
         assert np.array_equal(got, results[0])
+
+
+def test_saved_tensor_hooks_on_the_parallel_path_from_several_threads(threads_restored):
+    """Pack/unpack hooks are Python: unpacking runs on the thread that called backward
+    while the unpacked nodes run on the pool."""
+    torch.set_num_threads(2)
+    x_np, ws_np = _weights(6, 8)
+    expected = _numpy_grads(x_np, ws_np, custom=False)
+    errors = []
+    counts = [0] * 4
+
+    def worker(i):
+        try:
+            for _ in range(2):
+                x = torch.tensor(x_np, requires_grad=True)
+                ws = [torch.tensor(w, requires_grad=True) for w in ws_np]
+
+                def pack(t):
+                    return ("packed", t.clone())
+
+                def unpack(p):
+                    counts[i] += 1
+                    return p[1]
+
+                with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+                    total = _branches(x, ws, custom=False)
+                before = _pool_nodes()
+                total.backward()
+                assert _pool_nodes() > before
+                np.testing.assert_allclose(x.grad.numpy(), expected[0], rtol=1e-10, atol=1e-10)
+                for w, want in zip(ws, expected[1]):
+                    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-10, atol=1e-10)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+        assert not t.is_alive(), "a backward thread hung (deadlock)"
+    if errors:
+        raise errors[0]
+    assert all(c > 0 for c in counts)
