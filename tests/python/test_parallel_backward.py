@@ -273,3 +273,42 @@ def test_saved_tensor_hooks_on_the_parallel_path_from_several_threads(threads_re
     if errors:
         raise errors[0]
     assert all(c > 0 for c in counts)
+
+
+def test_an_exception_in_a_custom_backward_on_the_parallel_path_propagates_unchanged(
+    threads_restored,
+):
+    torch.set_num_threads(4)
+    x_np, ws_np = _weights(7, 8)
+
+    class Boom(ValueError):
+        pass
+
+    def failing(tag):
+        class Fails(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, g):
+                raise Boom(tag)
+
+        return Fails
+
+    for _ in range(3):
+        x = torch.tensor(x_np, requires_grad=True)
+        ws = [torch.tensor(w, requires_grad=True) for w in ws_np]
+        total = x.sum()
+        for b in range(4):
+            h = failing(f"branch {b}").apply((x @ ws[2 * b]).tanh())
+            total = total + (h @ ws[2 * b + 1]).tanh().sum()
+        before = _pool_nodes()
+        with pytest.raises(Boom) as info:
+            total.backward()
+        assert _pool_nodes() > before
+        # The first failure in the sequential order: the last-recorded branch's.
+        assert str(info.value) == "branch 3"
+        assert type(info.value) is Boom
+    expected = _numpy_grads(x_np, ws_np, custom=False)[0]
+    np.testing.assert_allclose(_run(x_np, ws_np, custom=False)[0], expected, rtol=1e-10)
