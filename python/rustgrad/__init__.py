@@ -160,6 +160,8 @@ from ._rustgrad import (
     int16,
     int32,
     int64,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
     linspace,
     logspace,
     manual_seed,
@@ -169,6 +171,7 @@ from ._rustgrad import (
     randn,
     randperm,
     seed,
+    set_anomaly_enabled,
     set_default_device,
     set_default_dtype,
     set_num_threads,
@@ -281,6 +284,8 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
     "is_grad_enabled",
     "le",
     "linalg",
@@ -454,7 +459,7 @@ __all__ += ["bernoulli", "multinomial", "normal", "randint_like"]
 # DLPack import (crates/python/src/dlpack.rs; Tensor.__dlpack__ is a method there).
 from ._rustgrad import from_dlpack  # noqa: E402
 
-__all__ += ["from_dlpack"]
+__all__ += ["from_dlpack", "set_anomaly_enabled"]
 
 # Alias methods and function forms of existing methods (python/rustgrad/_forms.py).
 from . import _forms  # noqa: E402

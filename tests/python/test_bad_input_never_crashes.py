@@ -1593,6 +1593,11 @@ CASES.update(
             NIE,
             "use_reentrant=False",
         ),
+        "set_detect_anomaly_is_not_a_decorator": (
+            lambda: torch.autograd.set_detect_anomaly(False)(lambda: None),
+            TE,
+            "'set_detect_anomaly' object is not callable",
+        ),
         "inference_tensor_requires_grad_outside": (
             lambda: _inference_tensor().requires_grad_(),
             RT,

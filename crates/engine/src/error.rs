@@ -219,6 +219,15 @@ pub enum Error {
     /// Something rustgrad does not implement yet, said plainly rather than computed wrong.
     #[error("{0}")]
     NotImplemented(String),
+    /// Anomaly detection with `check_nan` found a NaN in a gradient a node returned
+    /// (Note [Anomaly detection]).
+    #[error("Function '{name}' returned nan values in its {index}th output.")]
+    AnomalyNan {
+        /// The node's name (`MulBackward0`).
+        name: &'static str,
+        /// Which of its gradients (input number of the forward op).
+        index: usize,
+    },
     /// A graph node handle that outlived its node.
     #[error("rustgrad: stale autograd node handle (the node was freed)")]
     StaleNode,

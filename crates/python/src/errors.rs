@@ -58,6 +58,7 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::DataRequiresGradNonFloat
         | Error::NonLeafRequiresGrad
         | Error::NotImplemented(_)
+        | Error::AnomalyNan { .. }
         | Error::StaleNode => PyRuntimeError::new_err(msg),
     }
 }

@@ -1,6 +1,7 @@
 //! PyO3 bindings: the `rustgrad._rustgrad` extension module. All Python-facing code is
 //! here; the engine crate knows nothing of Python. See Note [The GIL].
 
+mod anomaly;
 mod convert;
 mod device;
 mod dlpack;
@@ -455,5 +456,9 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<node::PySavedTensor>()?;
     m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(_pool_nodes_run, m)?)?;
+    m.add_function(wrap_pyfunction!(anomaly::set_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(anomaly::is_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(anomaly::is_anomaly_check_nan_enabled, m)?)?;
+    anomaly::install();
     Ok(())
 }

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from .. import _rustgrad
 from .._rustgrad import Tensor
-from . import function, functional, graph
+from . import anomaly_mode, function, functional, graph
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function
 from .grad_mode import (
     enable_grad,
@@ -26,7 +27,9 @@ from .variable import Variable
 __all__ = [
     "Function",
     "Variable",
+    "anomaly_mode",
     "backward",
+    "detect_anomaly",
     "enable_grad",
     "function",
     "functional",
@@ -39,6 +42,7 @@ __all__ = [
     "is_grad_enabled",
     "is_inference_mode_enabled",
     "no_grad",
+    "set_detect_anomaly",
     "set_grad_enabled",
 ]
 

@@ -16,6 +16,7 @@
 //! and user code (hooks, custom Functions) still runs only on the calling thread. See
 //! Note [Parallel backward].
 
+use super::anomaly;
 use super::grad_mode::GradModeGuard;
 use super::graph::{self, Edge, EdgeSource, NodeId, NodeKind, NodeRef};
 use super::hooks::{self, NodeHooks};
@@ -547,8 +548,21 @@ fn edge_of<V: Value>(v: &V) -> Option<(Edge<V>, Option<NodeRef<V>>)> {
 }
 
 /// Runs a node's own work: its rule, AccumulateGrad, or CopySlices. Returns the
-/// gradients of its inputs (one per edge; none for AccumulateGrad).
+/// gradients of its inputs (one per edge; none for AccumulateGrad). Anomaly detection
+/// checks and reports it (Note [Anomaly detection]).
 fn run_node<V: Value>(
+    task: &graph::NodeTask<V>,
+    id: NodeId<V>,
+    inputs: SmallVec<[Option<V>; 1]>,
+    pending: &HashMap<NodeId<V>, Pending<V>>,
+    retain_graph: bool,
+) -> Result<Grads<V>> {
+    anomaly::run_checked(id, || {
+        run_node_unchecked(task, id, inputs, pending, retain_graph)
+    })
+}
+
+fn run_node_unchecked<V: Value>(
     task: &graph::NodeTask<V>,
     id: NodeId<V>,
     inputs: SmallVec<[Option<V>; 1]>,

@@ -457,6 +457,18 @@ pub(crate) fn create_node_with_sources<V: Value>(
     saved: SavedSlots<V>,
     input_meta: InputMeta,
 ) -> NodeRef<V> {
+    // Before the lock: the capture may call into Python (Note [Anomaly detection]).
+    let extras = match kind {
+        NodeKind::AccumulateGrad(_) => None,
+        NodeKind::Op(_) | NodeKind::CopySlices { .. } => {
+            super::anomaly::capture_trace().map(|trace| {
+                Box::new(NodeExtras {
+                    anomaly_trace: Some(trace),
+                    ..NodeExtras::default()
+                })
+            })
+        }
+    };
     let sequence_nr = NEXT_SEQUENCE_NR.fetch_add(1, Ordering::Relaxed);
     let mut a = arena::<V>();
     let next_edges = sources
@@ -485,7 +497,7 @@ pub(crate) fn create_node_with_sources<V: Value>(
         saved,
         seq_and_released: sequence_nr & !RELEASED,
         input_meta,
-        extras: None,
+        extras,
     };
     let index = match a.free.pop() {
         Some(i) => {
@@ -649,6 +661,15 @@ pub fn metadata<V: Value>(
     })?;
     drop(unused);
     Ok(current)
+}
+
+/// The forward trace anomaly detection kept for the node, if any.
+pub(crate) fn anomaly_trace<V: Value>(id: NodeId<V>) -> Result<Option<String>> {
+    let a = arena::<V>();
+    Ok(a.node(id)?
+        .extras
+        .as_ref()
+        .and_then(|e| e.anomaly_trace.clone()))
 }
 
 /// For graph traversal: the next edges and sequence number of a node.

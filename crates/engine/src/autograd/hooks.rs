@@ -111,13 +111,15 @@ impl<V> NodeHooks<V> {
 }
 
 /// What a node keeps beyond its rule and edges, allocated only for the few nodes that
-/// need it (`Node::extras`), so the arena slot stays small. Other per-node extras (e.g.
-/// anomaly-mode tracebacks) belong here too.
+/// need it (`Node::extras`), so the arena slot stays small.
 pub struct NodeExtras<V> {
     /// The hooks registered on the node or its outputs.
     pub hooks: NodeHooks<V>,
     /// `grad_fn.metadata`.
     pub metadata: Option<NodeMetadata>,
+    /// The trace of the forward call that recorded the node, kept while anomaly
+    /// detection is on (Note [Anomaly detection]).
+    pub anomaly_trace: Option<String>,
 }
 
 impl<V> Default for NodeExtras<V> {
@@ -125,6 +127,7 @@ impl<V> Default for NodeExtras<V> {
         NodeExtras {
             hooks: NodeHooks::default(),
             metadata: None,
+            anomaly_trace: None,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Automatic differentiation: the graph arena, saved tensors, derivative formulas, the
 //! backward scheduler and grad mode.
 
+pub mod anomaly;
 pub mod engine;
 pub mod grad_mode;
 pub mod graph;
