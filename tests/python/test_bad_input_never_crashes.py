@@ -1589,9 +1589,9 @@ CASES.update(
             "dropout probability has to be between 0 and 1, but got 1.5",
         ),
         "checkpoint_reentrant": (
-            lambda: torch.utils.checkpoint.checkpoint(lambda t: t, x, use_reentrant=True),
-            NIE,
-            "use_reentrant=False",
+            lambda: torch.utils.checkpoint.checkpoint(lambda t: t, x, use_reentrant=True, k=1),
+            VE,
+            "Unexpected keyword arguments: k",
         ),
         "set_detect_anomaly_is_not_a_decorator": (
             lambda: torch.autograd.set_detect_anomaly(False)(lambda: None),

@@ -57,7 +57,33 @@ def test_checkpointed_mlp_halves_saved_bytes_with_identical_gradients():
         assert np.array_equal(a.numpy(), b.numpy())
 
 
-def test_checkpoint_sequential_matches_plain():
+def test_reentrant_checkpointed_mlp_gives_identical_gradients():
+    params = _mlp_params(layers=8, width=16, seed=4)
+    x = torch.tensor(np.random.default_rng(5).standard_normal((6, 16)), requires_grad=True)
+
+    h = x
+    for w in params:
+        h = _block(h, w)
+    plain_loss = h.sum()
+    plain_loss.backward()
+    plain = _grads(params) + [x.grad.clone()]
+    x.grad = None
+
+    h = x
+    for w in params:
+        h = checkpoint(_block, h, w, use_reentrant=True)
+    assert h.grad_fn.name() == "CheckpointFunctionBackward"
+    ckpt_loss = h.sum()
+    ckpt_loss.backward()
+    ckpt = _grads(params) + [x.grad.clone()]
+
+    assert ckpt_loss.item() == plain_loss.item()
+    for a, b in zip(plain, ckpt):
+        assert np.array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_checkpoint_sequential_matches_plain(use_reentrant):
     params = _mlp_params(layers=6, width=8, seed=2)
     fs = [lambda h, w=w: _block(h, w) for w in params]
     x = torch.tensor(np.random.default_rng(3).standard_normal((4, 8)), requires_grad=True)
@@ -67,14 +93,15 @@ def test_checkpoint_sequential_matches_plain():
     h.sum().backward()
     plain = _grads(params) + [x.grad.clone()]
     x.grad = None
-    out = checkpoint_sequential(fs, 3, x, use_reentrant=False)
+    out = checkpoint_sequential(fs, 3, x, use_reentrant=use_reentrant)
     out.sum().backward()
     ckpt = _grads(params) + [x.grad.clone()]
     for a, b in zip(plain, ckpt):
         assert np.array_equal(a.numpy(), b.numpy())
 
 
-def test_recompute_runs_once():
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_recompute_runs_once(use_reentrant):
     calls = [0]
     x = torch.tensor([0.5, 1.5], requires_grad=True)
 
@@ -82,7 +109,7 @@ def test_recompute_runs_once():
         calls[0] += 1
         return (t * t).exp() * t
 
-    y = checkpoint(f, x, use_reentrant=False)
+    y = checkpoint(f, x, use_reentrant=use_reentrant)
     assert calls[0] == 1
     y.sum().backward()
     assert calls[0] == 2
@@ -91,7 +118,8 @@ def test_recompute_runs_once():
     assert x.grad.tolist() == pytest.approx(expected, rel=1e-6)
 
 
-def test_dropout_in_checkpoint_uses_the_same_mask():
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_dropout_in_checkpoint_uses_the_same_mask(use_reentrant):
     torch.manual_seed(0)
     x = torch.ones(200, requires_grad=True)
     w = torch.full((200,), 3.0, requires_grad=True)
@@ -99,7 +127,8 @@ def test_dropout_in_checkpoint_uses_the_same_mask():
     def f(t, w):
         return F.dropout(t * w, p=0.5)
 
-    y = checkpoint(f, x, w, use_reentrant=False)
+    y = checkpoint(f, x, w, use_reentrant=use_reentrant)
+    after_forward = torch.get_rng_state()
     # The gradient of x is 3 * mask / 0.5 where y kept an element, 0 where it dropped it:
     # the recomputation must have drawn the forward's mask.
     y.sum().backward()
@@ -107,18 +136,79 @@ def test_dropout_in_checkpoint_uses_the_same_mask():
     assert 50 < sum(kept) < 150
     assert x.grad.tolist() == [6.0 if k else 0.0 for k in kept]
     assert w.grad.tolist() == [2.0 if k else 0.0 for k in kept]
+    # The recomputation left the caller's RNG state as it was.
+    assert torch.equal(torch.get_rng_state(), after_forward)
 
 
-def test_use_reentrant_not_passed_warns_as_pytorch():
-    x = torch.ones(2, requires_grad=True)
+def test_use_reentrant_not_passed_warns_and_is_reentrant_as_pytorch():
+    x = torch.tensor([1.0, -2.0], requires_grad=True)
     with pytest.warns(UserWarning, match="the use_reentrant parameter should be passed"):
-        with pytest.raises(NotImplementedError, match="use_reentrant=False"):
-            checkpoint(lambda t: t * 2, x)
-    with pytest.raises(NotImplementedError, match="use_reentrant=False"):
-        checkpoint(lambda t: t * 2, x, use_reentrant=True)
+        y = checkpoint(lambda t: t * t, x)
+    assert y.grad_fn.name() == "CheckpointFunctionBackward"
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, -4.0]  # d(t^2)/dt = 2t
+    x.grad = None
     with pytest.warns(UserWarning, match="checkpoint_sequential: the use_reentrant"):
-        with pytest.raises(NotImplementedError):
-            checkpoint_sequential([lambda t: t], 1, x)
+        out = checkpoint_sequential([lambda t: t * 3, lambda t: t * t], 2, x)
+    assert out.grad_fn.name() == "MulBackward0"
+    assert out.grad_fn.next_functions[0][0].name() == "CheckpointFunctionBackward"
+    out.sum().backward()
+    assert x.grad.tolist() == [18.0, -36.0]  # d((3t)^2)/dt = 18t
+
+
+def test_reentrant_warns_when_no_input_requires_grad():
+    x = torch.ones(2)
+    with pytest.warns(
+        UserWarning, match="^None of the inputs have requires_grad=True. Gradients will be None$"
+    ):
+        y = checkpoint(lambda t: t * 2, x, use_reentrant=True)
+    assert not y.requires_grad and y.grad_fn is None
+    assert y.tolist() == [2.0, 2.0]
+
+
+def test_reentrant_with_non_tensor_arguments_and_outputs():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.tensor([3.0, 4.0], requires_grad=True)
+
+    def f(a, n, b):
+        return a * b * n, "label"
+
+    y, label = checkpoint(f, x, 5, w, use_reentrant=True)
+    assert label == "label"
+    y.sum().backward()
+    assert x.grad.tolist() == [15.0, 20.0]  # 5 w
+    assert w.grad.tolist() == [5.0, 10.0]  # 5 x
+
+
+def test_reentrant_refuses_what_pytorch_refuses():
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match="^Unexpected keyword arguments: k$"):
+        checkpoint(lambda t, k=1: t * k, x, use_reentrant=True, k=2)
+    with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+        checkpoint(lambda t: t * 2, x, use_reentrant=True, debug=True)
+    y = checkpoint(lambda t: t.detach(), x, use_reentrant=True)
+    with pytest.raises(RuntimeError, match="none of output has requires_grad=True"):
+        y.sum().backward()
+    incompatible = "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad()"
+    y = checkpoint(lambda t: t * 2, x, use_reentrant=True)
+    with pytest.raises(RuntimeError, match=incompatible):
+        torch.autograd.grad(y.sum(), x)
+    y = checkpoint(lambda t: t * 2, x, use_reentrant=True)
+    with pytest.raises(RuntimeError, match=incompatible):
+        y.sum().backward(inputs=[x])
+    # A plain backward still works afterwards, and grad() outside any checkpoint too.
+    checkpoint(lambda t: t * 2, x, use_reentrant=True).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    assert torch.autograd.grad((x * 3).sum(), x)[0].tolist() == [3.0, 3.0]
+
+
+def test_reentrant_saved_input_modified_in_place_raises():
+    x = torch.ones(2, requires_grad=True)
+    h = x * 1.0
+    y = checkpoint(lambda t: t.exp(), h, use_reentrant=True)
+    h.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
 
 
 def test_dropout_edge_cases():

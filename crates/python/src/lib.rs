@@ -259,6 +259,39 @@ fn _make_variable(
     leaf(t, requires_grad)
 }
 
+thread_local! {
+    /// Per backward pass running on this thread (innermost last): whether it captures
+    /// gradients for given inputs (`grad`, `backward(inputs=)`), PyTorch's non-empty
+    /// `exec_info`.
+    static CAPTURING_PASSES: std::cell::RefCell<Vec<bool>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Marks a backward pass as running on this thread for `_is_checkpoint_valid`.
+pub(crate) struct PassGuard;
+
+impl PassGuard {
+    /// A pass that captures gradients for given inputs (`capturing`) or not.
+    pub(crate) fn new(capturing: bool) -> PassGuard {
+        CAPTURING_PASSES.with(|p| p.borrow_mut().push(capturing));
+        PassGuard
+    }
+}
+
+impl Drop for PassGuard {
+    fn drop(&mut self) {
+        CAPTURING_PASSES.with(|p| p.borrow_mut().pop());
+    }
+}
+
+/// PyTorch's `torch.autograd._is_checkpoint_valid()`: false inside a backward pass
+/// started by `autograd.grad` or `backward(inputs=...)` (the reentrant checkpoint
+/// cannot run there). It sees passes started on this thread, which is where the
+/// scheduler runs Python nodes (Note [Checkpointing]).
+#[pyfunction]
+fn _is_checkpoint_valid() -> bool {
+    CAPTURING_PASSES.with(|p| !p.borrow().last().copied().unwrap_or(false))
+}
+
 /// One backward pass from several roots (`rustgrad.autograd.backward`); with
 /// `inputs`, only those tensors accumulate `.grad`.
 #[pyfunction]
@@ -272,6 +305,7 @@ fn _backward(
     inputs: Option<Vec<Bound<'_, PyTensor>>>,
 ) -> PyResult<()> {
     let (roots, grads) = roots_and_grads(&tensors, &grad_tensors)?;
+    let _pass = PassGuard::new(inputs.is_some());
     match inputs {
         None => py
             .detach(move || {
@@ -303,6 +337,7 @@ fn _grad(
 ) -> PyResult<Vec<Option<Py<PyTensor>>>> {
     let (roots, grads) = roots_and_grads(&outputs, &grad_outputs)?;
     let inputs: Vec<Variable> = inputs.iter().map(|t| t.get().var.clone()).collect();
+    let _pass = PassGuard::new(true);
     let result = py
         .detach(move || {
             Variable::autograd_grad(
@@ -456,6 +491,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<node::PySavedTensor>()?;
     m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(_pool_nodes_run, m)?)?;
+    m.add_function(wrap_pyfunction!(_is_checkpoint_valid, m)?)?;
     m.add_function(wrap_pyfunction!(anomaly::set_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(anomaly::is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(anomaly::is_anomaly_check_nan_enabled, m)?)?;

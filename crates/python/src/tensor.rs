@@ -760,6 +760,7 @@ impl PyTensor {
         };
         let var = self.var.clone();
         let retain = retain_graph.unwrap_or(create_graph);
+        let _pass = crate::PassGuard::new(inputs.is_some());
         py.detach(move || match inputs {
             None => var.backward_with(grad.as_ref(), retain, create_graph),
             Some(inputs) => {

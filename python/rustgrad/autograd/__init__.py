@@ -47,6 +47,12 @@ __all__ = [
 ]
 
 
+def _is_checkpoint_valid() -> bool:
+    """False inside a backward pass started by ``grad`` or ``backward(inputs=...)``,
+    where the reentrant checkpoint cannot run (PyTorch's private helper)."""
+    return _rustgrad._is_checkpoint_valid()
+
+
 def _tensor_list(tensors: Tensor | Sequence[Tensor]) -> list[Tensor]:
     if isinstance(tensors, Tensor):
         return [tensors]

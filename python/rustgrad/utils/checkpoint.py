@@ -3,24 +3,167 @@
 PyTorch's: the forward runs without keeping its intermediate tensors (each save packs a
 small handle), and the first time backward unpacks one, the forward is run again once
 under ``enable_grad`` with the RNG state of the first run, and its saved tensors answer
-the handles. See Note [Checkpointing]."""
+the handles. The reentrant variant is PyTorch's ``CheckpointFunction``: a custom
+Function whose forward runs under no_grad and whose backward runs the function again
+and calls ``autograd.backward`` inside backward. See Note [Checkpointing]."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any, Callable
 
+from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointFunction", "checkpoint", "checkpoint_sequential", "detach_variable"]
 
 
-def _reentrant_not_implemented() -> NotImplementedError:
-    return NotImplementedError(
-        "rustgrad.utils.checkpoint: use_reentrant=True (PyTorch's default when "
-        "use_reentrant is not passed) needs custom autograd Functions, which rustgrad "
-        "does not have yet; pass use_reentrant=False"
-    )
+def detach_variable(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The tensors of ``inputs`` detached, each requiring grad as its original does;
+    other items as they are (PyTorch's ``detach_variable``).
+
+    Args:
+        inputs: a tuple.
+
+    Returns:
+        The tuple with its tensors detached.
+
+    Example:
+        >>> import rustgrad
+        >>> x = rustgrad.ones(2, requires_grad=True) * 2
+        >>> (d, n) = detach_variable((x, 3))
+        >>> d.grad_fn is None, d.requires_grad, n
+        (True, True, 3)
+    """
+    from .. import Tensor
+
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(
+            "Only tuple of tensors is supported. Got Unsupported input type: "
+            f"{type(inputs).__name__}"
+        )
+    out = []
+    for inp in inputs:
+        if not isinstance(inp, Tensor):
+            out.append(inp)
+            continue
+        x = inp.detach()
+        x.requires_grad = inp.requires_grad
+        out.append(x)
+    return tuple(out)
+
+
+def check_backward_validity(inputs: Any) -> None:
+    """Warns, as PyTorch, when no tensor of ``inputs`` requires grad.
+
+    Args:
+        inputs: the checkpointed function's arguments.
+    """
+    from .. import Tensor
+
+    if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
+        warnings.warn(
+            "None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2
+        )
+
+
+class CheckpointFunction(Function):
+    """PyTorch's reentrant checkpoint: ``forward`` runs the function under no_grad and
+    saves only its tensor inputs (and the RNG state); ``backward`` runs it again under
+    ``enable_grad`` on detached inputs with that RNG state, backpropagates through the
+    new graph with ``autograd.backward`` (a nested backward), and returns the inputs'
+    gradients. See Note [Checkpointing]."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, run_function: Callable[..., Any], preserve_rng_state: bool, *args: Any
+    ) -> Any:
+        """Runs ``run_function(*args)`` without recording.
+
+        Args:
+            ctx: the Function's context.
+            run_function: the checkpointed function.
+            preserve_rng_state: keep the RNG state for the recomputation.
+            *args: its arguments.
+
+        Returns:
+            Its outputs.
+        """
+        from .. import Tensor, get_rng_state, no_grad
+
+        check_backward_validity(args)
+        ctx.run_function = run_function
+        ctx.preserve_rng_state = preserve_rng_state
+        if preserve_rng_state:
+            ctx.fwd_cpu_state = get_rng_state()
+        # Non-tensor inputs stay on ctx; tensors are saved (version-checked).
+        ctx.inputs = []
+        ctx.tensor_indices = []
+        tensor_inputs = []
+        for i, arg in enumerate(args):
+            if isinstance(arg, Tensor):
+                tensor_inputs.append(arg)
+                ctx.tensor_indices.append(i)
+                ctx.inputs.append(None)
+            else:
+                ctx.inputs.append(arg)
+        ctx.save_for_backward(*tensor_inputs)
+        with no_grad():
+            outputs = run_function(*args)
+        return outputs
+
+    @staticmethod
+    def backward(ctx: Any, *args: Any) -> tuple[Any, ...]:
+        """Recomputes the forward with grad and backpropagates ``args`` through it.
+
+        Args:
+            ctx: the Function's context.
+            *args: the gradients of the outputs.
+
+        Returns:
+            None for ``run_function`` and ``preserve_rng_state``, then the gradient of
+            each argument (None for non-tensors).
+        """
+        from .. import Tensor, _rustgrad, autograd, enable_grad, get_rng_state, set_rng_state
+
+        if not _rustgrad._is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible"
+                " with .grad() or passing an `inputs` parameter to .backward()."
+                " To resolve this error, you can either set use_reentrant=False,"
+                " or call .backward() without passing the `inputs` argument."
+            )
+        inputs = list(ctx.inputs)
+        tensors = ctx.saved_tensors
+        for i, idx in enumerate(ctx.tensor_indices):
+            inputs[idx] = tensors[i]
+        # PyTorch's fork_rng: the recomputation draws what the forward drew, and the
+        # caller's RNG state is left as it was.
+        outer_state = get_rng_state() if ctx.preserve_rng_state else None
+        try:
+            if ctx.preserve_rng_state:
+                set_rng_state(ctx.fwd_cpu_state)
+            detached_inputs = detach_variable(tuple(inputs))
+            with enable_grad():
+                outputs = ctx.run_function(*detached_inputs)
+        finally:
+            if outer_state is not None:
+                set_rng_state(outer_state)
+        if isinstance(outputs, Tensor):
+            outputs = (outputs,)
+        outputs_with_grad = []
+        args_with_grad = []
+        for i in range(len(outputs)):
+            if isinstance(outputs[i], Tensor) and outputs[i].requires_grad:
+                outputs_with_grad.append(outputs[i])
+                args_with_grad.append(args[i])
+        if len(outputs_with_grad) == 0:
+            raise RuntimeError(
+                "none of output has requires_grad=True, this checkpoint() is not necessary"
+            )
+        autograd.backward(outputs_with_grad, args_with_grad)
+        grads = tuple(inp.grad if isinstance(inp, Tensor) else None for inp in detached_inputs)
+        return (None, None, *grads)
 
 
 class _Handle:
@@ -132,6 +275,7 @@ def checkpoint(
     determinism_check: str = "default",
     debug: bool = False,
     early_stop: bool = True,
+    respect_saved_tensors_hooks: bool | None = None,
     **kwargs: Any,
 ) -> Any:
     """Runs ``function(*args, **kwargs)`` without keeping its intermediate tensors for
@@ -139,17 +283,19 @@ def checkpoint(
     those of the plain call when ``function`` is deterministic given the RNG state,
     which ``preserve_rng_state`` restores (so dropout draws the same mask).
 
-    Only ``use_reentrant=False`` is implemented. As PyTorch 2.15, not passing
-    ``use_reentrant`` warns and means ``True``, which raises NotImplementedError here.
+    As PyTorch 2.15, not passing ``use_reentrant`` warns and means ``True``. The
+    reentrant variant (``CheckpointFunction``) recomputes in a nested backward: it
+    takes no keyword arguments for ``function``, and when no tensor argument requires
+    grad it warns and its output does not require grad.
 
     Args:
         function: the function to checkpoint.
         *args: its positional arguments.
-        use_reentrant: must be ``False``.
+        use_reentrant: which variant; pass it explicitly (``False`` is recommended).
         preserve_rng_state: restore the RNG state for the recomputation.
-        context_fn, determinism_check, debug, early_stop: accepted; only their
-            defaults are supported.
-        **kwargs: keyword arguments of ``function``.
+        context_fn, determinism_check, debug, early_stop, respect_saved_tensors_hooks:
+            accepted; only their defaults are supported.
+        **kwargs: keyword arguments of ``function`` (non-reentrant variant only).
 
     Returns:
         ``function``'s output.
@@ -173,11 +319,24 @@ def checkpoint(
             stacklevel=2,
         )
         use_reentrant = True
+    if kwargs and use_reentrant:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
     if use_reentrant:
-        raise _reentrant_not_implemented()
-    if context_fn is not None or determinism_check != "default" or debug:
+        if context_fn is not None or debug is not False or respect_saved_tensors_hooks is not None:
+            raise ValueError(
+                "Passing `context_fn`, `debug`, or `respect_saved_tensors_hooks` "
+                "is only supported when use_reentrant=False."
+            )
+        return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    if (
+        context_fn is not None
+        or determinism_check != "default"
+        or debug
+        or respect_saved_tensors_hooks is not None
+    ):
         raise NotImplementedError(
-            "rustgrad.utils.checkpoint: context_fn, determinism_check and debug are not supported"
+            "rustgrad.utils.checkpoint: context_fn, determinism_check, debug and "
+            "respect_saved_tensors_hooks are not supported"
         )
     return _checkpoint_without_reentrant(function, preserve_rng_state, args, kwargs)
 
@@ -196,7 +355,8 @@ def checkpoint_sequential(
         functions: callables applied in turn.
         segments: the number of chunks.
         input: the input of the first function.
-        use_reentrant: must be ``False`` (not passing it warns, as PyTorch 2.15).
+        use_reentrant: which variant of :func:`checkpoint` (not passing it warns and
+            means ``True``, as PyTorch 2.15).
         **kwargs: ``preserve_rng_state``.
 
     Returns:
@@ -224,8 +384,6 @@ def checkpoint_sequential(
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
-    if use_reentrant:
-        raise _reentrant_not_implemented()
     if hasattr(functions, "children") and not isinstance(functions, (list, tuple)):
         functions = list(functions.children())
     functions = list(functions)
@@ -245,7 +403,7 @@ def checkpoint_sequential(
         input = checkpoint(
             run_function(start, end),
             input,
-            use_reentrant=False,
+            use_reentrant=use_reentrant,
             preserve_rng_state=preserve,
         )
     return run_function(end + 1, len(functions) - 1)(input)
