@@ -139,6 +139,8 @@ def test_custom_backward_exception_propagates_unchanged_with_the_warning():
     (text,) = [str(w.message) for w in caught]
     assert text.startswith("Error detected in _BoomBackward. Traceback of forward call")
     assert "z = _Boom.apply(x)  # custom forward line" in text
+    # PyTorch's Function.apply is C++: the trace ends at the caller's line.
+    assert text.endswith("z = _Boom.apply(x)  # custom forward line\n")
     # The engine stays usable.
     y = (x * 3).sum()
     y.backward()

@@ -31,10 +31,21 @@ pub fn is_anomaly_check_nan_enabled() -> bool {
     anomaly::is_check_nan_enabled()
 }
 
-/// The current Python stack, formatted as PyTorch stores it.
+/// The current Python stack, formatted as PyTorch stores it. Innermost frames of
+/// rustgrad's `Function.apply` are left out: PyTorch's is C++ and has no frame.
 fn format_stack(py: Python<'_>) -> PyResult<String> {
     let traceback = py.import("traceback")?;
     let stack = traceback.call_method0("extract_stack")?;
+    while let Some(last) = stack.len()?.checked_sub(1) {
+        let filename: String = stack.get_item(last)?.getattr("filename")?.extract()?;
+        if !filename
+            .replace('\\', "/")
+            .ends_with("rustgrad/autograd/function.py")
+        {
+            break;
+        }
+        stack.del_item(last)?;
+    }
     let lines = traceback.call_method1("format_list", (stack,))?;
     let joined = PyString::new(py, "").call_method1("join", (lines,))?;
     joined.extract()
