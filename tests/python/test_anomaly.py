@@ -170,3 +170,38 @@ def test_finite_backward_under_the_mode_gives_the_plain_gradients():
         (x * x).sum().backward()
     # d(sum x^2)/dx = 2x
     assert x.grad.tolist() == [1.0, -3.0]
+
+
+def test_threads_record_and_backward_under_the_mode_without_deadlock():
+    import threading
+
+    rustgrad.set_anomaly_enabled(True, True)
+    errors = []
+    caught = []
+
+    def work(seed):
+        try:
+            for i in range(20):
+                x = rustgrad.full((8,), (seed + i) / 10.0, requires_grad=True)
+                (x * x).exp().mul(0.0).sum().backward()
+                # d(sum(0 * exp(x^2)))/dx = 0.
+                assert x.grad.tolist() == [0.0] * 8
+            nan = rustgrad.tensor([float("nan")])
+            y = rustgrad.ones(1, requires_grad=True) * nan  # thread forward line
+            try:
+                y.sum().backward()
+            except RuntimeError as e:
+                caught.append(str(e))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert caught == [NAN_ERROR] * 4
