@@ -205,3 +205,14 @@ def test_threads_record_and_backward_under_the_mode_without_deadlock():
     assert not any(t.is_alive() for t in threads)
     assert errors == []
     assert caught == [NAN_ERROR] * 4
+
+
+def test_warnings_as_errors_keep_the_nodes_error(capsys):
+    # PyTorch: the warning filter "error" does not replace the NaN error.
+    set_detect_anomaly(True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, y = _nan_product()
+        with pytest.raises(RuntimeError, match="returned nan values in its 0th output"):
+            y.sum().backward()
+    assert "Error detected in MulBackward0" in capsys.readouterr().err

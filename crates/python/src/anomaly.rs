@@ -4,7 +4,6 @@
 //! the reporter emits PyTorch's "Error detected in ..." `UserWarning`. Both take the GIL
 //! only for their own call (backward runs with it released).
 
-use crate::errors::to_engine;
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -58,11 +57,15 @@ pub fn install() {
     })));
     anomaly::set_error_reporter(Some(Arc::new(|message: &str| {
         Python::attach(|py| {
-            let warnings = py.import("warnings")?;
-            let category = py.get_type::<PyUserWarning>();
-            warnings.call_method1("warn", (message, category))?;
-            Ok(())
+            let warned = py.import("warnings").and_then(|warnings| {
+                let category = py.get_type::<PyUserWarning>();
+                warnings.call_method1("warn", (message, category))
+            });
+            // A warning turned into an exception is shown, not raised: the node's own
+            // error propagates, as in PyTorch.
+            if let Err(err) = warned {
+                err.display(py);
+            }
         })
-        .map_err(to_engine)
     })));
 }

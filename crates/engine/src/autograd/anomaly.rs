@@ -26,9 +26,10 @@ static MODE: AtomicU8 = AtomicU8::new(CHECK_NAN);
 pub type CaptureTrace = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// Reports a failing node: receives PyTorch's warning text ("Error detected in
-/// MulBackward0. Traceback of forward call that caused the error:\n..."). An error it
-/// returns (e.g. a warning turned into an exception) replaces the node's error.
-pub type ReportError = Arc<dyn Fn(&str) -> Result<()> + Send + Sync>;
+/// MulBackward0. Traceback of forward call that caused the error:\n..."). The node's
+/// error propagates afterwards whatever the reporter does (as in PyTorch, where a
+/// warning turned into an exception does not replace it).
+pub type ReportError = Arc<dyn Fn(&str) + Send + Sync>;
 
 static CAPTURE: RwLock<Option<CaptureTrace>> = RwLock::new(None);
 static REPORT: RwLock<Option<ReportError>> = RwLock::new(None);
@@ -100,7 +101,7 @@ pub(crate) fn run_checked<V: Value>(
     match result {
         Ok(grads) => Ok(grads),
         Err(err) => {
-            report(id)?;
+            report(id);
             Err(err)
         }
     }
@@ -129,7 +130,7 @@ fn check_nan<V: Value>(id: NodeId<V>, grads: &Grads<V>) -> Result<()> {
 }
 
 /// The warning PyTorch's `print_stack` emits for a failing node.
-fn report<V: Value>(id: NodeId<V>) -> Result<()> {
+fn report<V: Value>(id: NodeId<V>) {
     let name = graph::node_name(id).unwrap_or("unknown");
     let message = match graph::anomaly_trace(id).ok().flatten() {
         Some(trace) => format!(
@@ -143,9 +144,6 @@ fn report<V: Value>(id: NodeId<V>) -> Result<()> {
     let reporter = REPORT.read().unwrap_or_else(|e| e.into_inner()).clone();
     match reporter {
         Some(reporter) => reporter(&message),
-        None => {
-            eprintln!("rustgrad warning: {message}");
-            Ok(())
-        }
+        None => eprintln!("rustgrad warning: {message}"),
     }
 }
