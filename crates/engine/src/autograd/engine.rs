@@ -301,7 +301,9 @@ fn execute<V: Value>(
     // 5. Run. See Note [Parallel backward]: a large pure-Rust node goes to the pool
     // when something else could run meanwhile; everything else (hooks, custom
     // Functions, AccumulateGrad, small nodes) runs here, on the calling thread.
-    let pool = if create_graph {
+    // Anomaly mode checks each node's result on the driver (Note [Anomaly detection]):
+    // a debugging pass runs sequentially.
+    let pool = if create_graph || anomaly::is_enabled() {
         None
     } else {
         crate::parallel::backward_pool()
