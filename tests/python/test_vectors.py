@@ -339,6 +339,12 @@ FORMS_OPS: dict[str, Callable[[list[Any], dict[str, Any]], Any]] = {
 }
 
 
+# In-place view ops and squeeze's tuple form.
+VIEW_FORMS = "squeeze_ unsqueeze_ transpose_ swapaxes_ swapdims_ t_ as_strided_".split()
+FORMS_OPS.update({op: _in_place(op) for op in VIEW_FORMS})
+FORMS_OPS["squeeze_dims"] = lambda xs, kw: xs[0].squeeze(tuple(kw["dims"]))
+
+
 def _cloned(xs: list[Any], method: str, *args: Any, **kwargs: Any) -> Any:
     """``y = x.clone()``; ``y.<method>(...)`` returns ``y``; the result is ``y``."""
     y = xs[0].clone()

@@ -1892,6 +1892,13 @@ FORMS_OPS: dict[str, Callable[[list[torch.Tensor], dict[str, Any]], torch.Tensor
 }
 
 
+# In-place view ops (they change the tensor's layout, not its values) and squeeze's
+# tuple form.
+VIEW_FORMS = "squeeze_ unsqueeze_ transpose_ swapaxes_ swapdims_ t_ as_strided_".split()
+FORMS_OPS.update({op: _in_place(op) for op in VIEW_FORMS})
+FORMS_OPS["squeeze_dims"] = lambda xs, kw: xs[0].squeeze(tuple(kw["dims"]))
+
+
 def _cloned(xs: list[torch.Tensor], method: str, *args: Any) -> torch.Tensor:
     """``y = x.clone(); y.<method>(*args)``; the result is ``y``."""
     y = xs[0].clone()
@@ -1946,6 +1953,24 @@ def forms_ops_cases() -> list[dict[str, Any]]:
         c("multiply__scalar_region", "multiply_", [inp([2, 4])], args=[2.5], region=region),
         c("subtract_", "subtract_", [inp([2, 3]), inp([2, 1])]),
         c("subtract__f32_transposed", "subtract_", [f32(inp([3, 2], view=t01)), f32(inp([3]))]),
+    ]
+    cases += [
+        c("squeeze__all", "squeeze_", [inp([2, 1, 3])]),
+        c("squeeze__dim", "squeeze_", [inp([2, 1, 3])], args=[1]),
+        c("squeeze__neg_dim_f32", "squeeze_", [f32(inp([2, 3, 1]))], args=[-1]),
+        c("squeeze__dims", "squeeze_", [inp([2, 1, 3, 1])], args=[[1, 3]]),
+        c("squeeze__transposed", "squeeze_", [inp([3, 1], view=t01)], args=[0]),
+        c("unsqueeze_", "unsqueeze_", [inp([2, 3])], args=[1]),
+        c("unsqueeze__neg_f32_transposed", "unsqueeze_", [f32(inp([3, 2], view=t01))], args=[-1]),
+        c("transpose_", "transpose_", [inp([2, 3, 4])], args=[0, 2]),
+        c("swapaxes_", "swapaxes_", [f32(inp([2, 3, 4]))], args=[-1, 0]),
+        c("swapdims_", "swapdims_", [inp([2, 3, 4])], args=[1, 2]),
+        c("t_", "t_", [inp([2, 3])]),
+        c("t__1d", "t_", [inp([3])]),
+        c("as_strided_", "as_strided_", [inp([6])], args=[[2, 3], [1, 2]]),
+        c("as_strided__offset_f32", "as_strided_", [f32(inp([8]))], args=[[3], [2], 1]),
+        c("squeeze_dims", "squeeze_dims", [inp([2, 1, 3, 1])], dims=[1, 3]),
+        c("squeeze_dims_neg_f32", "squeeze_dims", [f32(inp([1, 3, 1]))], dims=[-1, 0]),
     ]
     i = itensor
     cases += [

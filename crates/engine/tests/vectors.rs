@@ -5,7 +5,7 @@
 //! mismatches together.
 
 use rustgrad::tensor::CmpOp;
-use rustgrad::{DType, Scalar, Tensor, Variable};
+use rustgrad::{DType, Scalar, Squeeze, Tensor, Variable};
 use serde_json::{Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -556,6 +556,15 @@ fn run_scatter_reduce_op(
     ))
 }
 
+/// A JSON list of integers.
+fn int_list(v: &Value) -> CaseResult<Vec<i64>> {
+    v.as_array()
+        .ok_or_else(|| format!("expected a list of ints, got {v}"))?
+        .iter()
+        .map(|x| as_i64(x, "int"))
+        .collect()
+}
+
 /// The ops of forms_ops.json (in-place forms, run on a clone of `x` or on a region of
 /// it, and clamp_min / clamp_max); `None` for other ops.
 fn run_forms_op(
@@ -618,6 +627,10 @@ fn run_forms_op(
         }
         "clamp_min" => return Ok(Some(x.clamp_min(first()?))),
         "clamp_max" => return Ok(Some(x.clamp_max(first()?))),
+        "squeeze_dims" => {
+            let dims = int_list(kwargs.get("dims").ok_or("missing kwarg dims")?)?;
+            return Ok(Some(x.squeeze_dims(&dims)));
+        }
         _ if !op.ends_with('_') => return Ok(None),
         _ => {}
     }
@@ -675,6 +688,26 @@ fn run_forms_op(
             }
             "clamp_min_" => t.clamp_min_(first()?),
             "clamp_max_" => t.clamp_max_(first()?),
+            // In-place view ops: `args` holds their ints (a list for squeeze's dims and
+            // as_strided's size and stride).
+            "squeeze_" => match list.and_then(|l| l.first()) {
+                None => t.squeeze_(Squeeze::All),
+                Some(v) if v.is_array() => t.squeeze_(Squeeze::Dims(&int_list(v)?)),
+                Some(_) => t.squeeze_(Squeeze::Dim(int_first()?)),
+            },
+            "unsqueeze_" => t.unsqueeze_(int_first()?),
+            "transpose_" | "swapaxes_" | "swapdims_" => {
+                let ints = int_list(&Value::Array(list.cloned().unwrap_or_default()))?;
+                t.transpose_(ints[0], ints[1])
+            }
+            "t_" => t.t_(),
+            "as_strided_" => {
+                let l = list.ok_or("missing args")?;
+                let size = int_list(l.first().ok_or("missing size")?)?;
+                let stride = int_list(l.get(1).ok_or("missing stride")?)?;
+                let offset = l.get(2).map(|v| as_i64(v, "offset")).transpose()?;
+                t.as_strided_(&size, &stride, offset)
+            }
             "multiply_" | "subtract_" => {
                 let o = match other()? {
                     Some(o) => o,
