@@ -15,6 +15,7 @@ use crate::storage::WriteSite;
 use crate::tensor::{BinaryOp, Scalar, Tensor};
 use smallvec::{smallvec, SmallVec};
 use std::panic::Location;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 
 /// A tensor that takes part in automatic differentiation.
@@ -27,7 +28,7 @@ pub struct Variable(Arc<VariableInner>);
 /// A reference to a [`Variable`] that does not keep it alive (what the graph holds of a
 /// leaf, Note [The graph does not own leaves]).
 #[derive(Clone)]
-pub struct WeakVariable(std::sync::Weak<VariableInner>);
+pub struct WeakVariable(Weak<VariableInner>);
 
 struct VariableInner {
     /// The data the variable was made with, until `set_data` replaces it.
@@ -35,6 +36,10 @@ struct VariableInner {
     /// The data given by `set_data` (`x.data = src`), once it has been called: rare, so
     /// reading the data costs one atomic load until then. See Note [Version counters].
     replaced: OnceLock<RwLock<Arc<Tensor>>>,
+    /// Made in inference mode (PyTorch's inference tensors): never saved for backward,
+    /// not written in place outside inference mode. See Note [Inference mode]. Outside
+    /// the meta's lock: every recorded op reads it for each tensor it saves.
+    inference: AtomicBool,
     meta: Mutex<AutogradMeta>,
 }
 
@@ -66,9 +71,6 @@ struct AutogradMeta {
     /// Set by the user on leaves; non-leaves require grad iff they have a grad_fn.
     requires_grad: bool,
     volatile: bool,
-    /// Made in inference mode (PyTorch's inference tensors): never saved for backward,
-    /// not written in place outside inference mode. See Note [Inference mode].
-    inference: bool,
     grad_fn: Option<NodeRef>,
     output_nr: u32,
     grad: Option<Variable>,
@@ -263,14 +265,11 @@ impl Variable {
 
     /// A leaf with no autograd history that does not require grad.
     pub fn from_tensor(tensor: Tensor) -> Variable {
-        let meta = AutogradMeta {
-            inference: grad_mode::is_inference_mode_enabled(),
-            ..AutogradMeta::default()
-        };
         Variable(Arc::new(VariableInner {
             tensor,
             replaced: OnceLock::new(),
-            meta: Mutex::new(meta),
+            inference: AtomicBool::new(grad_mode::is_inference_mode_enabled()),
+            meta: Mutex::new(AutogradMeta::default()),
         }))
     }
 
@@ -436,7 +435,7 @@ impl Variable {
     /// Sets requires_grad on a leaf (PyTorch's `requires_grad_`).
     pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
         let mut m = self.meta();
-        if requires_grad && m.inference && !grad_mode::is_inference_mode_enabled() {
+        if requires_grad && self.is_inference() && !grad_mode::is_inference_mode_enabled() {
             return Err(Error::InvalidArgument(
                 "Setting requires_grad=True on inference tensor outside InferenceMode is not \
                  allowed."
@@ -459,7 +458,7 @@ impl Variable {
     /// Whether this is an inference tensor (made in inference mode, or a view of one).
     /// See Note [Inference mode].
     pub fn is_inference(&self) -> bool {
-        self.meta().inference
+        self.0.inference.load(Ordering::Relaxed)
     }
 
     /// The storage version (PyTorch's `t._version`); inference tensors have none.
@@ -555,7 +554,9 @@ impl Variable {
     /// A new leaf sharing this variable's data (and version counter), with no history.
     pub fn detach(&self) -> Variable {
         let out = Variable::from_tensor(self.tensor().clone());
-        out.meta().inference = self.is_inference();
+        out.0
+            .inference
+            .store(self.is_inference(), Ordering::Relaxed);
         out
     }
 
@@ -587,9 +588,14 @@ impl Variable {
             self.meta().grad_accumulator = None;
         }
         drop(old);
+        self.replace_tensor(new);
+        Ok(())
+    }
+
+    /// Makes `new` this variable's data (`set_data`, in-place view ops).
+    fn replace_tensor(&self, new: Arc<Tensor>) {
         let lock = self.0.replaced.get_or_init(|| RwLock::new(new.clone()));
         *lock.write().unwrap_or_else(|e| e.into_inner()) = new;
-        Ok(())
     }
 
     /// Turns this variable into a leaf that does not require grad.
@@ -706,9 +712,10 @@ impl Variable {
     /// or a view of one (kept only when made while recording, as PyTorch's creation
     /// meta, which no_grad overrides).
     fn set_view_of(&self, base: Variable, version: u64, multi_output: bool) {
-        let inference = base.is_inference();
+        self.0
+            .inference
+            .store(base.is_inference(), Ordering::Relaxed);
         let mut m = self.meta();
-        m.inference = inference;
         m.view_created_with_grad = grad_mode::is_grad_enabled() && !m.volatile;
         m.view_multi_output = multi_output && m.view_created_with_grad;
         m.view_base = Some(base);
@@ -1219,11 +1226,8 @@ impl Variable {
             Variable::from_tensor(result.clone())
         };
         let node = out.meta().grad_fn.take();
-        let old = self.tensor();
         let new = Arc::new(result);
-        drop(old);
-        let lock = self.0.replaced.get_or_init(|| RwLock::new(new.clone()));
-        *lock.write().unwrap_or_else(|e| e.into_inner()) = new.clone();
+        self.replace_tensor(new.clone());
         new.version_counter().bump(site);
         let (old_fn, old_nr, retains) = {
             let mut m = self.meta();

@@ -513,6 +513,28 @@ fn put_tensor_with(base: &Tensor, src: &Tensor, map: &IndexMap, how: Combine) ->
 }
 
 /// The values of an integer index tensor; `op` names the op in PyTorch's dtype error.
+/// The map of `index_add` / `index_copy`: element `j` of the source along `dim` goes to
+/// position `table[j]` of `this` (the destination's shape, at least 1-d), every other
+/// dim in place; `(dst, src)` are the two tensors' own shapes.
+fn along_dim_map(
+    this: &[usize],
+    dim: usize,
+    table: Vec<usize>,
+    (dst, src): (&[usize], &[usize]),
+) -> Result<Arc<IndexMap>> {
+    let mut table = Some(table);
+    let tables: Vec<Vec<usize>> = this
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| match k == dim {
+            true => table.take().unwrap_or_default(),
+            false => (0..n).collect(),
+        })
+        .collect();
+    let m = IndexMap::separable(this, &tables)?;
+    IndexMap::new(dst.into(), src.into(), m.positions.clone())
+}
+
 pub(crate) fn index_values(index: &Tensor, op: &str) -> Result<Vec<i64>> {
     if index.dtype() == DType::I32 {
         // PyTorch's index kernels take int32 indices too (index_select, gather,
@@ -1064,19 +1086,7 @@ impl Variable {
                 }
             })
             .collect::<Result<Vec<usize>>>()?;
-        let tables: Vec<Vec<usize>> = this
-            .iter()
-            .enumerate()
-            .map(|(k, &n)| {
-                if k == d {
-                    table.clone()
-                } else {
-                    (0..n).collect()
-                }
-            })
-            .collect();
-        let m = IndexMap::separable(&this, &tables)?;
-        let map = IndexMap::new(self.shape(), source.shape(), m.positions.clone())?;
+        let map = along_dim_map(&this, d, table, (&self.shape(), &source.shape()))?;
         self.scatter_map(source, map, None, true, Scattered::IndexAdd)
     }
 
@@ -1243,19 +1253,7 @@ impl Variable {
                 }
             })
             .collect::<Result<Vec<usize>>>()?;
-        let tables: Vec<Vec<usize>> = this
-            .iter()
-            .enumerate()
-            .map(|(k, &n)| {
-                if k == d {
-                    table.clone()
-                } else {
-                    (0..n).collect()
-                }
-            })
-            .collect();
-        let m = IndexMap::separable(&this, &tables)?;
-        IndexMap::new(self.shape(), source.shape(), m.positions.clone())
+        along_dim_map(&this, d, table, (&self.shape(), &source.shape()))
     }
 
     /// `self` with the elements where the bool `mask` (broadcast to `self`) is true
