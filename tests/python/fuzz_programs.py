@@ -677,9 +677,16 @@ class _ShapeSteps:
                 shape.insert(d, 1)
                 strides.insert(d, stride)
         elif op == "squeeze":
-            if self.d(st.booleans()) or nd == 0:
+            form = self.d(st.integers(0, 2))
+            if form == 0 or nd == 0:
                 code = f"{name} = {src.name}.squeeze()"
                 keep = [i for i in range(nd) if shape[i] != 1]
+            elif form == 1:
+                # The tuple form: distinct dims, some of them negative.
+                picked = self.d(st.lists(st.integers(0, nd - 1), unique=True, max_size=nd))
+                dims = [d - nd if self.d(st.booleans()) else d for d in picked]
+                code = f"{name} = {src.name}.squeeze({tuple(dims)!r})"
+                keep = [i for i in range(nd) if i not in picked or shape[i] != 1]
             else:
                 d = self.d(st.integers(-nd, nd - 1))
                 code = f"{name} = {src.name}.squeeze({d})"
