@@ -135,11 +135,35 @@ pub(crate) fn backward_pool() -> Option<Arc<ThreadPool>> {
     pool()
 }
 
-/// Runs `f` inside the engine's pool (so rayon's parallel iterators inside use it),
-/// or directly on this thread when the pool has one thread.
-pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+/// Calls `f(i, chunk)` for every `chunk_len`-element chunk of `data` (the last may be
+/// shorter): concurrently on the engine's pool when it has more than one thread, else
+/// in order on this thread.
+///
+/// This is the one way kernels go parallel. A rayon parallel iterator used outside
+/// the engine's pool would run on rayon's global pool, which has one thread per CPU
+/// whatever `set_num_threads` says, so a one-thread setting would still use every
+/// core. See Note [Thread count].
+pub fn for_each_chunk_mut<T: Send>(
+    data: &mut [T],
+    chunk_len: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    use rayon::prelude::*;
+    let chunk_len = chunk_len.max(1);
     match pool() {
-        Some(p) => p.install(f),
-        None => f(),
+        Some(p) => p.install(|| {
+            data.par_chunks_mut(chunk_len)
+                .enumerate()
+                .for_each(|(i, c)| f(i, c))
+        }),
+        None => data
+            .chunks_mut(chunk_len)
+            .enumerate()
+            .for_each(|(i, c)| f(i, c)),
     }
+}
+
+/// `out[i] = f(i)` for every element, through [`for_each_chunk_mut`].
+pub fn fill_each<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
+    for_each_chunk_mut(out, 1, |i, c| c[0] = f(i));
 }

@@ -10,7 +10,6 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::parallel::{self, CHUNK, PARALLEL_MIN_ELEMENTS};
 use crate::shape::Dims;
-use rayon::prelude::*;
 
 /// Fills a new vector of `n` elements, chunk by chunk, calling `fill(start, out_chunk)`;
 /// chunks run on the pool when `n` is large. Chunk boundaries never depend on the
@@ -23,11 +22,7 @@ fn fill_chunks<U: Element>(
     if n < PARALLEL_MIN_ELEMENTS {
         fill(0, &mut out);
     } else {
-        parallel::install(|| {
-            out.par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|(c, chunk)| fill(c * CHUNK, chunk));
-        });
+        parallel::for_each_chunk_mut(&mut out, CHUNK, |c, chunk| fill(c * CHUNK, chunk));
     }
     Ok(out)
 }
@@ -202,4 +197,32 @@ fn same_shape(a: &Layout, b: &Layout) -> Result<()> {
             b.shape()
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+
+    /// With one thread a kernel large enough to go parallel runs on the calling thread
+    /// only (Note [Thread count]): it must not fall back to rayon's global pool.
+    #[test]
+    fn one_thread_runs_large_kernels_on_the_calling_thread() {
+        let n = PARALLEL_MIN_ELEMENTS * 8;
+        let src: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let layout = Layout::contiguous(&[n]);
+        let seen = Mutex::new(HashSet::new());
+        let before = parallel::get_num_threads();
+        parallel::set_num_threads(1).unwrap();
+        let out = map1(&src, &layout, |x| {
+            seen.lock().unwrap().insert(std::thread::current().id());
+            x + 1.0
+        })
+        .unwrap();
+        parallel::set_num_threads(before).unwrap();
+        assert_eq!(out[n - 1], n as f32);
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen, HashSet::from([std::thread::current().id()]));
+    }
 }

@@ -11,7 +11,6 @@
 use super::try_vec;
 use crate::error::{Error, Result};
 use crate::parallel::{self, CHUNK, PARALLEL_MIN_ELEMENTS};
-use rayon::prelude::*;
 
 fn check_rows(len: usize, outer: usize, inner: usize) -> Result<()> {
     if outer.checked_mul(inner) != Some(len) {
@@ -62,12 +61,7 @@ where
             *p = partial(task);
         }
     } else {
-        parallel::install(|| {
-            partials
-                .par_iter_mut()
-                .enumerate()
-                .for_each(|(task, p)| *p = partial(task))
-        });
+        parallel::fill_each(&mut partials, partial);
     }
     let mut out = try_vec(outer, init)?;
     for (o, parts) in out.iter_mut().zip(partials.chunks(chunks_per_row)) {
@@ -106,7 +100,7 @@ where
     if data.len().max(total) < PARALLEL_MIN_ELEMENTS {
         out.chunks_mut(out_inner).enumerate().for_each(run);
     } else {
-        parallel::install(|| out.par_chunks_mut(out_inner).enumerate().for_each(run));
+        parallel::for_each_chunk_mut(&mut out, out_inner, |row, c| run((row, c)));
     }
     Ok(out)
 }

@@ -5,7 +5,6 @@
 use super::{for_each_strided, try_vec};
 use crate::error::{Error, Result};
 use crate::parallel::{self, PARALLEL_MIN_ELEMENTS};
-use rayon::prelude::*;
 
 /// Rows of the output computed by one task.
 const ROW_BLOCK: usize = 64;
@@ -177,14 +176,8 @@ pub fn matmul<T: Gemm>(
             }
         }
     } else {
-        parallel::install(|| {
-            out.par_chunks_mut(m * n)
-                .enumerate()
-                .for_each(|(batch, c)| {
-                    c.par_chunks_mut(ROW_BLOCK * n)
-                        .enumerate()
-                        .for_each(|(rb, cb)| block(batch, rb, cb));
-                });
+        parallel::for_each_chunk_mut(&mut out, m * n, |batch, c| {
+            parallel::for_each_chunk_mut(c, ROW_BLOCK * n, |rb, cb| block(batch, rb, cb));
         });
     }
     Ok(out)

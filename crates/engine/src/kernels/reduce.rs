@@ -7,7 +7,6 @@ use crate::dtype::Num;
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::parallel::{self, CHUNK, PARALLEL_MIN_ELEMENTS};
-use rayon::prelude::*;
 
 /// Element types that sum into a wider accumulator (float32 sums in float64).
 pub trait Accumulate: Num {
@@ -105,12 +104,7 @@ pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> 
             *p = partial(task);
         }
     } else {
-        parallel::install(|| {
-            partials
-                .par_iter_mut()
-                .enumerate()
-                .for_each(|(task, p)| *p = partial(task))
-        });
+        parallel::fill_each(&mut partials, partial);
     }
     let mut out = try_vec(outer, T::ZERO)?;
     for (o, parts) in out.iter_mut().zip(partials.chunks(chunks_per_output)) {
