@@ -4,7 +4,7 @@
 //! Every function checks at entry, in O(ndim), that its layouts stay inside the given
 //! slices (Note [Checked size arithmetic]): a bad layout is an `Err`, never a panic.
 
-use super::{for_each_strided, try_vec};
+use super::{for_each_run, for_each_strided, try_vec};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -14,16 +14,37 @@ use crate::shape::Dims;
 /// Fills a new vector of `n` elements, chunk by chunk, calling `fill(start, out_chunk)`;
 /// chunks run on the pool when `n` is large. Chunk boundaries never depend on the
 /// thread count.
+///
+/// A large output is not zeroed up front: each chunk is initialised to the default and
+/// filled by the task that owns it, so the first touch of the new pages (the page
+/// faults) and the writes are spread over the pool instead of a serial memset.
 fn fill_chunks<U: Element>(
     n: usize,
     fill: impl Fn(usize, &mut [U]) + Sync + Send,
 ) -> Result<Vec<U>> {
-    let mut out = try_vec(n, U::default())?;
     if n < PARALLEL_MIN_ELEMENTS {
+        let mut out = try_vec(n, U::default())?;
         fill(0, &mut out);
-    } else {
-        parallel::for_each_chunk_mut(&mut out, CHUNK, |c, chunk| fill(c * CHUNK, chunk));
+        return Ok(out);
     }
+    let mut out: Vec<U> = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        bytes: n.saturating_mul(std::mem::size_of::<U>()),
+    })?;
+    parallel::for_each_chunk_mut(&mut out.spare_capacity_mut()[..n], CHUNK, |c, chunk| {
+        for slot in chunk.iter_mut() {
+            slot.write(U::default());
+        }
+        // SAFETY: every element of `chunk` was initialised just above, and
+        // `MaybeUninit<U>` has `U`'s layout, so the cast yields a valid `&mut [U]` of the
+        // same length with the same exclusive borrow.
+        let chunk = unsafe { &mut *(chunk as *mut [std::mem::MaybeUninit<U>] as *mut [U]) };
+        fill(c * CHUNK, chunk);
+    });
+    // SAFETY: `for_each_chunk_mut` ran the closure on every chunk of the first `n`
+    // spare slots (it returns only after all of them, and a panic would unwind past
+    // this line), and the closure initialised each element of its chunk.
+    unsafe { out.set_len(n) };
     Ok(out)
 }
 
@@ -51,13 +72,24 @@ pub fn map1<T: Element, U: Element>(
         });
     }
     fill_chunks(n, |start, out| {
-        for_each_strided(
+        for_each_run(
             layout.shape(),
             [layout.strides()],
             [layout.offset()],
             start,
             start + out.len(),
-            |i, [o]| out[i - start] = f(src[o]),
+            |i, [o], [s], len| {
+                let out = &mut out[i - start..i - start + len];
+                if s == 1 {
+                    for (d, &x) in out.iter_mut().zip(&src[o..o + len]) {
+                        *d = f(x);
+                    }
+                } else {
+                    for (r, d) in out.iter_mut().enumerate() {
+                        *d = f(src[o + r * s]);
+                    }
+                }
+            },
         );
     })
 }
@@ -88,13 +120,40 @@ pub fn map2<A: Element, B: Element, U: Element>(
         return Ok(a.iter().map(|&x| f(x, y)).collect());
     }
     fill_chunks(n, |start, out| {
-        for_each_strided(
+        for_each_run(
             la.shape(),
             [la.strides(), lb.strides()],
             [la.offset(), lb.offset()],
             start,
             start + out.len(),
-            |i, [oa, ob]| out[i - start] = f(a[oa], b[ob]),
+            |i, [oa, ob], steps, len| {
+                let out = &mut out[i - start..i - start + len];
+                match steps {
+                    [1, 1] => {
+                        let (a, b) = (&a[oa..oa + len], &b[ob..ob + len]);
+                        for ((d, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                            *d = f(x, y);
+                        }
+                    }
+                    [1, 0] => {
+                        let y = b[ob];
+                        for (d, &x) in out.iter_mut().zip(&a[oa..oa + len]) {
+                            *d = f(x, y);
+                        }
+                    }
+                    [0, 1] => {
+                        let x = a[oa];
+                        for (d, &y) in out.iter_mut().zip(&b[ob..ob + len]) {
+                            *d = f(x, y);
+                        }
+                    }
+                    [sa, sb] => {
+                        for (r, d) in out.iter_mut().enumerate() {
+                            *d = f(a[oa + r * sa], b[ob + r * sb]);
+                        }
+                    }
+                }
+            },
         );
     })
 }

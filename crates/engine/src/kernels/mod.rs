@@ -37,48 +37,86 @@ pub fn for_each_strided<const N: usize>(
     end: usize,
     mut f: impl FnMut(usize, [usize; N]),
 ) {
+    for_each_run(shape, strides, base, start, end, |i, offs, steps, len| {
+        let mut o = offs;
+        for r in 0..len {
+            f(i + r, o);
+            for k in 0..N {
+                o[k] += steps[k];
+            }
+        }
+    });
+}
+
+/// Walks the logical (row-major) elements `start..end` of `shape` in runs: calls
+/// `f(i, offsets, steps, len)` for each run of `len` consecutive elements `i..i + len`
+/// along the innermost dim, where `offsets[k]` is element `i`'s storage index in operand
+/// `k` and operand `k` advances by `steps[k]` per element of the run (1 when that
+/// operand is contiguous there, 0 when broadcast). Adjacent dims that every operand
+/// lays out as one (`stride[d] == stride[d + 1] * shape[d + 1]`) are merged first, so a
+/// contiguous operand is one run per call. Kernels turn a run with steps 1 or 0 into a
+/// plain slice loop the compiler vectorises (Note [Strided runs]).
+#[inline]
+pub fn for_each_run<const N: usize>(
+    shape: &[usize],
+    strides: [&[usize]; N],
+    base: [usize; N],
+    start: usize,
+    end: usize,
+    mut f: impl FnMut(usize, [usize; N], [usize; N], usize),
+) {
     if start >= end {
         return;
     }
-    let nd = shape.len();
-    if nd == 0 {
-        f(0, base);
+    if shape.is_empty() {
+        f(0, base, [0; N], 1);
         return;
     }
+    // Merge dims, innermost first: `dims` holds (size, strides) from the outermost.
+    let mut sizes: SmallVec<[usize; 6]> = SmallVec::new();
+    let mut strd: [SmallVec<[usize; 6]>; N] = std::array::from_fn(|_| SmallVec::new());
+    for d in 0..shape.len() {
+        let mergeable = !sizes.is_empty()
+            && (0..N)
+                .all(|k| Some(strd[k][strd[k].len() - 1]) == strides[k][d].checked_mul(shape[d]));
+        if mergeable {
+            *sizes.last_mut().expect("non-empty") *= shape[d];
+            for k in 0..N {
+                *strd[k].last_mut().expect("non-empty") = strides[k][d];
+            }
+        } else {
+            sizes.push(shape[d]);
+            for k in 0..N {
+                strd[k].push(strides[k][d]);
+            }
+        }
+    }
+    let nd = sizes.len();
     let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, nd);
     let mut rem = start;
     for d in (0..nd).rev() {
-        idx[d] = rem % shape[d];
-        rem /= shape[d];
+        idx[d] = rem % sizes[d];
+        rem /= sizes[d];
     }
     let mut offs = base;
     for k in 0..N {
         for d in 0..nd {
-            offs[k] += idx[d] * strides[k][d];
+            offs[k] += idx[d] * strd[k][d];
         }
     }
     let last = nd - 1;
-    let inner = shape[last];
-    let mut inner_strides = [0usize; N];
-    for k in 0..N {
-        inner_strides[k] = strides[k][last];
-    }
+    let inner = sizes[last];
+    let steps: [usize; N] = std::array::from_fn(|k| strd[k][last]);
     let mut i = start;
     loop {
         let run = (inner - idx[last]).min(end - i);
-        let mut o = offs;
-        for r in 0..run {
-            f(i + r, o);
-            for k in 0..N {
-                o[k] += inner_strides[k];
-            }
-        }
+        f(i, offs, steps, run);
         i += run;
         if i >= end {
             return;
         }
         for k in 0..N {
-            offs[k] -= idx[last] * inner_strides[k];
+            offs[k] -= idx[last] * steps[k];
         }
         idx[last] = 0;
         let mut d = last;
@@ -89,13 +127,13 @@ pub fn for_each_strided<const N: usize>(
             d -= 1;
             idx[d] += 1;
             for k in 0..N {
-                offs[k] += strides[k][d];
+                offs[k] += strd[k][d];
             }
-            if idx[d] < shape[d] {
+            if idx[d] < sizes[d] {
                 break;
             }
             for k in 0..N {
-                offs[k] -= idx[d] * strides[k][d];
+                offs[k] -= idx[d] * strd[k][d];
             }
             idx[d] = 0;
         }

@@ -2,7 +2,7 @@
 //! is reduced in fixed-size chunks combined left to right, so the result is bitwise
 //! the same for any number of threads.
 
-use super::{for_each_strided, try_vec};
+use super::{for_each_run, try_vec};
 use crate::dtype::Num;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -54,6 +54,32 @@ impl Accumulate for i64 {
     }
 }
 
+/// Lanes of [`sum_slice`]: independent accumulators the compiler keeps in vector
+/// registers.
+const LANES: usize = 8;
+
+/// The sum of a contiguous run: element `j` goes to lane `j % LANES`, the lanes are
+/// added left to right, then the tail. The order depends only on the length, so the
+/// result is the same on every run (Note [Determinism]), and the lanes vectorise.
+#[inline]
+fn sum_slice<T: Accumulate>(xs: &[T]) -> T::Acc {
+    let mut lanes = [T::Acc::ZERO; LANES];
+    let mut blocks = xs.chunks_exact(LANES);
+    for block in &mut blocks {
+        for (lane, &x) in lanes.iter_mut().zip(block) {
+            *lane += x.widen();
+        }
+    }
+    let mut acc = T::Acc::ZERO;
+    for lane in lanes {
+        acc += lane;
+    }
+    for &x in blocks.remainder() {
+        acc += x.widen();
+    }
+    acc
+}
+
 /// Sums `src` over `reduce_dims` (sorted, distinct). Returns a contiguous buffer whose
 /// shape is the input shape without those dims.
 pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> Result<Vec<T>> {
@@ -86,13 +112,21 @@ pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> 
         let start = o * inner + c * CHUNK;
         let end = (o * inner + inner).min(start + CHUNK);
         let mut acc = T::Acc::ZERO;
-        for_each_strided(
+        for_each_run(
             permuted.shape(),
             [permuted.strides()],
             [permuted.offset()],
             start,
             end,
-            |_, [off]| acc += src[off].widen(),
+            |_, [off], [step], len| {
+                if step == 1 {
+                    acc += sum_slice(&src[off..off + len]);
+                } else {
+                    for r in 0..len {
+                        acc += src[off + r * step].widen();
+                    }
+                }
+            },
         );
         acc
     };
