@@ -320,6 +320,51 @@ def test_saved_tensor_modified_in_place_raises_the_version_error():
     assert "expected version 0 instead" in msg
 
 
+CAUGHT: list[str] = []
+
+
+class SavesButMayNotRead(Function):
+    """Saves its input; its backward reads ``ctx.saved_tensors`` only when ``read``."""
+
+    @staticmethod
+    def forward(ctx, x, read):
+        ctx.save_for_backward(x)
+        ctx.read = read
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.read:
+            try:
+                _ = ctx.saved_tensors
+            except RuntimeError as e:
+                CAUGHT.append(str(e))
+            _ = ctx.saved_tensors  # raises again: reading is what checks
+        return grad * 3, None
+
+
+def test_saved_tensors_are_version_checked_when_read_not_before():
+    # PyTorch checks ctx.saved_tensors when backward reads them: a backward that does
+    # not read them runs even though the saved tensor was modified in place.
+    x = dleaf(1.0, 2.0)
+    a = x * 1.0
+    y = SavesButMayNotRead.apply(a, False)
+    a.mul_(2)
+    y.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+    # One that reads them gets the version error inside its own backward (where it can
+    # catch it), naming the tensor and the node that made it.
+    x = dleaf(1.0, 2.0)
+    a = x * 1.0
+    y = SavesButMayNotRead.apply(a, True)
+    a.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    caught = CAUGHT.pop()
+    assert "which is output 0 of MulBackward0, is at version 1" in caught
+    assert "expected version 0 instead" in caught
+
+
 def test_backward_twice_and_saved_tensors_outside_backward():
     x = dleaf(1.0)
     y = Sin.apply(x)

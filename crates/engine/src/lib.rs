@@ -41,7 +41,7 @@ pub mod variable;
 
 pub use dtype::DType;
 pub use error::{Error, ExternalError, Result};
-pub use ops::custom::{intern_name, CustomBackward, CustomOptions};
+pub use ops::custom::{intern_name, CustomBackward, CustomOptions, SavedValues};
 pub use ops::shape::Squeeze;
 pub use parallel::{get_num_threads, set_num_threads};
 pub use random::manual_seed;

@@ -4,7 +4,9 @@
 //! process-wide, so the scenarios run in one test, in order.
 
 use rustgrad::autograd::{anomaly, no_grad};
-use rustgrad::{intern_name, CustomBackward, CustomOptions, Error, Result, Tensor, Variable};
+use rustgrad::{
+    intern_name, CustomBackward, CustomOptions, Error, Result, SavedValues, Tensor, Variable,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -27,7 +29,7 @@ impl CustomBackward for Failing {
     fn backward(
         &self,
         _grads: &[Option<Variable>],
-        _saved: &[Option<Variable>],
+        _saved: &SavedValues,
         _needs: &[bool],
     ) -> Result<Vec<Option<Variable>>> {
         Err(Error::InvalidArgument("failing backward".into()))

@@ -4,8 +4,9 @@
 
 use rustgrad::autograd::{self, no_grad};
 use rustgrad::{
-    intern_name, CustomBackward, CustomOptions, DType, Error, Result, Tensor, Variable,
+    intern_name, CustomBackward, CustomOptions, DType, Error, Result, SavedValues, Tensor, Variable,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 fn leaf(data: &[f64], requires_grad: bool) -> Variable {
@@ -31,12 +32,72 @@ impl CustomBackward for Sin {
     fn backward(
         &self,
         grads: &[Option<Variable>],
-        saved: &[Option<Variable>],
+        saved: &SavedValues,
         _needs: &[bool],
     ) -> Result<Vec<Option<Variable>>> {
+        let saved = saved.unpack()?;
         let x = saved[0].as_ref().unwrap();
         let g = grads[0].as_ref().unwrap();
         Ok(vec![Some(g.mul(&x.cos()?)?)])
+    }
+}
+
+/// Saves `x` and returns the incoming gradient; reads what it saved only when told to.
+struct MaybeReads(AtomicBool);
+
+impl CustomBackward for MaybeReads {
+    fn name(&self) -> &'static str {
+        intern_name("MaybeReadsBackward")
+    }
+
+    fn backward(
+        &self,
+        grads: &[Option<Variable>],
+        saved: &SavedValues,
+        _needs: &[bool],
+    ) -> Result<Vec<Option<Variable>>> {
+        assert_eq!(saved.len(), 1);
+        if self.0.load(Ordering::SeqCst) {
+            saved.unpack()?;
+        }
+        Ok(vec![grads[0].clone()])
+    }
+}
+
+/// Saved tensors are version-checked when the backward reads them, as PyTorch's
+/// `ctx.saved_tensors`: a backward that never reads a tensor written in place since
+/// succeeds, one that reads it gets the in-place error naming the tensor's producer.
+#[test]
+fn saved_tensors_are_checked_when_read() {
+    for reads in [false, true] {
+        let x = leaf(&[0.5, 1.0], true);
+        let y = x.mul_scalar(2.0).unwrap();
+        let out = {
+            let _guard = no_grad();
+            y.clone_data().unwrap()
+        };
+        let saved = [Some(y.clone())];
+        let options = CustomOptions {
+            saved: &saved,
+            ..CustomOptions::default()
+        };
+        let node = Arc::new(MaybeReads(AtomicBool::new(reads)));
+        let z = Variable::record_custom(node, &[&y], &[out], options)
+            .unwrap()
+            .remove(0);
+        y.relu_().unwrap();
+        let result = z.sum().unwrap().backward();
+        if reads {
+            let message = result.unwrap_err().to_string();
+            assert!(
+                message.contains("modified by an inplace operation")
+                    && message.contains("which is output 0 of MulBackward0"),
+                "{message}"
+            );
+        } else {
+            result.unwrap();
+            assert_eq!(values(&x.grad().unwrap()), [2.0, 2.0]);
+        }
     }
 }
 
@@ -110,7 +171,7 @@ impl CustomBackward for Returns {
     fn backward(
         &self,
         _grads: &[Option<Variable>],
-        _saved: &[Option<Variable>],
+        _saved: &SavedValues,
         _needs: &[bool],
     ) -> Result<Vec<Option<Variable>>> {
         Ok(self.0.clone())
@@ -166,7 +227,7 @@ impl CustomBackward for Fails {
     fn backward(
         &self,
         _grads: &[Option<Variable>],
-        _saved: &[Option<Variable>],
+        _saved: &SavedValues,
         _needs: &[bool],
     ) -> Result<Vec<Option<Variable>>> {
         Err(Error::InvalidArgument("boom".into()))

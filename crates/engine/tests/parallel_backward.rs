@@ -6,7 +6,9 @@
 //! The thread count is process-wide, so this binary holds a single test.
 
 use rustgrad::autograd::no_grad;
-use rustgrad::{intern_name, CustomBackward, CustomOptions, Error, Result, Tensor, Variable};
+use rustgrad::{
+    intern_name, CustomBackward, CustomOptions, Error, Result, SavedValues, Tensor, Variable,
+};
 use std::sync::Arc;
 
 /// Deterministic values in [-1, 1) without the engine's generator.
@@ -118,7 +120,7 @@ impl CustomBackward for Fails {
     fn backward(
         &self,
         _grads: &[Option<Variable>],
-        _saved: &[Option<Variable>],
+        _saved: &SavedValues,
         _needs: &[bool],
     ) -> Result<Vec<Option<Variable>>> {
         Err(Error::InvalidArgument(self.0.into()))

@@ -7,8 +7,30 @@ use crate::errors::{to_engine, IntoPyResult};
 use crate::tensor::{new_tensor, object_of, PyTensor};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use rustgrad::{intern_name, CustomBackward, CustomOptions, Result, Variable};
+use rustgrad::{intern_name, CustomBackward, CustomOptions, Result, SavedValues, Variable};
 use std::sync::Arc;
+
+/// The saved tensors of a custom Function's node while its backward runs:
+/// `ctx.saved_tensors` calls `unpack()`, which version-checks them then (Note [Custom
+/// Functions]).
+#[pyclass(name = "_SavedTensors", module = "rustgrad._rustgrad", frozen)]
+pub struct PySavedTensors {
+    saved: SavedValues,
+}
+
+#[pymethods]
+impl PySavedTensors {
+    /// The saved tensors (None where None was saved); raises PyTorch's "modified by an
+    /// inplace operation" error when one was written in place since it was saved.
+    fn unpack<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let values = self.saved.unpack().py()?;
+        let objs = values
+            .iter()
+            .map(|s| to_py_tensor(py, s))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, objs)
+    }
+}
 
 /// A Python callable `backward(grads, saved, needs) -> [Tensor | None, ...]` (one
 /// gradient per tensor input) as a node's backward. The scheduler runs it with the GIL
@@ -37,7 +59,7 @@ impl CustomBackward for PyBackward {
     fn backward(
         &self,
         grads: &[Option<Variable>],
-        saved: &[Option<Variable>],
+        saved: &SavedValues,
         needs_input_grad: &[bool],
     ) -> Result<Vec<Option<Variable>>> {
         Python::attach(|py| -> PyResult<Vec<Option<Variable>>> {
@@ -45,13 +67,15 @@ impl CustomBackward for PyBackward {
                 .iter()
                 .map(|g| to_py_tensor(py, g))
                 .collect::<PyResult<Vec<_>>>()?;
-            let saved = saved
-                .iter()
-                .map(|s| to_py_tensor(py, s))
-                .collect::<PyResult<Vec<_>>>()?;
+            let saved = Py::new(
+                py,
+                PySavedTensors {
+                    saved: saved.clone(),
+                },
+            )?;
             let args = (
                 PyTuple::new(py, grads)?,
-                PyTuple::new(py, saved)?,
+                saved,
                 PyTuple::new(py, needs_input_grad)?,
             );
             let result = self.callable.bind(py).call1(args)?;

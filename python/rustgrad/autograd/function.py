@@ -104,7 +104,8 @@ class BackwardCFunction(FunctionCtx):
         saved = self.__dict__.get("_saved")
         if saved is None:
             raise RuntimeError(_FREED)
-        return saved
+        # Version-checked here, when read, as PyTorch's (Note [Custom Functions]).
+        return saved.unpack()
 
 
 class FunctionMeta(type):
@@ -258,7 +259,7 @@ def _node_backward(
     n_args = len(is_tensor)
 
     def node_backward(
-        grads: tuple[Tensor | None, ...], saved: tuple[Tensor | None, ...], needs: tuple[bool, ...]
+        grads: tuple[Tensor | None, ...], saved: Any, needs: tuple[bool, ...]
     ) -> list[Tensor | None]:
         full: list[Tensor | None] = [None] * n_outputs
         for i, g in zip(out_positions, grads):

@@ -20,7 +20,7 @@ use super::anomaly;
 use super::grad_mode::GradModeGuard;
 use super::graph::{self, Edge, EdgeSource, NodeId, NodeKind, NodeRef};
 use super::hooks::{self, NodeHooks};
-use super::saved::SavedSlots;
+use super::saved::{Saved, SavedSlots};
 use super::value::{Grads, NodeRule, Value};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -582,7 +582,11 @@ fn run_node_unchecked<V: Value>(
         }
         NodeKind::Op(op) => {
             // Only the inputs whose node will execute get a gradient computed.
-            op.apply(&unpack(&task.saved, id)?, &inputs, &needs_of(task, pending))
+            let saved = Saved {
+                slots: &task.saved,
+                owner: id,
+            };
+            op.apply_saved(saved, &inputs, &needs_of(task, pending))
         }
         NodeKind::CopySlices { layout, inner } => match inputs.into_iter().next().flatten() {
             Some(grad) => copy_slices(layout, *inner, &grad, retain_graph),
@@ -654,10 +658,11 @@ fn needed_nodes<V: Value>(
 }
 
 fn unpack<V: Value>(saved: &SavedSlots<V>, owner: NodeId<V>) -> Result<Unpacked<V>> {
-    saved
-        .iter()
-        .map(|s| s.as_ref().map(|s| s.unpack(owner)).transpose())
-        .collect()
+    Saved {
+        slots: saved,
+        owner,
+    }
+    .unpack()
 }
 
 /// Sends a node's input gradients along its edges. `late`: the node's sequence number
@@ -698,8 +703,11 @@ fn copy_slices<V: Value>(
     // require grad (a plain buffer written with an operand that does): they get zero.
     let needs: SmallVec<[bool; 3]> = inner_task.next_edges.iter().map(Option::is_some).collect();
     let mut grads = op
-        .apply(
-            &unpack(&inner_task.saved, inner)?,
+        .apply_saved(
+            Saved {
+                slots: &inner_task.saved,
+                owner: inner,
+            },
             &[Some(grad_slice)],
             &needs,
         )?

@@ -106,6 +106,26 @@ impl<V: Value> Clone for Stored<V> {
 /// Saved-tensor slots of a node: `None` where the rule will not need it.
 pub(crate) type SavedSlots<V> = SmallVec<[Option<SavedTensor<V>>; 2]>;
 
+/// A node's saved tensors as the scheduler hands them to its rule, not yet unpacked:
+/// [`Saved::unpack`] checks each against in-place writes (and runs unpack hooks). Rules
+/// unpack all of them before they run; a custom Function's rule defers that to the
+/// moment its backward reads them, as PyTorch's `ctx.saved_tensors` does.
+pub struct Saved<'a, V: Value> {
+    pub(crate) slots: &'a [Option<SavedTensor<V>>],
+    pub(crate) owner: NodeId<V>,
+}
+
+impl<V: Value> Saved<'_, V> {
+    /// Every saved value (`None` for an empty slot), or the first slot's error: a
+    /// tensor modified in place since it was saved, or an unpack hook's failure.
+    pub fn unpack(&self) -> Result<SmallVec<[Option<V>; 3]>> {
+        self.slots
+            .iter()
+            .map(|s| s.as_ref().map(|s| s.unpack(self.owner)).transpose())
+            .collect()
+    }
+}
+
 /// The node that produced a saved tensor.
 enum Origin<V> {
     /// An input's grad_fn.

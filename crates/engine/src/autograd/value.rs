@@ -6,6 +6,7 @@
 
 use super::graph::{Arena, EdgeSource, NodeId, NodeRef};
 use super::hooks::NodeHooks;
+use super::saved::Saved;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -79,7 +80,7 @@ pub trait Value: Clone + Send + Sync + Sized + 'static {
 }
 
 /// A derivative formula, as a node holds it.
-pub trait NodeRule<V>: Clone + Send + Sync + 'static {
+pub trait NodeRule<V: Value>: Clone + Send + Sync + 'static {
     /// PyTorch's grad_fn class name (`MulBackward0`, ...).
     fn name(&self) -> &'static str;
     /// The gradients of the node's inputs given `grads` (one slot per output of the
@@ -87,6 +88,17 @@ pub trait NodeRule<V>: Clone + Send + Sync + 'static {
     /// and the saved tensors; `needs[i]` says whether input `i` wants a gradient.
     /// At least one slot of `grads` is `Some`.
     fn apply(&self, saved: &[Option<V>], grads: &[Option<V>], needs: &[bool]) -> Result<Grads<V>>;
+    /// [`NodeRule::apply`] given the saved tensors still packed: what the scheduler
+    /// calls. By default it unpacks them all first (so a tensor modified in place since
+    /// it was saved fails the node before the rule runs).
+    fn apply_saved(
+        &self,
+        saved: Saved<'_, V>,
+        grads: &[Option<V>],
+        needs: &[bool],
+    ) -> Result<Grads<V>> {
+        self.apply(&saved.unpack()?, grads, needs)
+    }
     /// Whether the rule calls user code outside the engine (a custom Function's
     /// backward, which may be Python). Such a node runs on the thread that called
     /// backward, never on a pool worker (Note [Parallel backward]).

@@ -7,12 +7,13 @@
 
 use crate::autograd::grad_mode;
 use crate::autograd::graph::{self, InputMeta, NodeKind};
+use crate::autograd::saved::Saved;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::Grads;
 use crate::shape::Dims;
 use crate::tensor::Tensor;
-use crate::variable::{NodeRef, SavedSlots, SavedTensor, Variable};
+use crate::variable::{NodeId, NodeRef, SavedSlots, SavedTensor, Variable};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -20,8 +21,8 @@ use std::sync::{Arc, Mutex};
 ///
 /// `grads` has one slot per output of the op (`None`: no gradient reached that output
 /// and materialization is off); `saved` holds the tensors given as
-/// [`CustomOptions::saved`], already checked against in-place writes; `needs_input_grad`
-/// says which inputs want a gradient. It returns one gradient per input (`None` where
+/// [`CustomOptions::saved`], checked against in-place writes when read
+/// ([`SavedValues::unpack`]); `needs_input_grad` says which inputs want a gradient. It returns one gradient per input (`None` where
 /// there is none). Written with differentiable `Variable` ops, it also serves double
 /// backward (`create_graph`: grad mode is on while it runs).
 pub trait CustomBackward: Send + Sync + 'static {
@@ -31,9 +32,63 @@ pub trait CustomBackward: Send + Sync + 'static {
     fn backward(
         &self,
         grads: &[Option<Variable>],
-        saved: &[Option<Variable>],
+        saved: &SavedValues,
         needs_input_grad: &[bool],
     ) -> Result<Vec<Option<Variable>>>;
+}
+
+/// The tensors a custom op saved ([`CustomOptions::saved`]), as its backward gets them.
+/// They are checked against in-place writes when read, not before the backward runs,
+/// as PyTorch's `ctx.saved_tensors`: a backward that does not read them does not fail.
+/// Cheap to clone (it shares the tensors).
+#[derive(Clone)]
+pub struct SavedValues(SavedInner);
+
+#[derive(Clone)]
+enum SavedInner {
+    /// Already unpacked (the rule was called with unpacked values).
+    Ready(Vec<Option<Variable>>),
+    /// The node's slots, and the node (a saved output gets its history back from it
+    /// under `create_graph`).
+    Packed(Vec<Option<SavedTensor>>, NodeId),
+}
+
+impl SavedValues {
+    /// Number of saved slots.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            SavedInner::Ready(v) => v.len(),
+            SavedInner::Packed(s, _) => s.len(),
+        }
+    }
+
+    /// Whether nothing was saved.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The saved tensors (`None` where `None` was saved), or PyTorch's "one of the
+    /// variables needed for gradient computation has been modified by an inplace
+    /// operation" error naming the tensor, the node that made it and where the write
+    /// happened, when one was written since it was saved.
+    pub fn unpack(&self) -> Result<Vec<Option<Variable>>> {
+        match &self.0 {
+            SavedInner::Ready(v) => Ok(v.clone()),
+            SavedInner::Packed(slots, owner) => Saved {
+                slots,
+                owner: *owner,
+            }
+            .unpack()
+            .map(|v| v.into_vec()),
+        }
+    }
+}
+
+impl From<Vec<Option<Variable>>> for SavedValues {
+    /// Values already unpacked (e.g. to call a [`CustomBackward`] directly in a test).
+    fn from(values: Vec<Option<Variable>>) -> Self {
+        SavedValues(SavedInner::Ready(values))
+    }
 }
 
 /// How [`Variable::record_custom`] treats the outputs (PyTorch's `ctx.mark_dirty`,
@@ -101,10 +156,22 @@ impl Rule {
         self.0.backward.name()
     }
 
+    /// [`Rule::apply_multi`] with the node's slots still packed: the user's backward
+    /// unpacks (and so version-checks) them when it reads them.
+    pub(crate) fn apply_saved(
+        &self,
+        saved: crate::autograd::saved::Saved<'_, Variable>,
+        grads: &[Option<Variable>],
+        needs: &[bool],
+    ) -> Result<Grads> {
+        let packed = SavedInner::Packed(saved.slots.to_vec(), saved.owner);
+        self.apply_multi(&SavedValues(packed), grads, needs)
+    }
+
     /// Runs the user's backward on every output slot and validates its gradients.
     pub(crate) fn apply_multi(
         &self,
-        saved: &[Option<Variable>],
+        saved: &SavedValues,
         grads: &[Option<Variable>],
         needs: &[bool],
     ) -> Result<Grads> {

@@ -85,7 +85,7 @@ impl Rule {
             Rule::Ternary(r) => r.apply(saved, grad, needs),
             Rule::Copy(r) => r.apply(saved, grad, needs),
             Rule::Inplace(r) => r.apply(saved, grad, needs),
-            Rule::Custom(r) => r.apply_multi(saved, &[Some(grad.clone())], needs),
+            Rule::Custom(r) => r.apply_multi(&saved.to_vec().into(), &[Some(grad.clone())], needs),
         }
     }
 }
@@ -110,6 +110,19 @@ impl NodeRule<Variable> for OpRule {
         matches!(self.0, Rule::Custom(_))
     }
 
+    fn apply_saved(
+        &self,
+        saved: crate::autograd::saved::Saved<'_, Variable>,
+        grads: &[Option<Variable>],
+        needs: &[bool],
+    ) -> Result<Grads> {
+        match &self.0 {
+            // Checked when the user's backward reads them (Note [Custom Functions]).
+            Rule::Custom(r) => r.apply_saved(saved, grads, needs),
+            _ => self.apply(&saved.unpack()?, grads, needs),
+        }
+    }
+
     fn apply(
         &self,
         saved: &[Option<Variable>],
@@ -122,7 +135,7 @@ impl NodeRule<Variable> for OpRule {
         match &self.0 {
             Rule::Shape(r) if r.is_multi_output() => r.apply_multi(grads),
             Rule::Reduce(r) if r.is_multi_output() => r.apply_multi(saved, grads),
-            Rule::Custom(r) => r.apply_multi(saved, grads, needs),
+            Rule::Custom(r) => r.apply_multi(&saved.to_vec().into(), grads, needs),
             rule => match grads.first().and_then(Option::as_ref) {
                 Some(grad) => rule.apply(saved, grad, needs),
                 None => Ok(needs.iter().map(|_| None).collect()),
