@@ -8,6 +8,7 @@ pub mod logical;
 pub mod math;
 pub mod matmul;
 pub mod reduce;
+pub mod spatial;
 
 use crate::error::{Error, Result};
 use smallvec::SmallVec;

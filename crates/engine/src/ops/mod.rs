@@ -14,6 +14,7 @@ pub(crate) mod linalg;
 pub(crate) mod logical;
 pub(crate) mod reduce;
 pub(crate) mod shape;
+pub(crate) mod spatial;
 pub(crate) mod ternary;
 pub(crate) mod unary;
 
@@ -48,6 +49,8 @@ pub(crate) enum Rule {
     Inplace(inplace::Rule),
     /// A user-defined backward (`custom.rs`).
     Custom(custom::Rule),
+    /// A rule of `spatial.rs`.
+    Spatial(spatial::Rule),
 }
 
 impl Rule {
@@ -64,6 +67,7 @@ impl Rule {
             Rule::Copy(r) => r.name(),
             Rule::Inplace(r) => r.name(),
             Rule::Custom(r) => r.name(),
+            Rule::Spatial(r) => r.name(),
         }
     }
 
@@ -86,6 +90,7 @@ impl Rule {
             Rule::Copy(r) => r.apply(saved, grad, needs),
             Rule::Inplace(r) => r.apply(saved, grad, needs),
             Rule::Custom(r) => r.apply_multi(&saved.to_vec().into(), &[Some(grad.clone())], needs),
+            Rule::Spatial(r) => r.apply(saved, grad, needs),
         }
     }
 }
@@ -195,6 +200,12 @@ impl From<copy::Rule> for Rule {
 impl From<custom::Rule> for Rule {
     fn from(rule: custom::Rule) -> Rule {
         Rule::Custom(rule)
+    }
+}
+
+impl From<spatial::Rule> for Rule {
+    fn from(rule: spatial::Rule) -> Rule {
+        Rule::Spatial(rule)
     }
 }
 

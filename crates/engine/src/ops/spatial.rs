@@ -1,0 +1,1222 @@
+//! Padding, resampling and grids: `pad` (constant, reflect, replicate, circular),
+//! `upsample` (nearest, nearest-exact, linear / bilinear / trilinear, bicubic),
+//! `grid_sample` (bilinear, nearest; zeros, border, reflection) and `affine_grid`.
+//!
+//! Padding and upsampling are fixed linear maps of the input, one table per plane
+//! (Note [Sample maps]): the forward gathers through the table, the backward scatters
+//! through it, and the scatter's backward is the gather again, so double backward
+//! needs no further formula. `grid_sample`'s sampling places depend on the grid, so
+//! its backward is written with differentiable ops (Note [Grid sampling]).
+
+use super::index::{IndexMap, Taken};
+use super::{saved_at, Grads};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernels::spatial::{self as kernel, Planes, NONE};
+use crate::shape::{self, Dims};
+use crate::tensor::Tensor;
+use crate::variable::{SavedTensor, Variable};
+use smallvec::smallvec;
+use std::sync::Arc;
+
+/// `pad`'s `mode`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PadMode {
+    /// Pad with a constant value (negative padding crops).
+    Constant,
+    /// Reflect about the edge, not repeating it.
+    Reflect,
+    /// Repeat the edge value.
+    Replicate,
+    /// Wrap around.
+    Circular,
+}
+
+impl PadMode {
+    fn name(self) -> &'static str {
+        match self {
+            PadMode::Constant => "constant",
+            PadMode::Reflect => "reflect",
+            PadMode::Replicate => "replicate",
+            PadMode::Circular => "circular",
+        }
+    }
+}
+
+/// `upsample`'s interpolation (PyTorch's `interpolate` modes).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UpsampleMode {
+    /// `nearest`: PyTorch's legacy nearest neighbour (`floor(dst * scale)`).
+    Nearest,
+    /// `nearest-exact`: `floor((dst + 0.5) * scale)`.
+    NearestExact,
+    /// `linear`, `bilinear`, `trilinear` by the number of spatial dims.
+    Linear,
+    /// `bicubic` (cubic convolution, A = -0.75), 2 spatial dims.
+    Cubic,
+}
+
+/// `grid_sample`'s `mode`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum GridSampleMode {
+    /// Weighted mean of the 4 nearest pixels.
+    Bilinear,
+    /// The nearest pixel (ties to even).
+    Nearest,
+}
+
+/// `grid_sample`'s `padding_mode`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum GridPaddingMode {
+    /// Zeros outside the input.
+    Zeros,
+    /// Coordinates clipped to the border.
+    Border,
+    /// Coordinates reflected at the border until inside.
+    Reflection,
+}
+
+/// What a sample-map op is called in PyTorch; the digit is the number of spatial dims.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Sampled {
+    ConstantPad,
+    ReflectionPad(u8),
+    ReplicationPad(u8),
+    CircularPad,
+    Nearest(u8),
+    NearestExact(u8),
+    Linear(u8),
+    Bicubic,
+}
+
+/// The backward rules of this family.
+#[derive(Clone, Debug)]
+pub(crate) enum Rule {
+    /// The output gathered from the input through `map`.
+    Sample { name: Sampled, map: Arc<SampleMap> },
+    /// The transpose of `Sample` (its backward as an op, for double backward).
+    SampleBackward { name: Sampled, map: Arc<SampleMap> },
+    /// `grid_sample(input, grid)`; saved `[input, grid]`.
+    GridSampler(GridOptions),
+    /// `affine_grid(theta, size)`: the output size and align_corners.
+    AffineGrid(Box<(Dims, bool)>),
+}
+
+/// `grid_sample`'s options, as its rule keeps them.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct GridOptions {
+    mode: GridSampleMode,
+    padding: GridPaddingMode,
+    align_corners: bool,
+}
+
+impl Rule {
+    /// PyTorch's grad_fn class name.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Rule::Sample { name, .. } => match name {
+                Sampled::ConstantPad => "ConstantPadNdBackward0",
+                Sampled::ReflectionPad(1) => "ReflectionPad1DBackward0",
+                Sampled::ReflectionPad(2) => "ReflectionPad2DBackward0",
+                Sampled::ReflectionPad(_) => "ReflectionPad3DBackward0",
+                Sampled::ReplicationPad(1) => "ReplicationPad1DBackward0",
+                Sampled::ReplicationPad(2) => "ReplicationPad2DBackward0",
+                Sampled::ReplicationPad(_) => "ReplicationPad3DBackward0",
+                // PyTorch's circular padding is a composite whose last op writes into
+                // slices of the output.
+                Sampled::CircularPad => "CopySlices",
+                Sampled::Nearest(1) => "UpsampleNearest1DBackward0",
+                Sampled::Nearest(2) => "UpsampleNearest2DBackward0",
+                Sampled::Nearest(_) => "UpsampleNearest3DBackward0",
+                Sampled::NearestExact(1) => "UpsampleNearestExact1DBackward0",
+                Sampled::NearestExact(2) => "UpsampleNearestExact2DBackward0",
+                Sampled::NearestExact(_) => "UpsampleNearestExact3DBackward0",
+                Sampled::Linear(1) => "UpsampleLinear1DBackward0",
+                Sampled::Linear(2) => "UpsampleBilinear2DBackward0",
+                Sampled::Linear(_) => "UpsampleTrilinear3DBackward0",
+                Sampled::Bicubic => "UpsampleBicubic2DBackward0",
+            },
+            Rule::SampleBackward { name, .. } => match name {
+                Sampled::ConstantPad | Sampled::CircularPad => "SliceBackward0",
+                Sampled::ReflectionPad(1) => "ReflectionPad1DBackwardBackward0",
+                Sampled::ReflectionPad(2) => "ReflectionPad2DBackwardBackward0",
+                Sampled::ReflectionPad(_) => "ReflectionPad3DBackwardBackward0",
+                Sampled::ReplicationPad(1) => "ReplicationPad1DBackwardBackward0",
+                Sampled::ReplicationPad(2) => "ReplicationPad2DBackwardBackward0",
+                Sampled::ReplicationPad(_) => "ReplicationPad3DBackwardBackward0",
+                Sampled::Nearest(1) => "UpsampleNearest1DBackwardBackward0",
+                Sampled::Nearest(2) => "UpsampleNearest2DBackwardBackward0",
+                Sampled::Nearest(_) => "UpsampleNearest3DBackwardBackward0",
+                Sampled::NearestExact(1) => "UpsampleNearestExact1DBackwardBackward0",
+                Sampled::NearestExact(2) => "UpsampleNearestExact2DBackwardBackward0",
+                Sampled::NearestExact(_) => "UpsampleNearestExact3DBackwardBackward0",
+                Sampled::Linear(1) => "UpsampleLinear1DBackwardBackward0",
+                Sampled::Linear(2) => "UpsampleBilinear2DBackwardBackward0",
+                Sampled::Linear(_) => "UpsampleTrilinear3DBackwardBackward0",
+                Sampled::Bicubic => "UpsampleBicubic2DBackwardBackward0",
+            },
+            Rule::GridSampler(_) => "GridSampler2DBackward0",
+            Rule::AffineGrid(_) => "AffineGridGeneratorBackward0",
+        }
+    }
+
+    /// The gradients of the inputs given `grad`, the gradient of the output.
+    pub(crate) fn apply(
+        &self,
+        saved: &[Option<Variable>],
+        grad: &Variable,
+        needs: &[bool],
+    ) -> Result<Grads> {
+        Ok(match self {
+            Rule::Sample { name, map } => {
+                smallvec![Some(grad.sample_transpose(map.clone(), *name)?)]
+            }
+            Rule::SampleBackward { name, map } => {
+                smallvec![Some(grad.sample(map.clone(), *name, 0.0)?)]
+            }
+            Rule::GridSampler(options) => {
+                let (input, grid) = (saved_at(saved, 0)?, saved_at(saved, 1)?);
+                grid_sample_backward(input, grid, grad, *options, needs)?
+            }
+            Rule::AffineGrid(info) => {
+                let (size, align_corners) = &**info;
+                smallvec![Some(affine_grid_backward(grad, size, *align_corners)?)]
+            }
+        })
+    }
+}
+
+// ----- sample maps ---------------------------------------------------------------------
+
+/// A fixed linear map from an input to an output that share their leading (batch) dims:
+/// each output element of a plane (the trailing spatial dims) is a weighted sum of at
+/// most `k` elements of the same input plane, by a table shared by all planes. See
+/// Note [Sample maps].
+#[derive(Debug)]
+pub(crate) struct SampleMap {
+    src: Dims,
+    out: Dims,
+    planes: Planes,
+    /// `plane_out × k` positions in an input plane ([`NONE`]: no read).
+    idx: Vec<usize>,
+    /// Their weights (`None`: one entry of weight 1 per output).
+    w: Option<Vec<f64>>,
+}
+
+/// The taps of one spatial dim: for each output index, `k` input indices (or
+/// [`NONE`]) and weights.
+struct Axis {
+    k: usize,
+    idx: Vec<usize>,
+    w: Vec<f64>,
+}
+
+impl Axis {
+    /// One tap of weight 1 per output index (`None`: no read).
+    fn single(taps: impl Iterator<Item = Option<usize>>) -> Axis {
+        let idx: Vec<usize> = taps.map(|t| t.unwrap_or(NONE)).collect();
+        let w = vec![1.0; idx.len()];
+        Axis { k: 1, idx, w }
+    }
+
+    fn len(&self) -> usize {
+        self.idx.len() / self.k
+    }
+}
+
+impl SampleMap {
+    /// The map whose taps separate by spatial dim (the product of the axes' taps) for an
+    /// input of shape `src` whose last `axes.len()` dims are spatial.
+    fn separable(src: &[usize], axes: &[Axis], weighted: bool) -> Result<Arc<SampleMap>> {
+        let batch = &src[..src.len() - axes.len()];
+        let in_spatial = &src[src.len() - axes.len()..];
+        let mut out: Dims = batch.into();
+        out.extend(axes.iter().map(Axis::len));
+        let planes = shape::checked_numel(batch)?;
+        let plane_in = shape::checked_numel(in_spatial)?;
+        let plane_out = shape::checked_numel(&out[batch.len()..])?;
+        shape::checked_numel(&out)?;
+        let k: usize = axes.iter().map(|a| a.k).product();
+        let entries = plane_out.checked_mul(k).ok_or(Error::NumelOverflow)?;
+        crate::tensor::check_allocation(entries.saturating_mul(2), DType::I64)?;
+        let strides = crate::layout::contiguous_strides(in_spatial);
+        let (mut idx, mut w) = (vec![0usize], vec![1.0f64]);
+        let mut cur_k = 1;
+        for (axis, &stride) in axes.iter().zip(&strides) {
+            let n_prev = idx.len() / cur_k;
+            let next_k = cur_k * axis.k;
+            let mut next_idx = Vec::with_capacity(n_prev * axis.len() * next_k);
+            let mut next_w = Vec::with_capacity(next_idx.capacity());
+            for p in 0..n_prev {
+                for o in 0..axis.len() {
+                    for e in 0..cur_k {
+                        let (a, wa) = (idx[p * cur_k + e], w[p * cur_k + e]);
+                        for j in 0..axis.k {
+                            let (b, wb) = (axis.idx[o * axis.k + j], axis.w[o * axis.k + j]);
+                            next_idx.push(if a == NONE || b == NONE {
+                                NONE
+                            } else {
+                                a + b * stride
+                            });
+                            next_w.push(wa * wb);
+                        }
+                    }
+                }
+            }
+            idx = next_idx;
+            w = next_w;
+            cur_k = next_k;
+        }
+        Ok(Arc::new(SampleMap {
+            src: src.into(),
+            out,
+            planes: Planes {
+                planes,
+                plane_in,
+                plane_out,
+                k,
+            },
+            idx,
+            w: weighted.then_some(w),
+        }))
+    }
+}
+
+/// Checks an output shape (`batch` dims then `spatial`) and its table of `k` entries per
+/// plane element before any table is built: PyTorch's overflow error, or an allocation
+/// error, instead of an attempt to allocate.
+fn check_output(batch: &[usize], spatial: &[usize], k: usize) -> Result<()> {
+    let mut out: Dims = batch.into();
+    out.extend_from_slice(spatial);
+    let numel = shape::checked_numel(&out)?;
+    let plane = shape::checked_numel(spatial)?;
+    crate::tensor::check_allocation(numel, DType::F64)?;
+    crate::tensor::check_allocation(plane.saturating_mul(k).saturating_mul(2), DType::I64)
+}
+
+impl Variable {
+    /// The output of `map` on `self` (`fill` where an output reads nothing), recorded
+    /// as `name`.
+    pub(crate) fn sample(&self, map: Arc<SampleMap>, name: Sampled, fill: f64) -> Result<Variable> {
+        fn go<T: Element>(t: &Tensor, map: &SampleMap, fill: f64) -> Result<Tensor> {
+            let src: Vec<T> = t.try_to_vec()?;
+            let out = kernel::gather(
+                &src,
+                map.planes,
+                &map.idx,
+                map.w.as_deref(),
+                T::from_f64(fill),
+            )?;
+            Tensor::from_vec(out, &map.out)
+        }
+        let t = self.tensor();
+        if t.shape() != map.src.as_slice() {
+            return Err(Error::InvalidArgument(
+                "rustgrad internal error: sample map of another shape".into(),
+            ));
+        }
+        let result = crate::tensor::dispatch!(t.dtype(), T => go::<T>(&t, &map, fill))?;
+        Ok(Variable::record(result, &[self], |_, _| {
+            (Rule::Sample { name, map }, smallvec![])
+        }))
+    }
+
+    /// The transpose of [`Variable::sample`]: `self` has `map`'s output shape, the result
+    /// its input shape.
+    pub(crate) fn sample_transpose(&self, map: Arc<SampleMap>, name: Sampled) -> Result<Variable> {
+        fn go<T: Element>(t: &Tensor, map: &SampleMap) -> Result<Tensor> {
+            let g: Vec<T> = t.try_to_vec()?;
+            let out = kernel::scatter(&g, map.planes, &map.idx, map.w.as_deref())?;
+            Tensor::from_vec(out, &map.src)
+        }
+        let t = self.tensor();
+        if t.shape() != map.out.as_slice() {
+            return Err(Error::InvalidArgument(
+                "rustgrad internal error: sample map of another shape".into(),
+            ));
+        }
+        let result = crate::tensor::dispatch!(t.dtype(), T => go::<T>(&t, &map))?;
+        Ok(Variable::record(result, &[self], |_, _| {
+            (Rule::SampleBackward { name, map }, smallvec![])
+        }))
+    }
+}
+
+// ----- pad -----------------------------------------------------------------------------
+
+fn runtime(message: String) -> Error {
+    Error::InvalidArgument(message)
+}
+
+impl Variable {
+    /// `torch.nn.functional.pad(input, pad, mode, value)`: `pad` holds (before, after)
+    /// pairs starting from the last dim. Constant padding pads any number of dims (a
+    /// negative amount crops); the other modes pad the last 1, 2 or 3 dims of an input
+    /// with one or two more dims. `value` is only for `Constant` (or 0).
+    pub fn pad(&self, pad: &[i64], mode: PadMode, value: Option<f64>) -> Result<Variable> {
+        let shape = self.shape();
+        let ndim = shape.len();
+        if pad.len() % 2 != 0 {
+            return Err(runtime("Padding length must be divisible by 2".into()));
+        }
+        if pad.len() > 2 * ndim {
+            return Err(runtime(format!(
+                "Padding length should be less than or equal to two times the input dimension but got padding length {} and input of dimension {}",
+                pad.len(),
+                ndim
+            )));
+        }
+        let n = pad.len() / 2;
+        // The padded dims, first to last, with their (before, after) amounts.
+        let dims: Vec<(usize, i64, i64)> = (0..n)
+            .map(|i| {
+                let dim = ndim - n + i;
+                let pair = n - 1 - i;
+                (dim, pad[2 * pair], pad[2 * pair + 1])
+            })
+            .collect();
+        if mode == PadMode::Constant {
+            return self.constant_pad(&shape, &dims, value.unwrap_or(0.0));
+        }
+        if value.is_some_and(|v| v != 0.0) {
+            return Err(runtime(format!(
+                "Padding mode \"{}\" doesn't take in value argument",
+                mode.name()
+            )));
+        }
+        if !(1..=3).contains(&n) || !(ndim == n + 1 || ndim == n + 2) {
+            return Err(Error::NoKernel(format!(
+                "Padding size {} is not supported for {}D input tensor.\nSupported combinations for non-constant padding:\n  - 2D or 3D input: padding size = 2 (pads last dimension)\n  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)",
+                pad.len(),
+                ndim
+            )));
+        }
+        if self.dtype() == DType::Bool && mode != PadMode::Circular {
+            let kind = if mode == PadMode::Reflect {
+                "reflection"
+            } else {
+                "replication"
+            };
+            return Err(Error::NoKernel(format!(
+                "\"{kind}_pad{n}d\" not implemented for 'Bool'"
+            )));
+        }
+        let name = match mode {
+            PadMode::Reflect => Sampled::ReflectionPad(n as u8),
+            PadMode::Replicate => Sampled::ReplicationPad(n as u8),
+            _ => Sampled::CircularPad,
+        };
+        if mode != PadMode::Circular {
+            // Every dim but the batch dim non-empty, as PyTorch's reflection and
+            // replication kernels check.
+            if shape[ndim - n - 1..].contains(&0) {
+                return Err(runtime(format!(
+                    "Expected {}D or {}D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for input, but got: {:?}",
+                    n + 1,
+                    n + 2,
+                    shape.as_slice()
+                )));
+            }
+        }
+        let mut axes = Vec::with_capacity(n);
+        for &(dim, before, after) in &dims {
+            let size = shape[dim] as i64;
+            if mode == PadMode::Reflect && (before >= size || after >= size) {
+                return Err(runtime(format!(
+                    "Argument #{}: Padding size should be less than the corresponding input dimension, but got: padding ({before}, {after}) at dimension {dim} of input {:?}",
+                    2 + 2 * n,
+                    shape.as_slice()
+                )));
+            }
+            if mode == PadMode::Circular && (before > size || after > size) {
+                return Err(runtime(
+                    "Padding value causes wrapping around more than once.".into(),
+                ));
+            }
+        }
+        let out: Vec<i64> = dims
+            .iter()
+            .map(|&(d, b, a)| (shape[d] as i64).saturating_add(b).saturating_add(a))
+            .collect();
+        if out.iter().any(|&o| o < 1) {
+            let labels = ["D", "H", "W"];
+            let label = &labels[3 - n..];
+            return Err(runtime(match mode {
+                PadMode::Circular => {
+                    "Negative padding value is resulting in an empty dimension".into()
+                }
+                PadMode::Replicate if n > 1 => {
+                    let outs: Vec<String> = label
+                        .iter()
+                        .zip(&out)
+                        .map(|(l, o)| format!("{l}: {o}"))
+                        .collect();
+                    let ins: Vec<String> = label
+                        .iter()
+                        .zip(&dims)
+                        .map(|(l, d)| format!("{l}: {}", shape[d.0]))
+                        .collect();
+                    format!(
+                        "Calculated output {} must be >= 1 in every dimension (input {})",
+                        outs.join(" "),
+                        ins.join(", ")
+                    )
+                }
+                _ => {
+                    let ins: Vec<String> = label
+                        .iter()
+                        .zip(&dims)
+                        .map(|(l, d)| format!("{l}: {}", shape[d.0]))
+                        .collect();
+                    let outs: Vec<String> = label
+                        .iter()
+                        .zip(&out)
+                        .map(|(l, o)| format!("{l}: {o}"))
+                        .collect();
+                    format!(
+                        "input ({}) is too small. Calculated output {}",
+                        ins.join(", "),
+                        outs.join(" ")
+                    )
+                }
+            }));
+        }
+        let spatial: Vec<usize> = out.iter().map(|&o| o as usize).collect();
+        check_output(&shape[..ndim - n], &spatial, 1)?;
+        for (&(dim, before, after), &len) in dims.iter().zip(&out) {
+            let size = shape[dim] as i64;
+            let taps = (0..len).map(move |o| {
+                let i = o - before;
+                Some(match mode {
+                    PadMode::Reflect => {
+                        let r = if i < 0 { -i } else { i };
+                        (if r >= size { 2 * (size - 1) - r } else { r }) as usize
+                    }
+                    PadMode::Replicate => i.clamp(0, size - 1) as usize,
+                    _ => {
+                        // PyTorch crops by the negative amounts first, then wraps
+                        // around the cropped extent.
+                        let start = (-before).max(0);
+                        let kept = size + before.min(0) + after.min(0);
+                        (start + (o - before.max(0)).rem_euclid(kept.max(1))) as usize
+                    }
+                })
+            });
+            axes.push(Axis::single(taps));
+        }
+        let map = SampleMap::separable(&shape, &axes, false)?;
+        self.sample(map, name, 0.0)
+    }
+
+    /// `constant_pad_nd`: `dims` are (dim, before, after), first to last.
+    fn constant_pad(
+        &self,
+        shape: &[usize],
+        dims: &[(usize, i64, i64)],
+        value: f64,
+    ) -> Result<Variable> {
+        let mut lens = Vec::with_capacity(dims.len());
+        for &(dim, before, after) in dims {
+            let len = (shape[dim] as i64)
+                .checked_add(before)
+                .and_then(|s| s.checked_add(after))
+                .ok_or(Error::NumelOverflow)?;
+            if len < 0 {
+                return Err(runtime("narrow(): length must be non-negative.".into()));
+            }
+            lens.push(len as usize);
+        }
+        check_output(&shape[..shape.len() - dims.len()], &lens, 1)?;
+        let mut axes = Vec::with_capacity(dims.len());
+        for &(dim, before, after) in dims {
+            let size = shape[dim] as i64;
+            let len = size
+                .checked_add(before)
+                .and_then(|s| s.checked_add(after))
+                .ok_or(Error::NumelOverflow)?;
+            if len < 0 {
+                return Err(runtime("narrow(): length must be non-negative.".into()));
+            }
+            let taps = (0..len).map(move |o| {
+                let i = o - before;
+                (0..size).contains(&i).then_some(i as usize)
+            });
+            axes.push(Axis::single(taps));
+        }
+        let map = SampleMap::separable(shape, &axes, false)?;
+        self.sample(map, Sampled::ConstantPad, value)
+    }
+}
+
+// ----- upsample ------------------------------------------------------------------------
+
+/// PyTorch's `area_pixel_compute_scale`.
+fn pixel_scale(input: usize, output: usize, align_corners: bool, scale: Option<f64>) -> f64 {
+    if align_corners {
+        if output > 1 {
+            (input as f64 - 1.0) / (output as f64 - 1.0)
+        } else {
+            0.0
+        }
+    } else {
+        match scale {
+            Some(s) if s > 0.0 => 1.0 / s,
+            _ => input as f64 / output as f64,
+        }
+    }
+}
+
+/// PyTorch's `area_pixel_compute_source_index`.
+fn source_index(scale: f64, dst: usize, align_corners: bool, cubic: bool) -> f64 {
+    if align_corners {
+        scale * dst as f64
+    } else {
+        let src = scale * (dst as f64 + 0.5) - 0.5;
+        if !cubic && src < 0.0 {
+            0.0
+        } else {
+            src
+        }
+    }
+}
+
+/// PyTorch's `guard_index_and_lambda`: the index below `real` (at most `input - 1`)
+/// and the distance from it, in [0, 1].
+fn index_and_lambda(real: f64, input: usize) -> (i64, f64) {
+    let index = (real.floor() as i64).min(input as i64 - 1);
+    (index, (real - index as f64).clamp(0.0, 1.0))
+}
+
+fn upsample_axis(
+    mode: UpsampleMode,
+    input: usize,
+    output: usize,
+    scale: Option<f64>,
+    align_corners: bool,
+) -> Axis {
+    match mode {
+        UpsampleMode::Nearest | UpsampleMode::NearestExact => {
+            // PyTorch computes these indices in float32.
+            let s = match scale {
+                Some(s) if s > 0.0 => (1.0 / s) as f32,
+                _ => input as f32 / output as f32,
+            };
+            let last = input - 1;
+            Axis::single((0..output).map(move |o| {
+                Some(if mode == UpsampleMode::NearestExact {
+                    ((((o as f64 + 0.5) * s as f64) as f32).floor() as usize).min(last)
+                } else if output == input {
+                    o
+                } else if output == 2 * input {
+                    o >> 1
+                } else {
+                    ((o as f32 * s).floor() as usize).min(last)
+                })
+            }))
+        }
+        UpsampleMode::Linear => {
+            let s = pixel_scale(input, output, align_corners, scale);
+            let (mut idx, mut w) = (
+                Vec::with_capacity(2 * output),
+                Vec::with_capacity(2 * output),
+            );
+            for o in 0..output {
+                if output == input {
+                    idx.extend([o, o]);
+                    w.extend([1.0, 0.0]);
+                    continue;
+                }
+                let real = source_index(s, o, align_corners, false);
+                let (i0, l1) = index_and_lambda(real, input);
+                let i0 = i0.max(0) as usize;
+                let i1 = if i0 + 1 < input { i0 + 1 } else { i0 };
+                idx.extend([i0, i1]);
+                w.extend([1.0 - l1, l1]);
+            }
+            Axis { k: 2, idx, w }
+        }
+        UpsampleMode::Cubic => {
+            const A: f64 = -0.75;
+            let near = |x: f64| ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0;
+            let far = |x: f64| ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A;
+            let s = pixel_scale(input, output, align_corners, scale);
+            let (mut idx, mut w) = (
+                Vec::with_capacity(4 * output),
+                Vec::with_capacity(4 * output),
+            );
+            for o in 0..output {
+                let real = source_index(s, o, align_corners, true);
+                let (i, t) = index_and_lambda(real, input);
+                for j in 0..4 {
+                    idx.push((i - 1 + j).clamp(0, input as i64 - 1) as usize);
+                }
+                w.extend([far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]);
+            }
+            Axis { k: 4, idx, w }
+        }
+    }
+}
+
+impl Variable {
+    /// `upsample_{nearest,linear,bilinear,trilinear,bicubic}{1,2,3}d` and the
+    /// nearest-exact forms: resizes the trailing `output_size.len()` (1 to 3) spatial
+    /// dims of an `(N, C, ...)` input to `output_size`. `scales[d]`, when given, is the
+    /// user's scale factor, which PyTorch uses instead of `input / output` to place the
+    /// samples (unless `align_corners`).
+    pub fn upsample(
+        &self,
+        mode: UpsampleMode,
+        output_size: &[usize],
+        scales: &[Option<f64>],
+        align_corners: bool,
+    ) -> Result<Variable> {
+        let shape = self.shape();
+        let n = output_size.len();
+        let op = match (mode, n) {
+            (UpsampleMode::Nearest, _) => format!("upsample_nearest{n}d"),
+            (UpsampleMode::NearestExact, _) => format!("_upsample_nearest_exact{n}d"),
+            (UpsampleMode::Linear, 1) => "upsample_linear1d".into(),
+            (UpsampleMode::Linear, 2) => "upsample_bilinear2d".into(),
+            (UpsampleMode::Linear, _) => "upsample_trilinear3d".into(),
+            (UpsampleMode::Cubic, _) => "upsample_bicubic2d".into(),
+        };
+        if !(1..=3).contains(&n) || (mode == UpsampleMode::Cubic && n != 2) {
+            return Err(Error::NoKernel(format!(
+                "{op}: {n} spatial dims are not supported"
+            )));
+        }
+        if scales.len() != n {
+            return Err(runtime(format!(
+                "{op}: expected {n} scale factors, got {}",
+                scales.len()
+            )));
+        }
+        if shape.len() != n + 2 {
+            return Err(runtime(format!(
+                "It is expected input_size equals to {}, but got size {}",
+                n + 2,
+                shape.len()
+            )));
+        }
+        let labels = ["D", "H", "W"];
+        let label = &labels[3 - n..];
+        let spatial = &shape[2..];
+        if spatial.contains(&0) || output_size.contains(&0) {
+            let ins: Vec<String> = label
+                .iter()
+                .zip(spatial)
+                .map(|(l, s)| format!("{l}: {s}"))
+                .collect();
+            let outs: Vec<String> = label
+                .iter()
+                .zip(output_size)
+                .map(|(l, s)| format!("{l}: {s}"))
+                .collect();
+            return Err(runtime(format!(
+                "Input and output sizes should be greater than 0, but got input ({}) output ({})",
+                ins.join(", "),
+                outs.join(", ")
+            )));
+        }
+        if shape[1] == 0 || (shape[0] == 0 && mode != UpsampleMode::Nearest) {
+            return Err(runtime(format!(
+                "Non-empty {}D data tensor expected but got a tensor with sizes {:?}",
+                n + 2,
+                shape.as_slice()
+            )));
+        }
+        let weighted = matches!(mode, UpsampleMode::Linear | UpsampleMode::Cubic);
+        let taps = match mode {
+            UpsampleMode::Linear => 2usize.pow(n as u32),
+            UpsampleMode::Cubic => 16,
+            _ => 1,
+        };
+        check_output(&shape[..2], output_size, taps)?;
+        if weighted && !self.dtype().is_floating_point() {
+            return Err(Error::NoKernel(format!(
+                "\"{op}\" not implemented for '{}'",
+                self.dtype().scalar_type_name()
+            )));
+        }
+        let axes: Vec<Axis> = (0..n)
+            .map(|d| upsample_axis(mode, spatial[d], output_size[d], scales[d], align_corners))
+            .collect();
+        let map = SampleMap::separable(&shape, &axes, weighted)?;
+        let name = match mode {
+            UpsampleMode::Nearest => Sampled::Nearest(n as u8),
+            UpsampleMode::NearestExact => Sampled::NearestExact(n as u8),
+            UpsampleMode::Linear => Sampled::Linear(n as u8),
+            UpsampleMode::Cubic => Sampled::Bicubic,
+        };
+        self.sample(map, name, 0.0)
+    }
+}
+
+// ----- grid_sample ---------------------------------------------------------------------
+
+/// PyTorch's `reflect_coordinates` and the derivative of the result by the input.
+fn reflect(x: f64, twice_low: f64, twice_high: f64) -> (f64, f64) {
+    if twice_low == twice_high {
+        return (0.0, 0.0);
+    }
+    let min = twice_low / 2.0;
+    let span = (twice_high - twice_low) / 2.0;
+    let (mut x, mut sign) = (x - min, 1.0);
+    if x < 0.0 {
+        x = -x;
+        sign = -1.0;
+    }
+    let extra = x % span;
+    let flips = (x / span).floor();
+    if flips % 2.0 == 0.0 {
+        (extra + min, sign)
+    } else {
+        (span - extra + min, -sign)
+    }
+}
+
+/// A normalised grid coordinate as a pixel coordinate of a dim of `size`, with the
+/// derivative of one by the other (PyTorch's `grid_sampler_compute_source_index`).
+fn grid_source(
+    coord: f64,
+    size: usize,
+    padding: GridPaddingMode,
+    align_corners: bool,
+) -> (f64, f64) {
+    if coord.is_nan() {
+        // As PyTorch: a NaN place reads nothing with zeros padding (bilinear weights
+        // are NaN, so the output is too) and the first pixel (clipped) otherwise.
+        return match padding {
+            GridPaddingMode::Zeros => (f64::NAN, f64::NAN),
+            _ => (0.0, 0.0),
+        };
+    }
+    let s = size as f64;
+    let (mut x, mut d) = if align_corners {
+        ((coord + 1.0) / 2.0 * (s - 1.0), (s - 1.0) / 2.0)
+    } else {
+        (((coord + 1.0) * s - 1.0) / 2.0, s / 2.0)
+    };
+    let clip = |x: f64, d: f64| {
+        if x <= 0.0 {
+            (0.0, 0.0)
+        } else if x >= s - 1.0 {
+            (s - 1.0, 0.0)
+        } else {
+            (x, d)
+        }
+    };
+    match padding {
+        GridPaddingMode::Zeros => {}
+        GridPaddingMode::Border => (x, d) = clip(x, d),
+        GridPaddingMode::Reflection => {
+            let (r, sign) = if align_corners {
+                reflect(x, 0.0, 2.0 * (s - 1.0))
+            } else {
+                reflect(x, -1.0, 2.0 * s - 1.0)
+            };
+            (x, d) = clip(r, d * sign);
+        }
+    }
+    (x, d)
+}
+
+/// Where `grid_sample` reads, computed from the grid's values: the corners' position
+/// maps (output `(N, C, Ho, Wo)` into the input), whether each corner is inside, and
+/// the pixel coordinates as affine functions of the grid, `ix = gx · scale + shift`
+/// with `shift` relative to the corner's floor (so `ix - floor(ix)` is `tx`).
+struct GridTaps {
+    /// Where the grid is NaN, when the padding clips NaN places to pixel 0.
+    nan: Option<Tensor>,
+    maps: Vec<Arc<IndexMap>>,
+    inside: Vec<Tensor>,
+    scale: [Tensor; 2],
+    shift: [Tensor; 2],
+}
+
+fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<GridTaps> {
+    let (n, c, h, w) = (input[0], input[1], input[2], input[3]);
+    let (ho, wo) = (grid.shape()[1], grid.shape()[2]);
+    let values: Vec<f64> = grid.to_dtype(DType::F64)?.try_to_vec()?;
+    let points = n * ho * wo;
+    let corners: &[(usize, usize)] = match options.mode {
+        GridSampleMode::Bilinear => &[(0, 0), (1, 0), (0, 1), (1, 1)],
+        GridSampleMode::Nearest => &[(0, 0)],
+    };
+    let mut base = vec![(0i64, 0i64); points];
+    let (mut scale, mut shift) = (
+        [vec![0.0; points], vec![0.0; points]],
+        [vec![0.0; points], vec![0.0; points]],
+    );
+    for p in 0..points {
+        let (gx, gy) = (values[2 * p], values[2 * p + 1]);
+        let (ix, dx) = grid_source(gx, w, options.padding, options.align_corners);
+        let (iy, dy) = grid_source(gy, h, options.padding, options.align_corners);
+        let (fx, fy) = match options.mode {
+            GridSampleMode::Bilinear => (ix.floor(), iy.floor()),
+            GridSampleMode::Nearest => (ix.round_ties_even(), iy.round_ties_even()),
+        };
+        // Far outside coordinates saturate; they read nothing either way.
+        let outside = fx.is_nan() || fy.is_nan();
+        base[p] = if outside {
+            (-2, -2)
+        } else {
+            (
+                fx.clamp(-2.0, w as f64 + 1.0) as i64,
+                fy.clamp(-2.0, h as f64 + 1.0) as i64,
+            )
+        };
+        // A NaN place clipped to pixel 0 has scale 0 and reads the grid as 0 (`nan`).
+        let gx = if gx.is_nan() { 0.0 } else { gx };
+        let gy = if gy.is_nan() { 0.0 } else { gy };
+        scale[0][p] = dx;
+        scale[1][p] = dy;
+        shift[0][p] = ix - dx * gx - fx;
+        shift[1][p] = iy - dy * gy - fy;
+    }
+    let plane = h * w;
+    let count = shape::checked_numel(&[n, c, ho, wo])?;
+    crate::tensor::check_allocation(count.saturating_mul(corners.len()), DType::I64)?;
+    let mut maps = Vec::with_capacity(corners.len());
+    let mut inside = Vec::with_capacity(corners.len());
+    for &(cx, cy) in corners {
+        let mut positions = Vec::with_capacity(count);
+        let mut mask = Vec::with_capacity(points);
+        for &(bx, by) in &base {
+            let (x, y) = (bx + cx as i64, by + cy as i64);
+            mask.push(x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h);
+        }
+        for b in 0..n {
+            for ch in 0..c {
+                for q in 0..ho * wo {
+                    let p = b * ho * wo + q;
+                    let (x, y) = (base[p].0 + cx as i64, base[p].1 + cy as i64);
+                    let at = if mask[p] {
+                        y as usize * w + x as usize
+                    } else {
+                        0
+                    };
+                    positions.push((b * c + ch) * plane + at);
+                }
+            }
+        }
+        maps.push(IndexMap::new(
+            input.into(),
+            smallvec![n, c, ho, wo],
+            positions,
+        )?);
+        inside.push(Tensor::from_vec(mask, &[n, 1, ho, wo])?);
+    }
+    let dtype = grid.dtype();
+    let to = |v: Vec<f64>| Tensor::from_vec(v, &[n, ho, wo])?.to_dtype(dtype);
+    let [sx, sy] = scale;
+    let [hx, hy] = shift;
+    let nan = (options.padding != GridPaddingMode::Zeros && values.iter().any(|v| v.is_nan()))
+        .then(|| Tensor::from_vec(values.iter().map(|v| v.is_nan()).collect(), grid.shape()))
+        .transpose()?;
+    Ok(GridTaps {
+        nan,
+        maps,
+        inside,
+        scale: [to(sx)?, to(sy)?],
+        shift: [to(hx)?, to(hy)?],
+    })
+}
+
+/// The corners' values (zero outside) and, for bilinear, the weights `(1-tx, tx,
+/// 1-ty, ty)`, each `(N, 1, Ho, Wo)`, as differentiable functions of `input` and `grid`.
+struct Sampling {
+    values: Vec<Variable>,
+    weights: Option<[Variable; 4]>,
+}
+
+fn sampling(
+    input: &Variable,
+    grid: &Variable,
+    taps: &GridTaps,
+    mode: GridSampleMode,
+) -> Result<Sampling> {
+    let zero = Variable::from_tensor(Tensor::scalar(0.0, input.dtype()));
+    let mut values = Vec::with_capacity(taps.maps.len());
+    for (map, inside) in taps.maps.iter().zip(&taps.inside) {
+        let read = input.take_map(map.clone(), Taken::Gather)?;
+        values.push(Variable::where_cond(inside, &read, &zero)?);
+    }
+    let weights = match mode {
+        GridSampleMode::Nearest => None,
+        GridSampleMode::Bilinear => {
+            let grid = match &taps.nan {
+                Some(nan) => Variable::where_cond(nan, &zero, grid)?,
+                None => grid.clone(),
+            };
+            let frac = |axis: usize| -> Result<Variable> {
+                let g = grid.select(-1, axis as i64)?;
+                g.mul(&Variable::from_tensor(taps.scale[axis].clone()))?
+                    .add(&Variable::from_tensor(taps.shift[axis].clone()))?
+                    .unsqueeze(1)
+            };
+            let (tx, ty) = (frac(0)?, frac(1)?);
+            Some([tx.rsub_scalar(1.0)?, tx, ty.rsub_scalar(1.0)?, ty])
+        }
+    };
+    Ok(Sampling { values, weights })
+}
+
+fn grid_sample_backward(
+    input: &Variable,
+    grid: &Variable,
+    grad: &Variable,
+    options: GridOptions,
+    needs: &[bool],
+) -> Result<Grads> {
+    let taps = grid_taps(&input.shape(), &grid.tensor(), options)?;
+    let s = sampling(input, grid, &taps, options.mode)?;
+    let zero = Variable::from_tensor(Tensor::scalar(0.0, grad.dtype()));
+    let grad_input = if needs[0] {
+        let parts: Vec<Variable> = match &s.weights {
+            None => vec![grad.clone()],
+            Some([ax, bx, ay, by]) => vec![ax.mul(ay)?, bx.mul(ay)?, ax.mul(by)?, bx.mul(by)?]
+                .into_iter()
+                .map(|wt| grad.mul(&wt))
+                .collect::<Result<_>>()?,
+        };
+        let mut total: Option<Variable> = None;
+        for ((part, map), inside) in parts.iter().zip(&taps.maps).zip(&taps.inside) {
+            let put = Variable::where_cond(inside, part, &zero)?.put_map(map.clone())?;
+            total = Some(match total {
+                None => put,
+                Some(t) => t.add(&put)?,
+            });
+        }
+        total
+    } else {
+        None
+    };
+    let grad_grid = if needs.get(1).copied().unwrap_or(false) {
+        Some(match &s.weights {
+            None => Variable::from_tensor(Tensor::zeros(&grid.shape(), grid.dtype())),
+            Some([ax, bx, ay, by]) => {
+                let v = &s.values;
+                let dx = v[1].sub(&v[0])?.mul(ay)?.add(&v[3].sub(&v[2])?.mul(by)?)?;
+                let dy = v[2].sub(&v[0])?.mul(ax)?.add(&v[3].sub(&v[1])?.mul(bx)?)?;
+                let gx = grad.mul(&dx)?.sum_dims(&[1], false)?;
+                let gy = grad.mul(&dy)?.sum_dims(&[1], false)?;
+                let gx = gx.mul(&Variable::from_tensor(taps.scale[0].clone()))?;
+                let gy = gy.mul(&Variable::from_tensor(taps.scale[1].clone()))?;
+                Variable::stack(&[gx, gy], -1)?
+            }
+        })
+    } else {
+        None
+    };
+    Ok(smallvec![grad_input, grad_grid])
+}
+
+impl Variable {
+    /// `torch.grid_sampler` for a 4-D input `(N, C, H, W)` and grid `(N, Ho, Wo, 2)`
+    /// (x then y, normalised to [-1, 1]): the output `(N, C, Ho, Wo)` samples the input
+    /// at the grid's places. Differentiable in both.
+    pub fn grid_sample(
+        &self,
+        grid: &Variable,
+        mode: GridSampleMode,
+        padding_mode: GridPaddingMode,
+        align_corners: bool,
+    ) -> Result<Variable> {
+        let (shape, gshape) = (self.shape(), grid.shape());
+        if self.dtype() != grid.dtype() {
+            return Err(runtime(format!(
+                "grid_sampler(): expected input and grid to have same dtype, but input has {} and grid has {}",
+                self.dtype().torch_name(),
+                grid.dtype().torch_name()
+            )));
+        }
+        if shape.len() != gshape.len() || !(shape.len() == 4 || shape.len() == 5) {
+            let dims = match shape.len() {
+                4 => "4D",
+                5 => "5D",
+                _ => "4D or 5D",
+            };
+            return Err(runtime(format!(
+                "grid_sampler(): expected {dims} input and grid with same number of dimensions, but got input with sizes {:?} and grid with sizes {:?}",
+                shape.as_slice(),
+                gshape.as_slice()
+            )));
+        }
+        if shape[0] != gshape[0] {
+            return Err(runtime(format!(
+                "grid_sampler(): expected grid and input to have same batch size, but got input with sizes {:?} and grid with sizes {:?}",
+                shape.as_slice(),
+                gshape.as_slice()
+            )));
+        }
+        if gshape[gshape.len() - 1] != shape.len() - 2 {
+            return Err(runtime(format!(
+                "grid_sampler(): expected grid to have size {} in last dimension, but got grid with sizes {:?}",
+                shape.len() - 2,
+                gshape.as_slice()
+            )));
+        }
+        if let Some(d) = (2..shape.len()).find(|&d| shape[d] == 0) {
+            return Err(runtime(format!(
+                "grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes {:?} with dimension {d} being empty",
+                shape.as_slice()
+            )));
+        }
+        if shape.len() == 5 {
+            return Err(Error::NoKernel(
+                "rustgrad: grid_sample of a 5-D input (volumetric) is not implemented".into(),
+            ));
+        }
+        if !self.dtype().is_floating_point() {
+            return Err(Error::NoKernel(format!(
+                "\"grid_sampler_2d_cpu\" not implemented for '{}'",
+                self.dtype().scalar_type_name()
+            )));
+        }
+        let options = GridOptions {
+            mode,
+            padding: padding_mode,
+            align_corners,
+        };
+        let result = {
+            let _guard = crate::autograd::grad_mode::no_grad();
+            let input = Variable::from_tensor(self.tensor().clone());
+            let g = Variable::from_tensor(grid.tensor().clone());
+            let taps = grid_taps(&shape, &grid.tensor(), options)?;
+            let s = sampling(&input, &g, &taps, mode)?;
+            let out = match &s.weights {
+                None => s.values[0].clone(),
+                Some([ax, bx, ay, by]) => {
+                    let v = &s.values;
+                    let top = v[0].mul(ax)?.add(&v[1].mul(bx)?)?.mul(ay)?;
+                    let bottom = v[2].mul(ax)?.add(&v[3].mul(bx)?)?.mul(by)?;
+                    top.add(&bottom)?
+                }
+            };
+            out.tensor().clone()
+        };
+        Ok(Variable::record(result, &[self, grid], |_, _| {
+            (
+                Rule::GridSampler(options),
+                smallvec![
+                    Some(SavedTensor::input(self)),
+                    Some(SavedTensor::input(grid))
+                ],
+            )
+        }))
+    }
+}
+
+// ----- affine_grid ---------------------------------------------------------------------
+
+/// `linspace(-1, 1, steps)`, scaled by `(steps - 1) / steps` unless `align_corners`
+/// (PyTorch's `linspace_from_neg_one`).
+fn neg_one_to_one(steps: usize, align_corners: bool) -> Vec<f64> {
+    if steps <= 1 {
+        return vec![0.0; steps];
+    }
+    let step = 2.0 / (steps as f64 - 1.0);
+    let half = steps / 2;
+    (0..steps)
+        .map(|i| {
+            let v = if i < half {
+                -1.0 + step * i as f64
+            } else {
+                1.0 - step * (steps - 1 - i) as f64
+            };
+            if align_corners {
+                v
+            } else {
+                v * (steps as f64 - 1.0) / steps as f64
+            }
+        })
+        .collect()
+}
+
+/// The base grid `(D·H·W, k + 1)`: each point's (x, y[, z], 1).
+fn base_grid(spatial: &[usize], align_corners: bool, dtype: DType) -> Result<Tensor> {
+    let axes: Vec<Vec<f64>> = spatial
+        .iter()
+        .map(|&s| neg_one_to_one(s, align_corners))
+        .collect();
+    let count = shape::checked_numel(spatial)?;
+    let k = spatial.len();
+    crate::tensor::check_allocation(count.saturating_mul(k + 1), dtype)?;
+    let mut data = Vec::with_capacity(count * (k + 1));
+    let mut coord = vec![0usize; k];
+    for _ in 0..count {
+        // x is the last spatial dim, then y, then z.
+        for d in (0..k).rev() {
+            data.push(axes[d][coord[d]]);
+        }
+        data.push(1.0);
+        for d in (0..k).rev() {
+            coord[d] += 1;
+            if coord[d] < spatial[d] {
+                break;
+            }
+            coord[d] = 0;
+        }
+    }
+    Tensor::from_vec(data, &[count, k + 1])?.to_dtype(dtype)
+}
+
+fn affine_grid_backward(grad: &Variable, size: &[usize], align_corners: bool) -> Result<Variable> {
+    let spatial = &size[2..];
+    let k = spatial.len();
+    let count = shape::checked_numel(spatial)? as i64;
+    let base = Variable::from_tensor(base_grid(spatial, align_corners, grad.dtype())?);
+    grad.reshape(&[size[0] as i64, count, k as i64])?
+        .transpose(1, 2)?
+        .matmul(&base)
+}
+
+impl Variable {
+    /// `torch.affine_grid_generator(theta, size, align_corners)`: for `theta` of shape
+    /// `(N, 2, 3)` and `size = (N, C, H, W)` (or `(N, 3, 4)` and `(N, C, D, H, W)`), the
+    /// grid `(N, H, W, 2)` of `theta` applied to the normalised pixel centres.
+    pub fn affine_grid(&self, size: &[usize], align_corners: bool) -> Result<Variable> {
+        let shape = self.shape();
+        let k = size.len().saturating_sub(2);
+        if !(k == 2 || k == 3) || shape.len() != 3 || shape[1] != k || shape[2] != k + 1 {
+            return Err(runtime(format!(
+                "affine_grid: expected theta of shape (N, {k}, {}) for size {size:?}, got {:?}",
+                k + 1,
+                shape.as_slice()
+            )));
+        }
+        if shape[0] != size[0] {
+            return Err(runtime(format!(
+                "affine_grid: theta has batch size {} but size has {}",
+                shape[0], size[0]
+            )));
+        }
+        if !self.dtype().is_floating_point() {
+            return Err(runtime(format!(
+                "Expected theta to have floating point type, but got {}",
+                self.dtype().torch_name()
+            )));
+        }
+        let spatial = &size[2..];
+        let result = {
+            let _guard = crate::autograd::grad_mode::no_grad();
+            let base = Variable::from_tensor(base_grid(spatial, align_corners, self.dtype())?);
+            let theta = Variable::from_tensor(self.tensor().clone());
+            let mut out_shape: Vec<i64> = vec![size[0] as i64];
+            out_shape.extend(spatial.iter().map(|&s| s as i64));
+            out_shape.push(k as i64);
+            base.matmul(&theta.transpose(1, 2)?)?
+                .reshape(&out_shape)?
+                .tensor()
+                .clone()
+        };
+        let info: Dims = size.into();
+        Ok(Variable::record(result, &[self], |_, _| {
+            (
+                Rule::AffineGrid(Box::new((info, align_corners))),
+                smallvec![],
+            )
+        }))
+    }
+}
