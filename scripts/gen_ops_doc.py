@@ -318,6 +318,17 @@ PYTHON_OPS: dict[str, Args] = {
     "F.softmax": lambda t, a: (a, 1),
     "F.softmin": lambda t, a: (a, 1),
     "F.log_softmax": lambda t, a: (a, 1),
+    # padding, resampling and grids (python/rustgrad/nn/_spatial.py)
+    "F.pad": lambda t, a: (a, (1, 2)),
+    "F.interpolate": lambda t, a: (a.reshape(1, 2, 3), None, 2.0),
+    "F.grid_sample": lambda t, a: (
+        a.reshape(1, 1, 2, 3),
+        t.zeros(1, 2, 2, 2, dtype=a.dtype),
+        "bilinear",
+        "zeros",
+        False,
+    ),
+    "F.affine_grid": lambda t, a: (a.reshape(1, 2, 3), (1, 1, 2, 2), False),
 }
 # In-place forms of the rows above that are functions (`F.x_`, `torch.x_`): run on a
 # clone of `a`.
@@ -450,6 +461,8 @@ def render() -> str:
         "",
     ]
     for family, names in binding_ops().items():
+        if all(n.startswith("_") and not n.startswith("__") for n in names):
+            continue  # only private methods (rustgrad.nn.functional's, listed below)
         lines += [
             f"## {family}",
             "",

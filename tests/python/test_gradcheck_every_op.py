@@ -332,6 +332,16 @@ CASES: dict[str, Case] = {
     },
     "selu_": Case(lambda x: torch.selu_(x.clone()), S(2, 3, dom=NZ)),
     "softmin": Case(lambda x: F.softmin(x, 1), A),
+    # ---- padding, resampling and grids (more options in test_nn_spatial.py)
+    "pad": Case(lambda x: F.pad(x, (1, 2), mode="reflect"), A),
+    "interpolate": Case(
+        lambda x: F.interpolate(x, size=(3, 4), mode="bicubic", align_corners=False),
+        S(1, 1, 2, 3),
+    ),
+    "grid_sample": Case(
+        lambda x, g: F.grid_sample(x, g, align_corners=False), S(1, 2, 3, 4), S(1, 2, 2, 2, dom=U)
+    ),
+    "affine_grid": Case(lambda t: F.affine_grid(t, [1, 1, 2, 3], align_corners=False), S(1, 2, 3)),
 }
 
 

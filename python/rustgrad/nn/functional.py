@@ -32,6 +32,15 @@ from .._elementwise import (
     softsign,
 )
 from .._rustgrad import Tensor
+from ._spatial import (
+    affine_grid,
+    grid_sample,
+    interpolate,
+    pad,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
 
 __all__ = [
     "celu",
@@ -61,6 +70,16 @@ __all__ = [
     "softplus",
     "softsign",
     "tanh",
+]
+# Padding, resampling and grids (nn/_spatial.py).
+__all__ += [
+    "affine_grid",
+    "grid_sample",
+    "interpolate",
+    "pad",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
 ]
 
 

@@ -11,5 +11,6 @@ mod linalg;
 mod logical;
 mod reduce;
 mod shape;
+mod spatial;
 mod ternary;
 mod unary;
