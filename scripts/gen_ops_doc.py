@@ -329,11 +329,45 @@ PYTHON_OPS: dict[str, Args] = {
         False,
     ),
     "F.affine_grid": lambda t, a: (a.reshape(1, 2, 3), (1, 1, 2, 2), False),
+    # activations, dropout, embedding (rustgrad/nn/_activation.py, _dropout.py)
+    **{f"F.{name}": lambda t, a: (a,) for name in ["hardshrink", "softshrink", "tanhshrink"]},
+    **{f"F.{name}": lambda t, a: (a,) for name in ["rrelu", "dropout1d", "alpha_dropout"]},
+    "F.feature_alpha_dropout": lambda t, a: (a,),
+    "F.glu": lambda t, a: (a, 0),
+    "F.threshold": lambda t, a: (a, 0.5, 0.0),
+    "F.prelu": lambda t, a: (a, t.ones(3, dtype=a.dtype)),
+    "F.dropout2d": lambda t, a: (a.reshape(1, 1, 2, 3),),
+    "F.dropout3d": lambda t, a: (a.reshape(1, 1, 1, 2, 3),),
+    "F.embedding": lambda t, a: (t.tensor([1, 0]), a),
+    "F.embedding_bag": lambda t, a: (t.tensor([[0, 1]]), a),
+    "F.one_hot": lambda t, a: (a.abs().long(),),
+    # losses (rustgrad/nn/_loss.py; cross_entropy, nll_loss and the pointwise losses
+    # are engine ops: crates/engine/src/ops/loss.rs)
+    "F.cross_entropy": lambda t, a: (a, t.tensor([0, 2])),
+    "F.nll_loss": lambda t, a: (a, t.tensor([0, 2])),
+    **{
+        f"F.{name}": lambda t, a: (a, a)
+        for name in [
+            "mse_loss",
+            "l1_loss",
+            "smooth_l1_loss",
+            "huber_loss",
+            "binary_cross_entropy_with_logits",
+            "poisson_nll_loss",
+            "cosine_similarity",
+            "pairwise_distance",
+        ]
+    },
+    "F.binary_cross_entropy": lambda t, a: (a.sigmoid(), a.sigmoid()),
+    "F.kl_div": lambda t, a: (a, a, None, None, "sum"),
+    "F.cosine_embedding_loss": lambda t, a: (a, a, t.ones(2)),
+    "F.margin_ranking_loss": lambda t, a: (a, a, t.ones(2, 3, dtype=a.dtype)),
+    "F.triplet_margin_loss": lambda t, a: (a, a, a),
 }
 # In-place forms of the rows above that are functions (`F.x_`, `torch.x_`): run on a
 # clone of `a`.
 PYTHON_IN_PLACE = ["torch.selu_", "torch.celu_", "F.relu_", "F.leaky_relu_", "F.elu_"]
-PYTHON_IN_PLACE += ["F.celu_", "F.hardtanh_"]
+PYTHON_IN_PLACE += ["F.celu_", "F.hardtanh_", "F.rrelu_"]
 
 
 def resolve(torch: Any, form: str) -> tuple[Any, bool]:
@@ -461,8 +495,10 @@ def render() -> str:
         "",
     ]
     for family, names in binding_ops().items():
+        # Only private methods (rustgrad.nn.functional's, listed below), or module
+        # functions only (loss.rs): their Python forms are rows below.
         if all(n.startswith("_") and not n.startswith("__") for n in names):
-            continue  # only private methods (rustgrad.nn.functional's, listed below)
+            continue
         lines += [
             f"## {family}",
             "",

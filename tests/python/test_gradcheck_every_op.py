@@ -342,7 +342,50 @@ CASES: dict[str, Case] = {
         lambda x, g: F.grid_sample(x, g, align_corners=False), S(1, 2, 3, 4), S(1, 2, 2, 2, dom=U)
     ),
     "affine_grid": Case(lambda t: F.affine_grid(t, [1, 1, 2, 3], align_corners=False), S(1, 2, 3)),
+    # ---- nn.functional activations, dropout, embedding and losses (nn/_activation.py,
+    # nn/_dropout.py, nn/_loss.py; the random ones reseed the global generator)
+    "hardshrink": Case(lambda x: F.hardshrink(x, 0.2), S(2, 3, dom=NZ)),
+    "softshrink": Case(lambda x: F.softshrink(x, 0.2), S(2, 3, dom=NZ)),
+    "tanhshrink": Case(F.tanhshrink, A),
+    "rrelu": Case(lambda x: F.rrelu(x), S(2, 3, dom=NZ)),
+    "rrelu_": Case(lambda x: F.rrelu_(x.clone()), S(2, 3, dom=NZ)),
+    "dropout1d": Case(lambda x: _seeded(F.dropout1d, x), A),
+    "dropout2d": Case(lambda x: _seeded(F.dropout2d, x.reshape(1, 2, 3, 1)), A),
+    "dropout3d": Case(lambda x: _seeded(F.dropout3d, x.reshape(1, 2, 1, 3, 1)), A),
+    "glu": Case(lambda x: F.glu(x, 0), A),
+    "threshold": Case(lambda x: F.threshold(x, 0.1, 5.0), S(2, 3, dom=NZ)),
+    "prelu": Case(F.prelu, S(2, 3, dom=NZ), S(3, dom=P)),
+    "embedding": Case(lambda w: F.embedding(IDX(0, 1, 1), w), A),
+    "embedding_bag": Case(lambda w: F.embedding_bag(IDX(0, 1, 1), w, IDX(0, 1)), A),
+    "cross_entropy": Case(lambda x: F.cross_entropy(x, IDX(0, 2), label_smoothing=0.1), A),
+    "nll_loss": Case(lambda x: F.nll_loss(x, IDX(0, 2)), A),
+    **{n: Case(getattr(F, n), A, B) for n in ["mse_loss", "l1_loss", "smooth_l1_loss"]},
+    **{n: Case(getattr(F, n), A, B) for n in ["huber_loss", "cosine_similarity"]},
+    "pairwise_distance": Case(F.pairwise_distance, A, B),
+    "binary_cross_entropy": Case(
+        lambda x, y: F.binary_cross_entropy(x.sigmoid(), y.sigmoid()), A, B
+    ),
+    "binary_cross_entropy_with_logits": Case(
+        lambda x, y: F.binary_cross_entropy_with_logits(x, y.sigmoid()), A, B
+    ),
+    "poisson_nll_loss": Case(F.poisson_nll_loss, A, S(2, 3, dom=P)),
+    "kl_div": Case(lambda x, y: F.kl_div(x, y, reduction="batchmean"), A, S(2, 3, dom=P)),
+    "cosine_embedding_loss": Case(
+        lambda a, b: F.cosine_embedding_loss(a, b, torch.tensor([1.0, -1.0]), margin=-0.9), A, B
+    ),
+    "margin_ranking_loss": Case(
+        lambda a, b: F.margin_ranking_loss(a, b, torch.ones(2, 3, dtype=torch.float64), 3.0),
+        A,
+        B,
+    ),
+    "triplet_margin_loss": Case(lambda a, p, n: F.triplet_margin_loss(a, p, n, 5.0), A, B, A),
 }
+
+
+def _seeded(fn: Callable[..., Any], x: Any) -> Any:
+    """``fn(x)`` with the global generator reseeded: the same mask on every call."""
+    torch.manual_seed(0)
+    return fn(x)
 
 
 def _setitem(x: Any, y: Any) -> Any:

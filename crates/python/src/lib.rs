@@ -459,6 +459,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
         let name = dtype.torch_name().trim_start_matches("torch.");
         m.add(name, crate::dtype::dtype_object(m.py(), dtype)?)?;
     }
+    ops::loss::register(m)?;
     m.add_function(wrap_pyfunction!(tensor_fn, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(ones, m)?)?;

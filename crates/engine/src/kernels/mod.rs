@@ -5,6 +5,7 @@ pub mod elementwise;
 pub mod index;
 pub mod lanes;
 pub mod logical;
+pub mod loss;
 pub mod math;
 pub mod matmul;
 pub mod reduce;

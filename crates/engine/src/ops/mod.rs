@@ -12,6 +12,7 @@ pub(crate) mod index;
 pub(crate) mod inplace;
 pub(crate) mod linalg;
 pub(crate) mod logical;
+pub(crate) mod loss;
 pub(crate) mod reduce;
 pub(crate) mod shape;
 pub(crate) mod spatial;
@@ -51,6 +52,8 @@ pub(crate) enum Rule {
     Custom(custom::Rule),
     /// A rule of `spatial.rs`.
     Spatial(spatial::Rule),
+    /// A rule of `loss.rs`.
+    Loss(loss::Rule),
 }
 
 impl Rule {
@@ -68,6 +71,7 @@ impl Rule {
             Rule::Inplace(r) => r.name(),
             Rule::Custom(r) => r.name(),
             Rule::Spatial(r) => r.name(),
+            Rule::Loss(r) => r.name(),
         }
     }
 
@@ -91,6 +95,7 @@ impl Rule {
             Rule::Inplace(r) => r.apply(saved, grad, needs),
             Rule::Custom(r) => r.apply_multi(&saved.to_vec().into(), &[Some(grad.clone())], needs),
             Rule::Spatial(r) => r.apply(saved, grad, needs),
+            Rule::Loss(r) => r.apply(saved, grad, needs),
         }
     }
 }
@@ -206,6 +211,12 @@ impl From<custom::Rule> for Rule {
 impl From<spatial::Rule> for Rule {
     fn from(rule: spatial::Rule) -> Rule {
         Rule::Spatial(rule)
+    }
+}
+
+impl From<loss::Rule> for Rule {
+    fn from(rule: loss::Rule) -> Rule {
+        Rule::Loss(rule)
     }
 }
 

@@ -9,6 +9,7 @@ mod index;
 mod inplace;
 mod linalg;
 mod logical;
+pub(crate) mod loss;
 mod reduce;
 mod shape;
 mod spatial;

@@ -1,0 +1,362 @@
+//! Class-index losses over a contiguous `(outer, classes, inner)` block: the fused
+//! log-softmax + negative log-likelihood of `cross_entropy`, and `nll_loss`, forward and
+//! backward. Pure functions over slices; nothing here knows about autograd. See Note
+//! [Class-index losses].
+//!
+//! A *row* is one `(o, i)` pair: the `classes` values `x[o, :, i]` at stride `inner`,
+//! and its target `targets[o * inner + i]`. Every row is computed on its own and
+//! serially, so results do not depend on how rows are split among threads; work is
+//! split by whole `outer` blocks whose count depends on the sizes only.
+
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::parallel::{for_each_chunk_mut, CHUNK, PARALLEL_MIN_ELEMENTS};
+
+/// The shape of a class-index loss problem: `x` is `(outer, classes, inner)`
+/// contiguous; the targets are `(outer, inner)`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ClassBlock {
+    /// Leading size (the batch, 1 for an unbatched input).
+    pub outer: usize,
+    /// Number of classes.
+    pub classes: usize,
+    /// Product of the trailing (spatial) sizes, 1 for `(N, C)`.
+    pub inner: usize,
+}
+
+/// The per-problem options of a class-index loss.
+#[derive(Copy, Clone, Debug)]
+pub struct ClassOptions<'a> {
+    /// One weight per class, or `None` for ones.
+    pub weight: Option<&'a [f64]>,
+    /// Rows whose target equals this contribute nothing.
+    pub ignore_index: i64,
+    /// Label smoothing in `[0, 1]` (0 for `nll_loss`).
+    pub label_smoothing: f64,
+    /// Whether `x` holds logits (`cross_entropy`: log-softmax is applied per row) or
+    /// log-probabilities (`nll_loss`).
+    pub log_softmax: bool,
+}
+
+impl ClassBlock {
+    fn rows(&self) -> usize {
+        self.outer * self.inner
+    }
+
+    fn len(&self) -> usize {
+        self.outer * self.classes * self.inner
+    }
+
+    /// Outer blocks per parallel chunk: about `CHUNK` elements, at least one block.
+    fn blocks_per_chunk(&self) -> usize {
+        (CHUNK / (self.classes * self.inner).max(1)).max(1)
+    }
+}
+
+/// Checks every target before any value is read: in `[0, classes)` or `ignore_index`.
+/// PyTorch's IndexError "Target 7 is out of bounds.".
+pub fn check_targets(targets: &[i64], classes: usize, ignore_index: i64) -> Result<()> {
+    for &t in targets {
+        if t != ignore_index && (t < 0 || t as u64 >= classes as u64) {
+            return Err(Error::Index(format!("Target {t} is out of bounds.")));
+        }
+    }
+    Ok(())
+}
+
+/// `exp(v)`, in float32 for float32 data (as PyTorch's float32 kernels; the sums it
+/// feeds still accumulate in f64), in f64 otherwise.
+#[inline]
+fn exp_of<T: Element>(v: f64) -> f64 {
+    if T::DTYPE == DType::F32 {
+        f64::from((v as f32).exp())
+    } else {
+        v.exp()
+    }
+}
+
+/// Log-sum-exp of one row; a NaN anywhere makes it NaN.
+#[inline]
+fn row_logsumexp<T: Element>(x: &[T], base: usize, block: &ClassBlock) -> f64 {
+    let mut max = f64::NEG_INFINITY;
+    for c in 0..block.classes {
+        let v = x[base + c * block.inner].to_f64();
+        if v > max || v.is_nan() {
+            max = v;
+        }
+    }
+    if max.is_nan() {
+        return f64::NAN;
+    }
+    if max.is_infinite() {
+        // All -inf: log(0) = -inf; a +inf logit makes inf - inf = NaN (PyTorch's too).
+        let shift = if max > 0.0 { f64::NAN } else { max };
+        return shift;
+    }
+    let mut total = 0.0;
+    for c in 0..block.classes {
+        total += exp_of::<T>(x[base + c * block.inner].to_f64() - max);
+    }
+    max + total.ln()
+}
+
+/// The weight of class `c`.
+#[inline]
+fn class_weight(weight: Option<&[f64]>, c: usize) -> f64 {
+    weight.map_or(1.0, |w| w[c])
+}
+
+/// Sum of the class weights (the smoothing mass of a row, before `ls / C`).
+fn weight_total(weight: Option<&[f64]>, classes: usize) -> f64 {
+    weight.map_or(classes as f64, |w| w.iter().sum())
+}
+
+/// One row's loss and its log-sum-exp (0 without log-softmax; unused for an ignored
+/// row).
+#[inline]
+fn row_loss<T: Element>(
+    x: &[T],
+    base: usize,
+    target: i64,
+    block: &ClassBlock,
+    opts: &ClassOptions<'_>,
+) -> (f64, f64) {
+    if target == opts.ignore_index {
+        return (0.0, 0.0);
+    }
+    let t = target as usize;
+    let lse = if opts.log_softmax {
+        row_logsumexp(x, base, block)
+    } else {
+        0.0
+    };
+    let logp = |c: usize| x[base + c * block.inner].to_f64() - lse;
+    let w_t = class_weight(opts.weight, t);
+    let ls = opts.label_smoothing;
+    let mut loss = -(1.0 - ls) * w_t * logp(t);
+    if ls > 0.0 {
+        let mut smooth = 0.0;
+        for c in 0..block.classes {
+            smooth += class_weight(opts.weight, c) * logp(c);
+        }
+        loss -= ls / block.classes as f64 * smooth;
+    }
+    (loss, lse)
+}
+
+/// What the forward of a class-index loss computes: per row (row-major over
+/// `(outer, inner)`), the loss and the log-sum-exp of its logits (0 without
+/// log-softmax; the backward reuses it), and the sum of the targets' weights over the
+/// rows not ignored (`mean`'s divisor).
+#[derive(Clone, Debug)]
+pub struct ClassForward {
+    /// `(loss, log-sum-exp)` of each row.
+    pub rows: Vec<(f64, f64)>,
+    /// The total weight of the rows not ignored.
+    pub total_weight: f64,
+}
+
+/// The forward of a class-index loss. The slices are checked against `block`, and the
+/// targets with [`check_targets`], before any value is read.
+pub fn class_loss_forward<T: Element>(
+    x: &[T],
+    targets: &[i64],
+    block: ClassBlock,
+    opts: &ClassOptions<'_>,
+) -> Result<ClassForward> {
+    check_lengths(x.len(), targets.len(), block, opts)?;
+    check_targets(targets, block.classes, opts.ignore_index)?;
+    let mut losses = super::try_vec(block.rows(), (0.0f64, 0.0f64))?;
+    let chunk_rows = block.blocks_per_chunk() * block.inner;
+    let fill = |chunk_index: usize, out: &mut [(f64, f64)]| {
+        let first = chunk_index * chunk_rows;
+        for (k, slot) in out.iter_mut().enumerate() {
+            let r = first + k;
+            let (o, i) = (r / block.inner, r % block.inner);
+            let base = o * block.classes * block.inner + i;
+            *slot = row_loss(x, base, targets[r], &block, opts);
+        }
+    };
+    if block.len() >= PARALLEL_MIN_ELEMENTS {
+        for_each_chunk_mut(&mut losses, chunk_rows, fill);
+    } else {
+        losses
+            .chunks_mut(chunk_rows.max(1))
+            .enumerate()
+            .for_each(|(i, c)| fill(i, c));
+    }
+    // Serial, in row order: the divisor does not depend on the thread count either.
+    let total_weight = targets
+        .iter()
+        .filter(|&&t| t != opts.ignore_index)
+        .map(|&t| class_weight(opts.weight, t as usize))
+        .sum();
+    Ok(ClassForward {
+        rows: losses,
+        total_weight,
+    })
+}
+
+/// The gradient of the loss with respect to `x` (same layout), given the gradient
+/// scale of each row, `row_scale(r)` (the incoming gradient, divided by the total
+/// weight for `mean`): `scale * (S * softmax(x) - Q)` for logits, `-scale * Q` for
+/// log-probabilities, where `Q[c]` is the row's target distribution times the class
+/// weights and `S = sum(Q)`. `lse` holds each row's log-sum-exp when the forward kept
+/// it (else it is recomputed).
+pub fn class_loss_backward<T: Element>(
+    x: &[T],
+    targets: &[i64],
+    block: ClassBlock,
+    opts: &ClassOptions<'_>,
+    lse: Option<&[f64]>,
+    row_scale: &(dyn Fn(usize) -> f64 + Sync),
+) -> Result<Vec<T>> {
+    check_lengths(x.len(), targets.len(), block, opts)?;
+    if lse.is_some_and(|l| l.len() != block.rows()) {
+        return Err(internal_lengths());
+    }
+    check_targets(targets, block.classes, opts.ignore_index)?;
+    let mut grad = super::try_vec(block.len(), T::from_f64(0.0))?;
+    let chunk_len = block.blocks_per_chunk() * block.classes * block.inner;
+    let smooth = opts.label_smoothing / block.classes as f64;
+    let total = weight_total(opts.weight, block.classes);
+    let fill = |chunk_index: usize, out: &mut [T]| {
+        let first_block = chunk_index * block.blocks_per_chunk();
+        let blocks = out.len() / (block.classes * block.inner).max(1);
+        for b in 0..blocks {
+            let o = first_block + b;
+            for i in 0..block.inner {
+                let r = o * block.inner + i;
+                let target = targets[r];
+                if target == opts.ignore_index {
+                    continue;
+                }
+                let t = target as usize;
+                let scale = row_scale(r);
+                let w_t = class_weight(opts.weight, t);
+                let local = b * block.classes * block.inner + i;
+                let base = o * block.classes * block.inner + i;
+                let q = |c: usize| {
+                    let hit = if c == t {
+                        (1.0 - opts.label_smoothing) * w_t
+                    } else {
+                        0.0
+                    };
+                    hit + smooth * class_weight(opts.weight, c)
+                };
+                if opts.log_softmax {
+                    let lse = match lse {
+                        Some(l) => l[r],
+                        None => row_logsumexp(x, base, &block),
+                    };
+                    let s = (1.0 - opts.label_smoothing) * w_t + smooth * total;
+                    for c in 0..block.classes {
+                        let p = exp_of::<T>(x[base + c * block.inner].to_f64() - lse);
+                        out[local + c * block.inner] = T::from_f64(scale * (s * p - q(c)));
+                    }
+                } else {
+                    for c in 0..block.classes {
+                        out[local + c * block.inner] = T::from_f64(-scale * q(c));
+                    }
+                }
+            }
+        }
+    };
+    if block.len() >= PARALLEL_MIN_ELEMENTS {
+        for_each_chunk_mut(&mut grad, chunk_len, fill);
+    } else {
+        grad.chunks_mut(chunk_len.max(1))
+            .enumerate()
+            .for_each(|(i, c)| fill(i, c));
+    }
+    Ok(grad)
+}
+
+/// The dense target distribution times the class weights, `Q` (layout of `x`), and its
+/// per-row sums `S` (layout `(outer, 1, inner)`), for the differentiable backward.
+pub fn class_loss_targets(
+    targets: &[i64],
+    block: ClassBlock,
+    opts: &ClassOptions<'_>,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    if targets.len() != block.rows() {
+        return Err(internal_lengths());
+    }
+    check_targets(targets, block.classes, opts.ignore_index)?;
+    let mut q = super::try_vec(block.len(), 0.0f64)?;
+    let mut s = super::try_vec(block.rows(), 0.0f64)?;
+    let smooth = opts.label_smoothing / block.classes as f64;
+    let total = weight_total(opts.weight, block.classes);
+    for (r, &target) in targets.iter().enumerate() {
+        if target == opts.ignore_index {
+            continue;
+        }
+        let t = target as usize;
+        let (o, i) = (r / block.inner, r % block.inner);
+        let base = o * block.classes * block.inner + i;
+        let w_t = class_weight(opts.weight, t);
+        for c in 0..block.classes {
+            q[base + c * block.inner] = smooth * class_weight(opts.weight, c);
+        }
+        q[base + t * block.inner] += (1.0 - opts.label_smoothing) * w_t;
+        s[r] = (1.0 - opts.label_smoothing) * w_t + smooth * total;
+    }
+    Ok((q, s))
+}
+
+fn check_lengths(
+    x: usize,
+    targets: usize,
+    block: ClassBlock,
+    opts: &ClassOptions<'_>,
+) -> Result<()> {
+    let weight_ok = opts.weight.is_none_or(|w| w.len() == block.classes);
+    if x != block.len() || targets != block.rows() || !weight_ok {
+        return Err(internal_lengths());
+    }
+    Ok(())
+}
+
+fn internal_lengths() -> Error {
+    Error::InvalidArgument(
+        "rustgrad internal error: class loss operands do not match their block".into(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_range_targets_are_errors() {
+        assert!(check_targets(&[0, 2], 3, -100).is_ok());
+        assert!(check_targets(&[-100], 3, -100).is_ok());
+        let err = check_targets(&[0, 3], 3, -100).unwrap_err();
+        assert_eq!(err.to_string(), "Target 3 is out of bounds.");
+        assert!(check_targets(&[-1], 3, -100).is_err());
+    }
+
+    #[test]
+    fn cross_entropy_of_one_row_matches_the_formula() {
+        let x = [1.0f64, 2.0, 3.0];
+        let block = ClassBlock {
+            outer: 1,
+            classes: 3,
+            inner: 1,
+        };
+        let opts = ClassOptions {
+            weight: None,
+            ignore_index: -100,
+            label_smoothing: 0.0,
+            log_softmax: true,
+        };
+        let forward = class_loss_forward(&x, &[2], block, &opts).unwrap();
+        let lse = (1f64.exp() + 2f64.exp() + 3f64.exp()).ln();
+        assert!((forward.rows[0].0 - (lse - 3.0)).abs() < 1e-12);
+        assert!((forward.rows[0].1 - lse).abs() < 1e-12);
+        assert_eq!(forward.total_weight, 1.0);
+        let g = class_loss_backward(&x, &[2], block, &opts, None, &|_| 1.0).unwrap();
+        let sum: f64 = g.iter().sum();
+        assert!(sum.abs() < 1e-12, "softmax minus one-hot sums to 0");
+    }
+}

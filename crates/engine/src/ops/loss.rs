@@ -1,0 +1,762 @@
+//! Losses: `nll_loss` and `cross_entropy` (class indices through one fused log-softmax
+//! + negative log-likelihood node; class probabilities composed of differentiable ops).
+//!
+//! The forward of each op is a `Variable` method computing through the kernels of
+//! `kernels/loss.rs`; the family's [`Rule`] is its backward, with a fused kernel for a
+//! first-order backward and a composition of differentiable ops when the backward is
+//! itself recorded (`create_graph`), so double backward works. See Note [Class-index
+//! losses].
+
+use super::{saved_at, Grads};
+use crate::autograd::grad_mode;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::loss::{self as kernel, ClassBlock, ClassOptions};
+use crate::tensor::{CmpOp, Tensor};
+use crate::variable::{SavedTensor, Variable};
+use smallvec::smallvec;
+
+/// How a loss reduces its per-element values: PyTorch's `reduction=` argument.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// Keep one loss per element (per sample).
+    None,
+    /// The (weighted) mean.
+    Mean,
+    /// The sum.
+    Sum,
+}
+
+impl Reduction {
+    /// Parses PyTorch's names `"none"`, `"mean"`, `"sum"`; PyTorch's message otherwise.
+    pub fn from_name(name: &str) -> Result<Reduction> {
+        match name {
+            "none" => Ok(Reduction::None),
+            "mean" => Ok(Reduction::Mean),
+            "sum" => Ok(Reduction::Sum),
+            other => Err(Error::InvalidArgument(format!(
+                "{other} is not a valid value for reduction"
+            ))),
+        }
+    }
+}
+
+/// The backward rules of this family.
+#[derive(Clone, Debug)]
+pub(crate) enum Rule {
+    /// `nll_loss` (`log_softmax: false`) or fused `cross_entropy` with class indices;
+    /// saved `[target, weight or None, input (cross_entropy only)]`.
+    Class(Box<ClassLoss>),
+    /// A pointwise loss (`mse_loss`, `smooth_l1_loss`, `huber_loss`,
+    /// `binary_cross_entropy`, `binary_cross_entropy_with_logits`); saved `[input,
+    /// target, weight or None, pos_weight or None]`.
+    Pointwise(Box<Pointwise>),
+}
+
+/// What a class-index loss node keeps besides its saved tensors.
+#[derive(Clone, Debug)]
+pub(crate) struct ClassLoss {
+    block: ClassBlock,
+    /// The input's shape (`(C,)`, `(N, C)` or `(N, C, d1, ...)`).
+    input_shape: Box<[usize]>,
+    reduction: Reduction,
+    ignore_index: i64,
+    label_smoothing: f64,
+    log_softmax: bool,
+    /// The sum of the targets' weights over the rows not ignored (`mean`'s divisor).
+    total_weight: f64,
+    /// Each row's log-sum-exp (cross_entropy), kept for the fused backward; the saved
+    /// input's version check guarantees it still matches the input.
+    lse: Option<Box<[f64]>>,
+}
+
+impl Rule {
+    /// PyTorch's grad_fn class name: the name of the last node PyTorch records for the
+    /// same call, since one fused node stands for its whole chain (Note [Class-index
+    /// losses]): AddBackward0 with label smoothing, ViewBackward0 for an unreduced 3-D
+    /// or >4-D input (PyTorch reshapes it to 4-D and back), NllLoss2DBackward0 for
+    /// other N-D inputs, else NllLossBackward0.
+    pub(crate) fn name(&self) -> &'static str {
+        let c = match self {
+            Rule::Class(c) => c,
+            Rule::Pointwise(p) => return p.kind.name(),
+        };
+        let ndim = c.input_shape.len();
+        if c.label_smoothing > 0.0 {
+            "AddBackward0"
+        } else if c.reduction == Reduction::None && (ndim == 3 || ndim > 4) {
+            "ViewBackward0"
+        } else if ndim > 2 {
+            "NllLoss2DBackward0"
+        } else {
+            "NllLossBackward0"
+        }
+    }
+
+    /// The gradient of the input given `grad`, the gradient of the loss.
+    pub(crate) fn apply(
+        &self,
+        saved: &[Option<Variable>],
+        grad: &Variable,
+        needs: &[bool],
+    ) -> Result<Grads> {
+        let c = match self {
+            Rule::Class(c) => c,
+            Rule::Pointwise(p) => return p.apply(saved, grad, needs),
+        };
+        if !needs.first().copied().unwrap_or(false) {
+            return Ok(smallvec![None]);
+        }
+        let target = saved_at(saved, 0)?
+            .tensor()
+            .contiguous()?
+            .try_to_vec::<i64>()?;
+        let weight = match saved.get(1).and_then(Option::as_ref) {
+            Some(w) => Some(w.tensor().try_to_vec::<f64>()?),
+            None => None,
+        };
+        let opts = ClassOptions {
+            weight: weight.as_deref(),
+            ignore_index: c.ignore_index,
+            label_smoothing: c.label_smoothing,
+            log_softmax: c.log_softmax,
+        };
+        let grad_input = if grad_mode::is_grad_enabled() {
+            c.differentiable_backward(saved, grad, &target, &opts)?
+        } else {
+            c.fused_backward(saved, grad, &target, &opts)?
+        };
+        Ok(smallvec![Some(grad_input)])
+    }
+}
+
+impl ClassLoss {
+    /// The class dim of the input: 0 for `(C,)`, else 1.
+    fn class_dim(&self) -> usize {
+        usize::from(self.input_shape.len() > 1)
+    }
+
+    /// The first-order backward: one kernel pass, nothing recorded.
+    fn fused_backward(
+        &self,
+        saved: &[Option<Variable>],
+        grad: &Variable,
+        target: &[i64],
+        opts: &ClassOptions<'_>,
+    ) -> Result<Variable> {
+        let g = grad.tensor().contiguous()?.try_to_vec::<f64>()?;
+        let per_row = self.reduction == Reduction::None;
+        let divisor = if self.reduction == Reduction::Mean {
+            self.total_weight
+        } else {
+            1.0
+        };
+        let scale = |r: usize| if per_row { g[r] } else { g[0] / divisor };
+        let dtype = grad.dtype();
+        if self.log_softmax {
+            let x = saved_at(saved, 2)?.tensor().contiguous()?;
+            let values = match x.dtype() {
+                DType::F32 => Tensor::from_vec(
+                    x.read(|s: &[f32]| {
+                        kernel::class_loss_backward(
+                            s,
+                            target,
+                            self.block,
+                            opts,
+                            self.lse.as_deref(),
+                            &scale,
+                        )
+                    })?,
+                    &self.input_shape,
+                )?,
+                DType::F64 => Tensor::from_vec(
+                    x.read(|s: &[f64]| {
+                        kernel::class_loss_backward(
+                            s,
+                            target,
+                            self.block,
+                            opts,
+                            self.lse.as_deref(),
+                            &scale,
+                        )
+                    })?,
+                    &self.input_shape,
+                )?,
+                other => return Err(Error::unsupported_dtype("nll_loss_backward", other)),
+            };
+            return Ok(Variable::from_tensor(values.to_dtype(dtype)?));
+        }
+        let (q, _) = kernel::class_loss_targets(target, self.block, opts)?;
+        let block = self.block;
+        let mut values = q;
+        for (k, v) in values.iter_mut().enumerate() {
+            let r = (k / (block.classes * block.inner)) * block.inner + k % block.inner;
+            *v *= -scale(r);
+        }
+        let values = Tensor::from_vec(values, &self.input_shape)?;
+        Ok(Variable::from_tensor(values.to_dtype(dtype)?))
+    }
+
+    /// The backward as differentiable ops (under `create_graph`): with `Q` the weighted
+    /// target distribution and `S` its row sums, `G * (S * softmax(x) - Q)` for
+    /// cross_entropy and `-G * Q` for nll_loss, where `G` is the incoming gradient per
+    /// row (divided by the total weight for `mean`).
+    fn differentiable_backward(
+        &self,
+        saved: &[Option<Variable>],
+        grad: &Variable,
+        target: &[i64],
+        opts: &ClassOptions<'_>,
+    ) -> Result<Variable> {
+        let dtype = grad.dtype();
+        let cdim = self.class_dim();
+        if self.reduction == Reduction::Mean && self.total_weight == 0.0 {
+            // Every row ignored: PyTorch writes no gradient anywhere.
+            return Ok(Variable::from_tensor(Tensor::zeros(
+                &self.input_shape,
+                dtype,
+            )));
+        }
+        let (q, s) = kernel::class_loss_targets(target, self.block, opts)?;
+        let q = Variable::from_tensor(Tensor::from_vec(q, &self.input_shape)?.to_dtype(dtype)?);
+        let g = match self.reduction {
+            Reduction::None if self.input_shape.len() > 1 => grad.unsqueeze(1)?,
+            Reduction::None | Reduction::Sum => grad.clone(),
+            Reduction::Mean => grad.div_scalar(self.total_weight)?,
+        };
+        if !self.log_softmax {
+            return q.mul(&g)?.neg();
+        }
+        let mut row_shape = self.input_shape.to_vec();
+        row_shape[cdim] = 1;
+        let s = Variable::from_tensor(Tensor::from_vec(s, &row_shape)?.to_dtype(dtype)?);
+        let x = saved_at(saved, 2)?;
+        x.softmax(cdim as i64)?.mul(&s)?.sub(&q)?.mul(&g)
+    }
+}
+
+impl Variable {
+    /// `nll_loss(input, target, weight, ignore_index, reduction)`: the negative
+    /// log-likelihood of log-probabilities `self` (`(C,)`, `(N, C)` or
+    /// `(N, C, d1, ...)`) at the class indices `target` (int64 or uint8, shape `()`,
+    /// `(N,)` or `(N, d1, ...)`), each weighted by `weight[target]`; `mean` divides by
+    /// the total weight of the rows whose target is not `ignore_index`.
+    pub fn nll_loss(
+        &self,
+        target: &Tensor,
+        weight: Option<&Variable>,
+        reduction: Reduction,
+        ignore_index: i64,
+    ) -> Result<Variable> {
+        self.class_loss(target, weight, reduction, ignore_index, 0.0, false)
+    }
+
+    /// `cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)`:
+    /// with class indices (`target` int64/uint8, shaped as for [`Variable::nll_loss`]),
+    /// one fused log-softmax + NLL node (grad_fn NllLossBackward0); with class
+    /// probabilities (`target` floating point of `self`'s shape), the composition
+    /// `-(log_softmax(input) * target * weight).sum(...)`, as in PyTorch.
+    pub fn cross_entropy(
+        &self,
+        target: &Variable,
+        weight: Option<&Variable>,
+        reduction: Reduction,
+        ignore_index: i64,
+        label_smoothing: f64,
+    ) -> Result<Variable> {
+        if !(0.0..=1.0).contains(&label_smoothing) {
+            return Err(Error::InvalidArgument(format!(
+                "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+            )));
+        }
+        if self.dim() >= 1 && self.shape() == target.shape() {
+            return self.cross_entropy_probabilities(target, weight, reduction, label_smoothing);
+        }
+        if self.dim() == 0 && target.dim() == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "Expected floating point type for target with class probabilities, got {}",
+                target.dtype().scalar_type_name()
+            )));
+        }
+        let target = target.tensor().clone();
+        self.class_loss(
+            &target,
+            weight,
+            reduction,
+            ignore_index,
+            label_smoothing,
+            true,
+        )
+    }
+
+    fn cross_entropy_probabilities(
+        &self,
+        target: &Variable,
+        weight: Option<&Variable>,
+        reduction: Reduction,
+        label_smoothing: f64,
+    ) -> Result<Variable> {
+        if !target.dtype().is_floating_point() {
+            return Err(Error::InvalidArgument(format!(
+                "Expected floating point type for target with class probabilities, got {}",
+                target.dtype().scalar_type_name()
+            )));
+        }
+        let cdim = usize::from(self.dim() > 1);
+        let classes = self.shape()[cdim];
+        check_weight(weight, classes)?;
+        let mut logp = self.log_softmax(cdim as i64)?;
+        let target = if label_smoothing > 0.0 {
+            target
+                .mul_scalar(1.0 - label_smoothing)?
+                .add_scalar(label_smoothing / classes as f64)?
+        } else {
+            target.clone()
+        };
+        if let Some(w) = weight {
+            let mut shape = vec![1i64; self.dim()];
+            shape[cdim] = classes as i64;
+            logp = logp.mul(&w.reshape(&shape)?)?;
+        }
+        let product = logp.mul(&target)?;
+        match reduction {
+            Reduction::None => product.sum_dims(&[cdim as i64], false)?.neg(),
+            Reduction::Sum => product.sum()?.neg(),
+            Reduction::Mean => {
+                let rows = self.numel() / classes.max(1);
+                product.sum()?.neg()?.div_scalar(rows as f64)
+            }
+        }
+    }
+
+    fn class_loss(
+        &self,
+        target: &Tensor,
+        weight: Option<&Variable>,
+        reduction: Reduction,
+        ignore_index: i64,
+        label_smoothing: f64,
+        log_softmax: bool,
+    ) -> Result<Variable> {
+        let shape = self.shape();
+        let block = check_class_shapes(&shape, target)?;
+        if !matches!(target.dtype(), DType::I64 | DType::U8) {
+            return Err(Error::InvalidArgument(format!(
+                "expected target dtype to be Long or Byte, but got {}",
+                target.dtype().scalar_type_name()
+            )));
+        }
+        check_weight(weight, block.classes)?;
+        if let Some(w) = weight {
+            if w.requires_grad() && grad_mode::is_grad_enabled() {
+                return Err(Error::InvalidArgument(
+                    "The function 'nll_loss_forward' is not differentiable with respect to \
+                     argument 'weight'. This input cannot have requires_grad True."
+                        .into(),
+                ));
+            }
+        }
+        let dtype = self.dtype();
+        let op = if log_softmax {
+            "log_softmax_lastdim_kernel_impl"
+        } else {
+            "nll_loss_forward_out_frame"
+        };
+        if !matches!(dtype, DType::F32 | DType::F64) {
+            return Err(Error::unsupported_dtype(op, dtype));
+        }
+        let targets = target.contiguous()?.try_to_vec::<i64>()?;
+        let weights = match weight {
+            Some(w) => Some(w.tensor().try_to_vec::<f64>()?),
+            None => None,
+        };
+        let opts = ClassOptions {
+            weight: weights.as_deref(),
+            ignore_index,
+            label_smoothing,
+            log_softmax,
+        };
+        let x = self.tensor().contiguous()?;
+        let forward = match dtype {
+            DType::F32 => x.read(|s: &[f32]| kernel::class_loss_forward(s, &targets, block, &opts)),
+            _ => x.read(|s: &[f64]| kernel::class_loss_forward(s, &targets, block, &opts)),
+        }?;
+        let total_weight = forward.total_weight;
+        let losses: Vec<f64> = forward.rows.iter().map(|r| r.0).collect();
+        let lse: Option<Box<[f64]>> =
+            log_softmax.then(|| forward.rows.iter().map(|r| r.1).collect());
+        let result = match reduction {
+            Reduction::None => {
+                let out_shape: &[usize] = if shape.len() == 1 {
+                    &[]
+                } else {
+                    target.shape()
+                };
+                Tensor::from_vec(losses, out_shape)?.to_dtype(dtype)?
+            }
+            Reduction::Sum => Tensor::scalar(losses.iter().sum(), dtype),
+            Reduction::Mean => Tensor::scalar(losses.iter().sum::<f64>() / total_weight, dtype),
+        };
+        let params = ClassLoss {
+            block,
+            input_shape: shape.as_slice().into(),
+            reduction,
+            ignore_index,
+            label_smoothing,
+            log_softmax,
+            total_weight,
+            lse,
+        };
+        let target = Variable::from_tensor(target.clone());
+        Ok(Variable::record(result, &[self], |_, _| {
+            (
+                Rule::Class(Box::new(params)),
+                smallvec![
+                    Some(SavedTensor::input(&target)),
+                    weight.map(SavedTensor::input),
+                    log_softmax.then(|| SavedTensor::input(self)),
+                ],
+            )
+        }))
+    }
+}
+
+/// PyTorch's checks of a class-index loss's shapes; the problem's block.
+fn check_class_shapes(input: &[usize], target: &Tensor) -> Result<ClassBlock> {
+    let tshape = target.shape();
+    match input.len() {
+        0 => Err(Error::InvalidArgument(
+            "Expected 1 or more dimensions (got 0)".into(),
+        )),
+        1 => {
+            if tshape.len() > 1 || (tshape.len() == 1 && tshape[0] != 1) {
+                return Err(Error::InvalidArgument(format!(
+                    "For 1D input, 1D target must have size 1, but got target size: {}",
+                    tshape.first().copied().unwrap_or(0)
+                )));
+            }
+            Ok(ClassBlock {
+                outer: 1,
+                classes: input[0],
+                inner: 1,
+            })
+        }
+        _ => {
+            if tshape.first().is_some_and(|&n| n != input[0]) {
+                return Err(Error::InvalidArgument(format!(
+                    "Expected input batch_size ({}) to match target batch_size ({}).",
+                    input[0], tshape[0]
+                )));
+            }
+            if input.len() == 2 && tshape.len() != 1 {
+                return Err(Error::InvalidArgument(
+                    "0D or 1D target tensor expected, multi-target not supported".into(),
+                ));
+            }
+            let expected: Vec<usize> = std::iter::once(input[0])
+                .chain(input[2..].iter().copied())
+                .collect();
+            if input.len() > 2 && tshape != expected.as_slice() {
+                return Err(Error::InvalidArgument(format!(
+                    "Expected target size {expected:?}, got {tshape:?}"
+                )));
+            }
+            Ok(ClassBlock {
+                outer: input[0],
+                classes: input[1],
+                inner: input[2..].iter().product(),
+            })
+        }
+    }
+}
+
+/// PyTorch's check that a class weight has one entry per class.
+fn check_weight(weight: Option<&Variable>, classes: usize) -> Result<()> {
+    match weight {
+        Some(w) if w.numel() != classes || w.dim() != 1 => {
+            Err(Error::InvalidArgument(format!(
+                "weight tensor should be defined either for all {classes} classes or no classes but got weight tensor of shape: {:?}",
+                w.shape().as_slice()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+// ----- pointwise losses ------------------------------------------------------------------
+
+/// A pointwise loss between an input and a target of one (broadcast) shape.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum PointwiseLoss {
+    /// `(x - y)^2` (`mse_loss`).
+    Mse,
+    /// `0.5 (x - y)^2 / beta` where `|x - y| < beta`, else `|x - y| - 0.5 beta`
+    /// (`smooth_l1_loss`; `beta = 0` is the L1 loss).
+    SmoothL1 {
+        /// The threshold between the quadratic and linear parts.
+        beta: f64,
+    },
+    /// `0.5 (x - y)^2` where `|x - y| < delta`, else `delta (|x - y| - 0.5 delta)`
+    /// (`huber_loss`).
+    Huber {
+        /// The threshold between the quadratic and linear parts.
+        delta: f64,
+    },
+    /// `-w (y max(log x, -100) + (1 - y) max(log(1 - x), -100))`
+    /// (`binary_cross_entropy`; `x` in `[0, 1]`).
+    BinaryCrossEntropy,
+    /// `w ((1 - y) x - (1 + (p - 1) y) log(sigmoid(x)))` with `p` the positive weight
+    /// (`binary_cross_entropy_with_logits`).
+    BinaryCrossEntropyWithLogits,
+}
+
+/// What a pointwise loss node keeps besides its saved tensors.
+#[derive(Clone, Debug)]
+pub(crate) struct Pointwise {
+    kind: PointwiseLoss,
+    reduction: Reduction,
+    /// The broadcast shape of input and target.
+    shape: Box<[usize]>,
+}
+
+impl PointwiseLoss {
+    fn name(&self) -> &'static str {
+        match self {
+            PointwiseLoss::Mse => "MseLossBackward0",
+            PointwiseLoss::SmoothL1 { .. } => "SmoothL1LossBackward0",
+            PointwiseLoss::Huber { .. } => "HuberLossBackward0",
+            PointwiseLoss::BinaryCrossEntropy => "BinaryCrossEntropyBackward0",
+            PointwiseLoss::BinaryCrossEntropyWithLogits => "BinaryCrossEntropyWithLogitsBackward0",
+        }
+    }
+
+    /// The name of PyTorch's CPU kernel, for its dtype error.
+    fn kernel_name(&self) -> &'static str {
+        match self {
+            PointwiseLoss::Mse => "mse_cpu",
+            PointwiseLoss::SmoothL1 { .. } => "smooth_l1_cpu",
+            PointwiseLoss::Huber { .. } => "huber_cpu",
+            PointwiseLoss::BinaryCrossEntropy => "binary_cross_entropy",
+            PointwiseLoss::BinaryCrossEntropyWithLogits => "log_sigmoid_cpu",
+        }
+    }
+
+    /// The unreduced loss, with differentiable ops (the forward runs it without
+    /// recording).
+    fn elementwise(
+        &self,
+        x: &Variable,
+        y: &Variable,
+        weight: Option<&Variable>,
+        pos_weight: Option<&Variable>,
+    ) -> Result<Variable> {
+        let loss = match *self {
+            PointwiseLoss::Mse => {
+                let d = x.sub(y)?;
+                d.mul(&d)?
+            }
+            PointwiseLoss::SmoothL1 { beta } => {
+                let d = x.sub(y)?.abs()?;
+                if beta == 0.0 {
+                    d
+                } else {
+                    let small = d
+                        .tensor()
+                        .compare(&Tensor::scalar(beta, d.dtype()), CmpOp::Lt)?;
+                    let quadratic = d.mul(&d)?.mul_scalar(0.5 / beta)?;
+                    Variable::where_cond(&small, &quadratic, &d.add_scalar(-0.5 * beta)?)?
+                }
+            }
+            PointwiseLoss::Huber { delta } => {
+                let d = x.sub(y)?.abs()?;
+                let small = d
+                    .tensor()
+                    .compare(&Tensor::scalar(delta, d.dtype()), CmpOp::Lt)?;
+                let quadratic = d.mul(&d)?.mul_scalar(0.5)?;
+                let linear = d.add_scalar(-0.5 * delta)?.mul_scalar(delta)?;
+                Variable::where_cond(&small, &quadratic, &linear)?
+            }
+            PointwiseLoss::BinaryCrossEntropy => {
+                let log_x = x.log()?.clamp(Some(-100.0), None)?;
+                let log_1mx = x.rsub_scalar(1.0)?.log()?.clamp(Some(-100.0), None)?;
+                let term = y.mul(&log_x)?.add(&y.rsub_scalar(1.0)?.mul(&log_1mx)?)?;
+                term.neg()?
+            }
+            PointwiseLoss::BinaryCrossEntropyWithLogits => {
+                let linear = y.rsub_scalar(1.0)?.mul(x)?;
+                let log_weight = match pos_weight {
+                    Some(p) => Some(p.add_scalar(-1.0)?.mul(y)?.add_scalar(1.0)?),
+                    None => None,
+                };
+                let soft = x.log_sigmoid()?;
+                let soft = match &log_weight {
+                    Some(lw) => lw.mul(&soft)?,
+                    None => soft,
+                };
+                linear.sub(&soft)?
+            }
+        };
+        match weight {
+            Some(w) => loss.mul(w),
+            None => Ok(loss),
+        }
+    }
+
+    /// The gradients of the unreduced loss times `g` (of the loss's shape) with respect
+    /// to the input and the target, as differentiable ops.
+    fn backward(
+        &self,
+        x: &Variable,
+        y: &Variable,
+        weight: Option<&Variable>,
+        pos_weight: Option<&Variable>,
+        g: &Variable,
+    ) -> Result<(Variable, Variable)> {
+        let g = match weight {
+            Some(w) => g.mul(w)?,
+            None => g.clone(),
+        };
+        let (gx, gy) = match *self {
+            PointwiseLoss::Mse => {
+                let gx = x.sub(y)?.mul_scalar(2.0)?.mul(&g)?;
+                let gy = gx.neg()?;
+                (gx, gy)
+            }
+            PointwiseLoss::SmoothL1 { beta } => {
+                let d = x.sub(y)?;
+                let slope = if beta == 0.0 {
+                    d.sign()?
+                } else {
+                    d.div_scalar(beta)?.clamp(Some(-1.0), Some(1.0))?
+                };
+                let gx = slope.mul(&g)?;
+                (gx.clone(), gx.neg()?)
+            }
+            PointwiseLoss::Huber { delta } => {
+                let gx = x.sub(y)?.clamp(Some(-delta), Some(delta))?.mul(&g)?;
+                (gx.clone(), gx.neg()?)
+            }
+            PointwiseLoss::BinaryCrossEntropy => {
+                let one_minus_x = x.rsub_scalar(1.0)?;
+                let denom = one_minus_x.mul(x)?.clamp(Some(1e-12), None)?;
+                let gx = x.sub(y)?.div(&denom)?.mul(&g)?;
+                let log_x = x.log()?.clamp(Some(-100.0), None)?;
+                let log_1mx = one_minus_x.log()?.clamp(Some(-100.0), None)?;
+                let gy = log_1mx.sub(&log_x)?.mul(&g)?;
+                (gx, gy)
+            }
+            PointwiseLoss::BinaryCrossEntropyWithLogits => {
+                let (gx, gy) = match pos_weight {
+                    Some(p) => {
+                        let log_weight = p.add_scalar(-1.0)?.mul(y)?.add_scalar(1.0)?;
+                        let gx = x.sigmoid()?.mul(&log_weight)?.sub(&p.mul(y)?)?;
+                        let gy = x.neg()?.sub(&p.add_scalar(-1.0)?.mul(&x.log_sigmoid()?)?)?;
+                        (gx, gy)
+                    }
+                    None => (x.sigmoid()?.sub(y)?, x.neg()?),
+                };
+                (gx.mul(&g)?, gy.mul(&g)?)
+            }
+        };
+        Ok((gx, gy))
+    }
+}
+
+impl Pointwise {
+    fn apply(&self, saved: &[Option<Variable>], grad: &Variable, needs: &[bool]) -> Result<Grads> {
+        let x = saved_at(saved, 0)?;
+        let y = saved_at(saved, 1)?;
+        let weight = saved.get(2).and_then(Option::as_ref);
+        let pos_weight = saved.get(3).and_then(Option::as_ref);
+        let dims: Vec<i64> = self.shape.iter().map(|&s| s as i64).collect();
+        let g = match self.reduction {
+            Reduction::None => grad.clone(),
+            Reduction::Sum => grad.expand(&dims)?,
+            Reduction::Mean => {
+                let n = self.shape.iter().product::<usize>();
+                grad.div_scalar(n as f64)?.expand(&dims)?
+            }
+        };
+        let (gx, gy) = self.kind.backward(x, y, weight, pos_weight, &g)?;
+        // A broadcast weight can make the products larger than the operands.
+        let gx = gx.sum_to_size(&x.shape())?;
+        let gy = gy.sum_to_size(&y.shape())?;
+        Ok(smallvec![
+            needs.first().copied().unwrap_or(false).then_some(gx),
+            needs.get(1).copied().unwrap_or(false).then_some(gy),
+        ])
+    }
+}
+
+impl Variable {
+    /// A pointwise loss between `self` and `target` (broadcast together), optionally
+    /// weighted (`weight`, broadcast) and, for `BinaryCrossEntropyWithLogits`, with a
+    /// positive-class weight; reduced by `reduction`. One node with PyTorch's grad_fn
+    /// name (MseLossBackward0, ...) whose backward is written with differentiable ops.
+    pub fn pointwise_loss(
+        &self,
+        target: &Variable,
+        kind: PointwiseLoss,
+        weight: Option<&Variable>,
+        pos_weight: Option<&Variable>,
+        reduction: Reduction,
+    ) -> Result<Variable> {
+        for operand in [self, target] {
+            if !operand.dtype().is_floating_point() {
+                return Err(Error::unsupported_dtype(
+                    kind.kernel_name(),
+                    operand.dtype(),
+                ));
+            }
+        }
+        let shape = crate::shape::broadcast_shapes(&self.shape(), &target.shape())?;
+        let dims: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        let x = if self.shape() == shape {
+            self.clone()
+        } else {
+            self.expand(&dims)?
+        };
+        let y = if target.shape() == shape {
+            target.clone()
+        } else {
+            target.expand(&dims)?
+        };
+        if kind == PointwiseLoss::BinaryCrossEntropy {
+            let t = x.tensor().to_dtype(DType::F64)?;
+            let values = t.try_to_vec::<f64>()?;
+            if values.iter().any(|v| !(0.0..=1.0).contains(v)) {
+                return Err(Error::InvalidArgument(
+                    "all elements of input should be between 0 and 1".into(),
+                ));
+            }
+        }
+        let (loss, loss_shape) = {
+            let _no_grad = grad_mode::GradModeGuard::new(false);
+            let elementwise = kind.elementwise(&x, &y, weight, pos_weight)?;
+            let loss_shape = elementwise.shape();
+            let loss = match reduction {
+                Reduction::None => elementwise,
+                Reduction::Mean => elementwise.mean()?,
+                Reduction::Sum => elementwise.sum()?,
+            };
+            (loss, loss_shape)
+        };
+        let result = loss.tensor().clone();
+        let params = Pointwise {
+            kind,
+            reduction,
+            shape: loss_shape.as_slice().into(),
+        };
+        Ok(Variable::record(result, &[&x, &y], |_, _| {
+            (
+                Rule::Pointwise(Box::new(params)),
+                smallvec![
+                    Some(SavedTensor::input(&x)),
+                    Some(SavedTensor::input(&y)),
+                    weight.map(SavedTensor::input),
+                    pos_weight.map(SavedTensor::input),
+                ],
+            )
+        }))
+    }
+}

@@ -1,0 +1,579 @@
+"""The losses of ``rustgrad.nn.functional``, with PyTorch's signatures: thin wrappers
+over the engine's fused kernels (``cross_entropy``, ``nll_loss``), re-exported by
+``rustgrad.nn.functional``. See Note [Class-index losses] in docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+
+from .._rustgrad import Tensor, _cross_entropy, _nll_loss, _pointwise_loss
+
+__all__ = [
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cosine_embedding_loss",
+    "cosine_similarity",
+    "cross_entropy",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "margin_ranking_loss",
+    "mse_loss",
+    "nll_loss",
+    "pairwise_distance",
+    "poisson_nll_loss",
+    "smooth_l1_loss",
+    "triplet_margin_loss",
+]
+
+
+def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
+    """PyTorch's ``_Reduction.legacy_get_string``: the reduction the deprecated
+    ``size_average`` / ``reduce`` pair means, with PyTorch's deprecation warning."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        reduction = "mean"
+    elif reduce:
+        reduction = "sum"
+    else:
+        reduction = "none"
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+        "instead.",
+        stacklevel=3,
+    )
+    return reduction
+
+
+def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    if size_average is not None or reduce is not None:
+        return _legacy_reduction(size_average, reduce)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _check_class_targets(input: Tensor, target: Tensor) -> None:
+    """The checks PyTorch's ``nll_loss_nd`` raises as ValueError."""
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    if input.dim() == 1 and target.dim() == 1 and target.shape[0] != 1:
+        raise ValueError(
+            f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}"
+        )
+    if input.dim() != 1 and target.dim() >= 1 and input.shape[0] != target.shape[0]:
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+            f"({target.shape[0]})."
+        )
+
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The negative log-likelihood loss of log-probabilities at class indices.
+
+    Args:
+        input: log-probabilities, ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)``.
+        target: class indices (int64), ``()``, ``(N,)`` or ``(N, d1, ...)``; each in
+            ``[0, C)`` or equal to ``ignore_index`` (IndexError otherwise).
+        weight: one weight per class (``(C,)``), not differentiable.
+        size_average: deprecated (see ``reduction``).
+        ignore_index: targets equal to it contribute nothing (nor to the mean's divisor).
+        reduce: deprecated (see ``reduction``).
+        reduction: ``"none"`` | ``"mean"`` (divided by the targets' total weight) |
+            ``"sum"``.
+
+    Returns:
+        The loss (grad_fn ``NllLossBackward0``, ``NllLoss2DBackward0`` for N-D input).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x = rustgrad.tensor([[-1.0, -2.0], [-3.0, -0.5]])
+        >>> F.nll_loss(x, rustgrad.tensor([0, 1])).item()
+        0.75
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_class_targets(input, target)
+    return _nll_loss(input, target, weight, reduction, int(ignore_index))
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    label_smoothing: builtins.float = 0.0,
+) -> Tensor:
+    """The cross entropy between logits and class indices or class probabilities.
+
+    With class indices (an int64 ``target`` shaped as for ``nll_loss``) it is one fused
+    log-softmax + NLL node (forward and first-order backward in one pass over the
+    logits; the backward is differentiable for double backward); with class
+    probabilities (a floating ``target`` of ``input``'s shape) it is
+    ``-(log_softmax(input) * target * weight).sum(...)``, as in PyTorch.
+
+    Args:
+        input: logits, ``(C,)``, ``(N, C)`` or ``(N, C, d1, ...)``.
+        target: class indices or class probabilities.
+        weight: one weight per class (``(C,)``).
+        size_average: deprecated (see ``reduction``).
+        ignore_index: class-index targets equal to it contribute nothing.
+        reduce: deprecated (see ``reduction``).
+        reduction: ``"none"`` | ``"mean"`` | ``"sum"``.
+        label_smoothing: in ``[0, 1]``: the target becomes
+            ``(1 - label_smoothing) * target + label_smoothing / C``.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x = rustgrad.zeros(2, 4, requires_grad=True)
+        >>> loss = F.cross_entropy(x, rustgrad.tensor([1, 3]))
+        >>> round(loss.item(), 4), loss.grad_fn.name()
+        (1.3863, 'NllLossBackward0')
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(input.shape) != tuple(target.shape):
+        _check_class_targets(input, target)
+    return _cross_entropy(
+        input, target, weight, reduction, int(ignore_index), float(label_smoothing)
+    )
+
+
+# ---------------------------------------------------------------- pointwise losses (native)
+
+
+def _size_warning(input: Tensor, target: Tensor) -> None:
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(
+            f"Using a target size ({target.shape!r}) that is different to the input size "
+            f"({input.shape!r}). This will likely lead to incorrect results due to "
+            "broadcasting. Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
+    """The mean squared error ``(input - target) ** 2``, reduced (grad_fn
+    ``MseLossBackward0``). Shapes that differ are broadcast, with PyTorch's warning.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> F.mse_loss(rustgrad.tensor([1.0, 2.0]), rustgrad.tensor([0.0, 0.0])).item()
+        2.5
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    _size_warning(input, target)
+    return _pointwise_loss(input, target, "mse", 0.0, weight, None, reduction)
+
+
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    beta: builtins.float = 1.0,
+) -> Tensor:
+    """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``, with
+    ``d = input - target`` (grad_fn ``SmoothL1LossBackward0``; ``beta=0`` is L1).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> F.smooth_l1_loss(rustgrad.tensor([0.5, 3.0]), rustgrad.zeros(2)).item()
+        1.3125
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    _size_warning(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:
+        # PyTorch's smooth_l1_loss is the l1_loss composite there.
+        loss = (input - target).abs()
+        return _reduce(loss, reduction)
+    return _pointwise_loss(input, target, "smooth_l1", float(beta), None, None, reduction)
+
+
+def huber_loss(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = "mean",
+    delta: builtins.float = 1.0,
+    weight: Tensor | None = None,
+) -> Tensor:
+    """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``, with
+    ``d = input - target`` (grad_fn ``HuberLossBackward0``).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> F.huber_loss(rustgrad.tensor([0.5, 3.0]), rustgrad.zeros(2), delta=2.0).item()
+        2.0625
+    """
+    reduction = _reduction(None, None, reduction)
+    _size_warning(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    return _pointwise_loss(input, target, "huber", float(delta), weight, None, reduction)
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``-w (y log x + (1 - y) log(1 - x))`` of probabilities ``x`` in ``[0, 1]``, the logs
+    clamped at -100 (grad_fn ``BinaryCrossEntropyBackward0``).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> round(F.binary_cross_entropy(rustgrad.tensor([0.5]), rustgrad.tensor([1.0])).item(), 4)
+        0.6931
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Using a target size ({target.shape!r}) that is different to the input size "
+            f"({input.shape!r}) is deprecated. Please ensure they have the same size."
+        )
+    return _pointwise_loss(input, target, "bce", 0.0, weight, None, reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """``binary_cross_entropy(sigmoid(input), target)`` computed stably from logits, with
+    ``pos_weight`` weighting the positive term (grad_fn
+    ``BinaryCrossEntropyWithLogitsBackward0``).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x = rustgrad.tensor([0.0])
+        >>> round(F.binary_cross_entropy_with_logits(x, rustgrad.tensor([1.0])).item(), 4)
+        0.6931
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Target size ({target.shape!r}) must be the same as input size ({input.shape!r})"
+        )
+    return _pointwise_loss(input, target, "bce_logits", 0.0, weight, pos_weight, reduction)
+
+
+# ---------------------------------------------------------------- composite losses
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    """PyTorch's ``apply_loss_reduction``."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
+    """``|input - target|``, reduced (composite, as PyTorch's: grad_fn ``MeanBackward0``,
+    ``SumBackward0`` or ``AbsBackward0``).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> F.l1_loss(rustgrad.tensor([1.0, -3.0]), rustgrad.zeros(2)).item()
+        2.0
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    _size_warning(input, target)
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    log_target: builtins.bool = False,
+) -> Tensor:
+    """The Kullback-Leibler divergence of log-probabilities ``input`` from ``target``
+    (probabilities, or log-probabilities with ``log_target``): ``target * (log target -
+    input)`` pointwise; ``"batchmean"`` divides the sum by the batch size, ``"mean"``
+    (with PyTorch's warning) by the element count.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x = rustgrad.tensor([[0.5, 0.5]]).log()
+        >>> F.kl_div(x, rustgrad.tensor([[0.5, 0.5]]), reduction="batchmean").item()
+        0.0
+    """
+    from .. import xlogy
+
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    elif reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.",
+            stacklevel=2,
+        )
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        reduced = loss.sum()
+        return reduced / input.shape[0] if input.dim() != 0 else reduced
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: builtins.bool = True,
+    full: builtins.bool = False,
+    size_average: bool | None = None,
+    eps: builtins.float = 1e-8,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The Poisson negative log-likelihood: ``exp(input) - target * input`` (log-rate
+    input) or ``input - target * log(input + eps)``, plus Stirling's term for targets
+    above 1 when ``full``.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> F.poisson_nll_loss(rustgrad.tensor([0.0]), rustgrad.tensor([1.0])).item()
+        1.0
+    """
+    import math
+
+    from .. import where, zeros_like
+
+    reduction = _reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + where(target <= 1, zeros_like(stirling), stirling)
+    return _reduce(loss, reduction)
+
+
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of two shapes (PyTorch's error when they do not broadcast)."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {i}"
+            )
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: builtins.float = 1e-8) -> Tensor:
+    """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` along ``dim`` (norms clamped
+    without recording the clamp, as in PyTorch).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> F.cosine_similarity(rustgrad.tensor([[1.0, 0.0]]), rustgrad.tensor([[1.0, 1.0]])).item()
+        0.7071067690849304
+    """
+    from .. import linalg
+
+    if tuple(x1.shape) != tuple(x2.shape):
+        shape = _broadcast_shape(tuple(x1.shape), tuple(x2.shape))
+        x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = linalg.vector_norm(x1, 2, dim=dim, keepdim=True)
+    n2 = linalg.vector_norm(x2, 2, dim=dim, keepdim=True)
+    # PyTorch clamps the norms in place under no_grad: the value is clamped, the gradient
+    # flows through the unclamped norm.
+    n1 = n1 + (n1.clamp_min(eps) - n1).detach()
+    n2 = n2 + (n2.clamp_min(eps) - n2).detach()
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(
+    x1: Tensor,
+    x2: Tensor,
+    p: builtins.float = 2.0,
+    eps: builtins.float = 1e-6,
+    keepdim: builtins.bool = False,
+) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last dim.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> a, b = rustgrad.tensor([[3.0, 0.0]]), rustgrad.tensor([[0.0, 4.0]])
+        >>> round(F.pairwise_distance(a, b).item(), 4)
+        5.0
+    """
+    from .. import linalg
+
+    ndim = max(x1.dim(), x2.dim())
+    return linalg.vector_norm(x1 - x2 + eps, p, dim=ndim - 1, keepdim=keepdim)
+
+
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: builtins.float = 0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``1 - cos(x1, x2)`` where ``target == 1``, ``max(0, cos(x1, x2) - margin)`` where
+    ``target == -1`` (PyTorch's composite, with its ``1e-12`` in the norms).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x = rustgrad.tensor([[1.0, 0.0]])
+        >>> F.cosine_embedding_loss(x, x, rustgrad.tensor([1.0])).item()
+        0.0
+    """
+    from .. import where, zeros_like
+
+    reduction = _reduction(size_average, reduce, reduction)
+    if input1.dim() != input2.dim():
+        raise RuntimeError(
+            f"cosine_embedding_loss : input1 and input2 must have the same number of "
+            f"dimensions, but got {input1.dim()} and {input2.dim()}"
+        )
+    dim = 1 if input1.dim() == 2 else 0
+    prod_sum = (input1 * input2).sum(dim)
+    mag1 = (input1 * input1).sum(dim) + 1e-12
+    mag2 = (input2 * input2).sum(dim) + 1e-12
+    cos = prod_sum / (mag1 * mag2).sqrt()
+    zeros = zeros_like(cos)
+    pos = 1 - cos
+    neg = (cos - margin).clamp_min(0)
+    loss = where(target == 1, pos, zeros) + where(target == -1, neg, zeros)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: builtins.float = 0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``max(0, -target * (input1 - input2) + margin)``, reduced.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> one = rustgrad.tensor([1.0])
+        >>> F.margin_ranking_loss(one, 2 * one, one, margin=0.5).item()
+        1.5
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got "
+            f"sizes: input1: {input1.shape!r}, input2: {input2.shape!r}, target: "
+            f"{target.shape!r} "
+        )
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: builtins.float = 1.0,
+    p: builtins.float = 2,
+    eps: builtins.float = 1e-6,
+    swap: builtins.bool = False,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with
+    ``d = pairwise_distance`` (``swap``: the smaller of ``d(a, n)`` and ``d(p, n)``).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> a = rustgrad.zeros(1, 2)
+        >>> round(F.triplet_margin_loss(a, a, a + 3.0).item(), 4)
+        0.0
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim == n_dim):
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative "
+            f"{n_dim}D inputs"
+        )
+    dist_pos = pairwise_distance(anchor, positive, p, eps)
+    dist_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        from .. import minimum
+
+        dist_neg = minimum(dist_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
