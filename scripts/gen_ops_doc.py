@@ -363,6 +363,22 @@ PYTHON_OPS: dict[str, Args] = {
     "F.cosine_embedding_loss": lambda t, a: (a, a, t.ones(2)),
     "F.margin_ranking_loss": lambda t, a: (a, a, t.ones(2, 3, dtype=a.dtype)),
     "F.triplet_margin_loss": lambda t, a: (a, a, a),
+    # convolutions and linear layers (rustgrad.nn.functional, python/rustgrad/nn/_conv.py)
+    "F.conv1d": lambda t, a: (a.reshape(1, 2, 3), t.ones(1, 2, 2, dtype=a.dtype)),
+    "F.conv2d": lambda t, a: (a.reshape(1, 1, 2, 3), t.ones(1, 1, 2, 2, dtype=a.dtype)),
+    "F.conv3d": lambda t, a: (a.reshape(1, 1, 1, 2, 3), t.ones(1, 1, 1, 2, 2, dtype=a.dtype)),
+    "F.conv_transpose1d": lambda t, a: (a.reshape(1, 2, 3), t.ones(2, 1, 2, dtype=a.dtype)),
+    "F.conv_transpose2d": lambda t, a: (a.reshape(1, 1, 2, 3), t.ones(1, 1, 2, 2, dtype=a.dtype)),
+    "F.conv_transpose3d": lambda t, a: (
+        a.reshape(1, 1, 1, 2, 3),
+        t.ones(1, 1, 1, 2, 2, dtype=a.dtype),
+    ),
+    "F.linear": lambda t, a: (a, t.ones(4, 3, dtype=a.dtype)),
+    "F.bilinear": lambda t, a: (a, a, t.ones(2, 3, 3, dtype=a.dtype)),
+    "F.unfold": lambda t, a: (a.reshape(1, 1, 2, 3), 2),
+    "F.fold": lambda t, a: (a.reshape(1, 2, 3), (2, 3), (2, 1)),
+    "F.pixel_shuffle": lambda t, a: (a.reshape(6, 1, 1)[:4], 2),
+    "F.pixel_unshuffle": lambda t, a: (a.reshape(1, 2, 3)[:, :, :2], 2),
 }
 # In-place forms of the rows above that are functions (`F.x_`, `torch.x_`): run on a
 # clone of `a`.
@@ -428,7 +444,8 @@ def binding_ops() -> dict[str, list[str]]:
                 if m:
                     names.append(rename or m.group(1))
                     rename = None
-        families[path.stem] = names
+        if names:  # a family bound as module functions (conv.rs) has no Tensor methods
+            families[path.stem] = names
     return families
 
 

@@ -468,3 +468,31 @@ from ._forms import *  # noqa: E402,F403
 __all__ += _forms.__all__
 
 __all__ += ["viz"]
+
+# Convolutions and linear layers at the top level, as PyTorch has them (torch.conv2d,
+# torch.convolution, ...): python/rustgrad/nn/_conv.py over crates/python/src/ops/conv.rs.
+from ._rustgrad import convolution  # noqa: E402
+from .nn._conv import (  # noqa: E402
+    bilinear,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    pixel_shuffle,
+    pixel_unshuffle,
+)
+
+__all__ += [
+    "bilinear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "convolution",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+]

@@ -379,6 +379,27 @@ CASES: dict[str, Case] = {
         B,
     ),
     "triplet_margin_loss": Case(lambda a, p, n: F.triplet_margin_loss(a, p, n, 5.0), A, B, A),
+    # convolutions and linear layers (nn/_conv.py; more in test_nn_conv.py)
+    "conv1d": Case(lambda x, w, b: F.conv1d(x, w, b, padding=1), S(1, 2, 4), S(3, 2, 2), S(3)),
+    "conv2d": Case(lambda x, w: F.conv2d(x, w, stride=2, padding=1), S(1, 2, 3, 3), S(2, 2, 2, 2)),
+    "conv3d": Case(lambda x, w: F.conv3d(x, w, groups=2), S(1, 2, 2, 2, 2), S(2, 1, 2, 1, 2)),
+    "conv_transpose1d": Case(
+        lambda x, w: F.conv_transpose1d(x, w, stride=2), S(1, 2, 3), S(2, 1, 2)
+    ),
+    "conv_transpose2d": Case(
+        lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, output_padding=1),
+        S(1, 2, 2, 2),
+        S(2, 1, 2, 2),
+        S(1),
+    ),
+    "conv_transpose3d": Case(
+        lambda x, w: F.conv_transpose3d(x, w), S(1, 1, 2, 1, 2), S(1, 2, 2, 2, 1)
+    ),
+    "linear": Case(lambda x, w, b: F.linear(x, w, b), A, S(4, 3), S(4)),
+    "bilinear": Case(lambda x, y, w: F.bilinear(x, y, w), A, S(2, 2), S(2, 3, 2)),
+    "fold": Case(lambda x: F.fold(x, (3, 3), 2), S(1, 4, 4)),
+    "pixel_shuffle": Case(lambda x: F.pixel_shuffle(x, 2), S(4, 1, 2)),
+    "pixel_unshuffle": Case(lambda x: F.pixel_unshuffle(x, 2), S(1, 2, 4)),
 }
 
 

@@ -70,8 +70,9 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         # random streams and bit-exact factories: read by test_random.py and
         # test_factories.py
         # (nn_spatial: read by test_nn_spatial.py, own reader with grad_fn and errors)
-        # nn_loss: read by test_vectors_nn_loss.py
-        if path.stem not in ("random", "factory", "samplers_ops", "nn_spatial", "nn_loss")
+        # nn_loss: read by test_vectors_nn_loss.py; nn_conv: by test_vectors_nn_conv.py
+        if path.stem
+        not in ("random", "factory", "samplers_ops", "nn_spatial", "nn_loss", "nn_conv")
     }
 
 

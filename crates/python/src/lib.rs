@@ -474,6 +474,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     random::register(m)?;
     dlpack::register(m)?;
     device::register(m)?;
+    ops::conv::register(m)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;

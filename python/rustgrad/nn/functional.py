@@ -43,6 +43,20 @@ from ._activation import (
     threshold,
     threshold_,
 )
+from ._conv import (
+    bilinear,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    fold,
+    linear,
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
+)
 from ._dropout import (
     alpha_dropout,
     dropout1d,
@@ -81,6 +95,20 @@ from ._spatial import (
 )
 
 __all__ = [
+    # convolutions and linear layers (_conv.py)
+    "bilinear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "fold",
+    "linear",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "unfold",
+    # activations and the rest
     "alpha_dropout",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",

@@ -6,6 +6,7 @@
 //! node). See Note [Op families].
 
 pub(crate) mod binary;
+pub(crate) mod conv;
 pub(crate) mod copy;
 pub(crate) mod custom;
 pub(crate) mod index;
@@ -54,6 +55,8 @@ pub(crate) enum Rule {
     Spatial(spatial::Rule),
     /// A rule of `loss.rs`.
     Loss(loss::Rule),
+    /// A rule of `conv.rs`.
+    Conv(conv::Rule),
 }
 
 impl Rule {
@@ -72,6 +75,7 @@ impl Rule {
             Rule::Custom(r) => r.name(),
             Rule::Spatial(r) => r.name(),
             Rule::Loss(r) => r.name(),
+            Rule::Conv(r) => r.name(),
         }
     }
 
@@ -96,6 +100,7 @@ impl Rule {
             Rule::Custom(r) => r.apply_multi(&saved.to_vec().into(), &[Some(grad.clone())], needs),
             Rule::Spatial(r) => r.apply(saved, grad, needs),
             Rule::Loss(r) => r.apply(saved, grad, needs),
+            Rule::Conv(r) => r.apply(saved, grad, needs),
         }
     }
 }
@@ -223,6 +228,12 @@ impl From<loss::Rule> for Rule {
 impl From<inplace::Rule> for Rule {
     fn from(rule: inplace::Rule) -> Rule {
         Rule::Inplace(rule)
+    }
+}
+
+impl From<conv::Rule> for Rule {
+    fn from(rule: conv::Rule) -> Rule {
+        Rule::Conv(rule)
     }
 }
 

@@ -3,6 +3,7 @@
 //! to `PyTensor`). See Note [Op families].
 
 pub(crate) mod binary;
+pub(crate) mod conv;
 mod copy;
 mod forms;
 mod index;
