@@ -571,3 +571,16 @@ def test_top_level_forms() -> None:
     want = F.conv_transpose2d(x, w, stride=2, output_padding=1)
     assert type(y.grad_fn).__name__ == "ConvolutionBackward0"
     np.testing.assert_array_equal(y.detach().numpy(), want.detach().numpy())
+
+
+def test_operands_sharing_one_storage() -> None:
+    # Input and weight are views of one storage (read under one lock, Note [Locking of
+    # storages]); the result equals that of separate copies.
+    base = _randn(2 * 2 * 4 * 4 + 3 * 2 * 2 * 2, seed=31)
+    x = base[: 2 * 2 * 4 * 4].view(2, 2, 4, 4)
+    w = base[2 * 2 * 4 * 4 :].view(3, 2, 2, 2)
+    y = F.conv2d(x, w, padding=1)
+    want = F.conv2d(x.detach().clone(), w.detach().clone(), padding=1)
+    np.testing.assert_array_equal(y.detach().numpy(), want.numpy())
+    y.sum().backward()
+    assert tuple(base.grad.shape) == tuple(base.shape)

@@ -259,36 +259,37 @@ fn compute(
             shape.extend(spec.spatial(spec.input));
         }
     }
-    let missing = || Error::NotImplemented("rustgrad internal error: conv operand missing".into());
+    // The bias is small: copied out, so that at most the two big operands are read
+    // under storage locks, through `read2` (one lock when they share a storage: Note
+    // [Locking of storages]).
     macro_rules! run {
         ($T:ty) => {{
-            let v: Vec<$T> = with_slice(&a, |sa: &[$T]| -> Result<Vec<$T>> {
-                match map {
-                    Map::Unfold => kernel::unfold(&g, sa),
-                    Map::Fold => kernel::fold(&g, sa),
-                    _ => {
-                        let b = b.as_ref().ok_or_else(missing)?;
-                        with_slice(b, |sb: &[$T]| match map {
-                            Map::Forward => match &bias {
-                                Some(bias) => with_slice(bias, |sbias: &[$T]| {
-                                    kernel::conv_forward(&g, sa, sb, Some(sbias))
-                                }),
-                                None => kernel::conv_forward(&g, sa, sb, None),
-                            },
+            let bias: Option<Vec<$T>> = bias.as_ref().map(|t| t.try_to_vec()).transpose()?;
+            let (oa, na) = (a.layout().offset(), a.numel());
+            let v: Vec<$T> = match (&b, map) {
+                (_, Map::Unfold) => with_slice(&a, |sa: &[$T]| kernel::unfold(&g, sa)),
+                (_, Map::Fold) => with_slice(&a, |sa: &[$T]| kernel::fold(&g, sa)),
+                (Some(b), _) => {
+                    let (ob, nb) = (b.layout().offset(), b.numel());
+                    a.read2(b, |sa: &[$T], sb: &[$T]| {
+                        let (sa, sb) = (&sa[oa..oa + na], &sb[ob..ob + nb]);
+                        match map {
+                            Map::Forward => kernel::conv_forward(&g, sa, sb, bias.as_deref()),
                             Map::InputAdjoint => {
                                 let out = kernel::conv_input_adjoint(&g, sa, sb)?;
-                                match &bias {
-                                    Some(bias) => Ok(with_slice(bias, |sbias: &[$T]| {
-                                        add_bias(out, sbias, spec.input.iter().product())
-                                    })),
-                                    None => Ok(out),
-                                }
+                                Ok(match &bias {
+                                    Some(bias) => add_bias(out, bias, spec.input.iter().product()),
+                                    None => out,
+                                })
                             }
                             _ => kernel::conv_weight_adjoint(&g, sa, sb),
-                        })
-                    }
+                        }
+                    })
                 }
-            })?;
+                (None, _) => Err(Error::NotImplemented(
+                    "rustgrad internal error: conv operand missing".into(),
+                )),
+            }?;
             Tensor::from_vec(v, &shape)?
         }};
     }
