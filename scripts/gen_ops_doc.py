@@ -379,6 +379,22 @@ PYTHON_OPS: dict[str, Args] = {
     "F.fold": lambda t, a: (a.reshape(1, 2, 3), (2, 3), (2, 1)),
     "F.pixel_shuffle": lambda t, a: (a.reshape(6, 1, 1)[:4], 2),
     "F.pixel_unshuffle": lambda t, a: (a.reshape(1, 2, 3)[:, :, :2], 2),
+    # pooling and normalisation (python/rustgrad/nn/_pool.py, _norm.py)
+    "F.max_pool1d": lambda t, a: (a, 2),
+    "F.max_pool2d": lambda t, a: (a.reshape(1, 2, 3), 2),
+    "F.avg_pool1d": lambda t, a: (a, 2),
+    "F.avg_pool2d": lambda t, a: (a.reshape(1, 2, 3), 2),
+    "F.adaptive_avg_pool1d": lambda t, a: (a, 2),
+    "F.adaptive_avg_pool2d": lambda t, a: (a.reshape(1, 2, 3), 1),
+    "F.adaptive_max_pool2d": lambda t, a: (a.reshape(1, 2, 3), 1),
+    "F.max_unpool2d": lambda t, a: (a.reshape(1, 2, 3), t.zeros(1, 2, 3, dtype=t.int64), 1),
+    "F.batch_norm": lambda t, a: (a, None, None, None, None, True),
+    "F.layer_norm": lambda t, a: (a, (3,)),
+    "F.group_norm": lambda t, a: (a, 1),
+    "F.instance_norm": lambda t, a: (a.reshape(1, 2, 3),),
+    "F.rms_norm": lambda t, a: (a, (3,)),
+    "F.local_response_norm": lambda t, a: (a.reshape(1, 2, 3), 2),
+    "F.normalize": lambda t, a: (a,),
 }
 # In-place forms of the rows above that are functions (`F.x_`, `torch.x_`): run on a
 # clone of `a`.
@@ -444,7 +460,10 @@ def binding_ops() -> dict[str, list[str]]:
                 if m:
                     names.append(rename or m.group(1))
                     rename = None
-        if names:  # a family bound as module functions (conv.rs) has no Tensor methods
+        # A family bound as module functions (conv.rs), or files of module-level
+        # functions only (pool, norm: called by nn.functional's
+        # Python layer, listed among the Python ops) have no Tensor methods.
+        if names:
             families[path.stem] = names
     return families
 

@@ -400,6 +400,24 @@ CASES: dict[str, Case] = {
     "fold": Case(lambda x: F.fold(x, (3, 3), 2), S(1, 4, 4)),
     "pixel_shuffle": Case(lambda x: F.pixel_shuffle(x, 2), S(4, 1, 2)),
     "pixel_unshuffle": Case(lambda x: F.pixel_unshuffle(x, 2), S(1, 2, 4)),
+    # ---- pooling and normalisation (rustgrad.nn.functional)
+    "max_pool1d": Case(lambda x: F.max_pool1d(x, 2, 1), S(2, 5)),
+    "max_pool2d": Case(lambda x: F.max_pool2d(x, 2, 1, 1), S(2, 4, 4)),
+    "avg_pool1d": Case(lambda x: F.avg_pool1d(x, 2, 1), S(2, 5)),
+    "avg_pool2d": Case(lambda x: F.avg_pool2d(x, 3, 2, 1, True, False), S(2, 4, 5)),
+    "adaptive_avg_pool1d": Case(lambda x: F.adaptive_avg_pool1d(x, 3), S(2, 5)),
+    "adaptive_avg_pool2d": Case(lambda x: F.adaptive_avg_pool2d(x, (3, 2)), S(2, 4, 5)),
+    "adaptive_max_pool2d": Case(lambda x: F.adaptive_max_pool2d(x, (3, 2)), S(2, 4, 5)),
+    "max_unpool2d": Case(
+        lambda x: F.max_unpool2d(x, torch.tensor([[[0, 3], [9, 14]]]), 2), S(1, 2, 2)
+    ),
+    "batch_norm": Case(lambda x, w, b: F.batch_norm(x, None, None, w, b, True), S(4, 3), ROW, ROW),
+    "layer_norm": Case(lambda x, w, b: F.layer_norm(x, (3,), w, b), A, ROW, ROW),
+    "group_norm": Case(lambda x: F.group_norm(x, 1), S(2, 3, 2)),
+    "instance_norm": Case(lambda x: F.instance_norm(x), S(2, 2, 3)),
+    "rms_norm": Case(lambda x, w: F.rms_norm(x, (3,), w), A, ROW),
+    "local_response_norm": Case(lambda x: F.local_response_norm(x, 2), S(1, 3, 2)),
+    "normalize": Case(lambda x: F.normalize(x), A),
 }
 
 

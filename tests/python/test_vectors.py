@@ -69,10 +69,11 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         for path in sorted(VECTORS_DIR.glob("*.json"))
         # random streams and bit-exact factories: read by test_random.py and
         # test_factories.py
-        # (nn_spatial: read by test_nn_spatial.py, own reader with grad_fn and errors)
-        # nn_loss: read by test_vectors_nn_loss.py; nn_conv: by test_vectors_nn_conv.py
-        if path.stem
-        not in ("random", "factory", "samplers_ops", "nn_spatial", "nn_loss", "nn_conv")
+        # nn_*.json: each has its own reader (grad_fn names, errors, whole models):
+        # test_nn_spatial.py, test_vectors_nn_loss.py, test_vectors_nn_conv.py,
+        # test_nn_poolnorm_vectors.py, test_nn_models.py
+        if path.stem not in ("random", "factory", "samplers_ops")
+        and not path.stem.startswith("nn_")
     }
 
 

@@ -44,6 +44,7 @@ pub use error::{Error, ExternalError, Result};
 pub use ops::custom::{intern_name, CustomBackward, CustomOptions, SavedValues};
 pub use ops::loss::{PointwiseLoss, Reduction};
 pub use ops::conv::ConvPadding;
+pub use ops::pool::Pool2d;
 pub use ops::shape::Squeeze;
 pub use ops::spatial::{GridPaddingMode, GridSampleMode, PadMode, UpsampleMode};
 pub use parallel::{get_num_threads, set_num_threads};

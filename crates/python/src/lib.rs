@@ -475,6 +475,8 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dlpack::register(m)?;
     device::register(m)?;
     ops::conv::register(m)?;
+    ops::pool::register(m)?;
+    ops::norm::register(m)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;

@@ -84,6 +84,28 @@ from ._loss import (
     smooth_l1_loss,
     triplet_margin_loss,
 )
+from ._norm import (
+    batch_norm,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    local_response_norm,
+    normalize,
+    rms_norm,
+)
+from ._pool import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool2d,
+    max_pool2d_with_indices,
+    max_unpool2d,
+)
 from ._spatial import (
     affine_grid,
     grid_sample,
@@ -95,6 +117,26 @@ from ._spatial import (
 )
 
 __all__ = [
+    # pooling and normalisation (_pool.py, _norm.py)
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "avg_pool1d",
+    "avg_pool2d",
+    "batch_norm",
+    "group_norm",
+    "instance_norm",
+    "layer_norm",
+    "local_response_norm",
+    "max_pool1d",
+    "max_pool1d_with_indices",
+    "max_pool2d",
+    "max_pool2d_with_indices",
+    "max_unpool2d",
+    "normalize",
+    "rms_norm",
+    # activations and the rest
     # convolutions and linear layers (_conv.py)
     "bilinear",
     "conv1d",

@@ -9,6 +9,8 @@ pub mod logical;
 pub mod loss;
 pub mod math;
 pub mod matmul;
+pub mod norm;
+pub mod pool;
 pub mod reduce;
 pub mod spatial;
 

@@ -14,6 +14,8 @@ pub(crate) mod inplace;
 pub(crate) mod linalg;
 pub(crate) mod logical;
 pub(crate) mod loss;
+pub(crate) mod norm;
+pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod shape;
 pub(crate) mod spatial;
@@ -57,6 +59,10 @@ pub(crate) enum Rule {
     Loss(loss::Rule),
     /// A rule of `conv.rs`.
     Conv(conv::Rule),
+    /// A rule of `pool.rs`.
+    Pool(pool::Rule),
+    /// A rule of `norm.rs`.
+    Norm(norm::Rule),
 }
 
 impl Rule {
@@ -76,6 +82,8 @@ impl Rule {
             Rule::Spatial(r) => r.name(),
             Rule::Loss(r) => r.name(),
             Rule::Conv(r) => r.name(),
+            Rule::Pool(r) => r.name(),
+            Rule::Norm(r) => r.name(),
         }
     }
 
@@ -101,6 +109,8 @@ impl Rule {
             Rule::Spatial(r) => r.apply(saved, grad, needs),
             Rule::Loss(r) => r.apply(saved, grad, needs),
             Rule::Conv(r) => r.apply(saved, grad, needs),
+            Rule::Pool(r) => r.apply(saved, grad, needs),
+            Rule::Norm(r) => r.apply(saved, grad, needs),
         }
     }
 }
@@ -222,6 +232,18 @@ impl From<spatial::Rule> for Rule {
 impl From<loss::Rule> for Rule {
     fn from(rule: loss::Rule) -> Rule {
         Rule::Loss(rule)
+    }
+}
+
+impl From<pool::Rule> for Rule {
+    fn from(rule: pool::Rule) -> Rule {
+        Rule::Pool(rule)
+    }
+}
+
+impl From<norm::Rule> for Rule {
+    fn from(rule: norm::Rule) -> Rule {
+        Rule::Norm(rule)
     }
 }
 

@@ -11,6 +11,8 @@ mod inplace;
 mod linalg;
 mod logical;
 pub(crate) mod loss;
+pub(crate) mod norm;
+pub(crate) mod pool;
 mod reduce;
 mod shape;
 mod spatial;
