@@ -286,6 +286,13 @@ fn window(shape: &[usize], p: &Pool2d) -> Result<(usize, Window2d)> {
         )));
     }
     nonzero_dims(shape)?;
+    let channels = shape[shape.len() - 3];
+    if oh < 1 || ow < 1 {
+        return Err(Error::InvalidArgument(format!(
+            "Given input size: ({channels}x{h}x{w}). Calculated output size: \
+             ({channels}x{oh}x{ow}). Output size is too small"
+        )));
+    }
     // Far beyond any real window (PyTorch would allocate or overflow first); keeping the
     // window's reach well inside isize keeps the kernels' index arithmetic exact.
     const LIMIT: i128 = 1 << 40;
@@ -298,13 +305,6 @@ fn window(shape: &[usize], p: &Pool2d) -> Result<(usize, Window2d)> {
                 p.kernel_size, p.stride, p.padding, p.dilation
             )));
         }
-    }
-    let channels = shape[shape.len() - 3];
-    if oh < 1 || ow < 1 {
-        return Err(Error::InvalidArgument(format!(
-            "Given input size: ({channels}x{h}x{w}). Calculated output size: \
-             ({channels}x{oh}x{ow}). Output size is too small"
-        )));
     }
     let win = Window2d {
         input: [h, w],
