@@ -41,9 +41,9 @@ pub mod variable;
 
 pub use dtype::DType;
 pub use error::{Error, ExternalError, Result};
+pub use ops::conv::ConvPadding;
 pub use ops::custom::{intern_name, CustomBackward, CustomOptions, SavedValues};
 pub use ops::loss::{PointwiseLoss, Reduction};
-pub use ops::conv::ConvPadding;
 pub use ops::pool::Pool2d;
 pub use ops::shape::Squeeze;
 pub use ops::spatial::{GridPaddingMode, GridSampleMode, PadMode, UpsampleMode};
