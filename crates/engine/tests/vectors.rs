@@ -1446,10 +1446,27 @@ fn vector_files_are_all_covered() {
                 && n != "random.json"
                 && n != "factory.json"
                 && n != "samplers_ops.json"
-                // nn_conv.json: read by tests/vectors_nn_conv.rs.
-                && n != "nn_conv.json"
+                // nn_*.json: see below.
+                && !n.starts_with("nn_")
         })
         .collect();
+    // Each nn functional family's file has its own Rust reader, tests/vectors_<stem>.rs
+    // (grad_fn names, errors, extra schema); nn_models.json (whole networks written in
+    // Python) is read by tests/python/test_nn_models.py.
+    let tests_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    for entry in std::fs::read_dir(vectors_dir()).expect("cannot list tests/vectors") {
+        let name = entry.expect("dir entry").file_name();
+        let name = name.to_string_lossy();
+        if let Some(stem) = name
+            .strip_prefix("nn_")
+            .and_then(|n| n.strip_suffix(".json"))
+        {
+            if stem != "models" {
+                let reader = tests_dir.join(format!("vectors_nn_{stem}.rs"));
+                assert!(reader.exists(), "{name} has no reader {}", reader.display());
+            }
+        }
+    }
     on_disk.sort();
     let mut known: Vec<String> = FILES.iter().map(|s| s.to_string()).collect();
     known.sort();
