@@ -6,63 +6,11 @@
 //! Work is split by sample (and, for the weight adjoint, by fixed blocks of samples whose
 //! partial sums are added in block order), so results do not depend on the thread count.
 
+use super::matmul::Gemm;
 use super::try_vec;
-use crate::dtype::Float;
 use crate::error::{Error, Result};
 use crate::parallel::{self, PARALLEL_MIN_ELEMENTS};
 use std::sync::Mutex;
-
-/// Float types with a general GEMM (`c = a @ b + beta * c`).
-pub trait ConvFloat: Float {
-    /// `c = a @ b + beta * c` for strided `a` (`m x k`), `b` (`k x n`) and `c` (`m x n`,
-    /// row stride `rsc`, column stride 1).
-    ///
-    /// # Safety
-    /// Every element the sizes and strides reach must lie inside the allocations `a`,
-    /// `b` and `c` point into, and `c`'s elements must not be aliased.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm_raw(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const Self,
-        rsa: isize,
-        csa: isize,
-        b: *const Self,
-        rsb: isize,
-        csb: isize,
-        beta: Self,
-        c: *mut Self,
-        rsc: isize,
-    );
-}
-
-macro_rules! impl_conv_float {
-    ($t:ty, $f:path) => {
-        impl ConvFloat for $t {
-            unsafe fn gemm_raw(
-                m: usize,
-                k: usize,
-                n: usize,
-                a: *const Self,
-                rsa: isize,
-                csa: isize,
-                b: *const Self,
-                rsb: isize,
-                csb: isize,
-                beta: Self,
-                c: *mut Self,
-                rsc: isize,
-            ) {
-                // SAFETY: forwarded from this function's contract, which is
-                // `matrixmultiply`'s.
-                unsafe { $f(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, 1) }
-            }
-        }
-    };
-}
-impl_conv_float!(f32, matrixmultiply::sgemm);
-impl_conv_float!(f64, matrixmultiply::dgemm);
 
 /// One matrix operand: a slice, its offset and its row and column strides.
 #[derive(Clone, Copy)]
@@ -81,7 +29,7 @@ fn reach(offset: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> Optio
 }
 
 /// `c[c_off..] (m x n, row stride n) = a @ b + beta * c`, bounds-checked.
-fn gemm<T: ConvFloat>(
+fn gemm<T: Gemm>(
     (m, k, n): (usize, usize, usize),
     a: Mat<'_, T>,
     b: Mat<'_, T>,
@@ -115,7 +63,7 @@ fn gemm<T: ConvFloat>(
     // inside its slice; strides were below those lengths, so they fit `isize`. `c` is
     // borrowed mutably, so nothing aliases it.
     unsafe {
-        T::gemm_raw(
+        T::gemm(
             m,
             k,
             n,
@@ -322,7 +270,7 @@ fn for_each_row(g: &ConvGeometry, mut f: impl FnMut(usize, Option<isize>, std::o
 
 /// `cols = im2col(x)` for one sample: `x` is `C x input`, `cols` is
 /// `(C * prod(kernel)) x prod(output)`, fully overwritten.
-fn im2col<T: ConvFloat>(g: &ConvGeometry, x: &[T], cols: &mut [T]) {
+fn im2col<T: Gemm>(g: &ConvGeometry, x: &[T], cols: &mut [T]) {
     let ow_n = g.output[2];
     let sw = g.stride[2];
     for_each_row(g, |col_start, x0, valid| {
@@ -348,7 +296,7 @@ fn im2col<T: ConvFloat>(g: &ConvGeometry, x: &[T], cols: &mut [T]) {
 }
 
 /// `x += col2im(cols)` for one sample (the adjoint of [`im2col`]).
-fn col2im<T: ConvFloat>(g: &ConvGeometry, cols: &[T], x: &mut [T]) {
+fn col2im<T: Gemm>(g: &ConvGeometry, cols: &[T], x: &mut [T]) {
     let sw = g.stride[2];
     for_each_row(g, |col_start, x0, valid| {
         if let Some(x0) = x0 {
@@ -367,7 +315,7 @@ struct Scratch<T> {
     error: Mutex<Option<Error>>,
 }
 
-impl<T: ConvFloat> Scratch<T> {
+impl<T: Gemm> Scratch<T> {
     fn new(len: usize) -> Scratch<T> {
         Scratch {
             free: Mutex::new(Vec::new()),
@@ -434,7 +382,7 @@ fn check_len(what: &str, got: usize, want: usize) -> Result<()> {
 
 /// The convolution `y = conv(x, w) + bias`: `x` is `N x C x input`, `w` is
 /// `O x C/groups x kernel`, `bias` has `O` elements; returns `N x O x output`.
-pub fn conv_forward<T: ConvFloat>(
+pub fn conv_forward<T: Gemm>(
     g: &ConvGeometry,
     x: &[T],
     w: &[T],
@@ -501,7 +449,7 @@ pub fn conv_forward<T: ConvFloat>(
 /// The adjoint of the convolution in its input: `x̄ = conv_transpose(ȳ, w)`, with `ȳ`
 /// `N x O x output` and the result `N x C x input`. This is also the transposed
 /// convolution's forward.
-pub fn conv_input_adjoint<T: ConvFloat>(g: &ConvGeometry, gy: &[T], w: &[T]) -> Result<Vec<T>> {
+pub fn conv_input_adjoint<T: Gemm>(g: &ConvGeometry, gy: &[T], w: &[T]) -> Result<Vec<T>> {
     g.validate()?;
     let (in_len, out_len) = (g.input_len()?, g.output_len()?);
     check_len("grad_output", gy.len(), out_len * g.batch)?;
@@ -562,7 +510,7 @@ const WEIGHT_BLOCKS: usize = 8;
 
 /// The adjoint of the convolution in its weight: `w̄ = Σ_n ȳ[n] @ im2col(x[n])ᵀ` per
 /// group, with `x` `N x C x input` and `ȳ` `N x O x output`; returns the weight's shape.
-pub fn conv_weight_adjoint<T: ConvFloat>(g: &ConvGeometry, x: &[T], gy: &[T]) -> Result<Vec<T>> {
+pub fn conv_weight_adjoint<T: Gemm>(g: &ConvGeometry, x: &[T], gy: &[T]) -> Result<Vec<T>> {
     g.validate()?;
     let (in_len, out_len, w_len) = (g.input_len()?, g.output_len()?, g.weight_len()?);
     check_len("input", x.len(), in_len * g.batch)?;
@@ -633,7 +581,7 @@ pub fn conv_weight_adjoint<T: ConvFloat>(g: &ConvGeometry, x: &[T], gy: &[T]) ->
 
 /// `unfold` (im2col) of a batch: `x` is `N x C x input`; returns
 /// `N x (C * prod(kernel)) x prod(output)`. `out_channels` and `groups` are unused.
-pub fn unfold<T: ConvFloat>(g: &ConvGeometry, x: &[T]) -> Result<Vec<T>> {
+pub fn unfold<T: Gemm>(g: &ConvGeometry, x: &[T]) -> Result<Vec<T>> {
     g.validate()?;
     let in_len = g.input_len()?;
     check_len("input", x.len(), in_len * g.batch)?;
@@ -654,7 +602,7 @@ pub fn unfold<T: ConvFloat>(g: &ConvGeometry, x: &[T]) -> Result<Vec<T>> {
 
 /// `fold` (col2im) of a batch, the adjoint of [`unfold`]: `cols` is
 /// `N x (C * prod(kernel)) x prod(output)`; returns `N x C x input` (overlaps summed).
-pub fn fold<T: ConvFloat>(g: &ConvGeometry, cols: &[T]) -> Result<Vec<T>> {
+pub fn fold<T: Gemm>(g: &ConvGeometry, cols: &[T]) -> Result<Vec<T>> {
     g.validate()?;
     let in_len = g.input_len()?;
     let cols_len = g.cols_len()?;

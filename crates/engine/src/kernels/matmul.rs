@@ -9,13 +9,16 @@ use crate::parallel::{self, PARALLEL_MIN_ELEMENTS};
 /// Rows of the output computed by one task.
 const ROW_BLOCK: usize = 64;
 
-/// Float types with a GEMM kernel.
+/// Float types with a GEMM kernel (matrixmultiply's), shared by `matmul` and the
+/// convolution kernels.
 pub trait Gemm: crate::dtype::Float {
-    /// `c = a @ b` for one strided matrix each (`c` row-major `m x n`, overwritten).
+    /// `c = a @ b + beta * c` for strided `a` (`m x k`), `b` (`k x n`) and `c` (`m x n`,
+    /// row stride `rsc`, column stride 1). With `beta == 0`, `c` is only written.
     ///
     /// # Safety
     /// `a` and `b` must be valid for reads at every index their strides reach for the
-    /// given sizes, and `c` valid for writes of `m * n` elements.
+    /// given sizes, and `c` valid for reads and writes at every index its row stride
+    /// reaches, not aliased by `a` or `b`.
     #[allow(clippy::too_many_arguments)]
     unsafe fn gemm(
         m: usize,
@@ -27,7 +30,9 @@ pub trait Gemm: crate::dtype::Float {
         b: *const Self,
         rsb: isize,
         csb: isize,
+        beta: Self,
         c: *mut Self,
+        rsc: isize,
     );
 }
 
@@ -44,16 +49,14 @@ macro_rules! impl_gemm {
                 b: *const Self,
                 rsb: isize,
                 csb: isize,
+                beta: Self,
                 c: *mut Self,
+                rsc: isize,
             ) {
                 // SAFETY: the caller guarantees (this function's contract) that `a`, `b`
                 // and `c` are valid for every index these sizes and strides reach, which
-                // is `matrixmultiply`'s contract; `c` is row-major (`rsc = n`, `csc = 1`).
-                unsafe {
-                    $f(
-                        m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, n as isize, 1,
-                    )
-                }
+                // is `matrixmultiply`'s contract.
+                unsafe { $f(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, 1) }
             }
         }
     };
@@ -164,7 +167,9 @@ pub fn matmul<T: Gemm>(
                 b.data.as_ptr().add(b_offsets[batch]),
                 rsb,
                 csb,
+                T::ZERO,
                 c.as_mut_ptr(),
+                n as isize,
             )
         }
     };
