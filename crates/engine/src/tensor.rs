@@ -1555,12 +1555,75 @@ impl Tensor {
                 self.write_with(site, |dst: &mut [T]| elementwise::fill(dst, &self.layout, v))
             });
         }
-        // Materialise first: no read lock is held while the write lock is taken, even
-        // when `src` aliases `self` (Note [Locking of storages]).
+        // A source in another storage is read straight into the destination (Note
+        // [In-place kernels]); one that aliases it is materialised first, so no read
+        // lock of the storage is held while its write lock is taken (Note [Locking of
+        // storages]).
+        if src.dtype == self.dtype && !self.shares_storage(&src) {
+            return dispatch!(self.dtype, T => self.update_from(&src, site, |_, x: T| x));
+        }
         dispatch!(self.dtype, T => {
             let values = src.try_to_vec::<T>()?;
             self.write_with(site, |dst: &mut [T]| elementwise::scatter(dst, &self.layout, &values))
         })
+    }
+
+    /// `self = self op other` computed straight into this tensor's elements, with no
+    /// temporary (Note [In-place kernels]). Applies when that is exactly what `binary`
+    /// followed by `copy_from` would write: `op` is `+ - * /`, the result dtype is this
+    /// tensor's (which computes in its own dtype, so not bool or a 16-bit float),
+    /// `other` broadcasts to this shape and lives in another storage, and no two
+    /// elements of `self` share memory. Returns `Ok(false)`, having written nothing,
+    /// when it does not apply; bumps the version counter once when it does.
+    pub(crate) fn binary_in_place(
+        &self,
+        other: &Tensor,
+        op: BinaryOp,
+        site: &WriteSite,
+    ) -> Result<bool> {
+        let dtype = self.dtype;
+        if op == BinaryOp::Pow
+            || dtype == DType::Bool
+            || dtype.compute_dtype() != dtype
+            || Tensor::result_dtype(self, other, op) != dtype
+            || self.shares_storage(other)
+            || !self.layout.is_non_overlapping()
+            || shape::broadcast_shapes(self.shape(), other.shape()).ok().as_deref()
+                != Some(self.shape())
+        {
+            return Ok(false);
+        }
+        // Converted before broadcasting: a wrapped scalar stays one element.
+        let src = other.to_dtype(dtype)?.broadcast_to(self.shape())?;
+        let site = site.clone();
+        let err = || Error::unsupported_dtype(op.name(), dtype);
+        dispatch_num!(dtype, err, T => match op {
+            BinaryOp::Add => self.update_from(&src, site, |x: T, y| x.add_w(y)),
+            BinaryOp::Sub => self.update_from(&src, site, |x: T, y| x.sub_w(y)),
+            BinaryOp::Mul => self.update_from(&src, site, |x: T, y| x.mul_w(y)),
+            BinaryOp::Div => self.update_from(&src, site, |x: T, y| Num::div(x, y)),
+            BinaryOp::Pow => return Ok(false),
+        })?;
+        Ok(true)
+    }
+
+    /// `self[i] = f(self[i], src[i])` under this storage's write lock and `src`'s read
+    /// lock, taken in storage address order (Note [Locking of storages]); one version
+    /// bump. `src` has this tensor's shape and dtype and lives in another storage.
+    fn update_from<T: Element>(
+        &self,
+        src: &Tensor,
+        site: WriteSite,
+        f: impl Fn(T, T) -> T + Sync + Send,
+    ) -> Result<()> {
+        debug_assert!(!self.shares_storage(src));
+        let update =
+            |dst: &mut [T], s: &[T]| elementwise::update(dst, &self.layout, s, &src.layout, &f);
+        if src.storage_order_key() < self.storage_order_key() {
+            src.read(|s: &[T]| self.write_with(site, |dst: &mut [T]| update(dst, s)))
+        } else {
+            self.write_with(site, |dst: &mut [T]| src.read(|s: &[T]| update(dst, s)))
+        }
     }
 
     /// Fills every element with `value`; bumps the version counter once. A location

@@ -930,10 +930,13 @@ impl Variable {
         if grad_mode::is_grad_enabled() {
             return old.add(grad);
         }
+        let site = WriteSite::Rust(Location::caller());
+        if old.tensor().binary_in_place(&grad.tensor(), BinaryOp::Add, &site)? {
+            return Ok(old);
+        }
         let sum = old.tensor().binary(&grad.tensor(), BinaryOp::Add)?;
         if old.tensor().layout().is_non_overlapping() {
-            old.tensor()
-                .copy_from(&sum, WriteSite::Rust(Location::caller()))?;
+            old.tensor().copy_from(&sum, site)?;
             Ok(old)
         } else {
             // An expanded (overlapping) user-assigned gradient cannot hold the sum;
@@ -1107,7 +1110,21 @@ impl Variable {
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
         let operands: SmallVec<[&Variable; 1]> = other.into_iter().collect();
-        self.in_place_impl(&operands, Overlap::Forbidden, site, compute)
+        self.in_place_impl(&operands, Overlap::Forbidden, site, None, compute)
+    }
+
+    /// `in_place` for `self op= other` (`add_`, `sub_`, `mul_`, `div_`): when nothing is
+    /// recorded, the result is computed straight into this variable's storage where
+    /// `Tensor::binary_in_place` applies (Note [In-place kernels]); otherwise as
+    /// `in_place`, with `compute`.
+    pub(crate) fn in_place_binary(
+        &self,
+        other: &Variable,
+        op: BinaryOp,
+        site: WriteSite,
+        compute: impl FnOnce(&Variable) -> Result<Variable>,
+    ) -> Result<()> {
+        self.in_place_impl(&[other], Overlap::Forbidden, site, Some(op), compute)
     }
 
     /// `in_place` for an op with several tensor operands (`addcmul_`, `lerp_`, ...):
@@ -1118,16 +1135,19 @@ impl Variable {
         site: WriteSite,
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
-        self.in_place_impl(operands, Overlap::Forbidden, site, compute)
+        self.in_place_impl(operands, Overlap::Forbidden, site, None, compute)
     }
 
     /// `in_place`, where `overlap` says whether the destination may have elements that
-    /// share memory (only `fill_`/`zero_`, which are idempotent, allow it).
+    /// share memory (only `fill_`/`zero_`, which are idempotent, allow it), and `direct`
+    /// names the binary op `compute` performs with `operands[0]` when it may be computed
+    /// in place (`in_place_binary`).
     pub(crate) fn in_place_impl(
         &self,
         operands: &[&Variable],
         overlap: Overlap,
         site: WriteSite,
+        direct: Option<BinaryOp>,
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
         self.check_inference_write()?;
@@ -1165,6 +1185,11 @@ impl Variable {
             }
         }
         self.check_write_overlap(operands, overlap)?;
+        if let (false, Some(op), [other]) = (recording, direct, operands) {
+            if self.tensor().binary_in_place(&other.tensor(), op, &site)? {
+                return Ok(());
+            }
+        }
         // The op reads a private copy of the old value that carries this variable's
         // history, so saved tensors never alias the storage about to be written.
         let source = if recording {

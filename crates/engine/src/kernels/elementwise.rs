@@ -182,6 +182,76 @@ pub fn map3<A: Element, B: Element, C: Element, U: Element>(
     })
 }
 
+/// `dst[i] = f(dst[i], src[i])` in place: the strided destination is updated from a
+/// source already broadcast to its shape, with no temporary buffer (Note [In-place
+/// kernels]). The destination's layout must not overlap itself (each location is one
+/// element) and `src` must not be the destination's storage; the caller checks both. A
+/// contiguous destination is updated chunk by chunk on the pool.
+pub fn update<T: Element, S: Element>(
+    dst: &mut [T],
+    dst_layout: &Layout,
+    src: &[S],
+    src_layout: &Layout,
+    f: impl Fn(T, S) -> T + Sync + Send,
+) -> Result<()> {
+    same_shape(dst_layout, src_layout)?;
+    dst_layout.check_in_bounds(dst.len())?;
+    src_layout.check_in_bounds(src.len())?;
+    let n = dst_layout.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    // One run of the source against the destination's elements `start..start + len`.
+    let update_run = |out: &mut [T], start: usize| {
+        for_each_run(
+            src_layout.shape(),
+            [src_layout.strides()],
+            [src_layout.offset()],
+            start,
+            start + out.len(),
+            |i, [o], [s], len| {
+                let out = &mut out[i - start..i - start + len];
+                match s {
+                    1 => {
+                        for (d, &x) in out.iter_mut().zip(&src[o..o + len]) {
+                            *d = f(*d, x);
+                        }
+                    }
+                    0 => {
+                        let x = src[o];
+                        for d in out.iter_mut() {
+                            *d = f(*d, x);
+                        }
+                    }
+                    s => {
+                        for (r, d) in out.iter_mut().enumerate() {
+                            *d = f(*d, src[o + r * s]);
+                        }
+                    }
+                }
+            },
+        );
+    };
+    if dst_layout.is_contiguous() {
+        let out = &mut dst[dst_layout.offset()..dst_layout.offset() + n];
+        if n < PARALLEL_MIN_ELEMENTS {
+            update_run(out, 0);
+        } else {
+            parallel::for_each_chunk_mut(out, CHUNK, |c, chunk| update_run(chunk, c * CHUNK));
+        }
+        return Ok(());
+    }
+    for_each_strided(
+        dst_layout.shape(),
+        [dst_layout.strides(), src_layout.strides()],
+        [dst_layout.offset(), src_layout.offset()],
+        0,
+        n,
+        |_, [d, s]| dst[d] = f(dst[d], src[s]),
+    );
+    Ok(())
+}
+
 /// Writes `values` (contiguous, row-major over `dst_layout`'s shape) into the strided
 /// destination `dst`.
 pub fn scatter<T: Element>(dst: &mut [T], dst_layout: &Layout, values: &[T]) -> Result<()> {

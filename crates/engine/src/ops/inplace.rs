@@ -9,7 +9,7 @@ use super::{shape_of, zeros_like, Grads, Shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::storage::WriteSite;
-use crate::tensor::{Scalar, Tensor};
+use crate::tensor::{BinaryOp, Scalar, Tensor};
 use crate::variable::{Overlap, Variable};
 use smallvec::smallvec;
 use std::panic::Location;
@@ -62,33 +62,29 @@ impl Variable {
     /// In-place `self += other`.
     #[track_caller]
     pub fn add_(&self, other: &Variable) -> Result<()> {
-        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| {
-            s.add(other)
-        })
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place_binary(other, BinaryOp::Add, site, |s| s.add(other))
     }
 
     /// In-place `self -= other`.
     #[track_caller]
     pub fn sub_(&self, other: &Variable) -> Result<()> {
-        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| {
-            s.sub(other)
-        })
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place_binary(other, BinaryOp::Sub, site, |s| s.sub(other))
     }
 
     /// In-place `self *= other`.
     #[track_caller]
     pub fn mul_(&self, other: &Variable) -> Result<()> {
-        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| {
-            s.mul(other)
-        })
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place_binary(other, BinaryOp::Mul, site, |s| s.mul(other))
     }
 
     /// In-place `self /= other`.
     #[track_caller]
     pub fn div_(&self, other: &Variable) -> Result<()> {
-        self.in_place(Some(other), WriteSite::Rust(Location::caller()), |s| {
-            s.div(other)
-        })
+        let site = WriteSite::Rust(Location::caller());
+        self.in_place_binary(other, BinaryOp::Div, site, |s| s.div(other))
     }
 
     /// In-place clamp.
@@ -135,7 +131,7 @@ impl Variable {
     }
 
     fn fill_impl(&self, value: Scalar, zero: bool, site: WriteSite) -> Result<()> {
-        self.in_place_impl(&[], Overlap::Idempotent, site, |s| {
+        self.in_place_impl(&[], Overlap::Idempotent, site, None, |s| {
             // A broadcast scalar: `copy_from` writes it without materialising it.
             let filled = Tensor::from_scalar(value, s.dtype()).broadcast_to(&s.shape())?;
             Ok(Variable::record(filled, &[s], |_, _| {
