@@ -72,7 +72,9 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         # nn_*.json: each has its own reader (grad_fn names, errors, whole models):
         # test_nn_spatial.py, test_vectors_nn_loss.py, test_vectors_nn_conv.py,
         # test_nn_poolnorm_vectors.py, test_nn_models.py
-        if path.stem not in ("random", "factory", "samplers_ops")
+        # data_samplers.json and lr_scheduler.json (Python-only features, not in the
+        # generic format): read by test_data.py and test_lr_scheduler.py
+        if path.stem not in ("random", "factory", "samplers_ops", "data_samplers", "lr_scheduler")
         and not path.stem.startswith("nn_")
     }
 

@@ -1,5 +1,6 @@
-"""``rustgrad.utils``: ``checkpoint`` (activation checkpointing)."""
+"""``rustgrad.utils``: ``checkpoint`` (activation checkpointing) and ``data`` (datasets,
+samplers, DataLoader)."""
 
-from . import checkpoint
+from . import checkpoint, data
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "data"]

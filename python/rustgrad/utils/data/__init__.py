@@ -1,0 +1,44 @@
+"""``rustgrad.utils.data``: datasets, samplers and the DataLoader, with PyTorch's
+names and semantics (``torch.utils.data``); loading runs in the main process."""
+
+from ._collate import default_collate, default_convert
+from .dataloader import DataLoader, get_worker_info
+from .dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
+from .sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+
+__all__ = [
+    "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "IterableDataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "StackDataset",
+    "Subset",
+    "SubsetRandomSampler",
+    "TensorDataset",
+    "WeightedRandomSampler",
+    "default_collate",
+    "default_convert",
+    "get_worker_info",
+    "random_split",
+]
