@@ -212,6 +212,20 @@ def test_subset() -> None:
     over_list = Subset(["a", "b", "c"], [2, 0])
     assert over_list[0] == "c"
 
+    class Doubled(Subset):
+        def __getitem__(self, idx: int) -> int:
+            return 2 * super().__getitem__(idx)
+
+    with pytest.raises(NotImplementedError, match="Doubled overrides __getitem__ but not"):
+        Doubled(Squares(3), [0])
+
+    class DoubledBatches(Doubled):
+        def __getitems__(self, indices: list[int]) -> list[int]:
+            return [self[i] for i in indices]
+
+    loader = DataLoader(DoubledBatches(Squares(4), [3, 1]), batch_size=2)
+    assert [b.tolist() for b in loader] == [[18, 2]]
+
 
 def test_random_split_partitions() -> None:
     g = torch.Generator().manual_seed(3)
