@@ -359,6 +359,13 @@ def test_collate_numpy() -> None:
         default_collate([np.array(["a"]), np.array(["b"])])
 
 
+@pytest.mark.parametrize("kind", [np.int8, np.int16, np.int32, np.float16, np.float32, np.bool_])
+def test_collate_numpy_scalars_keep_their_dtype(kind: type) -> None:
+    out = default_collate([kind(1), kind(0), kind(1)])
+    assert out.numpy().dtype == np.dtype(kind)
+    np.testing.assert_array_equal(out.numpy(), np.array([1, 0, 1], dtype=kind))
+
+
 def test_collate_strings_and_containers() -> None:
     assert default_collate(["a", "b"]) == ["a", "b"]
     assert default_collate([b"x", b"y"]) == [b"x", b"y"]

@@ -145,6 +145,10 @@ def _collate_numpy_array(batch: list, *, collate_fn_map: CollateFnMap | None = N
 
 
 def _collate_numpy_scalar(batch: list, *, collate_fn_map: CollateFnMap | None = None) -> Any:
+    if all(type(b) is type(batch[0]) for b in batch):
+        # Through one numpy array: rustgrad's as_tensor of a list infers the dtype from
+        # Python values (int32 scalars would become int64), PyTorch keeps numpy's.
+        return torch.as_tensor(np.array(batch))
     return torch.as_tensor(batch)
 
 
