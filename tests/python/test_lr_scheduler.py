@@ -230,6 +230,14 @@ def test_step_before_optimizer_step_warns() -> None:
     assert optimizer.steps == 1  # the wrapped step still runs the optimizer's
 
 
+def test_overridden_optimizer_step_warns() -> None:
+    optimizer = sgd(0.1)
+    scheduler = StepLR(optimizer, step_size=2)
+    optimizer.step = StandInOptimizer.step.__get__(optimizer)  # replaces the wrapper
+    with pytest.warns(UserWarning, match="Seems like `optimizer.step\\(\\)` has been overridden"):
+        scheduler.step()
+
+
 def test_get_lr_outside_step_warns() -> None:
     scheduler = StepLR(sgd(0.1), step_size=2)
     with pytest.warns(UserWarning, match="please use `get_last_lr\\(\\)`"):

@@ -58,6 +58,14 @@ _STEP_ORDER_WARNING = (
 )
 
 
+_STEP_OVERRIDDEN_WARNING = (
+    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+    "initialization. Please, make sure to call `optimizer.step()` before "
+    "`lr_scheduler.step()`. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+)
+
+
 def _check_optimizer(optimizer: Any) -> None:
     # Duck-typed rather than isinstance(optimizer, Optimizer): a scheduler needs only
     # param_groups, and any optimizer class that has them can be scheduled.
@@ -245,10 +253,14 @@ class LRScheduler:
         """Advances one epoch (or, deprecated, jumps to ``epoch``) and writes the new lrs
         into the param groups."""
         if self._step_count == 1:
-            if not hasattr(getattr(self.optimizer, "step", None), "_wrapped_by_lr_sched"):
-                pass  # an optimizer whose step we could not wrap: no way to tell
-            elif not getattr(self.optimizer, "_opt_called", False):
-                warnings.warn(_STEP_ORDER_WARNING, UserWarning, stacklevel=2)
+            step = getattr(self.optimizer, "step", None)
+            if hasattr(step, "_wrapped_by_lr_sched"):
+                if not getattr(self.optimizer, "_opt_called", False):
+                    warnings.warn(_STEP_ORDER_WARNING, UserWarning, stacklevel=2)
+            elif hasattr(step, "__func__"):
+                # A Python method, so it was wrapped: someone replaced it since.
+                warnings.warn(_STEP_OVERRIDDEN_WARNING, UserWarning, stacklevel=2)
+            # else a step that cannot be wrapped (native): no way to tell
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
