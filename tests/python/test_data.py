@@ -79,7 +79,7 @@ def run_case(case: dict[str, Any]) -> tuple[list[Any], list[int]]:
             source = DataLoader(
                 TensorDataset(torch.arange(args["n"])),
                 batch_size=args["batch_size"],
-                shuffle=True,
+                shuffle=args.get("shuffle", True),
                 drop_last=args.get("drop_last", False),
                 generator=generator,
             )

@@ -1,6 +1,6 @@
 """Generate tests/vectors/data_samplers.json: PyTorch's indices for the random parts of
 ``torch.utils.data`` (RandomSampler, SubsetRandomSampler, WeightedRandomSampler,
-random_split, a shuffling DataLoader) for seeded generators.
+random_split, the DataLoader) for seeded generators.
 
 Run from the repository root with the separate PyTorch environment:
 
@@ -73,7 +73,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
             source = DataLoader(
                 TensorDataset(torch.arange(args["n"])),
                 batch_size=args["batch_size"],
-                shuffle=True,
+                shuffle=args.get("shuffle", True),
                 drop_last=args.get("drop_last", False),
                 generator=generator,
             )
@@ -209,6 +209,25 @@ CASES: list[dict[str, Any]] = [
         "kind": "batch_sampler",
         "seed": 17,
         "args": {"n": 10, "batch_size": 3, "drop_last": True},
+    },
+    {
+        "name": "random_num_samples_multiple_of_n",
+        "kind": "random_sampler",
+        "seed": 20,
+        "args": {"n": 5, "num_samples": 10},
+    },
+    {
+        "name": "random_replacement_multiple_of_32",
+        "kind": "random_sampler",
+        "seed": 21,
+        "args": {"n": 4, "replacement": True, "num_samples": 64},
+    },
+    {
+        "name": "loader_no_shuffle_draws_base_seed",
+        "kind": "dataloader",
+        "seed": 22,
+        "args": {"n": 5, "batch_size": 2, "shuffle": False},
+        "epochs": 2,
     },
     {
         "name": "loader_shuffle",

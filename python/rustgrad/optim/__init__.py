@@ -1,5 +1,1 @@
-"""``rustgrad.optim``: learning-rate schedulers (``lr_scheduler``)."""
-
-from . import lr_scheduler
-
-__all__ = ["lr_scheduler"]
+from . import lr_scheduler  # noqa: F401  (merged with rustgrad.optim by the lead)
