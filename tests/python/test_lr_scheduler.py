@@ -422,3 +422,11 @@ def test_polynomial_and_cosine_shapes() -> None:
         cosine.step()
         expected = 0.01 + 0.19 * (1 + math.cos(math.pi * t / 8)) / 2
         assert cosine.get_last_lr()[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_plateau_takes_a_tensor_metric() -> None:
+    optimizer = sgd(0.1)
+    scheduler = ReduceLROnPlateau(optimizer, patience=0, factor=0.5)
+    scheduler.step(torch.tensor(1.0))
+    scheduler.step(torch.tensor(2.0))
+    assert scheduler.best == 1.0 and scheduler.get_last_lr() == [0.05]

@@ -9,7 +9,8 @@ Read by tests/python/test_lr_scheduler.py (not by the generic vector readers: th
 schedulers are Python-only). A case is:
 
 - ``optimizer``: ``"sgd"`` (``momentum`` in the groups and defaults) or ``"adam"``
-  (``betas``), and ``groups``: each group's ``lr`` (and ``momentum`` / ``betas``);
+  (``betas``), and ``groups``: each group's ``lr`` (and ``momentum`` / ``betas``, and
+  ``initial_lr`` for a scheduler resumed with ``last_epoch``);
 - ``scheduler``: ``{"class": name, "kwargs": {...}}``; ``SequentialLR`` and
   ``ChainedScheduler`` take ``"schedulers": [spec, ...]``; a kwarg that is a function
   (``lr_lambda``, ``scale_fn``) is named by a key of ``FUNCTIONS``;
@@ -157,6 +158,16 @@ CASES: list[dict[str, Any]] = [
      "steps": 30, "resume_at": 12},
     {"name": "cosine", **sgd(0.1), "scheduler": sched("CosineAnnealingLR", T_max=10),
      "steps": 30},
+    {"name": "cosine_last_epoch", "optimizer": "sgd",
+     "groups": [{"lr": 0.07, "momentum": 0.9, "initial_lr": 0.1}],
+     "scheduler": sched("CosineAnnealingLR", T_max=10, last_epoch=4), "steps": 20},
+    {"name": "step_last_epoch", "optimizer": "sgd",
+     "groups": [{"lr": 0.05, "momentum": 0.9, "initial_lr": 0.1}],
+     "scheduler": sched("StepLR", step_size=3, last_epoch=4), "steps": 10},
+    {"name": "cyclic_last_epoch", "optimizer": "sgd",
+     "groups": [{"lr": 0.05, "momentum": 0.85, "initial_lr": 0.01}],
+     "scheduler": sched("CyclicLR", base_lr=0.01, max_lr=0.1, step_size_up=4,
+                        cycle_momentum=False, last_epoch=5), "steps": 10},
     {"name": "cosine_eta_min", **sgd(0.1, 0.05),
      "scheduler": sched("CosineAnnealingLR", T_max=7, eta_min=0.001), "steps": 30,
      "resume_at": 11},
