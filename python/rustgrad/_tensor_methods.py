@@ -141,6 +141,68 @@ def _del_grad(self: Tensor) -> None:
 
 _METHODS["grad"] = property(_GRAD.__get__, _GRAD.__set__, _del_grad, _GRAD.__doc__)
 
+
+def _is_parameter(t: Tensor) -> bool:
+    from .nn.parameter import Parameter
+
+    return isinstance(t, Parameter)
+
+
+def _deepcopy(self: Tensor, memo: dict[int, Any]) -> Tensor:
+    """A copy with its own storage, the same dtype, ``requires_grad``, class (Parameter
+    stays Parameter) and a deep copy of ``.grad``; a tensor met twice in one
+    ``copy.deepcopy`` is copied once (``memo``)."""
+    if not self.is_leaf:
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+            "protocol at the moment.  If you were attempting to deepcopy a module, this may "
+            "be because of a torch.nn.utils.weight_norm usage, see "
+            "https://github.com/pytorch/pytorch/pull/103001"
+        )
+    if id(self) in memo:
+        return memo[id(self)]
+    data = self.detach().clone()
+    if _is_parameter(self):
+        new = type(self)(data, requires_grad=self.requires_grad)
+    else:
+        new = data.requires_grad_(self.requires_grad) if self.requires_grad else data
+    memo[id(self)] = new
+    if self.grad is not None:
+        new.grad = _deepcopy(self.grad, memo)
+    return new
+
+
+def _rebuild_tensor(array: Any, dtype_name: str, requires_grad: bool, parameter: bool) -> Tensor:
+    """Unpickles what ``Tensor.__reduce_ex__`` wrote."""
+    import rustgrad
+
+    dtype = getattr(rustgrad, dtype_name)
+    t = tensor(array).to(dtype)
+    if parameter:
+        from .nn.parameter import Parameter
+
+        return Parameter(t, requires_grad=requires_grad)
+    return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def _reduce_ex(self: Tensor, protocol: int) -> tuple[Any, ...]:
+    """Pickles as (numpy copy of the data, dtype name, requires_grad, is Parameter);
+    bfloat16, which numpy lacks, travels as float32 (exact)."""
+    dtype_name = str(self.dtype).rsplit(".", 1)[-1]
+    data = self.detach()
+    if dtype_name == "bfloat16":
+        import rustgrad
+
+        data = data.to(rustgrad.float32)
+    return (
+        _rebuild_tensor,
+        (data.numpy().copy(), dtype_name, self.requires_grad, _is_parameter(self)),
+    )
+
+
+_METHODS["__deepcopy__"] = _deepcopy
+_METHODS["__reduce_ex__"] = _reduce_ex
+
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 
