@@ -71,7 +71,7 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         # test_factories.py
         # nn_*.json: each has its own reader (grad_fn names, errors, whole models):
         # test_nn_spatial.py, test_vectors_nn_loss.py, test_vectors_nn_conv.py,
-        # test_nn_poolnorm_vectors.py, test_nn_models.py
+        # test_nn_poolnorm_vectors.py, test_nn_models.py, test_nn_layers.py
         # data_samplers.json and lr_scheduler.json (Python-only features, not in the
         # generic format): read by test_data.py and test_lr_scheduler.py
         if path.stem not in ("random", "factory", "samplers_ops", "data_samplers", "lr_scheduler")

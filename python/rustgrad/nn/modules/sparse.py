@@ -181,4 +181,4 @@ class EmbeddingBag(Module):
         s += ", mode={mode}"
         if self.padding_idx is not None:
             s += ", padding_idx={padding_idx}"
-        return s.format(**{k: v for k, v in self.__dict__.items()})
+        return s.format(**{k: repr(v) for k, v in self.__dict__.items()})
