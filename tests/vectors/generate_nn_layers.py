@@ -270,9 +270,67 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class TheModelClass(nn.Module):
+    """The seed notes' LeNet."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 5)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+
+class Block(nn.Module):
+    """A ResNet basic block (named like torchvision's)."""
+
+    def __init__(self, channels: int, stride: int = 1) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(channels, channels, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.downsample = nn.Sequential(nn.Conv2d(channels, channels, 1, stride, bias=False), nn.BatchNorm2d(channels)) if stride != 1 else None
+
+
+def nested() -> nn.Module:
+    """A model nesting every container (rebuilt the same way by test_nn_module.py)."""
+    from collections import OrderedDict
+
+    shared = nn.Linear(4, 4)
+    return nn.Sequential(
+        OrderedDict(
+            stem=nn.Conv2d(3, 4, 3, padding=1, bias=False),
+            layer1=nn.Sequential(Block(4), Block(4, stride=2)),
+            blocks=nn.ModuleList([nn.ReLU(), nn.ReLU(), nn.Tanh(), shared, shared]),
+            heads=nn.ModuleDict({"cls": nn.Linear(4, 10), "drop": nn.Dropout(0.1)}),
+            extra=nn.ParameterList([nn.Parameter(torch.zeros(2, 3)), nn.Parameter(torch.zeros(4))]),
+            table=nn.ParameterDict({"a": nn.Parameter(torch.zeros(3))}),
+            empty=nn.ModuleList(),
+        )
+    )
+
+
+def describe(model: nn.Module) -> dict[str, Any]:
+    return {
+        "repr": repr(model),
+        "named_parameters": [[n, list(p.shape)] for n, p in model.named_parameters()],
+        "named_buffers": [n for n, _ in model.named_buffers()],
+        "named_modules": [n for n, _ in model.named_modules()],
+        "named_children": [n for n, _ in model.named_children()],
+        "state_dict_keys": list(model.state_dict().keys()),
+    }
+
+
 def main() -> None:
     cases = [run(spec) for spec in CASES]
-    OUT.write_text(json.dumps({"cases": cases}, indent=None, separators=(",", ":")) + "\n")
+    models = {"the_model_class": describe(TheModelClass()), "nested": describe(nested())}
+    OUT.write_text(
+        json.dumps({"cases": cases, "models": models}, indent=None, separators=(",", ":")) + "\n"
+    )
     print(f"wrote {len(cases)} cases to {OUT}")
 
 

@@ -296,11 +296,12 @@ class ModuleDict(Module):
             self[m[0]] = m[1]
 
 
-def _param_str(p: Any) -> str:
+def _param_str(p: Any, type_name: bool = False) -> str:
+    # As PyTorch: ParameterList shows the dtype, ParameterDict the tensor type name.
     if isinstance(p, Tensor):
         size_str = "x".join(str(size) for size in p.size())
         kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-        return f"{kind} containing: [{p.dtype} of size {size_str}]"
+        return f"{kind} containing: [{p.type() if type_name else p.dtype} of size {size_str}]"
     return "Object of type: " + type(p).__name__
 
 
@@ -429,7 +430,7 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self) -> str:
-        return "\n".join(f"  ({k}): {_param_str(p)}" for k, p in self.items())
+        return "\n".join(f"  ({k}): {_param_str(p, type_name=True)}" for k, p in self.items())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("ParameterDict should not be called.")
