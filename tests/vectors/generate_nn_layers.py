@@ -325,11 +325,54 @@ def describe(model: nn.Module) -> dict[str, Any]:
     }
 
 
+# nn.init functions: (name, function, shape, kwargs), each run on torch.empty(shape)
+# right after torch.manual_seed(0).
+INITS = [
+    ("uniform", "uniform_", [40, 30], {"a": -2.0, "b": 3.0}),
+    ("normal", "normal_", [40, 30], {"mean": 1.0, "std": 0.5}),
+    ("trunc_normal", "trunc_normal_", [40, 30], {"mean": 0.5, "std": 2.0, "a": -1.0, "b": 2.0}),
+    ("trunc_normal_tail", "trunc_normal_", [20, 30], {"mean": 0.0, "std": 1.0, "a": 2.0, "b": 4.0}),
+    ("constant", "constant_", [3, 4], {"val": 0.25}),
+    ("ones", "ones_", [3, 4], {}),
+    ("zeros", "zeros_", [3, 4], {}),
+    ("eye", "eye_", [3, 5], {}),
+    ("dirac", "dirac_", [4, 2, 3, 3], {}),
+    ("dirac_groups", "dirac_", [6, 2, 3], {"groups": 2}),
+    ("xavier_uniform", "xavier_uniform_", [30, 20, 3], {"gain": 2.0}),
+    ("xavier_normal", "xavier_normal_", [30, 20], {}),
+    ("kaiming_uniform", "kaiming_uniform_", [30, 20, 2, 2], {}),
+    ("kaiming_uniform_relu_fan_out", "kaiming_uniform_", [30, 20], {"mode": "fan_out", "nonlinearity": "relu"}),
+    ("kaiming_normal", "kaiming_normal_", [30, 20], {"a": 0.1}),
+    ("orthogonal", "orthogonal_", [6, 4], {}),
+    ("orthogonal_wide", "orthogonal_", [3, 2, 4], {"gain": 1.5}),
+]
+GAINS = [
+    ["linear", None], ["conv2d", None], ["sigmoid", None], ["tanh", None], ["relu", None],
+    ["leaky_relu", None], ["leaky_relu", 0.2], ["selu", None],
+]
+
+
+def inits() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, fn, shape, kwargs in INITS:
+        torch.manual_seed(0)
+        t = torch.empty(shape)
+        getattr(nn.init, fn)(t, **kwargs)
+        out[name] = {"fn": fn, "kwargs": kwargs, "result": tensor_json(t)}
+    return out
+
+
 def main() -> None:
     cases = [run(spec) for spec in CASES]
     models = {"the_model_class": describe(TheModelClass()), "nested": describe(nested())}
+    gains = [[n, p, nn.init.calculate_gain(n, p)] for n, p in GAINS]
     OUT.write_text(
-        json.dumps({"cases": cases, "models": models}, indent=None, separators=(",", ":")) + "\n"
+        json.dumps(
+            {"cases": cases, "models": models, "inits": inits(), "gains": gains},
+            indent=None,
+            separators=(",", ":"),
+        )
+        + "\n"
     )
     print(f"wrote {len(cases)} cases to {OUT}")
 

@@ -118,8 +118,11 @@ def trunc_normal_(
     b: float = 2.0,
     generator: Any = None,
 ) -> Tensor:
-    """Fills ``tensor`` from N(mean, std²) truncated to [a, b] (inverse-CDF method, as
-    PyTorch)."""
+    """Fills ``tensor`` from N(mean, std²) truncated to [a, b], by rejection sampling as
+    PyTorch 2.15 does (so the same seed gives PyTorch's numbers): redraws from N(mean,
+    std²) while values fall outside when most of the mass is inside, otherwise uniform
+    proposals on [a, b] accepted with probability pdf(x) / pdf(mode)."""
+    from .. import empty_like, where
 
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -130,14 +133,41 @@ def trunc_normal_(
             "The distribution of values may be incorrect.",
             stacklevel=2,
         )
+    gen = _gen(generator)
     with no_grad():
-        low = norm_cdf((a - mean) / std)
-        up = norm_cdf((b - mean) / std)
-        tensor.uniform_(2 * low - 1, 2 * up - 1, **_gen(generator))
-        tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            # Bounds in the tensor's dtype, so that the mask agrees with its values.
+            lo = tensor.new_tensor(a).item()
+            hi = tensor.new_tensor(b).item()
+            result = tensor.normal_(mean, std, **gen)
+            while True:
+                mask = (result < lo) | (result > hi)
+                if not mask.any().item():
+                    break
+                result = where(mask, empty_like(result).normal_(mean, std, **gen), result)
+            if result is not tensor:
+                tensor.copy_(result)
+            return tensor
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+        def log_density_gap(x: Tensor) -> Tensor:
+            return x.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+
+        candidates = empty_like(tensor)
+        accept_buf = empty_like(tensor)
+        tensor.uniform_(a, b, **gen)
+        candidates.copy_(tensor)
+        log_density_gap(candidates)
+        pending = accept_buf.uniform_(**gen).log_().gt(candidates)
+        result = tensor
+        while pending.any().item():
+            candidates.uniform_(a, b, **gen)
+            result = where(pending, candidates, result)
+            log_density_gap(candidates)
+            pending = where(pending, accept_buf.uniform_(**gen).log_().gt(candidates), pending)
+        if result is not tensor:
+            tensor.copy_(result)
         return tensor
 
 
