@@ -14,10 +14,16 @@ can check its own initialisation and load the same weights), the inputs, the
 outputs, the gradient of each input and parameter, the buffers after the forward and
 the ``state_dict`` keys. float32 throughout, one thread.
 
+Besides ``cases``: ``models`` (the repr, parameter, buffer, module and state_dict names
+of the seed notes' ``TheModelClass`` and of a model nesting every container),
+``inits`` (each ``nn.init`` function's result on ``torch.empty(shape)`` after
+``torch.manual_seed(0)``) and ``gains`` (``calculate_gain`` values).
+
 Argument encoding: a JSON list is a list, ``{"tuple": [...]}`` a tuple and
 ``{"tensor": t}`` a tensor (the same schema as the other tensors:
-``{"data", "shape", "dtype"}``). Read by ``tests/python/test_nn_layers.py``; the
-generic vector readers skip ``nn_*.json``.
+``{"data", "shape", "dtype"}``). Read by ``tests/python/test_nn_layers.py``,
+``test_nn_module.py`` and ``test_nn_init.py``; the generic vector readers skip
+``nn_*.json``.
 """
 
 from __future__ import annotations
@@ -103,8 +109,17 @@ def CONST(data: list[int]) -> dict[str, Any]:
     return {"kind": "const", "shape": [len(data)], "data": data, "grad": False}
 
 
-def case(name: str, cls: str, *args: Any, inputs: list[dict[str, Any]], eval: bool = False, **kwargs: Any) -> dict[str, Any]:
-    return {"name": name, "cls": cls, "args": list(args), "kwargs": kwargs, "inputs": inputs, "eval": eval}
+def case(
+    name: str, cls: str, *args: Any, inputs: list[dict[str, Any]], eval: bool = False, **kwargs: Any
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "cls": cls,
+        "args": list(args),
+        "kwargs": kwargs,
+        "inputs": inputs,
+        "eval": eval,
+    }
 
 
 X24 = [X(2, 4)]
@@ -153,23 +168,98 @@ CASES = [
     case("flatten_0_1", "Flatten", 0, 1, inputs=X234),
     case("unflatten", "Unflatten", 1, T(2, 2), inputs=[X(3, 4)]),
     case("conv1d", "Conv1d", 2, 3, 3, inputs=[X(2, 2, 7)]),
-    case("conv1d_opts", "Conv1d", 2, 4, 3, stride=2, padding=1, groups=2, bias=False, inputs=[X(2, 2, 7)]),
+    case(
+        "conv1d_opts",
+        "Conv1d",
+        2,
+        4,
+        3,
+        stride=2,
+        padding=1,
+        groups=2,
+        bias=False,
+        inputs=[X(2, 2, 7)],
+    ),
     case("conv2d_lenet", "Conv2d", 3, 6, 5, inputs=[X(1, 3, 8, 8)]),
-    case("conv2d_opts", "Conv2d", 2, 4, T(3, 2), stride=T(2, 1), padding=1, dilation=T(1, 2), inputs=[X(2, 2, 6, 7)]),
-    case("conv2d_same_reflect", "Conv2d", 2, 2, 3, padding="same", padding_mode="reflect", inputs=[X(1, 2, 5, 5)]),
-    case("conv2d_circular_groups", "Conv2d", 4, 4, 3, padding=1, groups=2, padding_mode="circular", inputs=[X(1, 4, 4, 5)]),
+    case(
+        "conv2d_opts",
+        "Conv2d",
+        2,
+        4,
+        T(3, 2),
+        stride=T(2, 1),
+        padding=1,
+        dilation=T(1, 2),
+        inputs=[X(2, 2, 6, 7)],
+    ),
+    case(
+        "conv2d_same_reflect",
+        "Conv2d",
+        2,
+        2,
+        3,
+        padding="same",
+        padding_mode="reflect",
+        inputs=[X(1, 2, 5, 5)],
+    ),
+    case(
+        "conv2d_circular_groups",
+        "Conv2d",
+        4,
+        4,
+        3,
+        padding=1,
+        groups=2,
+        padding_mode="circular",
+        inputs=[X(1, 4, 4, 5)],
+    ),
     case("conv2d_valid", "Conv2d", 2, 3, 2, padding="valid", inputs=[X(1, 2, 4, 4)]),
     case("conv3d", "Conv3d", 2, 3, 2, inputs=[X(1, 2, 3, 4, 4)]),
     case("conv_transpose1d", "ConvTranspose1d", 2, 3, 3, stride=2, inputs=[X(2, 2, 5)]),
-    case("conv_transpose2d", "ConvTranspose2d", 2, 3, 3, stride=2, padding=1, output_padding=1, inputs=[X(1, 2, 4, 4)]),
-    case("conv_transpose2d_groups", "ConvTranspose2d", 4, 2, 2, groups=2, bias=False, inputs=[X(1, 4, 3, 3)]),
+    case(
+        "conv_transpose2d",
+        "ConvTranspose2d",
+        2,
+        3,
+        3,
+        stride=2,
+        padding=1,
+        output_padding=1,
+        inputs=[X(1, 2, 4, 4)],
+    ),
+    case(
+        "conv_transpose2d_groups",
+        "ConvTranspose2d",
+        4,
+        2,
+        2,
+        groups=2,
+        bias=False,
+        inputs=[X(1, 4, 3, 3)],
+    ),
     case("max_pool1d", "MaxPool1d", 2, inputs=[X(2, 3, 8)]),
     case("max_pool2d", "MaxPool2d", 2, 2, inputs=[X(2, 3, 6, 6)]),
-    case("max_pool2d_opts", "MaxPool2d", 3, stride=2, padding=1, ceil_mode=True, inputs=[X(1, 2, 7, 6)]),
+    case(
+        "max_pool2d_opts",
+        "MaxPool2d",
+        3,
+        stride=2,
+        padding=1,
+        ceil_mode=True,
+        inputs=[X(1, 2, 7, 6)],
+    ),
     case("max_pool2d_tuple", "MaxPool2d", T(2, 3), dilation=T(2, 1), inputs=[X(1, 2, 7, 7)]),
     case("avg_pool1d", "AvgPool1d", 3, stride=2, inputs=[X(2, 3, 9)]),
     case("avg_pool2d", "AvgPool2d", 2, inputs=[X(2, 3, 6, 6)]),
-    case("avg_pool2d_opts", "AvgPool2d", 3, stride=2, padding=1, count_include_pad=False, inputs=[X(1, 2, 7, 6)]),
+    case(
+        "avg_pool2d_opts",
+        "AvgPool2d",
+        3,
+        stride=2,
+        padding=1,
+        count_include_pad=False,
+        inputs=[X(1, 2, 7, 6)],
+    ),
     case("adaptive_avg_pool1d", "AdaptiveAvgPool1d", 3, inputs=[X(2, 3, 8)]),
     case("adaptive_avg_pool2d", "AdaptiveAvgPool2d", T(2, 3), inputs=[X(2, 3, 7, 8)]),
     case("adaptive_avg_pool2d_1", "AdaptiveAvgPool2d", 1, inputs=[X(2, 3, 5, 5)]),
@@ -178,7 +268,9 @@ CASES = [
     case("batch_norm1d_3d_no_affine", "BatchNorm1d", 3, affine=False, inputs=[X(4, 3, 5)]),
     case("batch_norm2d", "BatchNorm2d", 3, inputs=[X(2, 3, 4, 4)]),
     case("batch_norm2d_momentum_none", "BatchNorm2d", 3, momentum=None, inputs=[X(2, 3, 4, 4)]),
-    case("batch_norm2d_no_stats", "BatchNorm2d", 3, track_running_stats=False, inputs=[X(2, 3, 4, 4)]),
+    case(
+        "batch_norm2d_no_stats", "BatchNorm2d", 3, track_running_stats=False, inputs=[X(2, 3, 4, 4)]
+    ),
     case("batch_norm2d_eval", "BatchNorm2d", 3, eval=True, inputs=[X(2, 3, 4, 4)]),
     case("layer_norm", "LayerNorm", 4, inputs=X234),
     case("layer_norm_2d_no_affine", "LayerNorm", T(3, 4), elementwise_affine=False, inputs=X234),
@@ -188,7 +280,14 @@ CASES = [
     case("rms_norm", "RMSNorm", 4, inputs=X234),
     case("rms_norm_eps", "RMSNorm", T(3, 4), eps=1e-3, inputs=X234),
     case("instance_norm2d", "InstanceNorm2d", 3, inputs=[X(2, 3, 4, 4)]),
-    case("instance_norm2d_affine_stats", "InstanceNorm2d", 3, affine=True, track_running_stats=True, inputs=[X(2, 3, 4, 4)]),
+    case(
+        "instance_norm2d_affine_stats",
+        "InstanceNorm2d",
+        3,
+        affine=True,
+        track_running_stats=True,
+        inputs=[X(2, 3, 4, 4)],
+    ),
     case("local_response_norm", "LocalResponseNorm", 2, inputs=[X(2, 4, 3, 3)]),
     case("dropout_eval", "Dropout", 0.3, eval=True, inputs=X24),
     case("dropout2d_eval", "Dropout2d", eval=True, inputs=[X(2, 3, 2, 2)]),
@@ -198,8 +297,22 @@ CASES = [
     case("embedding_bag_sum", "EmbeddingBag", 10, 3, mode="sum", inputs=[IDX(10, 3, 2)]),
     case("embedding_bag_max", "EmbeddingBag", 10, 3, mode="max", inputs=[IDX(10, 2, 3)]),
     case("upsample_nearest", "Upsample", scale_factor=2, inputs=[X(1, 2, 3, 3)]),
-    case("upsample_bilinear_size", "Upsample", size=T(5, 6), mode="bilinear", align_corners=False, inputs=[X(1, 2, 3, 4)]),
-    case("upsample_bilinear_corners", "Upsample", scale_factor=2, mode="bilinear", align_corners=True, inputs=[X(1, 2, 3, 3)]),
+    case(
+        "upsample_bilinear_size",
+        "Upsample",
+        size=T(5, 6),
+        mode="bilinear",
+        align_corners=False,
+        inputs=[X(1, 2, 3, 4)],
+    ),
+    case(
+        "upsample_bilinear_corners",
+        "Upsample",
+        scale_factor=2,
+        mode="bilinear",
+        align_corners=True,
+        inputs=[X(1, 2, 3, 3)],
+    ),
     case("pixel_shuffle", "PixelShuffle", 2, inputs=[X(1, 8, 2, 3)]),
     case("zero_pad2d", "ZeroPad2d", 1, inputs=[X(1, 2, 3, 3)]),
     case("zero_pad2d_tuple", "ZeroPad2d", T(1, 0, 2, 1), inputs=[X(1, 2, 3, 3)]),
@@ -210,8 +323,20 @@ CASES = [
     *[case(n, c, *a, inputs=X24, **k) for n, c, a, k in ACTIVATIONS],
     case("softmax2d", "Softmax2d", inputs=[X(2, 3, 2, 2)]),
     case("cross_entropy", "CrossEntropyLoss", inputs=[X(4, 5), IDX(5, 4)]),
-    case("cross_entropy_opts", "CrossEntropyLoss", label_smoothing=0.1, reduction="sum", inputs=[X(4, 5), IDX(5, 4)]),
-    case("cross_entropy_weight", "CrossEntropyLoss", weight=W([1.0, 2.0, 0.5]), ignore_index=1, inputs=[X(5, 3), IDX(3, 5)]),
+    case(
+        "cross_entropy_opts",
+        "CrossEntropyLoss",
+        label_smoothing=0.1,
+        reduction="sum",
+        inputs=[X(4, 5), IDX(5, 4)],
+    ),
+    case(
+        "cross_entropy_weight",
+        "CrossEntropyLoss",
+        weight=W([1.0, 2.0, 0.5]),
+        ignore_index=1,
+        inputs=[X(5, 3), IDX(3, 5)],
+    ),
     case("nll", "NLLLoss", inputs=[LOGP(4, 5), IDX(5, 4)]),
     case("nll_none", "NLLLoss", reduction="none", inputs=[LOGP(4, 5), IDX(5, 4)]),
     case("mse", "MSELoss", inputs=[X(3, 4), X(3, 4, grad=False)]),
@@ -221,12 +346,32 @@ CASES = [
     case("huber", "HuberLoss", delta=0.5, inputs=[X(3, 4), X(3, 4, grad=False)]),
     case("bce", "BCELoss", inputs=[P(3, 4), P(3, 4, grad=False)]),
     case("bce_with_logits", "BCEWithLogitsLoss", inputs=[X(3, 4), P(3, 4, grad=False)]),
-    case("bce_with_logits_pos_weight", "BCEWithLogitsLoss", pos_weight=W([1.0, 2.0, 3.0, 0.5]), inputs=[X(3, 4), P(3, 4, grad=False)]),
+    case(
+        "bce_with_logits_pos_weight",
+        "BCEWithLogitsLoss",
+        pos_weight=W([1.0, 2.0, 3.0, 0.5]),
+        inputs=[X(3, 4), P(3, 4, grad=False)],
+    ),
     case("kl_div", "KLDivLoss", reduction="batchmean", inputs=[LOGP(3, 4), P(3, 4, grad=False)]),
-    case("kl_div_log_target", "KLDivLoss", reduction="sum", log_target=True, inputs=[LOGP(3, 4), X(3, 4, grad=False)]),
+    case(
+        "kl_div_log_target",
+        "KLDivLoss",
+        reduction="sum",
+        log_target=True,
+        inputs=[LOGP(3, 4), X(3, 4, grad=False)],
+    ),
     case("poisson_nll", "PoissonNLLLoss", inputs=[X(3, 4), P(3, 4, grad=False)]),
-    case("margin_ranking", "MarginRankingLoss", margin=0.1, inputs=[X(5), X(5), {"kind": "sign", "shape": [5], "grad": False}]),
-    case("cosine_embedding", "CosineEmbeddingLoss", inputs=[X(3, 4), X(3, 4), {"kind": "sign", "shape": [3], "grad": False}]),
+    case(
+        "margin_ranking",
+        "MarginRankingLoss",
+        margin=0.1,
+        inputs=[X(5), X(5), {"kind": "sign", "shape": [5], "grad": False}],
+    ),
+    case(
+        "cosine_embedding",
+        "CosineEmbeddingLoss",
+        inputs=[X(3, 4), X(3, 4), {"kind": "sign", "shape": [3], "grad": False}],
+    ),
     case("triplet_margin", "TripletMarginLoss", inputs=[X(3, 4), X(3, 4), X(3, 4)]),
 ]
 
@@ -293,7 +438,13 @@ class Block(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.conv2 = nn.Conv2d(channels, channels, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(channels)
-        self.downsample = nn.Sequential(nn.Conv2d(channels, channels, 1, stride, bias=False), nn.BatchNorm2d(channels)) if stride != 1 else None
+        self.downsample = (
+            nn.Sequential(
+                nn.Conv2d(channels, channels, 1, stride, bias=False), nn.BatchNorm2d(channels)
+            )
+            if stride != 1
+            else None
+        )
 
 
 def nested() -> nn.Module:
@@ -341,14 +492,25 @@ INITS = [
     ("xavier_uniform", "xavier_uniform_", [30, 20, 3], {"gain": 2.0}),
     ("xavier_normal", "xavier_normal_", [30, 20], {}),
     ("kaiming_uniform", "kaiming_uniform_", [30, 20, 2, 2], {}),
-    ("kaiming_uniform_relu_fan_out", "kaiming_uniform_", [30, 20], {"mode": "fan_out", "nonlinearity": "relu"}),
+    (
+        "kaiming_uniform_relu_fan_out",
+        "kaiming_uniform_",
+        [30, 20],
+        {"mode": "fan_out", "nonlinearity": "relu"},
+    ),
     ("kaiming_normal", "kaiming_normal_", [30, 20], {"a": 0.1}),
     ("orthogonal", "orthogonal_", [6, 4], {}),
     ("orthogonal_wide", "orthogonal_", [3, 2, 4], {"gain": 1.5}),
 ]
 GAINS = [
-    ["linear", None], ["conv2d", None], ["sigmoid", None], ["tanh", None], ["relu", None],
-    ["leaky_relu", None], ["leaky_relu", 0.2], ["selu", None],
+    ["linear", None],
+    ["conv2d", None],
+    ["sigmoid", None],
+    ["tanh", None],
+    ["relu", None],
+    ["leaky_relu", None],
+    ["leaky_relu", 0.2],
+    ["selu", None],
 ]
 
 
