@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import pickle
 from collections import OrderedDict
 from pathlib import Path
@@ -426,3 +427,43 @@ def test_call_without_hooks_runs_forward_directly() -> None:
         lin(x).detach().numpy(), F.linear(x, lin.weight, lin.bias).detach().numpy()
     )
     assert nn.Module.__call__ is nn.Module._call_impl
+
+
+def test_dropout_follows_train_and_eval_modes() -> None:
+    drop = nn.Dropout(0.25)
+    x = rustgrad.ones(200, 300)
+    out = drop(x).numpy()
+    zeros = (out == 0).mean()
+    assert abs(zeros - 0.25) < 5 * math.sqrt(0.25 * 0.75 / out.size)
+    np.testing.assert_allclose(out[out != 0], 1 / 0.75, rtol=1e-6)
+    drop.eval()
+    assert drop(x) is x or np.array_equal(drop(x).numpy(), x.numpy())
+    channels = nn.Dropout2d(0.5)(rustgrad.ones(64, 32, 2, 2)).numpy()
+    # Whole channels are dropped together.
+    per_channel = channels.reshape(64, 32, 4)
+    assert ((per_channel == 0).all(-1) | (per_channel == 2).all(-1)).all()
+    with pytest.raises(
+        ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"
+    ):
+        nn.Dropout(1.5)
+
+
+def test_full_backward_hook_with_two_inputs_and_a_tuple_output() -> None:
+    class Split(nn.Module):
+        def forward(self, a: Any, b: Any) -> Any:
+            return a * b, a + b
+
+    m = Split()
+    got: list[Any] = []
+    m.register_full_backward_hook(lambda mod, gi, go: got.append((gi, go)))
+    a = rustgrad.tensor([1.0, 2.0], requires_grad=True)
+    b = rustgrad.tensor([3.0, 4.0], requires_grad=True)
+    prod, total = m(a, b)
+    (prod.sum() + 2 * total.sum()).backward()
+    grad_input, grad_output = got[0]
+    assert len(grad_input) == 2 and len(grad_output) == 2
+    np.testing.assert_array_equal(grad_output[0].numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(grad_output[1].numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(grad_input[0].numpy(), [5.0, 6.0])  # b + 2
+    np.testing.assert_array_equal(grad_input[1].numpy(), [3.0, 4.0])  # a + 2
+    np.testing.assert_array_equal(a.grad.numpy(), [5.0, 6.0])

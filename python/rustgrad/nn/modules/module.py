@@ -850,14 +850,13 @@ class Module:
                 )
                 continue
             to_load.append((self, name, input_param, is_param))
-        if "_extra_state" in state_dict and prefix + "_extra_state" in state_dict:
-            pass
         for key in state_dict.keys():
             if key.startswith(prefix):
                 input_name = key[len(prefix) :].split(".", 1)
-                if input_name[0] not in self._modules and input_name[0] not in local_state:
-                    unexpected_keys.append(key)
-                elif len(input_name) == 1 and input_name[0] in self._modules:
+                if len(input_name) > 1:
+                    if input_name[0] not in self._modules:
+                        unexpected_keys.append(key)
+                elif input_name[0] not in local_state:
                     unexpected_keys.append(key)
 
     def load_state_dict(
