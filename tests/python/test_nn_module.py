@@ -309,10 +309,11 @@ def test_a_forward_that_raises_leaves_hooks_and_state_consistent() -> None:
     seen: list[str] = []
     m.register_forward_pre_hook(lambda mod, args: seen.append("pre"))
     m.register_forward_hook(lambda mod, args, out: seen.append("post"))
+    m.register_forward_hook(lambda mod, args, out: seen.append(f"always {out}"), always_call=True)
     with pytest.raises(ValueError, match="boom"):
         m(rustgrad.ones(1))
-    assert seen == ["pre"]
-    assert len(m._forward_hooks) == 1 and len(m._forward_pre_hooks) == 1 and m.training
+    assert seen == ["pre", "always None"]
+    assert len(m._forward_hooks) == 2 and len(m._forward_pre_hooks) == 1 and m.training
 
 
 def test_full_backward_hooks_see_and_replace_gradients() -> None:

@@ -8,6 +8,7 @@ when the module has no hooks, so a small layer costs little more than its functi
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -499,7 +500,11 @@ class Module:
                 isinstance(a, Tensor) and a.requires_grad for a in args
             )
 
-        result = self.forward(*args, **kwargs)
+        try:
+            result = self.forward(*args, **kwargs)
+        except Exception:
+            self._run_always_called_hooks(args, kwargs)
+            raise
 
         post_hooks = itertools.chain(
             ((hid, h, False) for hid, h in _global_forward_hooks.items()),
@@ -518,6 +523,24 @@ class Module:
         if bw_state is not None:
             result = bw_state.setup_output_hook(result)
         return result
+
+    def _run_always_called_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """After ``forward`` raised: the forward hooks registered with ``always_call``
+        run with output None; their own errors become warnings (the first error wins)."""
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id not in self._forward_hooks_always_called:
+                continue
+            try:
+                if hook_id in self._forward_hooks_with_kwargs:
+                    hook(self, args, kwargs, None)
+                else:
+                    hook(self, args, None)
+            except Exception as e:
+                warnings.warn(
+                    "module forward hook with ``always_call=True`` raised an exception that "
+                    f"was silenced as another error was raised in forward: {e}",
+                    stacklevel=3,
+                )
 
     # ----------------------------------------------------------------- hooks
 
