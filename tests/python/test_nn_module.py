@@ -468,3 +468,42 @@ def test_full_backward_hook_with_two_inputs_and_a_tuple_output() -> None:
     np.testing.assert_array_equal(grad_input[0].numpy(), [5.0, 6.0])  # b + 2
     np.testing.assert_array_equal(grad_input[1].numpy(), [3.0, 4.0])  # a + 2
     np.testing.assert_array_equal(a.grad.numpy(), [5.0, 6.0])
+
+
+def test_layers_take_a_dtype_and_conv_transpose_an_output_size() -> None:
+    lin = nn.Linear(3, 2, dtype=rustgrad.float64)
+    assert lin.weight.dtype == rustgrad.float64 and lin.bias.dtype == rustgrad.float64
+    assert nn.BatchNorm1d(2, dtype=rustgrad.float64).running_mean.dtype == rustgrad.float64
+    up = nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1)
+    x = rustgrad.randn(1, 2, 4, 4)
+    assert up(x).shape == (1, 3, 7, 7)
+    assert up(x, output_size=[8, 8]).shape == (1, 3, 8, 8)
+    with pytest.raises(ValueError, match="requested an output size of"):
+        up(x, output_size=[10, 10])
+
+
+def test_setstate_fills_hook_dicts_missing_from_old_pickles() -> None:
+    lin = nn.Linear(2, 2)
+    state = dict(lin.__dict__)
+    for key in ("_forward_hooks_always_called", "_backward_pre_hooks", "_state_dict_hooks"):
+        del state[key]
+    fresh = nn.Linear.__new__(nn.Linear)
+    fresh.__setstate__(state)
+    assert fresh._backward_pre_hooks == {} and fresh._forward_hooks_always_called == {}
+    fresh.register_forward_hook(lambda m, a, o: None, always_call=True)
+    assert fresh(rustgrad.ones(1, 2)).shape == (1, 2)
+
+
+def test_bad_arguments_raise_pytorchs_errors() -> None:
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        nn.Conv2d(3, 4, 3, groups=2)
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        nn.Conv2d(3, 4, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="num_channels must be divisible by num_groups"):
+        nn.GroupNorm(3, 4)
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 2D input\)"):
+        nn.BatchNorm2d(3)(rustgrad.ones(2, 3))
+    with pytest.raises(KeyError, match="attribute 'forward' already exists"):
+        nn.Linear(1, 1).register_buffer("forward", rustgrad.ones(1))
+    with pytest.raises(KeyError, match="parameter name can"):
+        nn.Module().register_parameter("a.b", None)

@@ -77,6 +77,9 @@ class ReLU(_Inplace):
 
     _fn = staticmethod(F.relu)
 
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu(input, self.inplace)
+
 
 class SELU(_Inplace):
     """Scaled ELU."""

@@ -134,8 +134,7 @@ class _ConvNd(Module):
     def forward(self, input: Tensor) -> Tensor:
         conv = type(self)._conv
         if self.padding_mode != "zeros":
-            mode = "constant" if self.padding_mode == "zeros" else self.padding_mode
-            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=mode)
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return conv(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return conv(
             input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups

@@ -454,16 +454,18 @@ class Module:
     # ----------------------------------------------------------------- calling
 
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
-        if not (
-            self._forward_hooks
-            or self._forward_pre_hooks
-            or self._backward_hooks
-            or self._backward_pre_hooks
+        # The fast path: plain dict reads (no attribute lookup through the class MRO).
+        d = self.__dict__
+        if (
+            d["_forward_hooks"]
+            or d["_forward_pre_hooks"]
+            or d["_backward_hooks"]
+            or d["_backward_pre_hooks"]
             or _global_forward_hooks
             or _global_forward_pre_hooks
         ):
-            return self.forward(*args, **kwargs)
-        return self._call_with_hooks(args, kwargs)
+            return self._call_with_hooks(args, kwargs)
+        return self.forward(*args, **kwargs)
 
     __call__: Callable[..., Any] = _call_impl
 
