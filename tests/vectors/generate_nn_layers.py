@@ -304,6 +304,14 @@ CASES = [
     case("embedding_bag_mean", "EmbeddingBag", 10, 3, inputs=[IDX(10, 2, 4)]),
     case("embedding_bag_sum", "EmbeddingBag", 10, 3, mode="sum", inputs=[IDX(10, 3, 2)]),
     case("embedding_bag_max", "EmbeddingBag", 10, 3, mode="max", inputs=[IDX(10, 2, 3)]),
+    case(
+        "embedding_bag_offsets",
+        "EmbeddingBag",
+        10,
+        3,
+        mode="sum",
+        inputs=[IDX(10, 7), CONST([0, 2, 5])],
+    ),
     case("upsample_nearest", "Upsample", scale_factor=2, inputs=[X(1, 2, 3, 3)]),
     case(
         "upsample_bilinear_size",
@@ -345,6 +353,7 @@ CASES = [
         ignore_index=1,
         inputs=[X(5, 3), IDX(3, 5)],
     ),
+    case("cross_entropy_probs", "CrossEntropyLoss", inputs=[X(4, 5), P(4, 5, grad=False)]),
     case("nll", "NLLLoss", inputs=[LOGP(4, 5), IDX(5, 4)]),
     case("nll_none", "NLLLoss", reduction="none", inputs=[LOGP(4, 5), IDX(5, 4)]),
     case("mse", "MSELoss", inputs=[X(3, 4), X(3, 4, grad=False)]),
