@@ -115,8 +115,8 @@ class BatchNorm1d(_BatchNorm):
 
     Example:
         >>> import rustgrad
-        >>> rustgrad.nn.BatchNorm1d(4)
-        BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
+        >>> rustgrad.nn.BatchNorm1d(4).running_var
+        tensor([1., 1., 1., 1.])
     """
 
     def _check_input_dim(self, input: Tensor) -> None:

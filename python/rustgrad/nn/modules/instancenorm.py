@@ -66,8 +66,8 @@ class InstanceNorm2d(_InstanceNorm):
 
     Example:
         >>> import rustgrad
-        >>> rustgrad.nn.InstanceNorm2d(3)
-        InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)
+        >>> rustgrad.nn.InstanceNorm2d(3)(rustgrad.ones(1, 3, 2, 2)).shape
+        torch.Size([1, 3, 2, 2])
     """
 
     _batched_dim = 4

@@ -123,14 +123,14 @@ class _BackwardHookState:
         self.pre_hooks = pre_hooks
         self.grad_outputs: tuple[Any, ...] | None = None
         self.n_inputs = 0
-        self.input_positions: list[int] = []
+        self.requires_input_grad = False
 
     def _wrap(self, side: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
         positions = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
         if side == "input":
             self.n_inputs = len(positions)
-            self.input_positions = positions
-            if not any(values[i].requires_grad for i in positions):
+            self.requires_input_grad = any(values[i].requires_grad for i in positions)
+            if not self.requires_input_grad:
                 return values
         if not positions:
             return values
@@ -178,8 +178,6 @@ class _BackwardHookState:
         for hook in self.hooks:
             grads = self._replace("input", grads, hook(self.module, grads, self.grad_outputs))
         return grads
-
-    requires_input_grad = False
 
 
 _global_forward_pre_hooks: dict[int, Any] = OrderedDict()
@@ -498,9 +496,6 @@ class Module:
                 self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values())
             )
             args = bw_state.setup_input_hook(args)
-            bw_state.requires_input_grad = any(
-                isinstance(a, Tensor) and a.requires_grad for a in args
-            )
 
         try:
             result = self.forward(*args, **kwargs)
