@@ -507,3 +507,23 @@ def test_bad_arguments_raise_pytorchs_errors() -> None:
         nn.Linear(1, 1).register_buffer("forward", rustgrad.ones(1))
     with pytest.raises(KeyError, match="parameter name can"):
         nn.Module().register_parameter("a.b", None)
+
+
+def test_batchnorm_loads_an_old_state_dict_without_num_batches_tracked() -> None:
+    bn = nn.BatchNorm1d(2)
+    bn(rustgrad.randn(4, 2))
+    old = {k: v for k, v in bn.state_dict().items() if k != "num_batches_tracked"}
+    fresh = nn.BatchNorm1d(2)
+    assert fresh.load_state_dict(old).missing_keys == []
+    assert fresh.num_batches_tracked.item() == 0
+    np.testing.assert_array_equal(fresh.running_var.numpy(), bn.running_var.numpy())
+    # With version-2 metadata the key is required, as PyTorch.
+    current = bn.state_dict()
+    del current["num_batches_tracked"]
+    with pytest.raises(
+        RuntimeError, match='Missing key\\(s\\) in state_dict: "num_batches_tracked"'
+    ):
+        fresh.load_state_dict(current)
+    model = nn.Sequential(nn.Linear(2, 2))
+    model.register_module("bn", nn.BatchNorm1d(2))
+    assert [n for n, _ in model.named_children()] == ["0", "bn"]

@@ -77,6 +77,16 @@ class _NormBase(Module):
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError
 
+    def _check_state_dict(self, state_dict: Any, prefix: str, *rest: Any) -> None:
+        # As PyTorch: a state dict from before version 2 (or without metadata) may lack
+        # num_batches_tracked; the module then keeps its own.
+        metadata = getattr(state_dict, "_metadata", None)
+        version = None if metadata is None else metadata.get(prefix[:-1], {}).get("version")
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            state_dict = {**state_dict, key: self.num_batches_tracked}
+        super()._check_state_dict(state_dict, prefix, *rest)
+
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
