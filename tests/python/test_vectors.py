@@ -74,8 +74,10 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         # test_nn_poolnorm_vectors.py, test_nn_models.py, test_nn_layers.py
         # data_samplers.json and lr_scheduler.json (Python-only features, not in the
         # generic format): read by test_data.py and test_lr_scheduler.py
+        # optim*.json: optimizer trajectories and a PyTorch optimizer state_dict, read by
+        # test_optim.py and crates/engine/tests/optim_vectors.rs
         if path.stem not in ("random", "factory", "samplers_ops", "data_samplers", "lr_scheduler")
-        and not path.stem.startswith("nn_")
+        and not path.stem.startswith(("nn_", "optim"))
     }
 
 

@@ -1453,6 +1453,9 @@ fn vector_files_are_all_covered() {
                 && n != "lr_scheduler.json"
                 // nn_*.json: see below.
                 && !n.starts_with("nn_")
+                // optim*.json (optimizer trajectories, a PyTorch state_dict): read by
+                // tests/optim_vectors.rs and tests/python/test_optim.py.
+                && !n.starts_with("optim")
         })
         .collect();
     // Each nn functional family's file has its own Rust reader, tests/vectors_<stem>.rs

@@ -1,0 +1,338 @@
+//! The PyTorch float32 optimizer trajectories of tests/vectors/optim.json (written by
+//! tests/vectors/generate_optim.py), replayed through the engine's Rust API
+//! (`rustgrad::optim::Optimizer`): each step sets the recorded gradients, steps, and
+//! compares the parameters with PyTorch's. (The file's LBFGS cases are Python-only:
+//! tests/python/test_optim.py.)
+
+use rustgrad::optim::{
+    AdadeltaOptions, AdagradOptions, AdamOptions, AdamaxOptions, NAdamOptions, Optimizer, Options,
+    ParamState, RAdamOptions, RmsPropOptions, SgdOptions,
+};
+use rustgrad::{DType, Error, Result, Tensor, Variable};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn root() -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/optim.json");
+    let text = std::fs::read_to_string(&path).expect("optim.json is readable");
+    serde_json::from_str(&text).expect("optim.json is JSON")
+}
+
+fn floats(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .expect("an array of numbers")
+        .iter()
+        .map(|x| x.as_f64().expect("a number") as f32)
+        .collect()
+}
+
+fn shape(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .expect("a shape")
+        .iter()
+        .map(|s| s.as_u64().expect("a size") as usize)
+        .collect()
+}
+
+/// The case's PyTorch keyword arguments as options (PyTorch's defaults elsewhere).
+fn options(name: &str, kw: &Value) -> Options {
+    let f = |key: &str, default: f64| kw.get(key).and_then(Value::as_f64).unwrap_or(default);
+    let b = |key: &str| kw.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let betas = |default: (f64, f64)| match kw.get("betas") {
+        Some(v) => (v[0].as_f64().expect("beta"), v[1].as_f64().expect("beta")),
+        None => default,
+    };
+    match name {
+        "SGD" => {
+            let d = SgdOptions::default();
+            Options::Sgd(SgdOptions {
+                lr: f("lr", d.lr),
+                momentum: f("momentum", d.momentum),
+                dampening: f("dampening", d.dampening),
+                weight_decay: f("weight_decay", d.weight_decay),
+                nesterov: b("nesterov"),
+                maximize: b("maximize"),
+            })
+        }
+        "Adam" | "AdamW" => {
+            let d = if name == "AdamW" {
+                AdamOptions::adamw()
+            } else {
+                AdamOptions::default()
+            };
+            Options::Adam(AdamOptions {
+                lr: f("lr", d.lr),
+                betas: betas(d.betas),
+                eps: f("eps", d.eps),
+                weight_decay: f("weight_decay", d.weight_decay),
+                amsgrad: b("amsgrad"),
+                maximize: b("maximize"),
+                decoupled_weight_decay: d.decoupled_weight_decay || b("decoupled_weight_decay"),
+            })
+        }
+        "Adamax" => {
+            let d = AdamaxOptions::default();
+            Options::Adamax(AdamaxOptions {
+                lr: f("lr", d.lr),
+                betas: betas(d.betas),
+                eps: f("eps", d.eps),
+                weight_decay: f("weight_decay", d.weight_decay),
+                maximize: b("maximize"),
+            })
+        }
+        "NAdam" => {
+            let d = NAdamOptions::default();
+            Options::NAdam(NAdamOptions {
+                lr: f("lr", d.lr),
+                betas: betas(d.betas),
+                eps: f("eps", d.eps),
+                weight_decay: f("weight_decay", d.weight_decay),
+                momentum_decay: f("momentum_decay", d.momentum_decay),
+                decoupled_weight_decay: b("decoupled_weight_decay"),
+                maximize: b("maximize"),
+            })
+        }
+        "RAdam" => {
+            let d = RAdamOptions::default();
+            Options::RAdam(RAdamOptions {
+                lr: f("lr", d.lr),
+                betas: betas(d.betas),
+                eps: f("eps", d.eps),
+                weight_decay: f("weight_decay", d.weight_decay),
+                decoupled_weight_decay: b("decoupled_weight_decay"),
+                maximize: b("maximize"),
+            })
+        }
+        "RMSprop" => {
+            let d = RmsPropOptions::default();
+            Options::RmsProp(RmsPropOptions {
+                lr: f("lr", d.lr),
+                alpha: f("alpha", d.alpha),
+                eps: f("eps", d.eps),
+                weight_decay: f("weight_decay", d.weight_decay),
+                momentum: f("momentum", d.momentum),
+                centered: b("centered"),
+                maximize: b("maximize"),
+            })
+        }
+        "Adagrad" => {
+            let d = AdagradOptions::default();
+            Options::Adagrad(AdagradOptions {
+                lr: f("lr", d.lr),
+                lr_decay: f("lr_decay", d.lr_decay),
+                weight_decay: f("weight_decay", d.weight_decay),
+                initial_accumulator_value: f(
+                    "initial_accumulator_value",
+                    d.initial_accumulator_value,
+                ),
+                eps: f("eps", d.eps),
+                maximize: b("maximize"),
+            })
+        }
+        "Adadelta" => {
+            let d = AdadeltaOptions::default();
+            Options::Adadelta(AdadeltaOptions {
+                lr: f("lr", d.lr),
+                rho: f("rho", d.rho),
+                eps: f("eps", d.eps),
+                weight_decay: f("weight_decay", d.weight_decay),
+                maximize: b("maximize"),
+            })
+        }
+        other => panic!("unexpected optimizer {other}"),
+    }
+}
+
+fn close(got: &[f32], want: &[f32]) -> bool {
+    got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .all(|(g, w)| (g - w).abs() <= 2e-6 + 2e-6 * w.abs())
+}
+
+#[test]
+fn pytorch_float32_trajectories() -> Result<()> {
+    let root = root();
+    let cases = root["trajectories"].as_array().expect("trajectories");
+    assert!(cases.len() >= 20);
+    for (i, case) in cases.iter().enumerate() {
+        let name = case["optimizer"].as_str().expect("a name");
+        let shapes: Vec<Vec<usize>> = case["shapes"]
+            .as_array()
+            .expect("shapes")
+            .iter()
+            .map(shape)
+            .collect();
+        let params: Vec<Variable> = case["init"]
+            .as_array()
+            .expect("init")
+            .iter()
+            .zip(&shapes)
+            .map(|(x, s)| Variable::new(Tensor::from_vec(floats(x), s)?, true))
+            .collect::<Result<_>>()?;
+        let mut opt = Optimizer::new(params.clone(), options(name, &case["kwargs"]))?;
+        let steps = case["grads"].as_array().expect("grads");
+        let expected = case["expected"].as_array().expect("expected");
+        for (step, (grads, want)) in steps.iter().zip(expected).enumerate() {
+            for ((p, g), s) in params
+                .iter()
+                .zip(grads.as_array().expect("grads"))
+                .zip(&shapes)
+            {
+                p.set_grad(Some(Variable::from_tensor(Tensor::from_vec(floats(g), s)?)))?;
+            }
+            opt.step()?;
+            for (p, w) in params.iter().zip(want.as_array().expect("params")) {
+                assert_eq!(p.dtype(), DType::F32);
+                let got = p.tensor().to_vec::<f32>();
+                assert!(
+                    close(&got, &floats(w)),
+                    "case {i} ({name} {}), step {step}: {got:?} vs {w}",
+                    case["kwargs"]
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn invalid_options_and_params_are_errors_with_pytorch_messages() -> Result<()> {
+    let w = Variable::new(Tensor::from_vec(vec![1.0f64], &[1])?, true)?;
+    let message = |r: Result<Optimizer>| match r {
+        Err(Error::InvalidArgument(m)) => m,
+        other => panic!(
+            "expected an invalid-argument error, got {:?}",
+            other.map(|_| ())
+        ),
+    };
+    let sgd = |o: SgdOptions| Optimizer::new(vec![w.clone()], Options::Sgd(o));
+    assert_eq!(
+        message(sgd(SgdOptions {
+            lr: -0.1,
+            ..SgdOptions::default()
+        })),
+        "Invalid learning rate: -0.1"
+    );
+    assert_eq!(
+        message(sgd(SgdOptions {
+            nesterov: true,
+            ..SgdOptions::default()
+        })),
+        "Nesterov momentum requires a momentum and zero dampening"
+    );
+    assert_eq!(
+        message(Optimizer::new(
+            vec![w.clone()],
+            Options::Adam(AdamOptions {
+                betas: (1.0, 0.9),
+                ..AdamOptions::default()
+            })
+        )),
+        "Invalid beta parameter at index 0: 1"
+    );
+    assert_eq!(
+        message(Optimizer::new(vec![], Options::Sgd(SgdOptions::default()))),
+        "optimizer got an empty parameter list"
+    );
+    assert_eq!(
+        message(Optimizer::new(
+            vec![w.clone(), w.clone()],
+            Options::Sgd(SgdOptions::default())
+        )),
+        "some parameters appear in more than one parameter group"
+    );
+    let mut opt = Optimizer::new(vec![w.clone()], Options::Sgd(SgdOptions::default()))?;
+    assert!(opt
+        .add_param_group(vec![w.clone()], Options::Sgd(SgdOptions::default()))
+        .is_err());
+    Ok(())
+}
+
+#[test]
+fn groups_state_skipping_and_version_bumps() -> Result<()> {
+    let w = Variable::new(Tensor::from_vec(vec![1.0f64, 2.0], &[2])?, true)?;
+    let b = Variable::new(Tensor::from_vec(vec![3.0f64], &[1])?, true)?;
+    let mut opt = Optimizer::new(
+        vec![w.clone()],
+        Options::Sgd(SgdOptions {
+            lr: 0.1,
+            momentum: 0.9,
+            ..SgdOptions::default()
+        }),
+    )?;
+    opt.add_param_group(vec![b.clone()], Options::Adam(AdamOptions::default()))?;
+    w.set_grad(Some(Variable::from_tensor(Tensor::from_vec(
+        vec![1.0f64, -1.0],
+        &[2],
+    )?)))?;
+    let (vw, vb) = (w.tensor().version(), b.tensor().version());
+    opt.step()?;
+    // w: p - lr * g (the momentum buffer starts as the gradient); b has no gradient.
+    assert_eq!(w.tensor().to_vec::<f64>(), vec![1.0 - 0.1, 2.0 + 0.1]);
+    assert_eq!(w.tensor().version(), vw + 1);
+    assert_eq!(b.tensor().to_vec::<f64>(), vec![3.0]);
+    assert_eq!(b.tensor().version(), vb);
+    let state: &ParamState = &opt.param_groups()[0].state[0];
+    let buffer = state.buffers[0].as_ref().expect("a momentum buffer");
+    assert_eq!(buffer.to_vec::<f64>(), vec![1.0, -1.0]);
+    assert!(state.step.is_none(), "SGD keeps no step");
+    assert!(opt.param_groups()[1].state[0].step.is_none());
+    // Editing the learning rate between steps applies.
+    opt.param_groups_mut()[0].options.set_lr(1.0);
+    opt.step()?;
+    // buf = 0.9 * 1 + 1 = 1.9 (and -1.9); p -= 1.0 * buf
+    let got = w.tensor().to_vec::<f64>();
+    assert!((got[0] - (0.9 - 1.9)).abs() < 1e-15 && (got[1] - (2.1 + 1.9)).abs() < 1e-15);
+    opt.zero_grad()?;
+    assert!(w.grad().is_none());
+    Ok(())
+}
+
+#[test]
+fn one_and_two_threads_give_identical_bits() -> Result<()> {
+    let run = |threads: usize| -> Result<Vec<Vec<u64>>> {
+        rustgrad::set_num_threads(threads)?;
+        let params: Vec<Variable> = [50_000usize, 7, 33_000]
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| {
+                let v: Vec<f64> = (0..n)
+                    .map(|i| ((i * 7 + k) % 13) as f64 / 13.0 - 0.4)
+                    .collect();
+                Variable::new(Tensor::from_vec(v, &[n])?, true)
+            })
+            .collect::<Result<_>>()?;
+        let mut opt = Optimizer::new(
+            params.clone(),
+            Options::NAdam(NAdamOptions {
+                weight_decay: 0.1,
+                ..NAdamOptions::default()
+            }),
+        )?;
+        for _ in 0..3 {
+            opt.zero_grad()?;
+            for p in &params {
+                p.mul(p)?.mul(p)?.sum()?.backward()?;
+            }
+            opt.step()?;
+        }
+        Ok(params
+            .iter()
+            .map(|p| {
+                p.tensor()
+                    .to_vec::<f64>()
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect()
+            })
+            .collect())
+    };
+    let before = rustgrad::get_num_threads();
+    let one = run(1)?;
+    let two = run(2)?;
+    rustgrad::set_num_threads(before)?;
+    assert_eq!(one, two);
+    Ok(())
+}
