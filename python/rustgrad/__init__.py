@@ -496,3 +496,6 @@ __all__ += [
     "pixel_shuffle",
     "pixel_unshuffle",
 ]
+
+# Optimizers: imported last, since LBFGS decorates its step with `no_grad` at import.
+from . import optim  # noqa: E402,F401

@@ -14,6 +14,7 @@ mod hooks;
 mod identity;
 mod node;
 mod ops;
+mod optim;
 mod random;
 mod saved_hooks;
 mod tensor;
@@ -499,6 +500,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(anomaly::set_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(anomaly::is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(anomaly::is_anomaly_check_nan_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::_optim_step, m)?)?;
     anomaly::install();
     Ok(())
 }
