@@ -731,3 +731,25 @@ def test_one_and_two_threads_are_bitwise_identical():
     finally:
         rustgrad.set_num_threads(before)
     assert results[0] == results[1]
+
+
+def test_each_group_steps_in_one_native_call(monkeypatch):
+    from rustgrad import _rustgrad
+
+    calls = []
+    native = _rustgrad._optim_step
+
+    def spy(kind, group, params, states):
+        calls.append((kind, len(params)))
+        return native(kind, group, params, states)
+
+    monkeypatch.setattr(_rustgrad, "_optim_step", spy)
+    a, b, c = _param(1.0), _param(2.0, 3.0), _param(4.0)
+    opt = optim.AdamW([{"params": [a, b]}, {"params": [c], "lr": 0.1}])
+    for p in (a, b, c):
+        p.grad = rustgrad.ones_like(p)
+    opt.step()
+    assert calls == [("AdamW", 2), ("AdamW", 1)]
+    c.grad = None
+    opt.step()
+    assert calls[2:] == [("AdamW", 2)]  # a group with no gradients makes no call
