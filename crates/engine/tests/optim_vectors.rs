@@ -336,3 +336,57 @@ fn one_and_two_threads_give_identical_bits() -> Result<()> {
     assert_eq!(one, two);
     Ok(())
 }
+
+#[test]
+fn a_large_parameter_stepped_in_pieces_equals_the_same_elements_in_small_parameters() -> Result<()>
+{
+    // 70 000 elements are cut into pieces that run on the pool; the same values as 70
+    // parameters of 1000 elements each are each updated in one pass.
+    let n = 70_000usize;
+    let values: Vec<f32> = (0..n)
+        .map(|i| ((i * 31) % 97) as f32 / 97.0 - 0.5)
+        .collect();
+    let grads: Vec<f32> = (0..n)
+        .map(|i| ((i * 17) % 89) as f32 / 89.0 - 0.3)
+        .collect();
+    let options = Options::RmsProp(RmsPropOptions {
+        momentum: 0.9,
+        centered: true,
+        weight_decay: 0.01,
+        ..RmsPropOptions::default()
+    });
+    let big = Variable::new(Tensor::from_vec(values.clone(), &[n])?, true)?;
+    let small: Vec<Variable> = values
+        .chunks(1000)
+        .map(|c| Variable::new(Tensor::from_vec(c.to_vec(), &[c.len()])?, true))
+        .collect::<Result<_>>()?;
+    let mut big_opt = Optimizer::new(vec![big.clone()], options.clone())?;
+    let mut small_opt = Optimizer::new(small.clone(), options)?;
+    for _ in 0..3 {
+        big.set_grad(Some(Variable::from_tensor(Tensor::from_vec(
+            grads.clone(),
+            &[n],
+        )?)))?;
+        for (p, g) in small.iter().zip(grads.chunks(1000)) {
+            p.set_grad(Some(Variable::from_tensor(Tensor::from_vec(
+                g.to_vec(),
+                &[g.len()],
+            )?)))?;
+        }
+        big_opt.step()?;
+        small_opt.step()?;
+    }
+    let joined: Vec<u32> = small
+        .iter()
+        .flat_map(|p| p.tensor().to_vec::<f32>())
+        .map(f32::to_bits)
+        .collect();
+    let whole: Vec<u32> = big
+        .tensor()
+        .to_vec::<f32>()
+        .into_iter()
+        .map(f32::to_bits)
+        .collect();
+    assert_eq!(whole, joined);
+    Ok(())
+}

@@ -82,9 +82,9 @@ fn round_to(dtype: DType, value: f64) -> f64 {
 /// Performs one optimizer step for the parameters of one group: parameters without a
 /// gradient are skipped; `states[i]` is `params[i]`'s state, created or completed as
 /// needed. Runs under no-grad, writes every parameter and buffer in place (one version
-/// bump each) and runs over the parameters in parallel on the engine's pool; each
-/// parameter's elements are computed independently, so the result does not depend on
-/// the thread count.
+/// bump each) and runs over the parameters in parallel on the engine's pool (a large
+/// parameter also in pieces); each element is computed independently, so the result
+/// does not depend on the thread count.
 #[track_caller]
 pub fn step_group(options: &Options, params: &[Variable], states: &mut [ParamState]) -> Result<()> {
     step_group_at(options, params, states, WriteSite::Rust(Location::caller()))
@@ -237,17 +237,56 @@ fn step_typed<T: MathFloat>(
             let (param, bufs) = slices
                 .split_last_mut()
                 .expect("rustgrad internal error: the parameter is a target");
-            update::apply(options, &scalars, param, &grad, bufs);
+            apply_in_pieces(options, &scalars, param, &grad, bufs);
         })
     } else {
         // A strided parameter: update its values as a contiguous copy, then write them
         // back with one copy (one version bump).
         let mut values: Vec<T> = p.try_to_vec()?;
         with_slices_mut::<T>(&buffers, site, |bufs| {
-            update::apply(options, &scalars, &mut values, &grad, bufs);
+            apply_in_pieces(options, &scalars, &mut values, &grad, bufs);
         })?;
         p.copy_from(&Tensor::from_vec(values, p.shape())?, site.clone())
     }
+}
+
+/// Runs the update over one parameter's elements; a large parameter is cut into
+/// `parallel::CHUNK`-element pieces that run concurrently on the pool (every element's
+/// update is independent of the others, so the pieces give the same bits as one pass).
+fn apply_in_pieces<T: MathFloat>(
+    options: &Options,
+    scalars: &StepScalars,
+    param: &mut [T],
+    grad: &[T],
+    bufs: &mut [&mut [T]],
+) {
+    if param.len() < parallel::PARALLEL_MIN_ELEMENTS {
+        return update::apply(options, scalars, param, grad, bufs);
+    }
+    struct Piece<'a, T> {
+        param: &'a mut [T],
+        grad: &'a [T],
+        bufs: Vec<&'a mut [T]>,
+    }
+    let mut pieces: Vec<Piece<'_, T>> = param
+        .chunks_mut(parallel::CHUNK)
+        .zip(grad.chunks(parallel::CHUNK))
+        .map(|(param, grad)| Piece {
+            param,
+            grad,
+            bufs: Vec::with_capacity(bufs.len()),
+        })
+        .collect();
+    for buf in bufs.iter_mut() {
+        for (piece, chunk) in pieces.iter_mut().zip(buf.chunks_mut(parallel::CHUNK)) {
+            piece.bufs.push(chunk);
+        }
+    }
+    parallel::for_each_chunk_mut(&mut pieces, 1, |_, run| {
+        for piece in run {
+            update::apply(options, scalars, piece.param, piece.grad, &mut piece.bufs);
+        }
+    });
 }
 
 fn buffer_shape_error(buffer: &Tensor, param: &Tensor) -> Error {
