@@ -20,7 +20,9 @@
 //! ```
 //!
 //! The main types are [`Tensor`] (data and views, no autograd), [`Variable`] (a tensor
-//! plus autograd state, with every differentiable op) and [`optim::Sgd`].
+//! plus autograd state, with every differentiable op) and [`optim::Optimizer`]
+//! (PyTorch's optimizers: SGD, Adam, AdamW, Adamax, NAdam, RAdam, RMSprop, Adagrad,
+//! Adadelta).
 #![warn(missing_docs)]
 
 pub mod autograd;

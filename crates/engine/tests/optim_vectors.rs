@@ -5,8 +5,8 @@
 //! tests/python/test_optim.py.)
 
 use rustgrad::optim::{
-    AdadeltaOptions, AdagradOptions, AdamOptions, AdamaxOptions, NAdamOptions, Optimizer, Options,
-    ParamState, RAdamOptions, RmsPropOptions, SgdOptions,
+    AdadeltaOptions, AdagradOptions, AdamOptions, AdamaxOptions, Lbfgs, LbfgsOptions, NAdamOptions,
+    Optimizer, Options, ParamState, RAdamOptions, RmsPropOptions, SgdOptions,
 };
 use rustgrad::{DType, Error, Result, Tensor, Variable};
 use serde_json::Value;
@@ -388,5 +388,85 @@ fn a_large_parameter_stepped_in_pieces_equals_the_same_elements_in_small_paramet
         .map(f32::to_bits)
         .collect();
     assert_eq!(whole, joined);
+    Ok(())
+}
+
+fn rosenbrock(x: &Variable) -> Result<Variable> {
+    let n = x.shape()[0] as i64;
+    let (head, tail) = (x.narrow(0, 0, n - 1)?, x.narrow(0, 1, n - 1)?);
+    let valley = tail
+        .sub(&head.pow_scalar(2.0)?)?
+        .pow_scalar(2.0)?
+        .mul_scalar(100.0)?;
+    valley.add(&head.rsub_scalar(1.0)?.pow_scalar(2.0)?)?.sum()
+}
+
+#[test]
+fn lbfgs_matches_pytorch() -> Result<()> {
+    let root = root();
+    let cases = root["lbfgs"].as_array().expect("lbfgs cases");
+    assert!(cases
+        .iter()
+        .any(|c| c["kwargs"]["line_search_fn"] == "strong_wolfe"));
+    assert!(cases
+        .iter()
+        .any(|c| c["kwargs"].get("line_search_fn").is_none()));
+    for case in cases {
+        let kw = &case["kwargs"];
+        let d = LbfgsOptions::default();
+        let options = LbfgsOptions {
+            lr: kw.get("lr").and_then(Value::as_f64).unwrap_or(d.lr),
+            max_iter: kw
+                .get("max_iter")
+                .and_then(Value::as_u64)
+                .map_or(d.max_iter, |v| v as usize),
+            history_size: kw
+                .get("history_size")
+                .and_then(Value::as_u64)
+                .map_or(d.history_size, |v| v as usize),
+            strong_wolfe: kw.get("line_search_fn").and_then(Value::as_str) == Some("strong_wolfe"),
+            maximize: kw.get("maximize").and_then(Value::as_bool).unwrap_or(false),
+            ..d
+        };
+        let x0: Vec<f64> = case["x0"]
+            .as_array()
+            .expect("x0")
+            .iter()
+            .map(|v| v.as_f64().expect("x"))
+            .collect();
+        let x = Variable::new(Tensor::from_vec(x0, &[4])?, true)?;
+        let mut opt = Lbfgs::new(vec![x.clone()], options)?;
+        let steps = case["expected"].as_array().expect("expected");
+        let losses = case["losses"].as_array().expect("losses");
+        for (want, want_loss) in steps.iter().zip(losses) {
+            let loss = opt.step(|| {
+                x.set_grad(None)?;
+                let loss = rosenbrock(&x)?;
+                loss.backward()?;
+                Ok(loss.tensor().item()?.to_f64())
+            })?;
+            let want_loss = want_loss.as_f64().expect("a loss");
+            assert!(
+                (loss - want_loss).abs() <= 1e-9 * want_loss.abs() + 1e-12,
+                "{kw}: loss {loss} vs {want_loss}"
+            );
+            let got = x.tensor().to_vec::<f64>();
+            for (g, w) in got.iter().zip(want.as_array().expect("x")) {
+                let w = w.as_f64().expect("x");
+                assert!(
+                    (g - w).abs() <= 1e-9 * w.abs() + 1e-12,
+                    "{kw}: x {got:?} vs {want}"
+                );
+            }
+        }
+        assert_eq!(
+            opt.func_evals() as u64,
+            case["func_evals"].as_u64().expect("func_evals")
+        );
+        assert_eq!(
+            opt.n_iter() as u64,
+            case["n_iter"].as_u64().expect("n_iter")
+        );
+    }
     Ok(())
 }

@@ -7,10 +7,12 @@
 //! Rust users; the Python binding keeps the state in Python dicts and calls
 //! [`step_group`] directly.
 
+mod lbfgs;
 mod options;
 mod sgd;
 mod update;
 
+pub use lbfgs::{Lbfgs, LbfgsOptions};
 pub use options::{
     AdadeltaOptions, AdagradOptions, AdamOptions, AdamaxOptions, NAdamOptions, Options,
     RAdamOptions, RmsPropOptions, SgdOptions,
