@@ -753,3 +753,25 @@ def test_each_group_steps_in_one_native_call(monkeypatch):
     c.grad = None
     opt.step()
     assert calls[2:] == [("AdamW", 2)]  # a group with no gradients makes no call
+
+
+def test_scalar_state_takes_pytorchs_scalar_dtype():
+    # PyTorch's _get_scalar_dtype(): float64 when it is the default dtype, else float32.
+    w = _param(1.0)
+    w.grad = rustgrad.tensor([1.0], dtype=rustgrad.float64)
+    opt = optim.NAdam([w])
+    opt.step()
+    assert opt.state[w]["step"].dtype == rustgrad.float32
+    assert opt.state[w]["mu_product"].dtype == rustgrad.float32
+    before = rustgrad.get_default_dtype()
+    rustgrad.set_default_dtype(rustgrad.float64)
+    try:
+        opt = optim.NAdam([w])
+        opt.step()
+        adagrad = optim.Adagrad([w])
+    finally:
+        rustgrad.set_default_dtype(before)
+    assert opt.state[w]["step"].dtype == rustgrad.float64
+    assert opt.state[w]["mu_product"].dtype == rustgrad.float64
+    assert float(opt.state[w]["step"]) == 1.0
+    assert adagrad.state[w]["step"].dtype == rustgrad.float64

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .optimizer import Optimizer, _check, _check_lr
+from .optimizer import Optimizer, _check, _check_lr, _scalar_state_tensor
 
 __all__ = ["Adagrad"]
 
@@ -67,9 +67,9 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
 
     def _init_param_group_state(self, param_group: dict[str, Any]) -> None:
-        from .. import full_like, tensor
+        from .. import full_like
 
         for p in param_group["params"]:
             state = self.state[p]
-            state["step"] = tensor(0.0)
+            state["step"] = _scalar_state_tensor(0.0)
             state["sum"] = full_like(p, param_group["initial_accumulator_value"])

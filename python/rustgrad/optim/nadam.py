@@ -30,6 +30,7 @@ class NAdam(Optimizer):
     """
 
     _native_kind = "NAdam"
+    _scalar_state = (("step", 0.0), ("mu_product", 1.0))
 
     def __init__(
         self,

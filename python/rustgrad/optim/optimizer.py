@@ -56,6 +56,15 @@ def _typename(obj: Any) -> str:
     return qualname if module in ("builtins", None) else f"{module}.{qualname}"
 
 
+def _scalar_state_tensor(value: float) -> Tensor:
+    """A 0-d state tensor in PyTorch's ``_get_scalar_dtype()``: float64 when that is
+    the default dtype, else float32."""
+    from .. import float32, float64, get_default_dtype, tensor
+
+    dtype = float64 if get_default_dtype() == float64 else float32
+    return tensor(value, dtype=dtype)
+
+
 class Optimizer:
     """Base class of all optimizers (PyTorch's ``torch.optim.Optimizer``).
 
@@ -74,6 +83,9 @@ class Optimizer:
     # The native update rule of the subclass (its PyTorch class name); None for
     # optimizers written in Python (LBFGS).
     _native_kind: str | None = None
+    # The 0-d state entries the step creates, with their start values ("step", and
+    # NAdam's "mu_product"); made here in PyTorch's dtype before the native step.
+    _scalar_state: tuple[tuple[str, float], ...] = (("step", 0.0),)
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
@@ -260,6 +272,10 @@ class Optimizer:
                 continue
             keep = self._group_has_state(group)
             states = [self.state[p] if keep else {} for p in params]
+            for state in states if self._scalar_state else ():
+                for key, start in self._scalar_state:
+                    if key not in state:
+                        state[key] = _scalar_state_tensor(start)
             _rustgrad._optim_step(self._native_kind, group, params, states)
         return loss
 

@@ -32,6 +32,7 @@ class SGD(Optimizer):
     """
 
     _native_kind = "SGD"
+    _scalar_state = ()
 
     def __init__(
         self,
