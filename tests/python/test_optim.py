@@ -775,3 +775,43 @@ def test_scalar_state_takes_pytorchs_scalar_dtype():
     assert opt.state[w]["mu_product"].dtype == rustgrad.float64
     assert float(opt.state[w]["step"]) == 1.0
     assert adagrad.state[w]["step"].dtype == rustgrad.float64
+
+
+def test_the_native_step_releases_the_gil():
+    # With a huge switch interval, another Python thread runs only when this one
+    # releases the GIL itself. Around a step, the other thread's counter can then move
+    # only if the native call released the GIL: with the GIL held it stays put, every
+    # time. A few tries, since the other thread also needs the OS to schedule it.
+    import sys
+    import threading
+    import time
+
+    params = [rustgrad.zeros(1_000_000, requires_grad=True) for _ in range(2)]
+    for p in params:
+        p.grad = rustgrad.ones(1_000_000)
+    opt = optim.Adam(params, amsgrad=True)
+    counter = [0]
+    done = threading.Event()
+
+    def spin():
+        while not done.is_set():
+            counter[0] += 1
+            time.sleep(0.0001)
+
+    interval = sys.getswitchinterval()
+    other = threading.Thread(target=spin)
+    moved = 0
+    try:
+        sys.setswitchinterval(1000.0)
+        other.start()
+        for _ in range(50):
+            before = counter[0]
+            opt.step()
+            moved += counter[0] - before
+            if moved:
+                break
+    finally:
+        done.set()
+        sys.setswitchinterval(interval)
+        other.join()
+    assert moved > 0
