@@ -816,3 +816,25 @@ def test_the_native_step_releases_the_gil():
         sys.setswitchinterval(interval)
         other.join()
     assert moved > 0
+
+
+def test_a_python_subclass_with_its_own_step():
+    class PlainSGD(optim.Optimizer):
+        def __init__(self, params, lr):
+            super().__init__(params, {"lr": lr})
+
+        @rustgrad.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.add_(p.grad, alpha=-group["lr"])
+
+    w = _param(1.0, 2.0)
+    opt = PlainSGD([w], lr=0.5)
+    w.grad = rustgrad.tensor([1.0, 1.0], dtype=rustgrad.float64)
+    opt.step()
+    assert w.detach().numpy().tolist() == [0.5, 1.5]
+    assert opt.state_dict() == {"state": {}, "param_groups": [{"lr": 0.5, "params": [0]}]}
+    with pytest.raises(NotImplementedError):
+        optim.Optimizer([w], {"lr": 0.1}).step()

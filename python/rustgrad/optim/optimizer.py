@@ -260,6 +260,9 @@ class Optimizer:
         Returns:
             The closure's loss, or None.
         """
+        if self._native_kind is None:
+            # PyTorch's base class: a subclass written in Python defines its own step.
+            raise NotImplementedError
         loss = None
         if closure is not None:
             from ..autograd.grad_mode import enable_grad
