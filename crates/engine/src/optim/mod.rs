@@ -200,11 +200,13 @@ fn step_typed<T: MathFloat>(
 ) -> Result<()> {
     let names = options.buffer_names();
     state.buffers.resize(names.len(), None);
-    let mut scalars = advance_scalars(options, state, site)?;
+    // The buffers are checked before the step is counted, so that a refused step leaves
+    // the state as it was.
+    let mut fresh_buffer = false;
     for buf in state.buffers.iter_mut() {
         match buf {
             None => {
-                scalars.fresh_buffer = true;
+                fresh_buffer = true;
                 *buf = Some(Tensor::full(
                     p.shape(),
                     options.initial_buffer_value(),
@@ -224,6 +226,10 @@ fn step_typed<T: MathFloat>(
         }
     }
     let grad: Vec<T> = g.try_to_vec()?;
+    let scalars = StepScalars {
+        fresh_buffer,
+        ..advance_scalars(options, state, site)?
+    };
     let buffers: Vec<&Tensor> = state
         .buffers
         .iter()
