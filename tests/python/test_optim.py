@@ -838,3 +838,18 @@ def test_a_python_subclass_with_its_own_step():
     assert opt.state_dict() == {"state": {}, "param_groups": [{"lr": 0.5, "params": [0]}]}
     with pytest.raises(NotImplementedError):
         optim.Optimizer([w], {"lr": 0.1}).step()
+
+
+def test_a_state_buffer_of_the_wrong_shape_is_refused_and_nothing_changes():
+    w = _param(1.0, 2.0)
+    opt = optim.Adam([w])
+    w.grad = rustgrad.tensor([1.0, 1.0], dtype=rustgrad.float64)
+    opt.step()
+    sd = opt.state_dict()
+    sd["state"][0]["exp_avg"] = rustgrad.zeros(3, dtype=rustgrad.float64)
+    opt.load_state_dict(sd)
+    before = w.detach().numpy().tolist()
+    with pytest.raises(RuntimeError, match="does not match its parameter"):
+        opt.step()
+    assert float(opt.state[w]["step"]) == 1.0
+    assert w.detach().numpy().tolist() == before
