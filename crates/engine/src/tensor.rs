@@ -1255,6 +1255,29 @@ impl Tensor {
         out.to_dtype(dtype)
     }
 
+    /// Softmax, or with `log` log-softmax, along dim `d` (an index below `dim()`, or 0
+    /// for a 0-d tensor) in one fused kernel (`kernels::softmax`, Note [Vectorised
+    /// exp]); the 16-bit floats compute in float32. `kernel` names the op in the error
+    /// for a non-float dtype.
+    pub(crate) fn softmax_dim(&self, d: usize, log: bool, kernel: &'static str) -> Result<Tensor> {
+        if self.dtype.is_half() {
+            return self.via_f32(|x| x.softmax_dim(d, log, kernel));
+        }
+        let x = self.contiguous()?;
+        let dims = x.shape();
+        let block = crate::kernels::softmax::SoftmaxBlock {
+            outer: dims[..d.min(dims.len())].iter().product(),
+            size: dims.get(d).copied().unwrap_or(1),
+            inner: dims[(d + 1).min(dims.len())..].iter().product(),
+        };
+        let (start, n) = (x.layout.offset(), x.numel());
+        let err = || Error::unsupported_dtype(kernel, x.dtype);
+        dispatch_float!(x.dtype, err, T => {
+            let v = x.read(|s: &[T]| crate::kernels::softmax::softmax(&s[start..start + n], block, log))?;
+            Ok(Tensor::from_buffer(T::into_buffer(v), dims))
+        })
+    }
+
     /// An elementwise comparison with broadcasting; the result is a bool tensor.
     // The comparison closures are instantiated for every dtype, bool included.
     #[allow(clippy::bool_comparison)]
@@ -1572,7 +1595,7 @@ impl Tensor {
     /// temporary (Note [In-place kernels]). Applies when that is exactly what `binary`
     /// followed by `copy_from` would write: `op` is `+ - * /`, the result dtype is this
     /// tensor's (which computes in its own dtype, so not bool or a 16-bit float),
-    /// `other` broadcasts to this shape and lives in another storage, and no two
+    /// `other` is not bool, broadcasts to this shape and lives in another storage, and no two
     /// elements of `self` share memory. Returns `Ok(false)`, having written nothing,
     /// when it does not apply; bumps the version counter once when it does.
     pub(crate) fn binary_in_place(
@@ -1582,13 +1605,17 @@ impl Tensor {
         site: &WriteSite,
     ) -> Result<bool> {
         let dtype = self.dtype;
+        // A bool operand takes the general path, which refuses `-` with PyTorch's error.
         if op == BinaryOp::Pow
             || dtype == DType::Bool
+            || other.dtype == DType::Bool
             || dtype.compute_dtype() != dtype
             || Tensor::result_dtype(self, other, op) != dtype
             || self.shares_storage(other)
             || !self.layout.is_non_overlapping()
-            || shape::broadcast_shapes(self.shape(), other.shape()).ok().as_deref()
+            || shape::broadcast_shapes(self.shape(), other.shape())
+                .ok()
+                .as_deref()
                 != Some(self.shape())
         {
             return Ok(false);

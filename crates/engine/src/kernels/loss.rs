@@ -8,7 +8,9 @@
 //! serially, so results do not depend on how rows are split among threads; work is
 //! split by whole `outer` blocks whose count depends on the sizes only.
 
-use crate::dtype::{DType, Element};
+use super::softmax::{exp_minus, row_max, sum_exp_minus};
+use super::vmath::avx2_variant;
+use crate::dtype::{DType, Element, Float};
 use crate::error::{Error, Result};
 use crate::parallel::{for_each_chunk_mut, CHUNK, PARALLEL_MIN_ELEMENTS};
 
@@ -75,9 +77,22 @@ fn exp_of<T: Element>(v: f64) -> f64 {
     }
 }
 
-/// Log-sum-exp of one row; a NaN anywhere makes it NaN.
-#[inline]
-fn row_logsumexp<T: Element>(x: &[T], base: usize, block: &ClassBlock) -> f64 {
+/// Log-sum-exp of one row; a NaN anywhere makes it NaN. A contiguous row (`inner` 1)
+/// goes through the vectorised softmax helpers (Note [Vectorised exp]).
+#[inline(always)]
+fn row_logsumexp<T: Float>(x: &[T], base: usize, block: &ClassBlock) -> f64 {
+    if block.inner == 1 {
+        let row = &x[base..base + block.classes];
+        let max = row_max(row);
+        let m = max.to_f64();
+        if m.is_nan() {
+            return f64::NAN;
+        }
+        if m.is_infinite() {
+            return if m > 0.0 { f64::NAN } else { m };
+        }
+        return m + sum_exp_minus(row, max).ln();
+    }
     let mut max = f64::NEG_INFINITY;
     for c in 0..block.classes {
         let v = x[base + c * block.inner].to_f64();
@@ -113,8 +128,8 @@ fn weight_total(weight: Option<&[f64]>, classes: usize) -> f64 {
 
 /// One row's loss and its log-sum-exp (0 without log-softmax; unused for an ignored
 /// row).
-#[inline]
-fn row_loss<T: Element>(
+#[inline(always)]
+fn row_loss<T: Float>(
     x: &[T],
     base: usize,
     target: i64,
@@ -158,7 +173,7 @@ pub struct ClassForward {
 
 /// The forward of a class-index loss. The slices are checked against `block`, and the
 /// targets with [`check_targets`], before any value is read.
-pub fn class_loss_forward<T: Element>(
+pub fn class_loss_forward<T: Float>(
     x: &[T],
     targets: &[i64],
     block: ClassBlock,
@@ -203,7 +218,7 @@ pub fn class_loss_forward<T: Element>(
 /// log-probabilities, where `Q[c]` is the row's target distribution times the class
 /// weights and `S = sum(Q)`. `lse` holds each row's log-sum-exp when the forward kept
 /// it (else it is recomputed).
-pub fn class_loss_backward<T: Element>(
+pub fn class_loss_backward<T: Float>(
     x: &[T],
     targets: &[i64],
     block: ClassBlock,
@@ -244,7 +259,18 @@ pub fn class_loss_backward<T: Element>(
                     };
                     hit + smooth * class_weight(opts.weight, c)
                 };
-                if opts.log_softmax {
+                if opts.log_softmax && block.inner == 1 {
+                    let lse = match lse {
+                        Some(l) => l[r],
+                        None => row_logsumexp(x, base, &block),
+                    };
+                    let s = (1.0 - opts.label_smoothing) * w_t + smooth * total;
+                    let row = &x[base..base + block.classes];
+                    let out_row = &mut out[local..local + block.classes];
+                    logits_row_grad(row, out_row, lse, scale * s, scale * smooth, opts.weight);
+                    let hit = T::from_f64(scale * (1.0 - opts.label_smoothing) * w_t);
+                    out_row[t] = out_row[t] - hit;
+                } else if opts.log_softmax {
                     let lse = match lse {
                         Some(l) => l[r],
                         None => row_logsumexp(x, base, &block),
@@ -271,6 +297,45 @@ pub fn class_loss_backward<T: Element>(
     }
     Ok(grad)
 }
+
+/// `out[c] = a * exp(x[c] - lse) - b * w[c]` over a contiguous row of logits (`w`
+/// the class weights, ones without): the gradient of a row before its target's term
+/// is subtracted. Without weights the loop is branch-free and vectorises (Note
+/// [Vectorised exp]).
+#[inline(always)]
+fn logits_row_grad_any<T: Float>(
+    row: &[T],
+    out: &mut [T],
+    lse: f64,
+    a: f64,
+    b: f64,
+    weight: Option<&[f64]>,
+) {
+    let shift = T::from_f64(lse);
+    let a_t = T::from_f64(a);
+    match weight {
+        None => {
+            let b_t = T::from_f64(b);
+            for (o, &v) in out.iter_mut().zip(row) {
+                *o = a_t * exp_minus(v, shift) - b_t;
+            }
+        }
+        Some(w) => {
+            for ((o, &v), &wc) in out.iter_mut().zip(row).zip(w) {
+                *o = a_t * exp_minus(v, shift) - T::from_f64(b * wc);
+            }
+        }
+    }
+}
+
+avx2_variant!(fn logits_row_grad<T>(
+    row: &[T],
+    out: &mut [T],
+    lse: f64,
+    a: f64,
+    b: f64,
+    weight: Option<&[f64]>,
+) = logits_row_grad_any);
 
 /// The dense target distribution times the class weights, `Q` (layout of `x`), and its
 /// per-row sums `S` (layout `(outer, 1, inner)`), for the differentiable backward.

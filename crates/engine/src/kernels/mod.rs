@@ -12,7 +12,9 @@ pub mod matmul;
 pub mod norm;
 pub mod pool;
 pub mod reduce;
+pub mod softmax;
 pub mod spatial;
+pub mod vmath;
 
 use crate::error::{Error, Result};
 use smallvec::SmallVec;

@@ -800,7 +800,7 @@ impl Variable {
     }
 
     fn softmax_impl(&self, dim: i64, log: bool) -> Result<Variable> {
-        let (d, lane) = self.lane_dim(dim)?;
+        let d = shape::wrap_dim(dim, self.dim())?;
         let last = d + 1 >= self.dim();
         let kernel = match (log, last) {
             (false, true) => "softmax_lastdim_kernel_impl",
@@ -811,16 +811,7 @@ impl Variable {
         if !self.dtype().is_floating_point() {
             return Err(Error::unsupported_dtype(kernel, self.dtype()));
         }
-        let x = self.tensor();
-        let max = x.extremum_dims(&lane, true, Extremum::Max)?;
-        let shifted = x.binary(&max, BinaryOp::Sub)?;
-        let exp = shifted.unary(UnaryOp::Exp)?;
-        let total = exp.sum_dims(&lane, true)?;
-        let result = if log {
-            shifted.binary(&total.unary(UnaryOp::Log)?, BinaryOp::Sub)?
-        } else {
-            exp.binary(&total, BinaryOp::Div)?
-        };
+        let result = self.tensor().softmax_dim(d, log, kernel)?;
         Ok(Variable::record(result, &[self], |_, out| {
             if log {
                 (
