@@ -931,7 +931,10 @@ impl Variable {
             return old.add(grad);
         }
         let site = WriteSite::Rust(Location::caller());
-        if old.tensor().binary_in_place(&grad.tensor(), BinaryOp::Add, &site)? {
+        if old
+            .tensor()
+            .binary_in_place(&grad.tensor(), BinaryOp::Add, &site)?
+        {
             return Ok(old);
         }
         let sum = old.tensor().binary(&grad.tensor(), BinaryOp::Add)?;

@@ -73,10 +73,16 @@ fn in_place_writes_allocate_no_destination_sized_buffer() -> Result<()> {
 
     // A second backward accumulates into the existing `.grad` in place: the gradient
     // of `sum` is a broadcast one, so nothing of the leaf's size is needed.
-    let w = Variable::new(Tensor::from_vec(ramp(ROWS * COLS, 1.0), &[ROWS, COLS])?, true)?;
+    let w = Variable::new(
+        Tensor::from_vec(ramp(ROWS * COLS, 1.0), &[ROWS, COLS])?,
+        true,
+    )?;
     w.sum()?.backward()?;
     let bytes = allocated_by(|| w.sum()?.backward())?;
-    assert!(bytes < BYTES / 4, "accumulating .grad allocated {bytes} bytes");
+    assert!(
+        bytes < BYTES / 4,
+        "accumulating .grad allocated {bytes} bytes"
+    );
     assert!(w.grad().unwrap().to_vec::<f32>().iter().all(|&g| g == 2.0));
     Ok(())
 }
@@ -89,7 +95,12 @@ fn check_against_out_of_place(
     out_of_place: impl Fn(&Variable, &Variable) -> Result<Variable>,
 ) -> Result<()> {
     // Bit patterns: `x / x` gives NaN where `x` is 0.
-    let bits = |v: &Variable| v.to_vec::<f64>().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let bits = |v: &Variable| {
+        v.to_vec::<f64>()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect::<Vec<_>>()
+    };
     let expected = bits(&out_of_place(dst, other)?);
     in_place(dst, other)?;
     assert_eq!(bits(dst), expected);
