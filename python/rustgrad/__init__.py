@@ -442,7 +442,11 @@ __all__ += ["divide", "floor_divide", "true_divide"]
 from . import _extra_ops, special  # noqa: E402
 from ._extra_ops import *  # noqa: E402,F403
 
-__all__ += [*_extra_ops.__all__, "special"]
+# isclose / allclose (python/rustgrad/_compare.py).
+from . import _compare  # noqa: E402
+from ._compare import allclose, isclose  # noqa: E402
+
+__all__ += [*_extra_ops.__all__, "special", *_compare.__all__]
 
 # Samplers (python/rustgrad/_random.py; rand_like and randn_like with generator=).
 from ._random import (  # noqa: E402
