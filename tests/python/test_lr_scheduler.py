@@ -73,13 +73,17 @@ def sgd(*lrs: float) -> StandInOptimizer:
     return StandInOptimizer([{"lr": lr, "momentum": 0.9} for lr in lrs], lr=0.001, momentum=0.9)
 
 
-def make_optimizer(case: dict[str, Any]) -> StandInOptimizer:
-    groups = [dict(group) for group in case["groups"]]
-    if case["optimizer"] == "adam":
-        for group in groups:
+def make_optimizer(case: dict[str, Any]) -> Any:
+    """The case's optimizer as rustgrad.optim builds it: one parameter per group."""
+    groups = []
+    for group in case["groups"]:
+        group = dict(group, params=[torch.nn.Parameter(torch.zeros(2))])
+        if "betas" in group:
             group["betas"] = tuple(group["betas"])
-        return StandInOptimizer(groups, lr=0.001, betas=(0.9, 0.999))
-    return StandInOptimizer(groups, lr=0.001, momentum=0.9)
+        groups.append(group)
+    if case["optimizer"] == "adam":
+        return torch.optim.Adam(groups, lr=0.001, betas=(0.9, 0.999))
+    return torch.optim.SGD(groups, lr=0.001, momentum=0.9)
 
 
 def function_arg(key: str, value: Any) -> Any:
@@ -90,7 +94,7 @@ def function_arg(key: str, value: Any) -> Any:
     return FUNCTIONS[value]
 
 
-def make_scheduler(spec: dict[str, Any], optimizer: StandInOptimizer) -> Any:
+def make_scheduler(spec: dict[str, Any], optimizer: Any) -> Any:
     cls = getattr(lr_scheduler, spec["class"])
     kwargs = {key: function_arg(key, value) for key, value in spec.get("kwargs", {}).items()}
     if spec["class"] == "SequentialLR":
@@ -102,7 +106,7 @@ def make_scheduler(spec: dict[str, Any], optimizer: StandInOptimizer) -> Any:
     return cls(optimizer, **kwargs)
 
 
-def momenta(optimizer: StandInOptimizer) -> list[float]:
+def momenta(optimizer: Any) -> list[float]:
     return [
         group["betas"][0] if "betas" in group else group["momentum"]
         for group in optimizer.param_groups
@@ -430,3 +434,19 @@ def test_plateau_takes_a_tensor_metric() -> None:
     scheduler.step(torch.tensor(1.0))
     scheduler.step(torch.tensor(2.0))
     assert scheduler.best == 1.0 and scheduler.get_last_lr() == [0.05]
+
+
+def test_scheduled_lr_drives_the_optimizer_update() -> None:
+    """StepLR's lr is the one SGD applies: the parameter moves by lr * grad each step."""
+    w = torch.nn.Parameter(torch.zeros(3))
+    optimizer = torch.optim.SGD([w], lr=0.5)
+    scheduler = lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.1)
+    expected = 0.0
+    for lr in [0.5, 0.5, 0.05, 0.05, 0.005]:
+        assert math.isclose(optimizer.param_groups[0]["lr"], lr, rel_tol=1e-12)
+        optimizer.zero_grad()
+        w.sum().backward()  # grad is 1 everywhere
+        optimizer.step()
+        scheduler.step()
+        expected -= lr
+        assert torch.allclose(w.detach(), torch.full((3,), expected), rtol=1e-6)

@@ -6,9 +6,10 @@
 (torchvision's layout and parameter names; ``pretrained`` weights are not available, so
 the weights are freshly initialised). Seed 001's ``TheModelClass`` is written with
 ``forward`` (the notes misspell it ``farward``, which would leave the module without a
-forward). The ``optim.SGD`` lines are left out: optimizers are another part of the
-issue; each fine-tuning test instead trains with a manual SGD step
-(``p.data -= lr * p.grad``).
+forward). The optimizer lines run as written too: ``optim.SGD(model.fc.parameters(),
+lr=1e-2, momentum=0.9)`` and the ``filter(lambda p: p.requires_grad, ...)`` form (whose
+``parameters=`` keyword PyTorch itself rejects, so it is run with the iterable passed
+positionally, and the keyword form is checked to raise as in PyTorch).
 """
 
 from __future__ import annotations
@@ -98,14 +99,15 @@ def torch_is_rustgrad(monkeypatch: pytest.MonkeyPatch) -> None:
         "torch.nn": rustgrad.nn,
         "torch.nn.functional": rustgrad.nn.functional,
         "torch.autograd": rustgrad.autograd,
+        "torch.optim": rustgrad.optim,
         "torchvision": torchvision,
         "torchvision.models": models,
     }.items():
         monkeypatch.setitem(sys.modules, name, module)
 
 
-def run(code: str) -> dict[str, Any]:
-    namespace: dict[str, Any] = {}
+def run(code: str, **names: Any) -> dict[str, Any]:
+    namespace: dict[str, Any] = dict(names)
     exec(compile(code, "<seed>", "exec"), namespace)
     return namespace
 
@@ -251,3 +253,61 @@ def test_seed_finetuning_replaces_fc_with_a_fresh_trainable_layer(torch_is_rustg
     for p in model.fc.parameters():
         p.data -= 0.5 * p.grad
     assert nn.functional.cross_entropy(model(x), target).item() < before
+
+
+# Seeds 000, 002, 003 and 004 build the optimizer over the new layer only.
+SEED_FINETUNE_OPTIMIZER = """
+import torch.optim as optim
+optimizer = optim.SGD(model.fc.parameters(), lr=1e-2, momentum=0.9)
+"""
+
+# Seed 001, "2.4 改变了requires_grad之后要修改optimizer的属性", with ``cfg.TRAIN.*`` given
+# values and the iterable passed positionally (see the module docstring).
+SEED_001_FILTER_OPTIMIZER = """
+import torch.optim as optim
+optimizer = optim.SGD(
+            filter(lambda p: p.requires_grad, model.parameters()),   #只更新requires_grad=True的参数
+            lr=0.01,
+            momentum=0.9,
+            weight_decay=1e-4,
+            nesterov=True
+        )
+"""
+
+
+def test_seed_optimizers_hold_only_the_trainable_layer_and_train_it(
+    torch_is_rustgrad: None,
+) -> None:
+    ns = run(SEED_FINETUNE + SEED_FINETUNE_OPTIMIZER)
+    model, optimizer = ns["model"], ns["optimizer"]
+    filtered = run(SEED_001_FILTER_OPTIMIZER, model=model)
+    # Both spellings hold exactly the new fc layer's parameters, in the same order.
+    fc = [id(p) for p in model.fc.parameters()]
+    assert [id(p) for p in optimizer.param_groups[0]["params"]] == fc
+    assert [id(p) for p in filtered["optimizer"].param_groups[0]["params"]] == fc
+    assert filtered["optimizer"].param_groups[0]["nesterov"] is True
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not n.startswith("fc.")}
+    rustgrad.manual_seed(0)
+    x = rustgrad.randn(4, 3, 32, 32)
+    target = rustgrad.tensor([3, 97, 12, 50])
+    model.eval()  # batch-norm statistics stay fixed, so the loss is comparable
+    losses = []
+    for _ in range(5):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), target)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    for n, p in model.named_parameters():
+        if not n.startswith("fc."):
+            assert rustgrad.equal(p, frozen[n]), n
+
+
+def test_seed_001_parameters_keyword_is_rejected_as_in_pytorch(torch_is_rustgrad: None) -> None:
+    ns = run(SEED_001_MODEL)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'parameters'"):
+        run(
+            SEED_001_FILTER_OPTIMIZER.replace("filter(", "parameters=filter("),
+            model=ns["model"],
+        )

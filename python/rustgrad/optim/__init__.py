@@ -3,12 +3,12 @@
 See Note [Optimizer steps] in docs/architecture.md.
 """
 
+from . import lr_scheduler
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
-from . import lr_scheduler
 from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
