@@ -12,7 +12,7 @@ use crate::autograd::grad_mode;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::loss::{self as kernel, ClassBlock, ClassOptions};
-use crate::tensor::{CmpOp, Tensor};
+use crate::tensor::{CmpOp, Scalar, Tensor};
 use crate::variable::{SavedTensor, Variable};
 use smallvec::smallvec;
 
@@ -758,5 +758,274 @@ impl Variable {
                 ],
             )
         }))
+    }
+}
+
+// ----- composite losses ------------------------------------------------------------------
+//
+// PyTorch composes these of differentiable ops (in ATen or in torch.nn.functional); so do
+// we, with the same ops in the same order, so their grad_fn names are PyTorch's. See Note
+// [Functional losses and norms in Rust].
+
+/// The reduction of PyTorch's `apply_loss_reduction`.
+fn reduce(loss: Variable, reduction: Reduction) -> Result<Variable> {
+    match reduction {
+        Reduction::None => Ok(loss),
+        Reduction::Mean => loss.mean(),
+        Reduction::Sum => loss.sum(),
+    }
+}
+
+/// How `kl_div` reduces: PyTorch's reductions plus `"batchmean"` (the sum divided by
+/// the batch size).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum KlReduction {
+    /// One of the usual reductions.
+    Plain(Reduction),
+    /// The sum divided by `input.size(0)`.
+    BatchMean,
+}
+
+impl KlReduction {
+    /// Parses `"none"`, `"mean"`, `"sum"`, `"batchmean"`.
+    pub fn from_name(name: &str) -> Result<KlReduction> {
+        if name == "batchmean" {
+            Ok(KlReduction::BatchMean)
+        } else {
+            Reduction::from_name(name).map(KlReduction::Plain)
+        }
+    }
+}
+
+impl Variable {
+    /// `l1_loss(input, target, reduction, weight)`: `|input - target|` (times `weight`),
+    /// reduced (AbsBackward0 / MeanBackward0 / SumBackward0, as PyTorch's composite).
+    pub fn l1_loss(
+        &self,
+        target: &Variable,
+        weight: Option<&Variable>,
+        reduction: Reduction,
+    ) -> Result<Variable> {
+        let loss = self.sub(target)?.abs()?;
+        let loss = match weight {
+            Some(w) => loss.mul(w)?,
+            None => loss,
+        };
+        reduce(loss, reduction)
+    }
+
+    /// `kl_div(input, target, reduction, log_target)`: `target * (log(target) - input)`
+    /// pointwise (`exp(target) * (target - input)` with `log_target`), reduced.
+    pub fn kl_div(
+        &self,
+        target: &Variable,
+        reduction: KlReduction,
+        log_target: bool,
+    ) -> Result<Variable> {
+        let loss = if log_target {
+            target.exp()?.mul(&target.sub(self)?)?
+        } else {
+            target.xlogy(target)?.sub(&target.mul(self)?)?
+        };
+        match reduction {
+            KlReduction::Plain(r) => reduce(loss, r),
+            KlReduction::BatchMean if self.dim() == 0 => loss.sum(),
+            KlReduction::BatchMean => loss.sum()?.div_scalar(self.shape()[0] as f64),
+        }
+    }
+
+    /// `poisson_nll_loss(input, target, log_input, full, eps, reduction)`:
+    /// `exp(input) - target * input` (or `input - target * log(input + eps)`), plus
+    /// Stirling's approximation of `log(target!)` for targets above 1 when `full`.
+    pub fn poisson_nll_loss(
+        &self,
+        target: &Variable,
+        log_input: bool,
+        full: bool,
+        eps: f64,
+        reduction: Reduction,
+    ) -> Result<Variable> {
+        let mut loss = if log_input {
+            self.exp()?.sub(&target.mul(self)?)?
+        } else {
+            self.sub(&target.mul(&self.add_scalar(eps)?.log()?)?)?
+        };
+        if full {
+            let stirling = target.mul(&target.log()?)?.sub(target)?.add(
+                &target
+                    .mul_scalar(2.0 * std::f64::consts::PI)?
+                    .log()?
+                    .mul_scalar(0.5)?,
+            )?;
+            let small = target
+                .tensor()
+                .compare(&Tensor::scalar(1.0, target.dtype()), CmpOp::Le)?;
+            let zero = Variable::from_tensor(Tensor::scalar(0.0, stirling.dtype()));
+            loss = loss.add(&stirling.masked_fill(&small, &zero)?)?;
+        }
+        reduce(loss, reduction)
+    }
+
+    /// `cosine_similarity(x1, x2, dim, eps)`: `sum(x1 / max(|x1|, eps) * x2 / max(|x2|,
+    /// eps))` along `dim`, after broadcasting; the norms are clamped without recording
+    /// the clamp, as PyTorch clamps them in place under no-grad (SumBackward1).
+    pub fn cosine_similarity(&self, other: &Variable, dim: i64, eps: f64) -> Result<Variable> {
+        let common = DType::promote(self.dtype(), other.dtype());
+        if !common.is_floating_point() {
+            return Err(Error::InvalidArgument(format!(
+                "expected common dtype to be floating point, yet common dtype is {}",
+                common.scalar_type_name()
+            )));
+        }
+        let shape = crate::shape::broadcast_shapes(&self.shape(), &other.shape())?;
+        let dims: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        let expand = |v: &Variable| {
+            if v.shape() == shape {
+                Ok(v.clone())
+            } else {
+                v.expand(&dims)
+            }
+        };
+        let (x1, x2) = (expand(self)?, expand(other)?);
+        let clamped_norm = |x: &Variable| -> Result<Variable> {
+            let norm = x.vector_norm(2.0, Some(&[dim]), true)?;
+            let lift = {
+                let _no_grad = grad_mode::GradModeGuard::new(false);
+                norm.clamp(Some(eps), None)?.sub(&norm)?
+            };
+            norm.add(&lift)
+        };
+        let (n1, n2) = (clamped_norm(&x1)?, clamped_norm(&x2)?);
+        x1.div(&n1)?.mul(&x2.div(&n2)?)?.sum_dims(&[dim], false)
+    }
+
+    /// `pairwise_distance(x1, x2, p, eps, keepdim)`: the `p`-norm of `x1 - x2 + eps` over
+    /// the last dim of the broadcast shape.
+    pub fn pairwise_distance(
+        &self,
+        other: &Variable,
+        p: f64,
+        eps: f64,
+        keepdim: bool,
+    ) -> Result<Variable> {
+        let last = self.dim().max(other.dim()) as i64 - 1;
+        let dims = [last];
+        let dims: Option<&[i64]> = if last < 0 { None } else { Some(&dims) };
+        self.sub(other)?
+            .add_scalar(eps)?
+            .vector_norm(p, dims, keepdim)
+    }
+
+    /// `cosine_embedding_loss(input1, input2, target, margin, reduction)`: `1 - cos`
+    /// where `target == 1`, `max(0, cos - margin)` where `target == -1`, with PyTorch's
+    /// `1e-12` added to the squared magnitudes.
+    pub fn cosine_embedding_loss(
+        &self,
+        other: &Variable,
+        target: &Variable,
+        margin: f64,
+        reduction: Reduction,
+    ) -> Result<Variable> {
+        let tdim = target.dim();
+        let sizes = || {
+            format!(
+                "{:?} and {:?}",
+                self.shape().as_slice(),
+                other.shape().as_slice()
+            )
+        };
+        match tdim {
+            1 if self.dim() != 2 || other.dim() != 2 => {
+                return Err(Error::InvalidArgument(format!(
+                    "1D target tensor expects 2D input tensors, but found inputs with sizes {}.",
+                    sizes()
+                )))
+            }
+            0 if self.dim() != 1 || other.dim() != 1 => {
+                return Err(Error::InvalidArgument(format!(
+                    "0D target tensor expects 1D input tensors, but found inputs with sizes {}.",
+                    sizes()
+                )))
+            }
+            0 | 1 => {}
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "0D or 1D target tensor expected, multi-target not supported".into(),
+                ))
+            }
+        }
+        let d = [tdim as i64];
+        let prod_sum = self.mul(other)?.sum_dims(&d, false)?;
+        let mag1 = self.mul(self)?.sum_dims(&d, false)?.add_scalar(1e-12)?;
+        let mag2 = other.mul(other)?.sum_dims(&d, false)?.add_scalar(1e-12)?;
+        let cos = prod_sum.div(&mag1.mul(&mag2)?.sqrt()?)?;
+        let zeros = Variable::from_tensor(Tensor::zeros(&cos.shape(), cos.dtype()));
+        let pos = cos.rsub_scalar(1.0)?;
+        let neg = cos.add_scalar(-margin)?.clamp_min(Scalar::Int(0))?;
+        let t = target.tensor();
+        let is = |v: f64| t.compare(&Tensor::scalar(v, t.dtype()), CmpOp::Eq);
+        let out = Variable::where_cond(&is(1.0)?, &pos, &zeros)?.add(&Variable::where_cond(
+            &is(-1.0)?,
+            &neg,
+            &zeros,
+        )?)?;
+        reduce(out, reduction)
+    }
+
+    /// `margin_ranking_loss(input1, input2, target, margin, reduction)`:
+    /// `max(0, -target * (input1 - input2) + margin)`, reduced.
+    pub fn margin_ranking_loss(
+        &self,
+        other: &Variable,
+        target: &Variable,
+        margin: f64,
+        reduction: Reduction,
+    ) -> Result<Variable> {
+        if self.dim() != other.dim() || self.dim() != target.dim() {
+            return Err(Error::InvalidArgument(format!(
+                "margin_ranking_loss : All input tensors should have same dimension but got sizes: input1: {:?}, input2: {:?}, target: {:?} ",
+                self.shape().as_slice(),
+                other.shape().as_slice(),
+                target.shape().as_slice()
+            )));
+        }
+        let loss = target
+            .neg()?
+            .mul(&self.sub(other)?)?
+            .add_scalar(margin)?
+            .clamp_min(Scalar::Int(0))?;
+        reduce(loss, reduction)
+    }
+
+    /// `triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+    /// reduction)`: `max(0, margin + d(a, p) - d(a, n))` with `d` the pairwise distance
+    /// (`swap`: the smaller of `d(a, n)` and `d(p, n)`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn triplet_margin_loss(
+        &self,
+        positive: &Variable,
+        negative: &Variable,
+        margin: f64,
+        p: f64,
+        eps: f64,
+        swap: bool,
+        reduction: Reduction,
+    ) -> Result<Variable> {
+        let (a, pd, n) = (self.dim(), positive.dim(), negative.dim());
+        if a != pd || pd != n {
+            return Err(Error::InvalidArgument(format!(
+                "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but got: anchor {a}D, positive {pd}D, and negative {n}D inputs"
+            )));
+        }
+        let dist_pos = self.pairwise_distance(positive, p, eps, false)?;
+        let mut dist_neg = self.pairwise_distance(negative, p, eps, false)?;
+        if swap {
+            dist_neg = dist_neg.minimum(&positive.pairwise_distance(negative, p, eps, false)?)?;
+        }
+        let loss = dist_pos
+            .add_scalar(margin)?
+            .sub(&dist_neg)?
+            .clamp_min(Scalar::Int(0))?;
+        reduce(loss, reduction)
     }
 }

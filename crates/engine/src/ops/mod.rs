@@ -5,10 +5,13 @@
 //! backward. A node holds a [`Rule`], which nests the family rules (no allocation per
 //! node). See Note [Op families].
 
+pub(crate) mod activation;
 pub(crate) mod binary;
 pub(crate) mod conv;
 pub(crate) mod copy;
 pub(crate) mod custom;
+pub(crate) mod dropout;
+pub(crate) mod embedding;
 pub(crate) mod index;
 pub(crate) mod inplace;
 pub(crate) mod linalg;
@@ -63,6 +66,10 @@ pub(crate) enum Rule {
     Pool(pool::Rule),
     /// A rule of `norm.rs`.
     Norm(norm::Rule),
+    /// A rule of `activation.rs`.
+    Activation(activation::Rule),
+    /// A rule of `embedding.rs`.
+    Embedding(embedding::Rule),
 }
 
 impl Rule {
@@ -84,6 +91,8 @@ impl Rule {
             Rule::Conv(r) => r.name(),
             Rule::Pool(r) => r.name(),
             Rule::Norm(r) => r.name(),
+            Rule::Activation(r) => r.name(),
+            Rule::Embedding(r) => r.name(),
         }
     }
 
@@ -111,6 +120,8 @@ impl Rule {
             Rule::Conv(r) => r.apply(saved, grad, needs),
             Rule::Pool(r) => r.apply(saved, grad, needs),
             Rule::Norm(r) => r.apply(saved, grad, needs),
+            Rule::Activation(r) => r.apply(saved, grad, needs),
+            Rule::Embedding(r) => r.apply(saved, grad, needs),
         }
     }
 }
@@ -244,6 +255,18 @@ impl From<pool::Rule> for Rule {
 impl From<norm::Rule> for Rule {
     fn from(rule: norm::Rule) -> Rule {
         Rule::Norm(rule)
+    }
+}
+
+impl From<activation::Rule> for Rule {
+    fn from(rule: activation::Rule) -> Rule {
+        Rule::Activation(rule)
+    }
+}
+
+impl From<embedding::Rule> for Rule {
+    fn from(rule: embedding::Rule) -> Rule {
+        Rule::Embedding(rule)
     }
 }
 

@@ -532,3 +532,178 @@ impl Variable {
         Ok((out, mean, var))
     }
 }
+
+// ----- composite normalisations ------------------------------------------------------------
+//
+// PyTorch composes these of other ops (ATen's `instance_norm` calls `batch_norm`;
+// `rms_norm`, `local_response_norm` and `normalize` are compositions); so do we. See Note
+// [Functional losses and norms in Rust].
+
+impl Variable {
+    /// `instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+    /// momentum, eps)`: each channel of each sample of `(N, C, *)` normalised on its own,
+    /// as PyTorch: `batch_norm` over the input viewed as `(1, N * C, *)` and viewed back
+    /// (ViewBackward0). The running statistics (if given, with `use_input_stats`)
+    /// receive the mean over the batch of the per-sample updates.
+    #[allow(clippy::too_many_arguments)]
+    pub fn instance_norm(
+        &self,
+        running_mean: Option<&Variable>,
+        running_var: Option<&Variable>,
+        weight: Option<&Variable>,
+        bias: Option<&Variable>,
+        use_input_stats: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<Variable> {
+        let shape = self.shape();
+        if shape.len() < 2 {
+            return Err(Error::InvalidArgument(format!(
+                "Expected at least 2 dimensions for input tensor but received {}",
+                shape.len()
+            )));
+        }
+        if !use_input_stats && (running_mean.is_none() || running_var.is_none()) {
+            return Err(Error::InvalidArgument(
+                "Expected running_mean and running_var to be defined when use_input_stats is false"
+                    .into(),
+            ));
+        }
+        let (b, c) = (shape[0] as i64, shape[1] as i64);
+        let mut folded: Vec<i64> = vec![1, b * c];
+        folded.extend(shape[2..].iter().map(|&s| s as i64));
+        let x = self.contiguous()?.view(&folded)?;
+        let repeat = |v: Option<&Variable>| v.map(|v| v.repeat(&[b])).transpose();
+        let (w, bb) = (repeat(weight)?, repeat(bias)?);
+        let (rm, rv) = {
+            let _no_grad = grad_mode::GradModeGuard::new(false);
+            (repeat(running_mean)?, repeat(running_var)?)
+        };
+        let out = x.batch_norm(
+            rm.as_ref(),
+            rv.as_ref(),
+            w.as_ref(),
+            bb.as_ref(),
+            use_input_stats,
+            momentum,
+            eps,
+        )?;
+        if use_input_stats {
+            let _no_grad = grad_mode::GradModeGuard::new(false);
+            for (stat, folded) in [(running_mean, &rm), (running_var, &rv)] {
+                if let (Some(stat), Some(folded)) = (stat, folded) {
+                    stat.copy_(&folded.view(&[b, c])?.mean_dims(&[0], false)?)?;
+                }
+            }
+        }
+        let dims: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        out.view(&dims)
+    }
+
+    /// `rms_norm(input, normalized_shape, weight, eps)`: `x * rsqrt(mean(x^2) + eps) *
+    /// weight` over the last `len(normalized_shape)` dims; `eps = None` is the dtype's
+    /// machine epsilon, as in PyTorch.
+    pub fn rms_norm(
+        &self,
+        normalized_shape: &[i64],
+        weight: Option<&Variable>,
+        eps: Option<f64>,
+    ) -> Result<Variable> {
+        let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        let k = normalized_shape.len();
+        if k == 0 || shape.len() < k || shape[shape.len() - k..] != *normalized_shape {
+            let dims: Vec<String> = normalized_shape.iter().map(i64::to_string).collect();
+            return Err(Error::InvalidArgument(format!(
+                "Given normalized_shape={normalized_shape:?}, expected input with shape [*{}], but got input of size{shape:?}",
+                dims.join(", ")
+            )));
+        }
+        if let Some(w) = weight {
+            let ws: Vec<i64> = w.shape().iter().map(|&s| s as i64).collect();
+            if ws != normalized_shape {
+                return Err(Error::InvalidArgument(format!(
+                    "Expected weight to be of same shape as normalized_shape, but got weight of shape {ws:?} and normalized_shape = {normalized_shape:?}"
+                )));
+            }
+        }
+        if !self.dtype().is_floating_point() {
+            return Err(Error::unsupported_dtype("rms_norm", self.dtype()));
+        }
+        let eps = eps.unwrap_or(match self.dtype() {
+            DType::F64 => f64::EPSILON,
+            DType::F16 => 0.000_976_562_5,
+            DType::BF16 => 0.007_812_5,
+            _ => f32::EPSILON as f64,
+        });
+        let dims: Vec<i64> = (-(k as i64)..0).collect();
+        let out = self.mul(
+            &self
+                .pow_scalar(2.0)?
+                .mean_dims(&dims, true)?
+                .add_scalar(eps)?
+                .rsqrt()?,
+        )?;
+        match weight {
+            Some(w) => out.mul(w),
+            None => Ok(out),
+        }
+    }
+
+    /// `local_response_norm(input, size, alpha, beta, k)` across channels (dim 1):
+    /// `x / (k + alpha * mean(x^2 over size neighbouring channels))^beta`, the window
+    /// zero-padded by `size / 2` before and `(size - 1) / 2` after, as PyTorch (an
+    /// average pool over the channels).
+    pub fn local_response_norm(
+        &self,
+        size: i64,
+        alpha: f64,
+        beta: f64,
+        k: f64,
+    ) -> Result<Variable> {
+        if self.dim() < 3 {
+            return Err(Error::InvalidArgument(format!(
+                "Expected 3D or higher dimensionality input (got {} dimensions)",
+                self.dim()
+            )));
+        }
+        if self.numel() == 0 {
+            return Ok(self.clone());
+        }
+        let shape = self.shape();
+        let (n, c) = (shape[0] as i64, shape[1] as i64);
+        let rest: usize = shape[2..].iter().product();
+        let squares = self.mul(self)?.reshape(&[n, 1, c, rest as i64])?;
+        let padded = squares.pad(
+            // Python's floor division, as PyTorch's functional (a bad size then fails in
+            // the pooling with PyTorch's message).
+            &[0, 0, size.div_euclid(2), (size - 1).div_euclid(2)],
+            super::spatial::PadMode::Constant,
+            Some(0.0),
+        )?;
+        let window = super::pool::Pool2d {
+            kernel_size: [size, 1],
+            stride: [1, 1],
+            padding: [0, 0],
+            dilation: [1, 1],
+            ceil_mode: false,
+        };
+        let dims: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        let div = padded
+            .avg_pool2d(&window, true, None)?
+            .reshape(&dims)?
+            .mul_scalar(alpha)?
+            .add_scalar(k)?
+            .pow_scalar(beta)?;
+        self.div(&div)
+    }
+
+    /// `normalize(input, p, dim, eps)`: `input / max(||input||_p along dim, eps)`.
+    pub fn normalize(&self, p: f64, dim: i64, eps: f64) -> Result<Variable> {
+        let dims: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        let denom = self
+            .vector_norm(p, Some(&[dim]), true)?
+            .clamp_min(crate::tensor::Scalar::Float(eps))?
+            .expand(&dims)?;
+        self.div(&denom)
+    }
+}
