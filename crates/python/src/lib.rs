@@ -478,6 +478,8 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::conv::register(m)?;
     ops::pool::register(m)?;
     ops::norm::register(m)?;
+    ops::activation::register(m)?;
+    ops::embedding::register(m)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;

@@ -1,13 +1,15 @@
 """The activations of ``rustgrad.nn.functional`` that the elementwise op family does not
-provide as one op, with PyTorch's signatures: compositions of the engine's
-differentiable ops (so double backward works), re-exported by
-``rustgrad.nn.functional``. See Note [Functional activations and dropout].
+provide as one op, with PyTorch's signatures: each is one call into the engine
+(``crates/engine/src/ops/activation.rs``), which records PyTorch's dedicated node
+(GluBackward0, HardshrinkBackward0, ...); re-exported by ``rustgrad.nn.functional``. See
+Note [Functional activations in Rust].
 """
 
 from __future__ import annotations
 
 import builtins
 
+from .. import _rustgrad
 from .._rustgrad import Tensor
 
 __all__ = [
@@ -21,12 +23,6 @@ __all__ = [
     "threshold",
     "threshold_",
 ]
-
-
-def _where(condition: Tensor, input: Tensor, other: Tensor) -> Tensor:
-    from .. import where
-
-    return where(condition, input, other)
 
 
 def _write_back(input: Tensor, result: Tensor) -> Tensor:
@@ -45,21 +41,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
         >>> F.glu(rustgrad.tensor([2.0, 0.0])).item()
         1.0
     """
-    if input.dim() == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    wrapped = dim + input.dim() if dim < 0 else dim
-    if wrapped < 0 or wrapped >= input.dim():
-        raise IndexError(
-            f"Dimension out of range (expected to be in range of [{-input.dim()}, "
-            f"{input.dim() - 1}], but got {dim})"
-        )
-    size = input.shape[wrapped]
-    if size % 2 != 0:
-        raise RuntimeError(
-            f"Halving dimension must be even, but dimension {wrapped} is size {size}"
-        )
-    a, b = input.chunk(2, wrapped)
-    return a * b.sigmoid()
+    return _rustgrad._glu(input, int(dim))
 
 
 def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
@@ -71,10 +53,7 @@ def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
         >>> F.hardshrink(rustgrad.tensor([-1.0, 0.2, 0.7])).tolist()
         [-1.0, 0.0, 0.699999988079071]
     """
-    from .. import zeros_like
-
-    inside = (input >= -lambd) & (input <= lambd)
-    return _where(inside, zeros_like(input), input)
+    return _rustgrad._hardshrink(input, float(lambd))
 
 
 def softshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
@@ -86,9 +65,7 @@ def softshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
         >>> F.softshrink(rustgrad.tensor([-1.0, 0.2, 1.5])).tolist()
         [-0.5, 0.0, 1.0]
     """
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return input - input.clamp(-lambd, lambd)
+    return _rustgrad._softshrink(input, float(lambd))
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -100,7 +77,7 @@ def tanhshrink(input: Tensor) -> Tensor:
         >>> F.tanhshrink(rustgrad.tensor([0.0])).item()
         0.0
     """
-    return input - input.tanh()
+    return _rustgrad._tanhshrink(input)
 
 
 def threshold(
@@ -117,10 +94,11 @@ def threshold(
         >>> F.threshold(rustgrad.tensor([-1.0, 2.0]), 0.5, 9.0).tolist()
         [9.0, 2.0]
     """
-    from .. import full_like
-
-    result = _where(input > threshold, input, full_like(input, value))
-    return _write_back(input, result) if inplace else result
+    if not inplace:
+        return _rustgrad._threshold(input, float(threshold), float(value))
+    # The node saves its input: give it a copy, so writing the result back into `input`
+    # does not invalidate the graph.
+    return _write_back(input, _rustgrad._threshold(input.clone(), float(threshold), float(value)))
 
 
 def threshold_(input: Tensor, threshold: builtins.float, value: builtins.float) -> Tensor:
@@ -138,19 +116,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         >>> F.prelu(rustgrad.tensor([-2.0, 3.0]), rustgrad.tensor([0.25])).tolist()
         [-0.5, 3.0]
     """
-    if input.dim() == 0:
-        raise RuntimeError("Not allow zero-dim input tensor.")
-    channels = input.shape[1] if input.dim() >= 2 else 1
-    if weight.numel() != 1 and weight.numel() != channels:
-        raise RuntimeError(
-            "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-            f"{weight.numel()} and channel size = {channels}."
-        )
-    if weight.numel() == 1:
-        w = weight.reshape(())
-    else:
-        w = weight.reshape((channels,) + (1,) * (input.dim() - 2))
-    return _where(input > 0, input, w * input)
+    return _rustgrad._prelu(input, weight)
 
 
 def rrelu(
@@ -171,19 +137,7 @@ def rrelu(
         >>> F.rrelu(rustgrad.tensor([-2.0, 3.0]), 0.25, 0.75).tolist()
         [-1.0, 3.0]
     """
-    from .. import empty, float64, ones_like
-
-    if not training:
-        slope = (lower + upper) / 2
-        result = _where(input >= 0, input, input * slope)
-        return _write_back(input, result) if inplace else result
-    nonpositive = input.detach() <= 0
-    count = int(nonpositive.sum().item())
-    noise = ones_like(input.detach())
-    if count:
-        slopes = empty(count, dtype=float64).uniform_(lower, upper).to(input.dtype)
-        noise = noise.masked_scatter(nonpositive, slopes)
-    result = input * noise
+    result = _rustgrad._rrelu(input, float(lower), float(upper), builtins.bool(training), generator)
     return _write_back(input, result) if inplace else result
 
 

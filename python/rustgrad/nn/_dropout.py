@@ -1,15 +1,16 @@
 """Channel-wise and alpha dropout, ``embedding``, ``embedding_bag`` and ``one_hot`` for
-``rustgrad.nn.functional``, with PyTorch's signatures: compositions of the engine's
-differentiable ops and samplers (``bernoulli_`` on the global generator, as PyTorch's
-CPU dropout). See Note [Functional activations and dropout].
+``rustgrad.nn.functional``, with PyTorch's signatures: PyTorch's Python-level checks and
+warnings around one engine call each (``crates/engine/src/ops/dropout.rs``, whose mask is
+``bernoulli_`` on the global generator as PyTorch's CPU dropout, and
+``ops/embedding.rs``). See Note [Functional activations in Rust].
 """
 
 from __future__ import annotations
 
 import builtins
-import math
 import warnings
 
+from .. import _rustgrad
 from .._rustgrad import Tensor
 
 __all__ = [
@@ -22,9 +23,6 @@ __all__ = [
     "feature_alpha_dropout",
     "one_hot",
 ]
-
-# SELU's negative saturation value, -scale * alpha (PyTorch's alpha dropout constant).
-_ALPHA = 1.7580993408473766
 
 
 def _check_p(p: builtins.float) -> None:
@@ -40,31 +38,19 @@ def _dropout_impl(
     feature: builtins.bool,
     alpha: builtins.bool,
 ) -> Tensor:
-    """PyTorch's ``_dropout_impl``: a Bernoulli(1 - p) keep mask, of shape ``(N, C, 1,
-    ...)`` for feature dropout, drawn with ``bernoulli_`` on the global generator."""
-    from .. import empty, zeros
-
+    """PyTorch's ``_dropout_impl`` (one engine call): a Bernoulli(1 - p) keep mask, of
+    shape ``(N, C, 1, ...)`` for feature dropout, drawn with ``bernoulli_`` on the global
+    generator."""
     if p == 0 or not training or input.numel() == 0:
-        return input
-    if p == 1:
-        zero = zeros((), dtype=input.dtype)
-        return input.mul_(zero) if inplace else input * zero
-    if feature:
-        if input.dim() < 2:
-            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-        shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
-    else:
-        shape = tuple(input.shape)
-    keep = empty(shape, dtype=input.dtype).bernoulli_(1 - p)
-    if not alpha:
-        keep.div_(1 - p)
-        return input.mul_(keep) if inplace else input * keep
-    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
-    shift = (keep - 1) * (_ALPHA * a) + _ALPHA * a * p
-    scaled = keep * a
-    if inplace:
-        return input.mul_(scaled).add_(shift)
-    return input * scaled + shift
+        return input  # the same object, as PyTorch (the engine returns the same tensor)
+    return _rustgrad._dropout(
+        input,
+        float(p),
+        builtins.bool(training),
+        builtins.bool(inplace),
+        builtins.bool(feature),
+        builtins.bool(alpha),
+    )
 
 
 def dropout1d(
@@ -203,31 +189,6 @@ def feature_alpha_dropout(
     return _dropout_impl(input, p, training, inplace, True, True)
 
 
-def _renorm_rows(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
-    """PyTorch's ``embedding_renorm_``: rows used by ``indices`` whose ``norm_type``-norm
-    exceeds ``max_norm`` are scaled in place to ``max_norm / (norm + 1e-7)``, unrecorded."""
-    from .. import linalg, no_grad
-
-    with no_grad():
-        for row in sorted(set(indices.flatten().tolist())):
-            norm = linalg.vector_norm(weight[row], norm_type).item()
-            if norm > max_norm:
-                weight[row] *= max_norm / (norm + 1e-7)
-
-
-def _check_indices(input: Tensor, rows: int) -> None:
-    from .. import int64
-
-    if input.dtype != int64:
-        raise RuntimeError(
-            "Expected tensor for argument #1 'indices' to have one of the following scalar "
-            f"types: Long, Int; but got {input.dtype} instead (while checking arguments for "
-            "embedding)"
-        )
-    if input.numel() and (input.min().item() < 0 or input.max().item() >= rows):
-        raise IndexError("index out of range in self")
-
-
 def embedding(
     input: Tensor,
     weight: Tensor,
@@ -248,34 +209,20 @@ def embedding(
         >>> F.embedding(rustgrad.tensor([1, 0]), w).tolist()
         [[2.0, 3.0], [0.0, 1.0]]
     """
-    from .. import where
-
-    if weight.dim() != 2:
-        raise RuntimeError("'weight' must be 2-D")
-    rows = weight.shape[0]
-    if padding_idx is not None:
-        if padding_idx > 0 and padding_idx >= rows:
-            raise AssertionError("Padding_idx must be within num_embeddings")
-        if padding_idx < 0:
-            if padding_idx < -rows:
-                raise AssertionError("Padding_idx must be within num_embeddings")
-            padding_idx = rows + padding_idx
     if sparse:
         raise NotImplementedError("rustgrad has no sparse gradients (sparse=True)")
-    _check_indices(input, rows)
-    if max_norm is not None:
-        _renorm_rows(weight, input, max_norm, norm_type)
-    flat = input.reshape(-1)
-    out = weight.index_select(0, flat)
-    if scale_grad_by_freq and flat.numel():
-        counts = (flat.unsqueeze(1) == flat.unsqueeze(0)).sum(1).to(weight.dtype)
-        scale = (1.0 / counts).unsqueeze(1)
-        # Value unchanged, gradient of each row divided by its index's frequency.
-        out = out * scale + (out * (1 - scale)).detach()
-    if padding_idx is not None:
-        pad = (flat == padding_idx).unsqueeze(1)
-        out = where(pad, out.detach(), out)
-    return out.reshape(tuple(input.shape) + (weight.shape[1],))
+    if weight.dim() == 2 and padding_idx is not None:
+        rows = weight.shape[0]
+        if padding_idx >= rows or padding_idx < -rows:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+    return _rustgrad._embedding(
+        input,
+        weight,
+        None if padding_idx is None else int(padding_idx),
+        None if max_norm is None else float(max_norm),
+        float(norm_type),
+        builtins.bool(scale_grad_by_freq),
+    )
 
 
 def embedding_bag(
@@ -303,19 +250,16 @@ def embedding_bag(
         >>> F.embedding_bag(rustgrad.tensor([0, 1, 1]), w, rustgrad.tensor([0, 1])).tolist()
         [[1.0, 1.0], [3.0, 5.0]]
     """
-    from .. import stack, tensor, zeros
-
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
     if weight.dim() != 2:
         raise ValueError(
             f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}"
         )
-    if per_sample_weights is not None and mode != "sum":
-        raise NotImplementedError(
-            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
-            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
-            "on GitHub."
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape!r}) is not None, "
+            f"then it must have the same shape as the input ({input.shape!r})"
         )
     if input.dim() == 2:
         if offsets is not None:
@@ -324,57 +268,37 @@ def embedding_bag(
                 "mini-batch of fixed length sequences. However, found offsets of type "
                 f"{type(offsets)}"
             )
-        bag = input.shape[1]
-        starts = list(range(0, input.numel(), bag)) if bag else [0] * input.shape[0]
-        flat = input.reshape(-1)
-        weights = None if per_sample_weights is None else per_sample_weights.reshape(-1)
     elif input.dim() == 1:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.dim() != 1:
             raise ValueError("offsets has to be a 1D Tensor")
-        starts = [int(v) for v in offsets.tolist()]
-        if include_last_offset:
-            starts = starts[:-1]
-        flat = input
-        weights = per_sample_weights
     else:
         raise ValueError(
             f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}"
         )
-    if starts and starts[0] != 0:
-        raise RuntimeError(
-            f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
-            f"start from position 0. However, got {starts[0]}"
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+            "on GitHub."
         )
-    rows = weight.shape[0]
-    if padding_idx is not None and padding_idx < 0:
-        padding_idx += rows
-    ends = starts[1:] + [flat.numel()]
-    if include_last_offset and offsets is not None and input.dim() == 1:
-        ends = [int(v) for v in offsets.tolist()][1:]
-    if any(s > e or e > flat.numel() for s, e in zip(starts, ends)):
-        raise RuntimeError("offsets must be non-decreasing and at most the input length")
-    embedded = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
-    if weights is not None:
-        embedded = embedded * weights.unsqueeze(1)
-    indices = flat.tolist()
-    bags = []
-    for s, e in zip(starts, ends):
-        keep = [i for i in range(s, e) if indices[i] != padding_idx]
-        if not keep:
-            bags.append(zeros(weight.shape[1], dtype=weight.dtype))
-            continue
-        rows_of_bag = embedded.index_select(0, tensor(keep))
-        if mode == "sum":
-            bags.append(rows_of_bag.sum(0))
-        elif mode == "mean":
-            bags.append(rows_of_bag.mean(0))
-        else:
-            bags.append(rows_of_bag.amax(0))
-    if not bags:
-        return zeros(0, weight.shape[1], dtype=weight.dtype)
-    return stack(bags)
+    if max_norm is not None:
+        # PyTorch renormalises the rows first (embedding_renorm_), in place.
+        _rustgrad._embedding(
+            input.reshape(-1), weight, None, float(max_norm), float(norm_type), False
+        )
+    if scale_grad_by_freq:
+        raise NotImplementedError("rustgrad: embedding_bag does not support scale_grad_by_freq")
+    return _rustgrad._embedding_bag(
+        input,
+        weight,
+        offsets,
+        mode,
+        per_sample_weights,
+        builtins.bool(include_last_offset),
+        None if padding_idx is None else int(padding_idx),
+    )
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -387,19 +311,4 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         >>> F.one_hot(rustgrad.tensor([0, 2]), 3).tolist()
         [[1, 0, 0], [0, 0, 1]]
     """
-    from .. import int64, zeros
-
-    if tensor.dtype != int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if tensor.numel() == 0:
-        if num_classes <= 0:
-            raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        return zeros(tuple(tensor.shape) + (num_classes,), dtype=int64)
-    if tensor.min().item() < 0:
-        raise RuntimeError("Class values must be non-negative.")
-    if num_classes == -1:
-        num_classes = int(tensor.max().item()) + 1
-    elif tensor.max().item() >= num_classes:
-        raise RuntimeError("Class values must be smaller than num_classes.")
-    out = zeros(tuple(tensor.shape) + (num_classes,), dtype=int64)
-    return out.scatter(-1, tensor.unsqueeze(-1), 1)
+    return _rustgrad._one_hot(tensor, int(num_classes))

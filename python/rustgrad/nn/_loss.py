@@ -1,6 +1,8 @@
-"""The losses of ``rustgrad.nn.functional``, with PyTorch's signatures: thin wrappers
-over the engine's fused kernels (``cross_entropy``, ``nll_loss``), re-exported by
-``rustgrad.nn.functional``. See Note [Class-index losses] in docs/architecture.md.
+"""The losses of ``rustgrad.nn.functional``, with PyTorch's signatures: argument parsing
+(legacy ``size_average`` / ``reduce``, PyTorch's ValueErrors and warnings) around one
+engine call each (``crates/engine/src/ops/loss.rs``), re-exported by
+``rustgrad.nn.functional``. See Note [Class-index losses] and Note [Functional losses and
+norms in Rust] in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import builtins
 import warnings
 
+from .. import _rustgrad
 from .._rustgrad import Tensor, _cross_entropy, _nll_loss, _pointwise_loss
 
 __all__ = [
@@ -214,8 +217,7 @@ def smooth_l1_loss(
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:
         # PyTorch's smooth_l1_loss is the l1_loss composite there.
-        loss = (input - target).abs()
-        return _reduce(loss, reduction)
+        return _rustgrad._l1_loss(input, target, reduction)
     return _pointwise_loss(input, target, "smooth_l1", float(beta), None, None, reduction)
 
 
@@ -299,15 +301,6 @@ def binary_cross_entropy_with_logits(
 # ---------------------------------------------------------------- composite losses
 
 
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    """PyTorch's ``apply_loss_reduction``."""
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
 def l1_loss(
     input: Tensor,
     target: Tensor,
@@ -327,10 +320,7 @@ def l1_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     _size_warning(input, target)
-    loss = (input - target).abs()
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _rustgrad._l1_loss(input, target, reduction, weight)
 
 
 def kl_div(
@@ -353,8 +343,6 @@ def kl_div(
         >>> F.kl_div(x, rustgrad.tensor([[0.5, 0.5]]), reduction="batchmean").item()
         0.0
     """
-    from .. import xlogy
-
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     elif reduction == "mean":
@@ -367,14 +355,7 @@ def kl_div(
         )
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if log_target:
-        loss = target.exp() * (target - input)
-    else:
-        loss = xlogy(target, target) - target * input
-    if reduction == "batchmean":
-        reduced = loss.sum()
-        return reduced / input.shape[0] if input.dim() != 0 else reduced
-    return _reduce(loss, reduction)
+    return _rustgrad._kl_div(input, target, reduction, builtins.bool(log_target))
 
 
 def poisson_nll_loss(
@@ -397,34 +378,10 @@ def poisson_nll_loss(
         >>> F.poisson_nll_loss(rustgrad.tensor([0.0]), rustgrad.tensor([1.0])).item()
         1.0
     """
-    import math
-
-    from .. import where, zeros_like
-
     reduction = _reduction(size_average, reduce, reduction)
-    if log_input:
-        loss = input.exp() - target * input
-    else:
-        loss = input - target * (input + eps).log()
-    if full:
-        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
-        loss = loss + where(target <= 1, zeros_like(stirling), stirling)
-    return _reduce(loss, reduction)
-
-
-def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The broadcast of two shapes (PyTorch's error when they do not broadcast)."""
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    out = []
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(
-                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                f"non-singleton dimension {i}"
-            )
-        out.append(y if x == 1 else x)
-    return tuple(out)
+    return _rustgrad._poisson_nll_loss(
+        input, target, builtins.bool(log_input), builtins.bool(full), float(eps), reduction
+    )
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: builtins.float = 1e-8) -> Tensor:
@@ -437,18 +394,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: builtins.float 
         >>> F.cosine_similarity(rustgrad.tensor([[1.0, 0.0]]), rustgrad.tensor([[1.0, 1.0]])).item()
         0.7071067690849304
     """
-    from .. import linalg
-
-    if tuple(x1.shape) != tuple(x2.shape):
-        shape = _broadcast_shape(tuple(x1.shape), tuple(x2.shape))
-        x1, x2 = x1.expand(shape), x2.expand(shape)
-    n1 = linalg.vector_norm(x1, 2, dim=dim, keepdim=True)
-    n2 = linalg.vector_norm(x2, 2, dim=dim, keepdim=True)
-    # PyTorch clamps the norms in place under no_grad: the value is clamped, the gradient
-    # flows through the unclamped norm.
-    n1 = n1 + (n1.clamp_min(eps) - n1).detach()
-    n2 = n2 + (n2.clamp_min(eps) - n2).detach()
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
+    return _rustgrad._cosine_similarity(x1, x2, int(dim), float(eps))
 
 
 def pairwise_distance(
@@ -467,10 +413,7 @@ def pairwise_distance(
         >>> round(F.pairwise_distance(a, b).item(), 4)
         5.0
     """
-    from .. import linalg
-
-    ndim = max(x1.dim(), x2.dim())
-    return linalg.vector_norm(x1 - x2 + eps, p, dim=ndim - 1, keepdim=keepdim)
+    return _rustgrad._pairwise_distance(x1, x2, float(p), float(eps), builtins.bool(keepdim))
 
 
 def cosine_embedding_loss(
@@ -492,24 +435,8 @@ def cosine_embedding_loss(
         >>> F.cosine_embedding_loss(x, x, rustgrad.tensor([1.0])).item()
         0.0
     """
-    from .. import where, zeros_like
-
     reduction = _reduction(size_average, reduce, reduction)
-    if input1.dim() != input2.dim():
-        raise RuntimeError(
-            f"cosine_embedding_loss : input1 and input2 must have the same number of "
-            f"dimensions, but got {input1.dim()} and {input2.dim()}"
-        )
-    dim = 1 if input1.dim() == 2 else 0
-    prod_sum = (input1 * input2).sum(dim)
-    mag1 = (input1 * input1).sum(dim) + 1e-12
-    mag2 = (input2 * input2).sum(dim) + 1e-12
-    cos = prod_sum / (mag1 * mag2).sqrt()
-    zeros = zeros_like(cos)
-    pos = 1 - cos
-    neg = (cos - margin).clamp_min(0)
-    loss = where(target == 1, pos, zeros) + where(target == -1, neg, zeros)
-    return _reduce(loss, reduction)
+    return _rustgrad._cosine_embedding_loss(input1, input2, target, float(margin), reduction)
 
 
 def margin_ranking_loss(
@@ -537,7 +464,7 @@ def margin_ranking_loss(
             f"sizes: input1: {input1.shape!r}, input2: {input2.shape!r}, target: "
             f"{target.shape!r} "
         )
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    return _rustgrad._margin_ranking_loss(input1, input2, target, float(margin), reduction)
 
 
 def triplet_margin_loss(
@@ -563,17 +490,13 @@ def triplet_margin_loss(
         0.0
     """
     reduction = _reduction(size_average, reduce, reduction)
-    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
-    if not (a_dim == p_dim == n_dim):
-        raise RuntimeError(
-            f"The anchor, positive, and negative tensors are expected to have the same number "
-            f"of dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative "
-            f"{n_dim}D inputs"
-        )
-    dist_pos = pairwise_distance(anchor, positive, p, eps)
-    dist_neg = pairwise_distance(anchor, negative, p, eps)
-    if swap:
-        from .. import minimum
-
-        dist_neg = minimum(dist_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
+    return _rustgrad._triplet_margin_loss(
+        anchor,
+        positive,
+        negative,
+        float(margin),
+        float(p),
+        float(eps),
+        builtins.bool(swap),
+        reduction,
+    )

@@ -1,9 +1,10 @@
 """Normalisation functionals of ``rustgrad.nn.functional``, with PyTorch's signatures,
 defaults, checks and messages. ``batch_norm``, ``layer_norm`` and ``group_norm`` are
 Rust kernels (``crates/engine/src/ops/norm.rs``); ``instance_norm``, ``rms_norm``,
-``local_response_norm`` and ``normalize`` are compositions, as in PyTorch (so their
-``grad_fn`` names are PyTorch's too: ``ViewBackward0``, ``MulBackward0``,
-``DivBackward0``).
+``local_response_norm`` and ``normalize`` are compositions in Rust (the same file), as in
+PyTorch (so their ``grad_fn`` names are PyTorch's too: ``ViewBackward0``,
+``MulBackward0``, ``DivBackward0``). Each is one engine call after PyTorch's Python-level
+checks.
 """
 
 from __future__ import annotations
@@ -180,22 +181,16 @@ def instance_norm(
             raise ValueError(
                 f"Expected more than 1 spatial element when training, got input size {_size(shape)}"
             )
-    b, c = shape[0], shape[1]
-    x = input.reshape(1, b * c, *shape[2:])
-    w = None if weight is None else weight.repeat(b)
-    bb = None if bias is None else bias.repeat(b)
-    rm = None if running_mean is None else running_mean.repeat(b)
-    rv = None if running_var is None else running_var.repeat(b)
-    out = batch_norm(x, rm, rv, w, bb, use_input_stats, momentum, eps)
-    if use_input_stats:
-        from ..autograd import no_grad
-
-        with no_grad():
-            if running_mean is not None and rm is not None:
-                running_mean.copy_(rm.view(b, c).mean(0))
-            if running_var is not None and rv is not None:
-                running_var.copy_(rv.view(b, c).mean(0))
-    return out.view_as(input)
+    return _rustgrad._instance_norm(
+        input,
+        running_mean,
+        running_var,
+        weight,
+        bias,
+        builtins.bool(use_input_stats),
+        float(momentum),
+        float(eps),
+    )
 
 
 def rms_norm(
@@ -215,28 +210,7 @@ def rms_norm(
         tensor([[0.8485, 1.1314]])
     """
     dims = _shape_list(normalized_shape)
-    shape = list(input.shape)
-    k = len(dims)
-    if k == 0 or len(shape) < k or shape[len(shape) - k :] != dims:
-        raise RuntimeError(
-            f"Given normalized_shape={dims}, expected input with shape "
-            f"[*{', '.join(map(str, dims))}], "
-            f"but got input of size{shape}"
-        )
-    if weight is not None and list(weight.shape) != dims:
-        raise RuntimeError(
-            "Expected weight to be of same shape as normalized_shape, but got weight of shape "
-            f"{list(weight.shape)} and normalized_shape = {dims}"
-        )
-    if eps is None:
-        from .. import finfo
-
-        eps = finfo(input.dtype).eps
-    reduce = tuple(range(-k, 0))
-    out = input * (input.pow(2).mean(reduce, keepdim=True) + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    return out
+    return _rustgrad._rms_norm(input, dims, weight, None if eps is None else float(eps))
 
 
 def local_response_norm(
@@ -256,34 +230,13 @@ def local_response_norm(
         >>> F.local_response_norm(rustgrad.ones(1, 2, 1), 2, alpha=1.0, beta=1.0, k=0.0)
         tensor([[[2., 1.]]])
     """
-    from .. import cat, zeros
-    from . import _pool
-
     dim = input.dim()
     if dim < 3:
         raise ValueError(
             f"Expected 3D or higher dimensionality                          input (got {dim} "
             "dimensions)"
         )
-    if input.numel() == 0:
-        return input
-    shape = list(input.shape)
-    n, c = shape[0], shape[1]
-    rest = 1
-    for s in shape[2:]:
-        rest *= s
-    div = input.mul(input).reshape(n, 1, c, rest)
-    before, after = size // 2, (size - 1) // 2
-    parts = []
-    if before:
-        parts.append(zeros(n, 1, before, rest, dtype=input.dtype))
-    parts.append(div)
-    if after:
-        parts.append(zeros(n, 1, after, rest, dtype=input.dtype))
-    padded = cat(parts, 2) if len(parts) > 1 else div
-    div = _pool.avg_pool2d(padded, (size, 1), stride=1).reshape(shape)
-    div = div.mul(alpha).add(k).pow(beta)
-    return input / div
+    return _rustgrad._local_response_norm(input, int(size), float(alpha), float(beta), float(k))
 
 
 def normalize(
@@ -301,7 +254,7 @@ def normalize(
         >>> F.normalize(rustgrad.tensor([[3.0, 4.0]]))
         tensor([[0.6000, 0.8000]])
     """
-    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    result = _rustgrad._normalize(input, float(p), int(dim), float(eps))
     if out is None:
-        return input / denom
-    return out.copy_(input / denom)
+        return result
+    return out.copy_(result)

@@ -253,28 +253,9 @@ def dropout(
     """
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if p == 0 or not training or input.numel() == 0:
-        return input
-    if p == 1:
-        zero = _rustgrad_zeros_like_scalar(input)
-        return input.mul_(zero) if inplace else input * zero
-    noise = _empty_like(input).bernoulli_(1 - p)
-    noise.div_(1 - p)
-    return input.mul_(noise) if inplace else input * noise
+    from . import _dropout
 
-
-def _empty_like(input: Tensor) -> Tensor:
-    """``rustgrad.empty_like`` (imported late: the package imports this module)."""
-    from .. import empty_like
-
-    return empty_like(input)
-
-
-def _rustgrad_zeros_like_scalar(input: Tensor) -> Tensor:
-    """A 0-d zero of ``input``'s dtype (PyTorch's ``at::zeros({}, input.options())``)."""
-    from .. import zeros
-
-    return zeros((), dtype=input.dtype)
+    return _dropout._dropout_impl(input, p, training, inplace, False, False)
 
 
 def relu(input: Tensor, inplace: builtins.bool = False) -> Tensor:

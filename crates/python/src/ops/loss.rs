@@ -7,7 +7,7 @@ use crate::tensor::{maybe_detach, new_tensor};
 use crate::PyTensor;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use rustgrad::{PointwiseLoss, Reduction, Variable};
+use rustgrad::{KlReduction, PointwiseLoss, Reduction, Result, Variable};
 
 /// `nll_loss` of log-probabilities `input` at class indices `target`.
 #[pyfunction]
@@ -93,10 +93,158 @@ fn _pointwise_loss(
     new_tensor(py, out)
 }
 
+/// Runs a loss over the given operands' variables (without the GIL when large).
+fn run(
+    py: Python<'_>,
+    operands: &[&Bound<'_, PyTensor>],
+    op: impl FnOnce(&[Variable]) -> Result<Variable> + Send,
+) -> PyResult<Py<PyTensor>> {
+    let vars: Vec<Variable> = operands.iter().map(|t| t.get().var.clone()).collect();
+    let work = vars.first().map_or(0, Variable::numel);
+    let out = maybe_detach(py, work, || op(&vars)).py()?;
+    new_tensor(py, out)
+}
+
+/// `l1_loss(input, target, reduction, weight)`.
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction, weight = None))]
+fn _l1_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    reduction: &str,
+    weight: Option<Bound<'_, PyTensor>>,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = Reduction::from_name(reduction).py()?;
+    let w: Option<Variable> = weight.map(|w| w.get().var.clone());
+    run(py, &[input, target], |v| {
+        v[0].l1_loss(&v[1], w.as_ref(), reduction)
+    })
+}
+
+/// `kl_div(input, target, reduction, log_target)`.
+#[pyfunction]
+fn _kl_div(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    reduction: &str,
+    log_target: bool,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = KlReduction::from_name(reduction).py()?;
+    run(py, &[input, target], |v| {
+        v[0].kl_div(&v[1], reduction, log_target)
+    })
+}
+
+/// `poisson_nll_loss(input, target, log_input, full, eps, reduction)`.
+#[pyfunction]
+fn _poisson_nll_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    log_input: bool,
+    full: bool,
+    eps: f64,
+    reduction: &str,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = Reduction::from_name(reduction).py()?;
+    run(py, &[input, target], |v| {
+        v[0].poisson_nll_loss(&v[1], log_input, full, eps, reduction)
+    })
+}
+
+/// `cosine_similarity(x1, x2, dim, eps)`.
+#[pyfunction]
+fn _cosine_similarity(
+    py: Python<'_>,
+    x1: &Bound<'_, PyTensor>,
+    x2: &Bound<'_, PyTensor>,
+    dim: i64,
+    eps: f64,
+) -> PyResult<Py<PyTensor>> {
+    run(py, &[x1, x2], |v| v[0].cosine_similarity(&v[1], dim, eps))
+}
+
+/// `pairwise_distance(x1, x2, p, eps, keepdim)`.
+#[pyfunction]
+fn _pairwise_distance(
+    py: Python<'_>,
+    x1: &Bound<'_, PyTensor>,
+    x2: &Bound<'_, PyTensor>,
+    p: f64,
+    eps: f64,
+    keepdim: bool,
+) -> PyResult<Py<PyTensor>> {
+    run(py, &[x1, x2], |v| {
+        v[0].pairwise_distance(&v[1], p, eps, keepdim)
+    })
+}
+
+/// `cosine_embedding_loss(input1, input2, target, margin, reduction)`.
+#[pyfunction]
+fn _cosine_embedding_loss(
+    py: Python<'_>,
+    input1: &Bound<'_, PyTensor>,
+    input2: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    margin: f64,
+    reduction: &str,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = Reduction::from_name(reduction).py()?;
+    run(py, &[input1, input2, target], |v| {
+        v[0].cosine_embedding_loss(&v[1], &v[2], margin, reduction)
+    })
+}
+
+/// `margin_ranking_loss(input1, input2, target, margin, reduction)`.
+#[pyfunction]
+fn _margin_ranking_loss(
+    py: Python<'_>,
+    input1: &Bound<'_, PyTensor>,
+    input2: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    margin: f64,
+    reduction: &str,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = Reduction::from_name(reduction).py()?;
+    run(py, &[input1, input2, target], |v| {
+        v[0].margin_ranking_loss(&v[1], &v[2], margin, reduction)
+    })
+}
+
+/// `triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn _triplet_margin_loss(
+    py: Python<'_>,
+    anchor: &Bound<'_, PyTensor>,
+    positive: &Bound<'_, PyTensor>,
+    negative: &Bound<'_, PyTensor>,
+    margin: f64,
+    p: f64,
+    eps: f64,
+    swap: bool,
+    reduction: &str,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = Reduction::from_name(reduction).py()?;
+    run(py, &[anchor, positive, negative], |v| {
+        v[0].triplet_margin_loss(&v[1], &v[2], margin, p, eps, swap, reduction)
+    })
+}
+
 /// Adds this family's functions to the extension module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(_pointwise_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_l1_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_kl_div, m)?)?;
+    m.add_function(wrap_pyfunction!(_poisson_nll_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_cosine_similarity, m)?)?;
+    m.add_function(wrap_pyfunction!(_pairwise_distance, m)?)?;
+    m.add_function(wrap_pyfunction!(_cosine_embedding_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_margin_ranking_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_triplet_margin_loss, m)?)?;
     Ok(())
 }

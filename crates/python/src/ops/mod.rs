@@ -2,9 +2,11 @@
 //! `rustgrad::ops` (PyO3's `multiple-pymethods`: each file adds a `#[pymethods]` block
 //! to `PyTensor`). See Note [Op families].
 
+pub(crate) mod activation;
 pub(crate) mod binary;
 pub(crate) mod conv;
 mod copy;
+pub(crate) mod embedding;
 mod forms;
 mod index;
 mod inplace;
