@@ -102,11 +102,6 @@ FUNCTIONAL = [
     "rrelu",
 ]
 
-# Python compositions of engine ops whose grad_fn is their last op's, not PyTorch's
-# dedicated node (Note [Functional activations and dropout]).
-COMPOSED = {"glu", "hardshrink", "softshrink", "threshold", "prelu", "rrelu", "embedding"}
-COMPOSED |= {"embedding_bag"}
-
 
 def _embedding(xs: list[Any], kw: dict[str, Any]) -> Any:
     extra = {k: kw[k] for k in ("padding_idx", "scale_grad_by_freq") if k in kw}
@@ -157,8 +152,7 @@ def test_vector(case: dict[str, Any]) -> None:
         assert not out.requires_grad
         return
     assert out.grad_fn is not None
-    if case["op"] not in COMPOSED:
-        assert out.grad_fn.name() == GRAD_FN_DIVERGENCES.get(case["grad_fn"], case["grad_fn"])
+    assert out.grad_fn.name() == GRAD_FN_DIVERGENCES.get(case["grad_fn"], case["grad_fn"])
     out.backward(_kt(case["grad_output"]))
     for i, (leaf, want) in enumerate(zip(leaves, case["grads"])):
         if want is None:
