@@ -56,7 +56,7 @@ RTOL = {"bool": 0.0, "int64": 0.0, "float32": 1e-4, "float64": 1e-9}
 # Ops whose results numpy and rustgrad may round differently (the others are exact on
 # the small dyadic values the programs start from).
 INEXACT = {"div", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "mean", "div_"}
-INEXACT |= {"sin", "cos", "atan", "expm1"}
+INEXACT |= {"sin", "cos", "atan", "expm1", "tanhshrink"}
 MAX_POOL = 8
 ORDINARY = (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError)
 
@@ -493,6 +493,7 @@ FLOAT_VALUES = [0.0, 1.0, -1.0, 0.5, -2.0, 3.0, 1.5, -0.75, 2.25, -3.5]
 SAVES = {"mul", "div", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs"}
 SAVES |= {"clamp", "matmul", "sign", "mul_", "div_", "clamp_", "relu_", "pow_"}
 SAVES |= {"sin", "cos", "atan", "expm1", "square", "maximum", "minimum"}
+SAVES |= {"hardshrink", "softshrink", "tanhshrink", "threshold"}
 
 
 class _ShapeSteps:
@@ -517,6 +518,7 @@ class _ShapeSteps:
 
     def step(self) -> None:
         kinds = ["create", "view", "index", "binary", "unary", "reduce", "inplace", "copy"]
+        kinds += ["functional"]
         if not self.grad:
             kinds += ["convert", "clone"]
         else:
@@ -898,6 +900,28 @@ UNARY = {
     "trunc": np.trunc,
 }
 TO_FLOAT = {"exp", "log", "sqrt", "tanh", "sigmoid", "sin", "cos", "atan", "expm1"}
+# Elementwise functionals of rustgrad.nn.functional: (call with `{x}`, numpy model, kinks
+# of the value or the gradient). Integer and bool inputs raise PyTorch's "not implemented
+# for", except int64 threshold (which PyTorch computes) and tanhshrink (which promotes; it
+# is generated for floating inputs only).
+FUNCTIONAL = {
+    "hardshrink": (
+        "torch.nn.functional.hardshrink({x}, 0.5)",
+        lambda x: np.where((x >= -0.5) & (x <= 0.5), 0, x).astype(x.dtype),
+        (-0.5, 0.5),
+    ),
+    "softshrink": (
+        "torch.nn.functional.softshrink({x}, 0.5)",
+        lambda x: np.where(x > 0.5, x - 0.5, np.where(x < -0.5, x + 0.5, 0 * x)).astype(x.dtype),
+        (-0.5, 0.5),
+    ),
+    "tanhshrink": ("torch.nn.functional.tanhshrink({x})", lambda x: x - np.tanh(x), ()),
+    "threshold": (
+        "torch.nn.functional.threshold({x}, 1.0, -2.0)",
+        lambda x: np.where(x > 1.0, x, -2.0).astype(x.dtype),
+        (1.0,),
+    ),
+}
 # Rounding: int64 kept, bool refused, zero gradient with jumps at integers (so no
 # finite-difference check).
 ROUNDING = {"floor", "ceil", "trunc"}
@@ -1119,6 +1143,26 @@ class Generator(_ShapeSteps):
         with np.errstate(all="ignore"):
             values = np.asarray(UNARY[op](xv)).astype(NP_DTYPE[dtype])
         entry = self.result_entry(name, values, dtype, [a], op)
+        m.run(code, None, self._commit_unary(op, a, entry))
+
+    def functional(self) -> None:
+        """An elementwise functional of ``rustgrad.nn.functional`` (one engine node each)."""
+        m = self.m
+        a = self.pick()
+        op = self.choice(sorted(FUNCTIONAL))
+        template, model, kinks = FUNCTIONAL[op]
+        name = m.fresh_name()
+        code = f"{name} = " + template.format(x=a.name)
+        if a.dtype not in FLOATS and not (op == "threshold" and a.dtype == "int64"):
+            if op == "tanhshrink":
+                return None
+            return m.run(code, f"{op} of a {a.dtype} tensor")
+        xv = _np(a, a.dtype)
+        if self.grad and not _smooth(xv, kinks=kinks):
+            return None
+        with np.errstate(all="ignore"):
+            values = np.asarray(model(xv)).astype(NP_DTYPE[a.dtype])
+        entry = self.result_entry(name, values, a.dtype, [a], op)
         m.run(code, None, self._commit_unary(op, a, entry))
 
     def _commit_unary(self, op: str, a: Entry, entry: Entry) -> Callable[[], None]:

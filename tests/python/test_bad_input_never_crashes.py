@@ -1784,6 +1784,730 @@ CASES.update(
 )
 
 
+# ----- rustgrad.nn.functional: one or more cases per public functional ----------------
+# Keys are "<functional>/<what is wrong>"; the exception type and phrase are what PyTorch
+# 2.x raises for the same call (checked with PyTorch's functional).
+F = torch.nn.functional
+
+
+def _quiet(call):
+    """``call()`` with its warnings silenced (PyTorch warns first for these calls, and
+    pytest turns warnings into errors)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call()
+
+
+NN_CASES = {
+    "adaptive_avg_pool1d/2d_output_size": (
+        lambda: F.adaptive_avg_pool1d(torch.randn(2, 3, 4), (2, 2)),
+        RT,
+        "adaptive_avg_pool1d() argument 'output_size' should contain one",
+    ),
+    "adaptive_avg_pool2d/1d_input": (
+        lambda: F.adaptive_avg_pool2d(torch.randn(4), 2),
+        RT,
+        "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [4]",
+    ),
+    "adaptive_max_pool2d/1d_input": (
+        lambda: F.adaptive_max_pool2d(torch.randn(4), 2),
+        RT,
+        "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [4]",
+    ),
+    "adaptive_max_pool2d_with_indices/1d_input": (
+        lambda: F.adaptive_max_pool2d_with_indices(torch.randn(4), 2),
+        RT,
+        "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [4]",
+    ),
+    "avg_pool1d/zero_kernel": (
+        lambda: F.avg_pool1d(torch.randn(1, 2, 5), 0),
+        RT,
+        "stride should not be zero",
+    ),
+    "avg_pool2d/zero_stride": (
+        lambda: F.avg_pool2d(torch.randn(1, 2, 5, 5), 2, stride=0),
+        RT,
+        "stride should not be zero",
+    ),
+    "batch_norm/wrong_running_mean": (
+        lambda: F.batch_norm(torch.randn(2, 3), torch.zeros(4), torch.ones(3)),
+        RT,
+        "running_mean should contain 3 elements not 4",
+    ),
+    "group_norm/indivisible_groups": (
+        lambda: F.group_norm(torch.randn(2, 3, 4), 2),
+        RT,
+        "Expected number of channels in input to be divisible by",
+    ),
+    "instance_norm/wrong_weight": (
+        lambda: F.instance_norm(torch.randn(2, 3, 4), weight=torch.ones(4)),
+        RT,
+        "weight should contain 6 elements not 8",
+    ),
+    "instance_norm/one_spatial_element": (
+        lambda: F.instance_norm(torch.randn(2, 3, 1)),
+        VE,
+        "Expected more than 1 spatial element when training, got input",
+    ),
+    "layer_norm/wrong_shape": (
+        lambda: F.layer_norm(torch.randn(2, 3), (4,)),
+        RT,
+        "Given normalized_shape=[4], expected input with shape [*, 4]",
+    ),
+    "local_response_norm/2d_input": (
+        lambda: F.local_response_norm(torch.randn(2, 3), 2),
+        VE,
+        "Expected 3D or higher dimensionality",
+    ),
+    "local_response_norm/zero_size": (
+        lambda: F.local_response_norm(torch.randn(2, 3, 4), 0),
+        RT,
+        "kernel size should be greater than zero, but got kH: 0 kW: 1",
+    ),
+    "max_pool1d/negative_padding": (
+        lambda: F.max_pool1d(torch.randn(1, 2, 5), 2, padding=-1),
+        RT,
+        "max_pool1d() padding must be non-negative, but got -1",
+    ),
+    "max_pool1d_with_indices/zero_kernel": (
+        lambda: F.max_pool1d_with_indices(torch.randn(1, 2, 5), 0),
+        RT,
+        "stride should not be zero",
+    ),
+    "max_pool2d/big_padding": (
+        lambda: F.max_pool2d(torch.randn(1, 2, 5, 5), 2, padding=2),
+        RT,
+        "pad should be at most half of effective kernel size, but got",
+    ),
+    "max_pool2d_with_indices/zero_dilation": (
+        lambda: F.max_pool2d_with_indices(torch.randn(1, 2, 5, 5), 2, dilation=0),
+        RT,
+        "dilation should be greater than zero, but got dilationH: 0",
+    ),
+    "max_unpool2d/bad_index": (
+        lambda: F.max_unpool2d(torch.randn(1, 1, 2, 2), torch.full((1, 1, 2, 2), 99), 2),
+        RT,
+        "Found an invalid max index: 99 (output volumes are of size 4x4)",
+    ),
+    "normalize/dim_out_of_range": (
+        lambda: F.normalize(torch.randn(2, 3), dim=3),
+        IE,
+        "Dimension out of range (expected to be in range of [-2, 1], but",
+    ),
+    "normalize/int_input": (
+        lambda: F.normalize(torch.ones(2, 3, dtype=torch.long)),
+        NIE,
+        "linalg.vector_norm: Expected a floating point or complex tensor",
+    ),
+    "rms_norm/wrong_shape": (
+        lambda: F.rms_norm(torch.randn(2, 3), (4,)),
+        RT,
+        "Given normalized_shape=[4], expected input with shape [*4], but",
+    ),
+    "rms_norm/wrong_weight": (
+        lambda: F.rms_norm(torch.randn(2, 3), (3,), torch.ones(2)),
+        RT,
+        "Expected weight to be of same shape as normalized_shape, but",
+    ),
+    "rms_norm/int_input": (
+        lambda: F.rms_norm(torch.ones(2, 3, dtype=torch.long), (3,)),
+        NIE,
+        "\"rms_norm\" not implemented for 'Long'",
+    ),
+    "bilinear/wrong_weight": (
+        lambda: F.bilinear(torch.randn(2, 3), torch.randn(2, 4), torch.randn(5, 3, 3)),
+        RT,
+        "bilinear(): input2 size does not match weight size: got 4 but",
+    ),
+    "conv1d/wrong_channels": (
+        lambda: F.conv1d(torch.randn(1, 2, 5), torch.randn(3, 4, 2)),
+        RT,
+        "Given groups=1, weight of size [3, 4, 2], expected input[1, 2",
+    ),
+    "conv2d/zero_stride": (
+        lambda: F.conv2d(torch.randn(1, 2, 5, 5), torch.randn(3, 2, 2, 2), stride=0),
+        RT,
+        "non-positive stride is not supported",
+    ),
+    "conv3d/wrong_rank": (
+        lambda: F.conv3d(torch.randn(1, 2, 5, 5), torch.randn(3, 2, 2, 2, 2)),
+        RT,
+        "Given groups=1, weight of size [3, 2, 2, 2, 2], expected",
+    ),
+    "conv_transpose1d/wrong_channels": (
+        lambda: F.conv_transpose1d(torch.randn(1, 2, 5), torch.randn(3, 4, 2)),
+        RT,
+        "Given transposed=1, weight of size [3, 4, 2], expected input[1",
+    ),
+    "conv_transpose2d/negative_padding": (
+        lambda: F.conv_transpose2d(torch.randn(1, 2, 5, 5), torch.randn(2, 3, 2, 2), padding=-1),
+        RT,
+        "negative padding is not supported",
+    ),
+    "conv_transpose3d/wrong_rank": (
+        lambda: F.conv_transpose3d(torch.randn(1, 2, 5, 5), torch.randn(2, 3, 2, 2, 2)),
+        RT,
+        "Given transposed=1, weight of size [2, 3, 2, 2, 2], expected",
+    ),
+    "fold/wrong_blocks": (
+        lambda: F.fold(torch.randn(1, 4, 5), (4, 4), 2),
+        RT,
+        "Given output_size=(4, 4), kernel_size=(2, 2), dilation=(1, 1)",
+    ),
+    "linear/wrong_shapes": (
+        lambda: F.linear(torch.randn(2, 3), torch.randn(4, 5)),
+        RT,
+        "mat1 and mat2 shapes cannot be multiplied (2x3 and 5x4)",
+    ),
+    "pixel_shuffle/indivisible": (
+        lambda: F.pixel_shuffle(torch.randn(1, 3, 2, 2), 2),
+        RT,
+        "pixel_shuffle expects its input's 'channel' dimension to be",
+    ),
+    "pixel_unshuffle/indivisible": (
+        lambda: F.pixel_unshuffle(torch.randn(1, 1, 3, 3), 2),
+        RT,
+        "pixel_unshuffle expects height to be divisible by",
+    ),
+    "unfold/zero_kernel": (
+        lambda: F.unfold(torch.randn(1, 2, 5, 5), 0),
+        RT,
+        "kernel size should be greater than zero, but got kernel_height",
+    ),
+    "alpha_dropout/probability_out_of_range": (
+        lambda: F.alpha_dropout(torch.randn(2, 3), 2.0, True),
+        VE,
+        "dropout probability has to be between 0 and 1, but got 2.0",
+    ),
+    "binary_cross_entropy/out_of_range_input": (
+        lambda: F.binary_cross_entropy(torch.full((3,), 2.0), torch.ones(3)),
+        RT,
+        "all elements of input should be between 0 and 1",
+    ),
+    "binary_cross_entropy/wrong_target_shape": (
+        lambda: F.binary_cross_entropy(torch.rand(3), torch.ones(4)),
+        VE,
+        "Using a target size (torch.Size([4])) that is different to the",
+    ),
+    "binary_cross_entropy_with_logits/wrong_target_shape": (
+        lambda: F.binary_cross_entropy_with_logits(torch.rand(3), torch.ones(4)),
+        VE,
+        "Target size (torch.Size([4])) must be the same as input size",
+    ),
+    "celu/zero_alpha": (
+        lambda: F.celu(torch.randn(3), alpha=0.0),
+        RT,
+        "ZeroDivisionError: alpha cannot be 0 for CELU",
+    ),
+    "celu_/zero_alpha": (
+        lambda: F.celu_(torch.randn(3), alpha=0.0),
+        RT,
+        "ZeroDivisionError: alpha cannot be 0 for CELU",
+    ),
+    "cosine_embedding_loss/wrong_ranks": (
+        lambda: F.cosine_embedding_loss(torch.randn(3, 4), torch.randn(4), torch.ones(3)),
+        RT,
+        "1D target tensor expects 2D input tensors, but found inputs",
+    ),
+    "cosine_embedding_loss/2d_target": (
+        lambda: F.cosine_embedding_loss(torch.randn(3, 4), torch.randn(3, 4), torch.ones(3, 1)),
+        RT,
+        "0D or 1D target tensor expected, multi-target not supported",
+    ),
+    "cosine_similarity/shapes_do_not_broadcast": (
+        lambda: F.cosine_similarity(torch.randn(2, 3), torch.randn(4, 3)),
+        RT,
+        "The size of tensor a (2) must match the size of tensor b (4) at",
+    ),
+    "cosine_similarity/dim_out_of_range": (
+        lambda: F.cosine_similarity(torch.randn(2, 3), torch.randn(2, 3), dim=4),
+        IE,
+        "Dimension out of range (expected to be in range of [-2, 1], but",
+    ),
+    "cosine_similarity/int_inputs": (
+        lambda: F.cosine_similarity(
+            torch.ones(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.long)
+        ),
+        RT,
+        "expected common dtype to be floating point, yet common dtype is",
+    ),
+    "cross_entropy/target_out_of_range": (
+        lambda: F.cross_entropy(torch.randn(2, 3), torch.tensor([0, 3])),
+        IE,
+        "Target 3 is out of bounds.",
+    ),
+    "cross_entropy/float_class_target": (
+        lambda: F.cross_entropy(torch.randn(2, 3), torch.tensor([0.0, 1.0])),
+        RT,
+        "expected target dtype to be Long or Byte, but got Float",
+    ),
+    "dropout/probability_out_of_range": (
+        lambda: F.dropout(torch.randn(2, 3), 1.5),
+        VE,
+        "dropout probability has to be between 0 and 1, but got 1.5",
+    ),
+    "dropout1d/4d_input": (
+        lambda: F.dropout1d(torch.randn(2, 3, 4, 5)),
+        RT,
+        "dropout1d: Expected 2D or 3D input, but received a 4D input.",
+    ),
+    "dropout1d/probability_out_of_range": (
+        lambda: F.dropout1d(torch.randn(2, 3), 1.5),
+        VE,
+        "dropout probability has to be between 0 and 1, but got 1.5",
+    ),
+    "dropout2d/probability_out_of_range": (
+        lambda: F.dropout2d(torch.randn(2, 3, 4, 5), -0.1),
+        VE,
+        "dropout probability has to be between 0 and 1, but got -0.1",
+    ),
+    "dropout3d/probability_out_of_range": (
+        lambda: F.dropout3d(torch.randn(2, 3, 4, 5, 6), 2.0),
+        VE,
+        "dropout probability has to be between 0 and 1, but got 2.0",
+    ),
+    "elu/int_input": (
+        lambda: F.elu(torch.ones(3, dtype=torch.long)),
+        NIE,
+        "\"elu_cpu\" not implemented for 'Long'",
+    ),
+    "elu_/int_input": (
+        lambda: F.elu_(torch.ones(3, dtype=torch.long)),
+        NIE,
+        "\"elu_cpu\" not implemented for 'Long'",
+    ),
+    "embedding/index_out_of_range": (
+        lambda: F.embedding(torch.tensor([5]), torch.randn(3, 4)),
+        IE,
+        "index out of range in self",
+    ),
+    "embedding/negative_index": (
+        lambda: F.embedding(torch.tensor([-1]), torch.randn(3, 4)),
+        IE,
+        "index out of range in self",
+    ),
+    "embedding/float_indices": (
+        lambda: F.embedding(torch.ones(2), torch.randn(3, 4)),
+        RT,
+        "Expected tensor for argument #1 'indices' to have one of the",
+    ),
+    "embedding/1d_weight": (
+        lambda: F.embedding(torch.tensor([0]), torch.randn(3)),
+        RT,
+        "'weight' must be 2-D",
+    ),
+    "embedding/padding_idx_out_of_range": (
+        lambda: F.embedding(torch.tensor([0]), torch.randn(3, 4), padding_idx=3),
+        AE,
+        "Padding_idx must be within num_embeddings",
+    ),
+    "embedding_bag/index_out_of_range": (
+        lambda: F.embedding_bag(torch.tensor([0, 7]), torch.randn(3, 4), torch.tensor([0])),
+        RT,
+        "Index 1 of input takes value 7 which is not in the valid range",
+    ),
+    "embedding_bag/first_offset_not_zero": (
+        lambda: F.embedding_bag(torch.tensor([0, 1]), torch.randn(3, 4), torch.tensor([1])),
+        RT,
+        "offsets[0] has to be 0, i.e., the first sequence in the",
+    ),
+    "embedding_bag/offset_past_the_end": (
+        lambda: F.embedding_bag(torch.tensor([0, 1]), torch.randn(3, 4), torch.tensor([0, 5])),
+        RT,
+        "offsets[-1] can not be greater than input's length 2 but got",
+    ),
+    "embedding_bag/float_indices": (
+        lambda: F.embedding_bag(torch.tensor([0.0, 1]), torch.randn(3, 4), torch.tensor([0])),
+        RT,
+        "Expected tensor for argument #1 'indices' to have one of the",
+    ),
+    "embedding_bag/per_sample_weights_shape": (
+        lambda: F.embedding_bag(
+            torch.tensor([0, 1]),
+            torch.randn(3, 4),
+            torch.tensor([0]),
+            mode="sum",
+            per_sample_weights=torch.ones(3),
+        ),
+        VE,
+        "embedding_bag: If per_sample_weights (torch.Size([3])) is not",
+    ),
+    "embedding_bag/3d_input": (
+        lambda: F.embedding_bag(torch.zeros(1, 1, 1, dtype=torch.long), torch.randn(3, 4)),
+        VE,
+        "input has to be 1D or 2D Tensor, but got Tensor of dimension 3",
+    ),
+    "embedding_bag/int_weight": (
+        lambda: F.embedding_bag(
+            torch.tensor([0, 1]), torch.ones(3, 4, dtype=torch.long), torch.tensor([0])
+        ),
+        RT,
+        "Expected tensor for argument #1 'weight' to have one of the",
+    ),
+    "embedding_bag/bad_mode": (
+        lambda: F.embedding_bag(
+            torch.tensor([0, 1]), torch.randn(3, 4), torch.tensor([0]), mode="min"
+        ),
+        VE,
+        "mode has to be one of sum, mean or max",
+    ),
+    "feature_alpha_dropout/1d_input": (
+        lambda: F.feature_alpha_dropout(torch.randn(3), 0.5, True),
+        RT,
+        "Feature dropout requires at least 2 dimensions in the input",
+    ),
+    "feature_alpha_dropout/probability_out_of_range": (
+        lambda: F.feature_alpha_dropout(torch.randn(3, 4), 1.5, True),
+        VE,
+        "dropout probability has to be between 0 and 1, but got 1.5",
+    ),
+    "gelu/bad_approximate": (
+        lambda: F.gelu(torch.randn(3), approximate="fast"),
+        RT,
+        "approximate argument must be either none or tanh.",
+    ),
+    "glu/0d_input": (
+        lambda: F.glu(torch.tensor(1.0)),
+        RT,
+        "glu does not support scalars because halving size must be even",
+    ),
+    "glu/odd_dimension": (
+        lambda: F.glu(torch.randn(3, 3)),
+        RT,
+        "Halving dimension must be even, but dimension 1 is size 3",
+    ),
+    "glu/dim_out_of_range": (
+        lambda: F.glu(torch.randn(4, 4), 5),
+        IE,
+        "Dimension out of range (expected to be in range of [-2, 1], but",
+    ),
+    "glu/int_input": (
+        lambda: F.glu(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"glu_cpu\" not implemented for 'Long'",
+    ),
+    "hardshrink/int_input": (
+        lambda: F.hardshrink(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"hardshrink_cpu\" not implemented for 'Long'",
+    ),
+    "hardsigmoid/int_input": (
+        lambda: F.hardsigmoid(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"hardsigmoid_cpu\" not implemented for 'Long'",
+    ),
+    "hardswish/int_input": (
+        lambda: F.hardswish(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"hardswish_cpu\" not implemented for 'Long'",
+    ),
+    "hardtanh/min_above_max": (
+        lambda: F.hardtanh(torch.randn(3), 1.0, -1.0),
+        VE,
+        "min_val cannot be greater than max_val",
+    ),
+    "hardtanh_/bool_input": (
+        lambda: F.hardtanh_(torch.ones(3, dtype=torch.bool)),
+        NIE,
+        "Bool inputs not supported for hardtanh",
+    ),
+    "huber_loss/negative_delta": (
+        lambda: F.huber_loss(torch.randn(3), torch.randn(3), delta=-1.0),
+        RT,
+        "huber_loss does not support non-positive values for delta.",
+    ),
+    "kl_div/bad_reduction": (
+        lambda: F.kl_div(torch.randn(2, 3), torch.randn(2, 3), reduction="bad"),
+        VE,
+        "bad is not a valid value for reduction",
+    ),
+    "kl_div/shapes_do_not_broadcast": (
+        lambda: F.kl_div(torch.randn(2, 3), torch.randn(4, 3), reduction="sum"),
+        RT,
+        "The size of tensor a (4) must match the size of tensor b (2) at",
+    ),
+    "l1_loss/shapes_do_not_broadcast": (
+        lambda: _quiet(lambda: F.l1_loss(torch.randn(2, 3), torch.randn(4, 3))),
+        RT,
+        "The size of tensor a (2) must match the size of tensor b (4) at",
+    ),
+    "l1_loss/int_inputs": (
+        lambda: F.l1_loss(torch.ones(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.long)),
+        NIE,
+        "mean(): could not infer output dtype. Input dtype must be",
+    ),
+    "leaky_relu/int_input": (
+        lambda: F.leaky_relu(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"leaky_relu_cpu\" not implemented for 'Long'",
+    ),
+    "leaky_relu_/int_input": (
+        lambda: F.leaky_relu_(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"leaky_relu_cpu\" not implemented for 'Long'",
+    ),
+    "log_softmax/dim_out_of_range": (
+        lambda: F.log_softmax(torch.randn(2, 3), 2),
+        IE,
+        "Dimension out of range (expected to be in range of [-2, 1], but",
+    ),
+    "logsigmoid/int_input": (
+        lambda: F.logsigmoid(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"log_sigmoid_cpu\" not implemented for 'Long'",
+    ),
+    "margin_ranking_loss/wrong_ranks": (
+        lambda: F.margin_ranking_loss(torch.randn(3), torch.randn(3, 1), torch.ones(3)),
+        RT,
+        "margin_ranking_loss : All input tensors should have same",
+    ),
+    "margin_ranking_loss/shapes_do_not_broadcast": (
+        lambda: F.margin_ranking_loss(torch.randn(3), torch.randn(4), torch.ones(3)),
+        RT,
+        "The size of tensor a (3) must match the size of tensor b (4) at",
+    ),
+    "mish/int_input": (
+        lambda: F.mish(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"mish_cpu\" not implemented for 'Long'",
+    ),
+    "mse_loss/shapes_do_not_broadcast": (
+        lambda: _quiet(lambda: F.mse_loss(torch.randn(2, 3), torch.randn(4, 3))),
+        RT,
+        "The size of tensor a (2) must match the size of tensor b (4) at",
+    ),
+    "nll_loss/target_out_of_range": (
+        lambda: F.nll_loss(torch.randn(2, 3), torch.tensor([0, 3])),
+        IE,
+        "Target 3 is out of bounds.",
+    ),
+    "nll_loss/batch_mismatch": (
+        lambda: F.nll_loss(torch.randn(2, 3), torch.tensor([0, 1, 2])),
+        VE,
+        "Expected input batch_size (2) to match target batch_size (3).",
+    ),
+    "one_hot/float_input": (
+        lambda: F.one_hot(torch.ones(2)),
+        RT,
+        "one_hot is only applicable to index tensor of type LongTensor.",
+    ),
+    "one_hot/negative_class": (
+        lambda: F.one_hot(torch.tensor([-1])),
+        RT,
+        "Class values must be non-negative.",
+    ),
+    "one_hot/class_too_large": (
+        lambda: F.one_hot(torch.tensor([3]), 2),
+        RT,
+        "Class values must be smaller than num_classes.",
+    ),
+    "one_hot/empty_without_num_classes": (
+        lambda: F.one_hot(torch.tensor([], dtype=torch.long)),
+        RT,
+        "Can not infer total number of classes from empty tensor.",
+    ),
+    "pairwise_distance/shapes_do_not_broadcast": (
+        lambda: F.pairwise_distance(torch.randn(2, 3), torch.randn(4, 3)),
+        RT,
+        "The size of tensor a (2) must match the size of tensor b (4) at",
+    ),
+    "poisson_nll_loss/shapes_do_not_broadcast": (
+        lambda: F.poisson_nll_loss(torch.randn(2, 3), torch.randn(4, 3)),
+        RT,
+        "The size of tensor a (4) must match the size of tensor b (2) at",
+    ),
+    "poisson_nll_loss/bad_reduction": (
+        lambda: F.poisson_nll_loss(torch.randn(2, 3), torch.randn(2, 3), reduction="bad"),
+        VE,
+        "bad is not a valid value for reduction",
+    ),
+    "prelu/weight_count_mismatch": (
+        lambda: F.prelu(torch.randn(2, 3), torch.ones(4)),
+        RT,
+        "Mismatch of parameter numbers and input channel size. Found",
+    ),
+    "prelu/2d_weight": (
+        lambda: F.prelu(torch.randn(2, 3), torch.ones(3, 1)),
+        RT,
+        "prelu: Expected `weight` to be a scalar or 1D tensor, but got",
+    ),
+    "prelu/int_input": (
+        lambda: F.prelu(torch.ones(2, 3, dtype=torch.long), torch.ones(1, dtype=torch.long)),
+        NIE,
+        "\"prelu_cpu\" not implemented for 'Long'",
+    ),
+    "prelu/mixed_dtypes": (
+        lambda: F.prelu(torch.ones(2, 3), torch.ones(1, dtype=torch.float64)),
+        RT,
+        "prelu: Type promoting not supported. Got Float and Double",
+    ),
+    "relu/bool_input": (
+        lambda: F.relu(torch.ones(3, dtype=torch.bool)),
+        NIE,
+        "Boolean inputs not supported for relu",
+    ),
+    "relu6/bool_input": (
+        lambda: F.relu6(torch.ones(4, dtype=torch.bool)),
+        NIE,
+        "Bool inputs not supported for hardtanh",
+    ),
+    "relu_/bool_input": (
+        lambda: F.relu_(torch.ones(3, dtype=torch.bool)),
+        NIE,
+        "Boolean inputs not supported for relu",
+    ),
+    "rrelu/int_input": (
+        lambda: F.rrelu(torch.ones(2, 3, dtype=torch.long)),
+        NIE,
+        "\"leaky_relu_cpu\" not implemented for 'Long'",
+    ),
+    "rrelu/lower_above_upper": (
+        lambda: F.rrelu(torch.ones(2, 3), 0.5, 0.1, training=True),
+        RT,
+        "Lower bound should be less than or equal to the upper bound",
+    ),
+    "rrelu_/lower_above_upper": (
+        lambda: F.rrelu_(torch.ones(2, 3), 0.5, 0.1, training=True),
+        RT,
+        "Lower bound should be less than or equal to the upper bound",
+    ),
+    "selu/int_input": (
+        lambda: F.selu(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"elu_cpu\" not implemented for 'Long'",
+    ),
+    "selu_/int_input": (
+        lambda: F.selu_(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"elu_cpu\" not implemented for 'Long'",
+    ),
+    "sigmoid/string_input": (
+        lambda: F.sigmoid("a"),
+        AttributeError,
+        "'str' object has no attribute 'sigmoid'",
+    ),
+    "silu/int_input": (
+        lambda: F.silu(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"silu_cpu\" not implemented for 'Long'",
+    ),
+    "smooth_l1_loss/negative_beta": (
+        lambda: F.smooth_l1_loss(torch.randn(3), torch.randn(3), beta=-1.0),
+        RT,
+        "smooth_l1_loss does not support negative values for beta.",
+    ),
+    "softmax/dim_out_of_range": (
+        lambda: F.softmax(torch.randn(2, 3), 2),
+        IE,
+        "Dimension out of range (expected to be in range of [-2, 1], but",
+    ),
+    "softmin/dim_out_of_range": (
+        lambda: F.softmin(torch.randn(2, 3), 2),
+        IE,
+        "Dimension out of range (expected to be in range of [-2, 1], but",
+    ),
+    "softplus/int_input": (
+        lambda: F.softplus(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"softplus_cpu\" not implemented for 'Long'",
+    ),
+    "softshrink/negative_lambda": (
+        lambda: F.softshrink(torch.randn(4), -1.0),
+        RT,
+        "lambda must be in range [0, 3.40282e+38] for input dtype Float",
+    ),
+    "softshrink/int_input": (
+        lambda: F.softshrink(torch.ones(4, dtype=torch.long)),
+        NIE,
+        "\"softshrink_check\" not implemented for 'Long'",
+    ),
+    "softsign/bool_input": (
+        lambda: F.softsign(torch.ones(3, dtype=torch.bool)),
+        NIE,
+        "\"abs_cpu\" not implemented for 'Bool'",
+    ),
+    "tanh/string_input": (
+        lambda: F.tanh("a"),
+        AttributeError,
+        "'str' object has no attribute 'tanh'",
+    ),
+    "tanhshrink/bool_input": (
+        lambda: F.tanhshrink(torch.ones(3, dtype=torch.bool)),
+        NIE,
+        "Subtraction, the `-` operator, with a bool tensor is not",
+    ),
+    "threshold/bool_input": (
+        lambda: F.threshold(torch.ones(4, dtype=torch.bool), 0.5, 1.0),
+        NIE,
+        "\"threshold_cpu\" not implemented for 'Bool'",
+    ),
+    "threshold_/bool_input": (
+        lambda: F.threshold_(torch.ones(4, dtype=torch.bool), 0.5, 1.0),
+        NIE,
+        "\"threshold_cpu\" not implemented for 'Bool'",
+    ),
+    "triplet_margin_loss/wrong_ranks": (
+        lambda: F.triplet_margin_loss(torch.randn(3, 4), torch.randn(4), torch.randn(3, 4)),
+        RT,
+        "The anchor, positive, and negative tensors are expected to have",
+    ),
+    "triplet_margin_loss/shapes_do_not_broadcast": (
+        lambda: F.triplet_margin_loss(torch.randn(3, 4), torch.randn(2, 4), torch.randn(3, 4)),
+        RT,
+        "The size of tensor a (3) must match the size of tensor b (2) at",
+    ),
+    "affine_grid/wrong_theta": (
+        lambda: F.affine_grid(torch.randn(1, 3, 3), (1, 1, 4, 4), align_corners=False),
+        VE,
+        "Expected a batch of 2D affine matrices of shape Nx2x3 for size",
+    ),
+    "grid_sample/wrong_grid": (
+        lambda: F.grid_sample(
+            torch.randn(1, 1, 4, 4), torch.randn(1, 4, 4, 3), align_corners=False
+        ),
+        RT,
+        "grid_sampler(): expected grid to have size 2 in last dimension",
+    ),
+    "interpolate/no_size": (
+        lambda: F.interpolate(torch.randn(1, 1, 4)),
+        VE,
+        "either size or scale_factor should be defined",
+    ),
+    "pad/odd_pad_length": (
+        lambda: F.pad(torch.randn(2, 3), (1,)),
+        RT,
+        "Padding length must be divisible by 2",
+    ),
+    "upsample/no_size": (
+        lambda: _quiet(lambda: F.upsample(torch.randn(1, 1, 4))),
+        VE,
+        "either size or scale_factor should be defined",
+    ),
+    "upsample_bilinear/3d_input": (
+        lambda: _quiet(lambda: F.upsample_bilinear(torch.randn(1, 1, 4), size=3)),
+        NIE,
+        "Got 3D input, but bilinear mode needs 4D input",
+    ),
+    "upsample_nearest/no_size": (
+        lambda: _quiet(lambda: F.upsample_nearest(torch.randn(1, 1, 4))),
+        VE,
+        "either size or scale_factor should be defined",
+    ),
+}
+CASES.update({f"nn.functional.{name}": case for name, case in NN_CASES.items()})
+
+
+def test_every_nn_functional_has_a_bad_input_case():
+    """A functional added to ``rustgrad.nn.functional.__all__`` without a bad-input case
+    fails here."""
+    covered = {name.split("/")[0] for name in NN_CASES}
+    missing = sorted(set(F.__all__) - covered)
+    assert missing == []
+    assert covered <= set(F.__all__)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_input_raises_pytorchs_exception_and_the_engine_keeps_working(name):
     bad, exc_type, phrase = CASES[name]

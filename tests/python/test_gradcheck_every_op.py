@@ -418,7 +418,36 @@ CASES: dict[str, Case] = {
     "rms_norm": Case(lambda x, w: F.rms_norm(x, (3,), w), A, ROW),
     "local_response_norm": Case(lambda x: F.local_response_norm(x, 2), S(1, 3, 2)),
     "normalize": Case(lambda x: F.normalize(x), A),
+    # The rest of rustgrad.nn.functional (test_every_nn_functional_has_a_case).
+    "max_pool1d_with_indices": Case(lambda x: F.max_pool1d_with_indices(x, 2, 1)[0], S(2, 5)),
+    "max_pool2d_with_indices": Case(lambda x: F.max_pool2d_with_indices(x, 2, 1)[0], S(2, 4, 4)),
+    "adaptive_max_pool2d_with_indices": Case(
+        lambda x: F.adaptive_max_pool2d_with_indices(x, (3, 2))[0], S(2, 4, 5)
+    ),
+    "dropout": Case(lambda x: _seeded(lambda t: F.dropout(t, 0.4), x), A),
+    "alpha_dropout": Case(lambda x: _seeded(lambda t: F.alpha_dropout(t, 0.4, True), x), A),
+    "feature_alpha_dropout": Case(
+        lambda x: _seeded(lambda t: F.feature_alpha_dropout(t, 0.4, True), x), A
+    ),
+    "threshold_": Case(lambda x: F.threshold_(x.clone(), 0.1, 5.0), S(2, 3, dom=NZ)),
+    "upsample": Case(lambda x: _quiet(F.upsample, x, scale_factor=2), S(1, 1, 3)),
+    "upsample_nearest": Case(lambda x: _quiet(F.upsample_nearest, x, scale_factor=2), S(1, 1, 3)),
+    "upsample_bilinear": Case(
+        lambda x: _quiet(F.upsample_bilinear, x, scale_factor=2), S(1, 1, 2, 3)
+    ),
 }
+
+# Functionals with no gradient to check (integer results).
+NOT_DIFFERENTIABLE = {"one_hot"}
+
+
+def _quiet(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` without its deprecation warning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
 
 
 def _seeded(fn: Callable[..., Any], x: Any) -> Any:
@@ -461,6 +490,24 @@ def test_every_differentiable_op_has_a_case() -> None:
     assert len(OPS) > 200
     missing = [name for name in OPS if _case(name) is None]
     assert not missing, f"no gradcheck case for {missing}"
+
+
+def test_every_nn_functional_has_a_case() -> None:
+    """Every differentiable name of ``rustgrad.nn.functional.__all__`` is gradchecked."""
+    missing = [n for n in F.__all__ if n not in NOT_DIFFERENTIABLE and _case(n) is None]
+    assert not missing, f"no gradcheck case for {missing}"
+
+
+NN_FUNCTIONALS = [n for n in F.__all__ if n not in NOT_DIFFERENTIABLE and n not in OPS]
+
+
+@pytest.mark.parametrize("name", NN_FUNCTIONALS)
+def test_nn_functional_gradcheck_and_gradgradcheck(name: str) -> None:
+    case = _case(name)
+    assert case is not None, f"no gradcheck case for {name}"
+    inputs = case.inputs(seed=sum(map(ord, name)), transposed=False)
+    assert gradcheck(case.fn, inputs, **case.tolerances)
+    assert gradgradcheck(case.fn, inputs, **case.tolerances)
 
 
 def _layouts(name: str) -> list[str]:
