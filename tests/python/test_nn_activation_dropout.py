@@ -165,6 +165,34 @@ def test_embedding_padding_max_norm_and_errors() -> None:
         F.embedding(rustgrad.tensor([0.0]), plain)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_scale_grad_by_freq_and_max_norm(mode: str) -> None:
+    """numpy reference: each row's gradient is the sum of its bags' gradients (divided by
+    the bag size for mean), divided by how often its index occurs in the whole input."""
+    idx = [0, 2, 2, 1, 2, 0]
+    offsets = [0, 2, 5]
+    w = rustgrad.tensor(np.arange(12.0).reshape(4, 3) / 10, requires_grad=True)
+    out = F.embedding_bag(
+        rustgrad.tensor(idx), w, rustgrad.tensor(offsets), mode=mode, scale_grad_by_freq=True
+    )
+    g = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0], [4.0, -2.0, 1.0]])
+    out.backward(rustgrad.tensor(g))
+    ends = offsets[1:] + [len(idx)]
+    want = np.zeros((4, 3))
+    for b, (start, end) in enumerate(zip(offsets, ends)):
+        for i in range(start, end):
+            size = (end - start) if mode == "mean" else 1
+            want[idx[i]] += g[b] / size / idx.count(idx[i])
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12)
+    # max_norm renormalises the rows used (here 1 and 3 exceed 0.5), in place, first.
+    plain = rustgrad.tensor(np.arange(12.0).reshape(4, 3) / 10)
+    before = plain.numpy().copy()
+    F.embedding_bag(rustgrad.tensor([1, 3]), plain, rustgrad.tensor([0]), max_norm=0.5)
+    norms = np.linalg.norm(plain.numpy(), axis=1)
+    np.testing.assert_allclose(norms[[1, 3]], [0.5, 0.5], rtol=1e-6)
+    np.testing.assert_array_equal(plain.numpy()[[0, 2]], before[[0, 2]])
+
+
 def test_one_hot() -> None:
     out = F.one_hot(rustgrad.tensor([[1, 0], [2, 2]]))
     assert out.dtype == rustgrad.int64

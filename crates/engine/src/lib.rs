@@ -46,7 +46,7 @@ pub use error::{Error, ExternalError, Result};
 pub use ops::conv::ConvPadding;
 pub use ops::custom::{intern_name, CustomBackward, CustomOptions, SavedValues};
 pub use ops::dropout::DropoutKind;
-pub use ops::embedding::BagMode;
+pub use ops::embedding::{BagMode, BagOptions};
 pub use ops::loss::{KlReduction, PointwiseLoss, Reduction};
 pub use ops::pool::Pool2d;
 pub use ops::shape::Squeeze;

@@ -3,7 +3,9 @@
 //! output, grad_fn name and the gradient of every input that requires grad.
 
 use rustgrad::autograd;
-use rustgrad::{BagMode, DType, KlReduction, PointwiseLoss, Reduction, Result, Tensor, Variable};
+use rustgrad::{
+    BagMode, BagOptions, DType, KlReduction, PointwiseLoss, Reduction, Result, Tensor, Variable,
+};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -174,13 +176,16 @@ fn run_functional(op: &str, xs: &[Variable], kw: &Value) -> Result<Variable> {
         ),
         "embedding_bag" => {
             let offsets = kw.get("offsets").map(tensor);
+            let options = BagOptions {
+                include_last_offset: flag(kw, "include_last_offset", false),
+                padding_idx,
+                ..BagOptions::new(BagMode::from_name(kw["mode"].as_str().unwrap_or("mean"))?)
+            };
             xs[0].embedding_bag(
                 &tensor(&kw["indices"]),
                 offsets.as_ref(),
-                BagMode::from_name(kw["mode"].as_str().unwrap_or("mean"))?,
                 xs.get(1),
-                flag(kw, "include_last_offset", false),
-                padding_idx,
+                &options,
             )
         }
         "one_hot" => Variable::from_tensor(tensor(&kw["indices"]))

@@ -283,17 +283,13 @@ def embedding_bag(
             f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
             "on GitHub."
         )
-    if max_norm is not None:
-        # PyTorch renormalises the rows first (embedding_renorm_), in place.
-        _rustgrad._embedding(
-            input.reshape(-1), weight, None, float(max_norm), float(norm_type), False
-        )
-    if scale_grad_by_freq:
-        raise NotImplementedError("rustgrad: embedding_bag does not support scale_grad_by_freq")
     return _rustgrad._embedding_bag(
         input,
         weight,
         offsets,
+        None if max_norm is None else float(max_norm),
+        float(norm_type),
+        builtins.bool(scale_grad_by_freq),
         mode,
         per_sample_weights,
         builtins.bool(include_last_offset),

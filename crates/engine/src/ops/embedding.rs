@@ -37,6 +37,38 @@ impl BagMode {
     }
 }
 
+/// The options of `embedding_bag` besides its tensors (PyTorch's defaults from
+/// [`BagOptions::new`]).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct BagOptions {
+    /// How a bag's rows are reduced.
+    pub mode: BagMode,
+    /// The last offset ends the last bag (instead of the input's end).
+    pub include_last_offset: bool,
+    /// Rows at this index are left out of their bag.
+    pub padding_idx: Option<i64>,
+    /// Renormalise the rows used to at most this `norm_type`-norm first, in place.
+    pub max_norm: Option<f64>,
+    /// The norm of `max_norm`.
+    pub norm_type: f64,
+    /// Divide each row's gradient by its index's frequency in the input (sum and mean).
+    pub scale_grad_by_freq: bool,
+}
+
+impl BagOptions {
+    /// `mode` with PyTorch's other defaults.
+    pub fn new(mode: BagMode) -> BagOptions {
+        BagOptions {
+            mode,
+            include_last_offset: false,
+            padding_idx: None,
+            max_norm: None,
+            norm_type: 2.0,
+            scale_grad_by_freq: false,
+        }
+    }
+}
+
 /// The backward rules of this family.
 #[derive(Clone, Debug)]
 pub(crate) enum Rule {
@@ -70,8 +102,9 @@ pub(crate) struct BagGrad {
     rows: Tensor,
     bags: Tensor,
     positions: Tensor,
-    /// `(k, 1)`: one over the bag's size (mean).
-    mean_scale: Option<Tensor>,
+    /// `(k, 1)`: the factor of each entry's weight gradient: one over the bag's size
+    /// (mean), over the index's frequency (`scale_grad_by_freq`).
+    weight_scale: Option<Tensor>,
     /// Max: the output positions `b * D + d` of non-empty bags and the weight positions
     /// `row * D + d` of their maxima.
     max_from: Tensor,
@@ -125,16 +158,16 @@ impl BagGrad {
                 .reshape(&[self.num_weights as i64, self.width as i64])?;
             return Ok(smallvec![Some(g), None]);
         }
-        let mut per_entry = grad.index_select(0, &self.bags)?;
-        if let Some(scale) = &self.mean_scale {
-            per_entry = per_entry.mul(&Variable::from_tensor(scale.clone()))?;
-        }
+        let per_entry = grad.index_select(0, &self.bags)?;
         let psw = saved.get(1).and_then(Option::as_ref);
         let grad_weight = if needs.first().copied().unwrap_or(false) {
-            let rows = match psw {
-                Some(p) => per_entry.mul(&p.index_select(0, &self.positions)?.unsqueeze(1)?)?,
+            let mut rows = match &self.weight_scale {
+                Some(scale) => per_entry.mul(&Variable::from_tensor(scale.clone()))?,
                 None => per_entry.clone(),
             };
+            if let Some(p) = psw {
+                rows = rows.mul(&p.index_select(0, &self.positions)?.unsqueeze(1)?)?;
+            }
             let zeros =
                 Variable::from_tensor(Tensor::zeros(&[self.num_weights, self.width], dtype));
             Some(zeros.index_add(0, &self.rows, &rows)?)
@@ -184,6 +217,15 @@ fn renorm_rows(weight: &Variable, rows: &[i64], max_norm: f64, norm_type: f64) -
         }
     }
     Ok(())
+}
+
+/// How often each index occurs (`scale_grad_by_freq`).
+fn frequencies(rows: &[i64]) -> std::collections::HashMap<i64, usize> {
+    let mut counts = std::collections::HashMap::new();
+    for &r in rows {
+        *counts.entry(r).or_insert(0usize) += 1;
+    }
+    counts
 }
 
 /// `padding_idx` wrapped into `[0, rows)`, with PyTorch's check.
@@ -241,10 +283,7 @@ impl Variable {
             None => None,
         };
         let freq = if scale_grad_by_freq {
-            let mut counts = std::collections::HashMap::new();
-            for &r in &rows {
-                *counts.entry(r).or_insert(0usize) += 1;
-            }
+            let counts = frequencies(&rows);
             let scale: Vec<f64> = rows.iter().map(|r| 1.0 / counts[r] as f64).collect();
             Some(Tensor::from_vec(scale, &[n, 1])?.to_dtype(self.dtype())?)
         } else {
@@ -262,21 +301,25 @@ impl Variable {
         }))
     }
 
-    /// `embedding_bag(input, weight, offsets, mode, per_sample_weights,
-    /// include_last_offset, padding_idx)` with `self` the `(num_embeddings, D)` weight:
-    /// a 2-D `indices` is one bag per row; a 1-D `indices` is split into bags starting
-    /// at `offsets` (with `include_last_offset`, the last offset ends the last bag).
-    /// Each bag's rows (those at `padding_idx` left out) are summed (times
-    /// `per_sample_weights`, `Sum` only), averaged or maximised; an empty bag is zeros.
+    /// `embedding_bag(input, weight, offsets, ..., per_sample_weights, ...)` with `self`
+    /// the `(num_embeddings, D)` weight: a 2-D `indices` is one bag per row; a 1-D
+    /// `indices` is split into bags starting at `offsets` (with
+    /// `include_last_offset`, the last offset ends the last bag). Each bag's rows (those
+    /// at `padding_idx` left out) are summed (times `per_sample_weights`, `Sum` only),
+    /// averaged or maximised; an empty bag is zeros. See [`BagOptions`].
     pub fn embedding_bag(
         &self,
         indices: &Tensor,
         offsets: Option<&Tensor>,
-        mode: BagMode,
         per_sample_weights: Option<&Variable>,
-        include_last_offset: bool,
-        padding_idx: Option<i64>,
+        options: &BagOptions,
     ) -> Result<Variable> {
+        let BagOptions {
+            mode,
+            include_last_offset,
+            padding_idx,
+            ..
+        } = *options;
         if self.dim() != 2 {
             return Err(Error::InvalidArgument(format!(
                 "weight has to be a 2D Tensor, but got Tensor of dimension {}",
@@ -328,6 +371,10 @@ impl Variable {
                 )));
             }
         }
+        if let Some(max_norm) = options.max_norm {
+            renorm_rows(self, &idx, max_norm, options.norm_type)?;
+        }
+        let freq = options.scale_grad_by_freq.then(|| frequencies(&idx));
         let psw = match per_sample_weights {
             Some(p) => Some(p.tensor().to_dtype(DType::F64)?.try_to_vec::<f64>()?),
             None => None,
@@ -370,7 +417,13 @@ impl Variable {
                 rows.push(idx[i]);
                 bag_of.push(b as i64);
                 positions.push(i as i64);
-                scale.push(1.0 / members.len() as f64);
+                let mean = if mode == BagMode::Mean {
+                    members.len() as f64
+                } else {
+                    1.0
+                };
+                let count = freq.as_ref().map_or(1.0, |f| f[&idx[i]] as f64);
+                scale.push(1.0 / (mean * count));
             }
             if mode == BagMode::Mean && !members.is_empty() {
                 let count = members.len() as f64;
@@ -388,7 +441,7 @@ impl Variable {
             rows: Tensor::from_vec(rows, &[k])?,
             bags: Tensor::from_vec(bag_of, &[k])?,
             positions: Tensor::from_vec(positions, &[k])?,
-            mean_scale: (mode == BagMode::Mean)
+            weight_scale: (mode == BagMode::Mean || freq.is_some())
                 .then(|| Tensor::from_vec(scale, &[k, 1]).and_then(|t| t.to_dtype(dtype)))
                 .transpose()?,
             max_from: Tensor::from_vec(max_from.clone(), &[max_from.len()])?,

@@ -6,7 +6,7 @@ use crate::errors::IntoPyResult;
 use crate::tensor::{maybe_detach, new_tensor};
 use crate::PyTensor;
 use pyo3::prelude::*;
-use rustgrad::BagMode;
+use rustgrad::{BagMode, BagOptions};
 
 /// `embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)`.
 #[pyfunction]
@@ -34,8 +34,8 @@ fn _embedding(
     new_tensor(py, out)
 }
 
-/// `embedding_bag(input, weight, offsets, mode, per_sample_weights,
-/// include_last_offset, padding_idx)`.
+/// `embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
+/// per_sample_weights, include_last_offset, padding_idx)`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn _embedding_bag(
@@ -43,25 +43,28 @@ fn _embedding_bag(
     input: &Bound<'_, PyTensor>,
     weight: &Bound<'_, PyTensor>,
     offsets: Option<Bound<'_, PyTensor>>,
+    max_norm: Option<f64>,
+    norm_type: f64,
+    scale_grad_by_freq: bool,
     mode: &str,
     per_sample_weights: Option<Bound<'_, PyTensor>>,
     include_last_offset: bool,
     padding_idx: Option<i64>,
 ) -> PyResult<Py<PyTensor>> {
-    let mode = BagMode::from_name(mode).py()?;
+    let options = BagOptions {
+        mode: BagMode::from_name(mode).py()?,
+        include_last_offset,
+        padding_idx,
+        max_norm,
+        norm_type,
+        scale_grad_by_freq,
+    };
     let indices = input.get().var.tensor().clone();
     let offsets = offsets.map(|o| o.get().var.tensor().clone());
     let psw = per_sample_weights.map(|p| p.get().var.clone());
     let w = weight.get().var.clone();
     let out = maybe_detach(py, indices.numel(), || {
-        w.embedding_bag(
-            &indices,
-            offsets.as_ref(),
-            mode,
-            psw.as_ref(),
-            include_last_offset,
-            padding_idx,
-        )
+        w.embedding_bag(&indices, offsets.as_ref(), psw.as_ref(), &options)
     })
     .py()?;
     new_tensor(py, out)
