@@ -2048,6 +2048,16 @@ NN_CASES = {
         VE,
         "dropout probability has to be between 0 and 1, but got 1.5",
     ),
+    "dropout/int_input": (
+        lambda: F.dropout(torch.ones(4, dtype=torch.long)),
+        RT,
+        "result type Float can't be cast to the desired output type Long",
+    ),
+    "dropout2d/int_input": (
+        lambda: F.dropout2d(torch.ones(2, 3, 4, 4, dtype=torch.long)),
+        RT,
+        "result type Float can't be cast to the desired output type Long",
+    ),
     "dropout1d/4d_input": (
         lambda: F.dropout1d(torch.randn(2, 3, 4, 5)),
         RT,
