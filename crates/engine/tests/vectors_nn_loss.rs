@@ -341,3 +341,59 @@ fn cross_entropy_is_deterministic_across_thread_counts() {
         .zip(&two.1)
         .all(|(a, b)| a.to_bits() == b.to_bits()));
 }
+
+/// Bad arguments of the functionals are errors with PyTorch's messages (checked against
+/// PyTorch 2.x, as the pytest sweep), never panics.
+#[test]
+fn functional_argument_errors() {
+    let x = Variable::new(Tensor::zeros(&[3, 4], DType::F64), true).unwrap();
+    let w = Variable::new(Tensor::zeros(&[3, 4], DType::F64), true).unwrap();
+    let err = |r: Result<Variable>| r.unwrap_err().to_string();
+    assert!(err(x.glu(0)).contains("Halving dimension must be even"));
+    assert!(err(x.glu(2)).contains("Dimension out of range"));
+    assert!(err(x.softshrink(-1.0)).contains("lambda must be in range [0, 1.79769e+308]"));
+    assert!(
+        err(x.prelu(&Variable::from_tensor(Tensor::ones(&[5], DType::F64))))
+            .contains("Mismatch of parameter numbers and input channel size")
+    );
+    let gen = rustgrad::random::default_generator();
+    assert!(err(x.rrelu(0.5, 0.1, true, &gen)).contains("Lower bound should be less"));
+    let out_of_range = Tensor::from_vec(vec![0i64, 3], &[2]).unwrap();
+    assert_eq!(
+        err(w.embedding(&out_of_range, None, None, 2.0, false)),
+        "index out of range in self"
+    );
+    let offsets = Tensor::from_vec(vec![1i64], &[1]).unwrap();
+    let indices = Tensor::from_vec(vec![0i64, 1], &[2]).unwrap();
+    let sum = BagOptions::new(BagMode::Sum);
+    assert!(err(w.embedding_bag(&indices, Some(&offsets), None, &sum))
+        .contains("offsets[0] has to be 0"));
+    assert!(err(w.embedding_bag(
+        &out_of_range,
+        Some(&Tensor::from_vec(vec![0i64], &[1]).unwrap()),
+        None,
+        &sum
+    ))
+    .contains("Index 1 of input takes value 3 which is not in the valid range [0, 3)"));
+    let ints = Variable::from_tensor(Tensor::from_vec(vec![1i64, -1], &[2]).unwrap());
+    assert!(err(ints.one_hot(-1)).contains("Class values must be non-negative."));
+    let kind = rustgrad::DropoutKind {
+        feature: true,
+        alpha: false,
+    };
+    let v = Variable::from_tensor(Tensor::zeros(&[3], DType::F64));
+    assert!(err(v.dropout(0.5, true, kind, false, &gen)).contains("Feature dropout requires"));
+    assert!(err(x.dropout(1.5, true, kind, false, &gen)).contains("dropout probability"));
+    assert!(err(x.rms_norm(&[5], None, None)).contains("Given normalized_shape=[5]"));
+    let a3 = Variable::from_tensor(Tensor::zeros(&[2, 3], DType::F64));
+    assert!(err(a3.triplet_margin_loss(
+        &x.reshape(&[-1]).unwrap(),
+        &a3,
+        1.0,
+        2.0,
+        1e-6,
+        false,
+        Reduction::Mean
+    ))
+    .contains("expected to have the same number of dimensions"));
+}
