@@ -85,6 +85,24 @@ def test_numpy_references() -> None:
     np.testing.assert_allclose(F.rrelu(x).numpy(), np.where(a >= 0, a, a * (1 / 8 + 1 / 3) / 2))
 
 
+def test_nan_through_the_shrinks_and_threshold() -> None:
+    """PyTorch 2.x keeps NaN (its kernels test ``x <= threshold`` / ``|x| <= lambd`` for
+    the replaced branch), and passes the gradient there."""
+    nan = float("nan")
+    x = rustgrad.tensor([nan, -1.0, 2.0], requires_grad=True)
+    for fn in (
+        lambda t: F.threshold(t, 0.5, 9.0),
+        lambda t: F.hardshrink(t, 1.5),
+        lambda t: F.softshrink(t, 1.5),
+    ):
+        y = fn(x)
+        assert np.isnan(y[0].item())
+        x.grad = None
+        y.backward(rustgrad.ones(3))
+        assert x.grad[0].item() == 1.0
+    np.testing.assert_array_equal(F.threshold(x, 0.5, 9.0).detach().numpy()[1:], [9.0, 2.0])
+
+
 def test_rrelu_training_noise_is_in_range_and_shared_with_the_gradient() -> None:
     rustgrad.manual_seed(0)
     x = rustgrad.tensor(np.linspace(-3, 3, 2000).tolist(), dtype=rustgrad.float64)

@@ -219,7 +219,8 @@ impl Variable {
         }
         let out = {
             let _no_grad = GradModeGuard::new(false);
-            let above = mask(self, |v| v > threshold)?;
+            // PyTorch: `x <= threshold ? value : x`, so NaN is kept.
+            let above = mask(self, |v| v > threshold || v.is_nan())?;
             let fill = Variable::from_tensor(Tensor::scalar(value, self.dtype()));
             Variable::where_cond(&above, self, &fill)?
         };
