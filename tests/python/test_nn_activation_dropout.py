@@ -211,6 +211,36 @@ def test_embedding_bag_scale_grad_by_freq_and_max_norm(mode: str) -> None:
     np.testing.assert_array_equal(plain.numpy()[[0, 2]], before[[0, 2]])
 
 
+def test_embeddings_and_activations_are_bitwise_identical_for_1_and_2_threads() -> None:
+    rng = np.random.default_rng(0)
+    idx = rustgrad.tensor(rng.integers(0, 300, 40000))
+    offsets = rustgrad.tensor(np.arange(0, 40000, 37))
+    weights = rng.standard_normal((300, 64)).astype(np.float32)
+    x_values = rng.standard_normal((200, 300)).astype(np.float32)
+
+    def run(threads: int) -> list[np.ndarray]:
+        rustgrad.set_num_threads(threads)
+        w = rustgrad.tensor(weights, requires_grad=True)
+        x = rustgrad.tensor(x_values, requires_grad=True)
+        bags = F.embedding_bag(idx, w, offsets, mode="mean")
+        rows = F.embedding(idx[:5000], w, scale_grad_by_freq=True)
+        act = (
+            F.glu(x, 1)
+            + F.softshrink(x, 0.3)[:, :150]
+            + F.prelu(x, rustgrad.tensor([0.2]))[:, 150:]
+        )
+        (bags.pow(2).sum() + rows.sum() + act.pow(2).sum()).backward()
+        return [t.detach().numpy() for t in (bags, rows, act, w.grad, x.grad)]
+
+    before = rustgrad.get_num_threads()
+    try:
+        one, two = run(1), run(2)
+    finally:
+        rustgrad.set_num_threads(before)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_one_hot() -> None:
     out = F.one_hot(rustgrad.tensor([[1, 0], [2, 2]]))
     assert out.dtype == rustgrad.int64
