@@ -438,13 +438,11 @@ from ._elementwise import divide, floor_divide, true_divide  # noqa: E402
 
 __all__ += ["divide", "floor_divide", "true_divide"]
 
-# xlogy, float_power and rustgrad.special (python/rustgrad/_extra_ops.py).
-from . import _extra_ops, special  # noqa: E402
+# xlogy, float_power and rustgrad.special (python/rustgrad/_extra_ops.py); isclose and
+# allclose (python/rustgrad/_compare.py).
+from . import _compare, _extra_ops, special  # noqa: E402
+from ._compare import *  # noqa: E402,F403
 from ._extra_ops import *  # noqa: E402,F403
-
-# isclose / allclose (python/rustgrad/_compare.py).
-from . import _compare  # noqa: E402
-from ._compare import allclose, isclose  # noqa: E402
 
 __all__ += [*_extra_ops.__all__, "special", *_compare.__all__]
 
