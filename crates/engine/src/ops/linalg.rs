@@ -36,6 +36,8 @@ pub(crate) struct ScaledProduct {
     alpha: Scalar,
     /// The shape of `input` (it broadcasts to the output's).
     input: Dims,
+    /// Whether `a` and `b` were column-major matrices (Note [Gradient layouts]).
+    column_major: [bool; 2],
 }
 
 /// The backward rules of this family. Saved tensors are kept beside the rule in the
@@ -48,6 +50,8 @@ pub(crate) enum Rule {
         /// The shapes of `a` and `b` (boxed: two shapes).
         shapes: Box<[Dims; 2]>,
         batched: bool,
+        /// Whether `a` and `b` were column-major matrices (Note [Gradient layouts]).
+        column_major: [bool; 2],
     },
     /// Matrix-vector product; saved `[mat if vec needs grad, vec if mat needs grad]`.
     Mv,
@@ -80,6 +84,7 @@ fn scale(v: Variable, s: Scalar) -> Result<Variable> {
 /// product (differentiable, so double backward works).
 fn product_grads(
     product: Product,
+    column_major: [bool; 2],
     saved: &[Option<Variable>],
     g: &Variable,
     need_a: bool,
@@ -99,18 +104,52 @@ fn product_grads(
         let b = saved_at(saved, 1)?;
         Some(match product {
             Product::Mv => g.outer(b)?,
+            Product::Mm => mm_mat1_grad(&g, b, column_major[0])?,
             _ => g.matmul(&b.transpose(-1, -2)?)?,
         })
     } else {
         None
     };
     let gb = if need_b {
-        let a = saved_at(saved, 0)?.transpose(-1, -2)?;
-        Some(a.matmul(&g)?)
+        let a = saved_at(saved, 0)?;
+        Some(match product {
+            Product::Mm => mm_mat2_grad(a, &g, column_major[1])?,
+            _ => a.transpose(-1, -2)?.matmul(&g)?,
+        })
     } else {
         None
     };
     Ok((ga, gb))
+}
+
+/// Whether an operand is a matrix stored column-major (a transposed contiguous matrix,
+/// such as `linear`'s `weight.t()`).
+fn is_column_major(v: &Variable) -> bool {
+    let (shape, strides) = (v.shape(), v.tensor().strides().to_vec());
+    shape.len() == 2 && shape[0] > 1 && shape[1] > 1 && strides == [1, shape[0]]
+}
+
+/// The gradient of `a` in `a @ b` (2-D), `g @ b^T`, laid out like `a`: for a
+/// column-major `a` it is computed as `(b @ g^T)^T`, PyTorch's `mm_mat1_backward`.
+/// See Note [Gradient layouts].
+fn mm_mat1_grad(g: &Variable, b: &Variable, a_column_major: bool) -> Result<Variable> {
+    if a_column_major {
+        b.matmul(&g.t()?)?.t()
+    } else {
+        g.matmul(&b.t()?)
+    }
+}
+
+/// The gradient of `b` in `a @ b` (2-D), `a^T @ g`, laid out like `b`: for a
+/// column-major `b` (`linear`'s `weight.t()`) it is computed as `(g^T @ a)^T`, so that
+/// the weight's gradient comes out contiguous and `AccumulateGrad` keeps it without a
+/// copy (PyTorch's `mm_mat2_backward`). See Note [Gradient layouts].
+fn mm_mat2_grad(a: &Variable, g: &Variable, b_column_major: bool) -> Result<Variable> {
+    if b_column_major {
+        g.t()?.matmul(a)?.t()
+    } else {
+        a.t()?.matmul(g)
+    }
 }
 
 impl Rule {
@@ -141,6 +180,15 @@ impl Rule {
         let need = |i: usize| needs.get(i).copied().unwrap_or(false);
         let g = grad;
         Ok(match self {
+            Rule::Matmul {
+                shapes,
+                batched: false,
+                column_major,
+            } if shapes.iter().all(|s| s.len() == 2) => {
+                let (ga, gb) =
+                    product_grads(Product::Mm, *column_major, saved, g, need(0), need(1))?;
+                smallvec![ga, gb]
+            }
             Rule::Matmul { shapes, .. } => {
                 let [a, b] = &**shapes;
                 smallvec![
@@ -165,7 +213,7 @@ impl Rule {
                 ]
             }
             Rule::Mv => {
-                let (ga, gb) = product_grads(Product::Mv, saved, g, need(0), need(1))?;
+                let (ga, gb) = product_grads(Product::Mv, [false; 2], saved, g, need(0), need(1))?;
                 smallvec![ga, gb]
             }
             Rule::Dot => smallvec![
@@ -189,7 +237,8 @@ impl Rule {
                 } else {
                     Some(scale(g.clone(), s.beta)?.sum_to_size(&s.input)?)
                 };
-                let (ga, gb) = product_grads(s.product, saved, g, need(1), need(2))?;
+                let (ga, gb) =
+                    product_grads(s.product, s.column_major, saved, g, need(1), need(2))?;
                 let alpha = |v: Option<Variable>| v.map(|v| scale(v, s.alpha)).transpose();
                 smallvec![input, alpha(ga)?, alpha(gb)?]
             }
@@ -439,8 +488,13 @@ impl Variable {
                 let batched = da > 2 || db > 2;
                 Ok(Variable::record(result, &[self, other], |needs, _| {
                     let shapes = Box::new([self.shape(), other.shape()]);
+                    let column_major = [is_column_major(self), is_column_major(other)];
                     (
-                        Rule::Matmul { shapes, batched },
+                        Rule::Matmul {
+                            shapes,
+                            batched,
+                            column_major,
+                        },
                         save_factors(needs, 0, self, other),
                     )
                 }))
@@ -463,6 +517,7 @@ impl Variable {
             let rule = Rule::Matmul {
                 shapes,
                 batched: true,
+                column_major: [false; 2],
             };
             (rule, save_factors(needs, 0, self, mat2))
         }))
@@ -696,6 +751,7 @@ impl Variable {
                 beta,
                 alpha,
                 input: self.shape(),
+                column_major: [is_column_major(a), is_column_major(b)],
             }));
             (rule, save_factors(needs, 1, a, b))
         }))
