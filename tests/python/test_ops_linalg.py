@@ -442,3 +442,23 @@ def test_einsum_errors_are_pytorchs(k):
     with pytest.raises(RuntimeError) as info:
         torch.einsum(equation, *[torch.ones(*s) for s in shapes])
     assert phrase in str(info.value)
+
+
+# PyTorch 2.15's exact messages: a folded matrix product reports itself as `mm`, a
+# batched one as bmm's size check without a prefix.
+EXACT_MATMUL_ERRORS = [
+    (lambda: torch.randn(4, 3) @ torch.randn(2, 5),
+     "mm: mat1 and mat2 shapes cannot be multiplied (4x3 and 2x5)"),
+    (lambda: torch.randn(2, 4, 3) @ torch.randn(2, 5),
+     "mm: mat1 and mat2 shapes cannot be multiplied (8x3 and 2x5)"),
+    (lambda: torch.randn(2, 4, 3) @ torch.randn(2, 2, 5),
+     "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [2, 2]."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("k", range(len(EXACT_MATMUL_ERRORS)))
+def test_matmul_errors_are_pytorchs_exactly(k):
+    fn, message = EXACT_MATMUL_ERRORS[k]
+    with pytest.raises(RuntimeError) as info:
+        fn()
+    assert str(info.value) == message

@@ -1475,8 +1475,9 @@ impl Tensor {
         let (m, k) = (a.shape()[a.dim() - 2], a.shape()[a.dim() - 1]);
         let (k2, n) = (b.shape()[b.dim() - 2], b.shape()[b.dim() - 1]);
         if k != k2 {
+            // PyTorch folds a matrix product into `mm` and reports it so.
             return Err(Error::ShapeMismatch {
-                op: "matmul",
+                op: "mm",
                 message: format!(
                     "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
                     a.shape()[..a.dim() - 1].iter().product::<usize>(),

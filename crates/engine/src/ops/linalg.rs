@@ -475,14 +475,12 @@ impl Variable {
                     // PyTorch runs a batched product through bmm, and reports it so.
                     let batch = crate::shape::broadcast_shapes(&sa[..da - 2], &sb[..db - 2])?;
                     let batch: usize = batch.iter().product();
-                    return Err(mismatch(
-                        "matmul",
-                        format!(
-                            "Expected size for first two dimensions of batch2 tensor to be: [{batch}, {}] but got: [{batch}, {}].",
-                            sa[da - 1],
-                            sb[db - 2]
-                        ),
-                    ));
+                    // PyTorch's message has no op prefix here.
+                    return Err(Error::InvalidArgument(format!(
+                        "Expected size for first two dimensions of batch2 tensor to be: [{batch}, {}] but got: [{batch}, {}].",
+                        sa[da - 1],
+                        sb[db - 2]
+                    )));
                 }
                 let result = self.tensor().matmul_nd(&other.tensor())?;
                 let batched = da > 2 || db > 2;
