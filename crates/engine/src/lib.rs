@@ -36,6 +36,7 @@ pub(crate) mod ops;
 pub mod optim;
 pub mod parallel;
 pub mod random;
+pub mod serialize;
 pub mod shape;
 pub mod storage;
 pub mod tensor;

@@ -17,6 +17,7 @@ mod ops;
 mod optim;
 mod random;
 mod saved_hooks;
+mod serialize;
 mod tensor;
 
 use crate::convert::{extract_sizes, tensor_from_data};
@@ -462,6 +463,10 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     ops::loss::register(m)?;
     m.add_function(wrap_pyfunction!(tensor_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(serialize::_safetensors_serialize, m)?)?;
+    m.add_function(wrap_pyfunction!(serialize::_safetensors_deserialize, m)?)?;
+    m.add_function(wrap_pyfunction!(serialize::_storage_info, m)?)?;
+    m.add_function(wrap_pyfunction!(serialize::_tensor_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(ones, m)?)?;
     m.add_function(wrap_pyfunction!(full, m)?)?;
