@@ -501,3 +501,8 @@ __all__ += [
 
 # Optimizers: imported last, since LBFGS decorates its step with `no_grad` at import.
 from . import optim  # noqa: E402,F401
+
+# Checkpoints: rustgrad.save / rustgrad.load (Note [Checkpoints]).
+from .serialization import load, save  # noqa: E402
+
+__all__ += ["load", "save"]
