@@ -22,7 +22,7 @@ import math
 import os
 import pickle
 import struct
-import tempfile
+import uuid
 import zipfile
 from typing import IO, Any, Callable, Union
 
@@ -132,7 +132,7 @@ class _Encoder:
             return obj if math.isfinite(obj) else {"float": repr(obj)}
         if isinstance(obj, Size):
             return {"size": list(obj)}
-        if type(obj).__name__ == "dtype" and str(obj).startswith("torch."):
+        if isinstance(obj, type(_dtypes()["float32"])):
             return {"dtype": str(obj).removeprefix("torch.")}
         if isinstance(obj, (list, tuple)):
             items = [self.encode(v, _join(path, str(i))) for i, v in enumerate(obj)]
@@ -227,13 +227,16 @@ def _write_file(f: IO[bytes], data: bytes) -> None:
 def _atomic_write(path: str, data: bytes) -> None:
     """Replaces ``path`` by a file holding ``data``, or leaves it untouched on error."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    # Mode 0o666 under the umask, as open(path, "wb") would create the file.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             _write_file(f, data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, _new_file_mode(path))
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -246,16 +249,6 @@ def _atomic_write(path: str, data: bytes) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-
-
-def _new_file_mode(path: str) -> int:
-    """The existing file's permissions, else what ``open(path, "wb")`` would give."""
-    try:
-        return os.stat(path).st_mode & 0o777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 # ----------------------------------------------------------------------------- load
@@ -320,10 +313,8 @@ def load(
         if data[:1] == b"\x80" and data[8:9] != b"{":
             return _load_torch_legacy(data, map_location)
         return _load_safetensors(data)
-    except pickle.UnpicklingError as e:
-        if "Unsupported global" in str(e):
-            raise
-        raise _corrupted(name, e) from e
+    except _UnsupportedGlobal:
+        raise
     except Exception as e:
         raise _corrupted(name, e) from e
 
@@ -476,6 +467,10 @@ def _allowed_globals() -> dict[tuple[str, str], Any]:
     return allowed
 
 
+class _UnsupportedGlobal(pickle.UnpicklingError):
+    """A pickle asked for a global that a tensor checkpoint does not need."""
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
     """An unpickler that resolves only the globals of a tensor checkpoint.
 
@@ -492,7 +487,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
         try:
             return self._allowed[(module, name)]
         except KeyError:
-            raise pickle.UnpicklingError(
+            raise _UnsupportedGlobal(
                 "Weights only load failed. WeightsUnpickler error: Unsupported global: "
                 f"GLOBAL {module}.{name} was not an allowed global by default. "
                 "rustgrad.load accepts only the globals of tensor checkpoints and never "

@@ -286,6 +286,16 @@ def test_round_trip_is_bit_exact(tmp_path):
     assert view[1, 1].item() == 42.0 and transposed[2, 2].item() == 42.0
 
 
+@pytest.mark.parametrize("fmt", ["safetensors", "torch"])
+def test_single_tensor_and_view_round_trip(fmt, tmp_path):
+    x = rustgrad.randn(4, 6)
+    for obj in (x, x[1:3, ::2], rustgrad.tensor(7, dtype=rustgrad.int16)):
+        rustgrad.save(obj, tmp_path / "t.pt", format=fmt)
+        back = rustgrad.load(tmp_path / "t.pt")
+        assert_bit_exact(back, obj)
+        assert back.stride() == obj.stride()
+
+
 def test_loaded_checkpoint_restores_model_and_optimizer(tmp_path):
     state = trained_state()
     rustgrad.save(state, tmp_path / "ckpt.pt")

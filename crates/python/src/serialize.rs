@@ -8,8 +8,12 @@ use crate::tensor::PyTensor;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustgrad::serialize::{from_safetensors, to_safetensors, RawTensor};
+use rustgrad::Tensor;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// (name, tensor) pairs as `_safetensors_deserialize` returns them.
+type NamedTensors = Vec<(String, Py<PyTensor>)>;
 
 /// The bytes of a safetensors file holding `tensors` (name, tensor) and `metadata`.
 /// The tensors' elements are written in row-major order whatever their layout.
@@ -19,11 +23,20 @@ pub(crate) fn _safetensors_serialize<'py>(
     tensors: Vec<(String, PyRef<'py, PyTensor>)>,
     metadata: HashMap<String, String>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let raw: Vec<RawTensor> = tensors
+    // Tensor handles are cheap clones (shared storages); the copying runs without the GIL.
+    let handles: Vec<(String, Tensor)> = tensors
         .iter()
-        .map(|(name, t)| RawTensor::from_tensor(name, &t.var.tensor()))
+        .map(|(name, t)| (name.clone(), (*t.var.tensor()).clone()))
         .collect();
-    let bytes = py.detach(|| to_safetensors(&raw, metadata)).py()?;
+    let bytes = py
+        .detach(|| {
+            let raw: Vec<RawTensor> = handles
+                .iter()
+                .map(|(name, t)| RawTensor::from_tensor(name, t))
+                .collect();
+            to_safetensors(&raw, metadata)
+        })
+        .py()?;
     Ok(PyBytes::new(py, &bytes))
 }
 
@@ -33,7 +46,7 @@ pub(crate) fn _safetensors_serialize<'py>(
 pub(crate) fn _safetensors_deserialize(
     py: Python<'_>,
     data: &[u8],
-) -> PyResult<(HashMap<String, String>, Vec<(String, Py<PyTensor>)>)> {
+) -> PyResult<(HashMap<String, String>, NamedTensors)> {
     let (metadata, raw) = py.detach(|| from_safetensors(data)).py()?;
     let tensors = raw
         .iter()
