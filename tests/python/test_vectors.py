@@ -76,8 +76,10 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         # generic format): read by test_data.py and test_lr_scheduler.py
         # optim*.json: optimizer trajectories and a PyTorch optimizer state_dict, read by
         # test_optim.py and crates/engine/tests/optim_vectors.rs
+        # models_*.json (torchvision's ResNet names and outputs, its own schema): read by
+        # test_models.py
         if path.stem not in ("random", "factory", "samplers_ops", "data_samplers", "lr_scheduler")
-        and not path.stem.startswith(("nn_", "optim"))
+        and not path.stem.startswith(("nn_", "optim", "models_"))
     }
 
 
