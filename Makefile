@@ -1,5 +1,5 @@
 # rustgrad developer entry points. On a fresh machine:
-#   make demo   # build everything, run examples/quickstart.py
+#   make demo   # build everything, run examples/demo_finetune.py
 #   make test   # lint, Rust tests, Python tests, wheel check
 # See README.md for what each target does.
 
@@ -39,9 +39,9 @@ endef
 .PHONY: help setup demo lint test test-rust test-python check-wheel memcheck bench fuzz vectors clean distclean
 
 help:
-	@echo 'make demo         set up, then run examples/quickstart.py'
+	@echo 'make demo         set up, then run examples/demo_finetune.py (DEMO_ARGS=...)'
 	@echo 'make test         set up, lint, cargo test, pytest, wheel check (what CI runs)'
-	@echo 'make setup        .venv + requirements-dev.txt + maturin develop --release (skips what is done)'
+	@echo 'make setup        .venv + requirements-dev/-demo.txt + maturin develop --release (skips what is done)'
 	@echo 'make lint         cargo fmt --check, clippy -D warnings, ruff check, ruff format --check'
 	@echo 'make memcheck     the engine unit, safety and autograd tests under Valgrind memcheck'
 	@echo 'make bench        benchmarks/bench_chain.py (with PyTorch when .torch-venv exists)'
@@ -53,8 +53,10 @@ help:
 setup:
 	$(call run,setup,./scripts/setup.sh)
 
+# The fine-tuning demo (README.md); `make demo DEMO_ARGS="--epochs 5"` passes flags.
+DEMO_ARGS ?=
 demo: setup
-	$(call run,demo,$(PYTHON) examples/quickstart.py)
+	$(call run,demo,$(PYTHON) examples/demo_finetune.py $(DEMO_ARGS))
 
 lint:
 	$(call run,setup (deps),./scripts/setup.sh --deps-only)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepare a development checkout: .venv, dev dependencies, the native module.
+# Prepare a development checkout: .venv, dev and demo dependencies, the native module.
 #
 # Idempotent: each step records a stamp and is skipped while its inputs are
 # unchanged, so `make test` / `make demo` pay for a step only when needed.
@@ -8,7 +8,7 @@
 #   scripts/setup.sh --deps-only  venv + dependencies (enough for ruff / pytest tooling)
 #
 # Stamps (inside .venv, so a fresh venv always starts from scratch):
-#   .venv/.deps-stamp   sha256 of requirements-dev.txt
+#   .venv/.deps-stamp   sha256 of requirements-dev.txt and requirements-demo.txt
 #   .venv/.build-stamp  sha256 over every file under crates/ (minus target/),
 #                       Cargo.toml, Cargo.lock and pyproject.toml
 #
@@ -42,8 +42,6 @@ timed() {
     log "$label: done in $((SECONDS - start))s"
 }
 
-sha256_of_file() { sha256sum "$1" | cut -d' ' -f1; }
-
 # One hash over the contents and names of everything that feeds the native build.
 build_inputs_hash() {
     {
@@ -65,13 +63,15 @@ else
     timed "venv: created .venv" python3 -m venv "$VENV"
 fi
 
-# --- 2. development dependencies ---------------------------------------------
-want=$(sha256_of_file requirements-dev.txt)
+# --- 2. development and demo dependencies ------------------------------------
+# requirements-demo.txt: what examples/demo_finetune.py (`make demo`) and its test need.
+want=$(cat requirements-dev.txt requirements-demo.txt | sha256sum | cut -d' ' -f1)
 if [[ -f $DEPS_STAMP && $(<"$DEPS_STAMP") == "$want" ]]; then
-    log "deps: requirements-dev.txt unchanged, skipping"
+    log "deps: requirements-dev.txt and requirements-demo.txt unchanged, skipping"
 else
-    timed "deps: installed requirements-dev.txt" \
-        "$PY" -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+    timed "deps: installed requirements-dev.txt and requirements-demo.txt" \
+        "$PY" -m pip install --quiet --disable-pip-version-check \
+        -r requirements-dev.txt -r requirements-demo.txt
     printf '%s\n' "$want" >"$DEPS_STAMP"
     # New tools (a new maturin, say) may build differently: rebuild next time.
     rm -f "$BUILD_STAMP"

@@ -1,0 +1,394 @@
+"""The seed scenario end to end: fine-tune a "pretrained" ResNet-18 whose base is frozen,
+then check the seed notes' claims about freezing and ``volatile`` by measuring them.
+
+Run it with `make demo` (which sets up .venv first). On scikit-learn's bundled
+handwritten digits (1 797 8x8 images, upsampled to 3x32x32; no network needed):
+
+1. train ``rustgrad.models.resnet18(num_classes=5)`` (torchvision's structure) on digits
+   0-4 and save it as the "pretrained" checkpoint;
+2. load it with ``resnet18(weights=PATH)``, freeze every parameter, replace ``fc`` with
+   ``nn.Linear(512, 5)`` for digits 5-9, build the optimizer both ways the seed notes
+   show (``model.fc.parameters()`` and ``filter(lambda p: p.requires_grad, ...)``),
+   train the head with a progress bar and report test accuracy;
+3. print the claims side by side: time per step and bytes saved for backward, frozen vs
+   full fine-tuning; peak memory of inference with a volatile input, under
+   ``no_grad()``, under ``inference_mode()`` and in grad mode (each in a fresh
+   process); the volatile output's flags;
+4. write ``<out>/loss.png``, ``<out>/frozen_step.dot`` (and ``.svg`` when Graphviz is
+   installed) and the two checkpoints.
+
+    .venv/bin/python examples/demo_finetune.py [--epochs N] [--batch-size B]
+        [--threads T] [--out DIR] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.datasets import load_digits
+    from tqdm import tqdm
+except ImportError as error:  # pragma: no cover - a setup problem, said clearly
+    sys.exit(
+        f"demo_finetune.py needs the demo extras ({error.name} is missing): "
+        "run `make setup` or `.venv/bin/pip install -r requirements-demo.txt`"
+    )
+
+import rustgrad
+import rustgrad.nn as nn
+import rustgrad.nn.functional as F
+from rustgrad.autograd import Variable, graph_stats
+from rustgrad.models import load_state_file, resnet18
+from rustgrad.utils.data import DataLoader, TensorDataset
+
+SEED = 0
+MIB = 1024 * 1024
+# SGD with momentum 0.9 for both phases (the seed notes' optimizer); the head's learning
+# rate follows a cosine schedule over the fine-tuning epochs.
+LR_PRETRAIN = 0.02
+LR_FINETUNE = 0.05
+
+
+# --- checkpoints ---------------------------------------------------------------------
+# Stand-ins until rustgrad.save / rustgrad.load land: a state_dict as a numpy .npz.
+
+
+def _save_state(state_dict: dict[str, Any], path: Path) -> None:
+    """Writes ``state_dict`` ({name: tensor}) to ``path`` (stand-in for rustgrad.save)."""
+    np.savez(path, **{name: t.detach().numpy() for name, t in state_dict.items()})
+
+
+def _load_state(path: Path) -> dict[str, Any]:
+    """Reads a state_dict written by ``_save_state`` (stand-in for rustgrad.load)."""
+    return load_state_file(path)
+
+
+# --- data ----------------------------------------------------------------------------
+
+
+def digits(quick: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """scikit-learn's digits as float32 3x32x32 images (each 8x8 pixel repeated 4x4,
+    standardised), split by a seeded permutation into task A (digits 0-4, labels 0-4)
+    and task B (digits 5-9, labels 0-4), 80% train / 20% test each."""
+    data = load_digits()
+    images = np.kron(data.images / 16.0, np.ones((4, 4))).astype(np.float32)
+    images = (images - images.mean()) / images.std()
+    images = np.repeat(images[:, None], 3, axis=1)
+    rng = np.random.default_rng(SEED)
+    out = {}
+    for task, low in (("A", 0), ("B", 5)):
+        index = np.flatnonzero((data.target >= low) & (data.target < low + 5))
+        index = rng.permutation(index)
+        cut = int(0.8 * len(index))
+        train, test = index[:cut], index[cut:]
+        if quick:
+            train, test = train[:48], test[:48]
+        for split, rows in (("train", train), ("test", test)):
+            out[f"{task}_{split}"] = (images[rows], (data.target[rows] - low).astype(np.int64))
+    return out
+
+
+def loader(arrays: tuple[np.ndarray, np.ndarray], batch_size: int, shuffle: bool) -> DataLoader:
+    x, y = arrays
+    dataset = TensorDataset(rustgrad.from_numpy(x), rustgrad.from_numpy(y))
+    generator = rustgrad.Generator().manual_seed(SEED)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=generator)
+
+
+# --- training ------------------------------------------------------------------------
+
+
+def accuracy(model: nn.Module, arrays: tuple[np.ndarray, np.ndarray]) -> float:
+    """Test accuracy, in eval mode under no_grad()."""
+    was_training = model.training
+    model.eval()
+    correct = 0
+    with rustgrad.no_grad():
+        for x, y in loader(arrays, 256, shuffle=False):
+            correct += int((model(x).argmax(1) == y).sum())
+    model.train(was_training)
+    return correct / len(arrays[1])
+
+
+def train(
+    name: str,
+    model: nn.Module,
+    optimizer: Any,
+    data: dict[str, tuple[np.ndarray, np.ndarray]],
+    task: str,
+    epochs: int,
+    batch_size: int,
+    base_eval: bool,
+    scheduler: Any = None,
+) -> dict[str, list[float]]:
+    """Trains ``model`` for ``epochs`` with a tqdm bar; returns per-step losses and the
+    per-epoch test accuracy. ``base_eval`` keeps the (frozen) model in eval mode, so the
+    batch norms' running statistics stay as pretrained too; ``scheduler`` (if any) steps
+    once per epoch."""
+    history: dict[str, list[float]] = {"loss": [], "accuracy": []}
+    model.train(not base_eval)
+    for epoch in range(epochs):
+        bar = tqdm(loader(data[f"{task}_train"], batch_size, shuffle=True), leave=False)
+        bar.set_description(f"{name} epoch {epoch + 1}/{epochs}")
+        for x, y in bar:
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            history["loss"].append(float(loss))
+            bar.set_postfix(loss=f"{float(loss):.3f}")
+        if scheduler is not None:
+            scheduler.step()
+        history["accuracy"].append(accuracy(model, data[f"{task}_test"]))
+        print(f"{name}: epoch {epoch + 1}/{epochs}, test accuracy {history['accuracy'][-1]:.1%}")
+    return history
+
+
+def freeze_and_replace_fc(model: nn.Module) -> nn.Module:
+    """The seed notes' fine-tuning: freeze every parameter, then a new ``fc`` (whose
+    parameters require grad, as any new module's)."""
+    for param in model.parameters():
+        param.requires_grad = False
+    model.fc = nn.Linear(512, 5)
+    return model
+
+
+# --- measurements --------------------------------------------------------------------
+
+
+def step_cost(model: nn.Module, x: Any, y: Any, repeats: int) -> tuple[float, int, int]:
+    """Median seconds of a training step (forward, loss, backward, SGD step) over the
+    parameters that require grad, and the tensors / bytes saved for backward."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = rustgrad.optim.SGD(params, lr=1e-3, momentum=0.9)
+    times = []
+    stats = None
+    for _ in range(repeats + 1):  # the first step warms up and is not timed
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        stats = graph_stats(loss)
+        loss.backward()
+        optimizer.step()
+        times.append(time.perf_counter() - start)
+    assert stats is not None
+    return statistics.median(times[1:]), stats.saved_tensors, stats.saved_bytes
+
+
+def _proc_status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith(field + ":"))
+    return int(line.split()[1])
+
+
+def _inference_peak(mode: str, state_path: str, batch: int, threads: int, queue: Any) -> None:
+    """In a fresh process: peak RSS growth of one eval forward of the fine-tuned model
+    on ``batch`` images in ``mode``, and the output's flags. The high-water mark is reset
+    after the model is built (Linux /proc/self/clear_refs), so only the forward counts;
+    elsewhere ru_maxrss growth is the (coarser) fallback."""
+    import resource
+
+    rustgrad.set_num_threads(threads)
+    model = freeze_and_replace_fc(resnet18(num_classes=5))
+    model.load_state_dict(_load_state(Path(state_path)))
+    for param in model.parameters():  # as after loading: parameters require grad
+        param.requires_grad = True
+    model.eval()
+    x = rustgrad.randn(batch, 3, 32, 32)
+    with rustgrad.no_grad():
+        model(x[:1])  # allocator warm-up, outside the measure
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+        base, field = _proc_status_kib("VmRSS"), "VmHWM"
+    except OSError:
+        base, field = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, ""
+    if mode == "volatile":
+        out = model(Variable(x, volatile=True))
+    elif mode == "no_grad()":
+        with rustgrad.no_grad():
+            out = model(x)
+    elif mode == "inference_mode()":
+        with rustgrad.inference_mode():
+            out = model(x)
+    else:
+        out = model(x)
+    peak = _proc_status_kib(field) if field else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    params_require_grad = all(p.requires_grad for p in model.parameters())
+    queue.put(
+        (peak - base, out.requires_grad, out.volatile, out.grad_fn is None, params_require_grad)
+    )
+
+
+def inference_peaks(state_path: Path, batch: int, threads: int) -> dict[str, tuple]:
+    """``_inference_peak`` for each mode, each in a process of its own (spawned, so that
+    no mode inherits another's high-water mark)."""
+    context = multiprocessing.get_context("spawn")
+    results = {}
+    for mode in ("volatile", "no_grad()", "inference_mode()", "grad mode"):
+        queue = context.Queue()
+        args = (mode, str(state_path), batch, threads, queue)
+        process = context.Process(target=_inference_peak, args=args)
+        process.start()
+        results[mode] = queue.get(timeout=300)
+        process.join()
+    return results
+
+
+# --- outputs -------------------------------------------------------------------------
+
+
+def plot(histories: dict[str, dict[str, list[float]]], path: Path) -> None:
+    """Both phases' loss per step and test accuracy per epoch."""
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6))
+    for column, (name, history) in enumerate(histories.items()):
+        axes[0][column].plot(history["loss"])
+        axes[0][column].set(title=f"{name}: training loss", xlabel="step", ylabel="loss")
+        epochs = range(1, len(history["accuracy"]) + 1)
+        axes[1][column].plot(epochs, history["accuracy"], marker="o")
+        axes[1][column].set(
+            title=f"{name}: test accuracy", xlabel="epoch", ylabel="accuracy", ylim=(0, 1)
+        )
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_graph(model: nn.Module, x: Any, y: Any, out: Path) -> Path:
+    """The frozen step's backward graph as DOT (and SVG when Graphviz is installed)."""
+    loss = F.cross_entropy(model(x), y)
+    path = out / "frozen_step.dot"
+    path.write_text(rustgrad.viz.to_dot(loss, dict(model.named_parameters())))
+    if shutil.which("dot"):
+        subprocess.run(["dot", "-Tsvg", str(path), "-o", str(out / "frozen_step.svg")], check=True)
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help="pretraining epochs (3); fine-tuning runs twice as many (its steps are cheap)",
+    )
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2, help="rustgrad threads (2)")
+    parser.add_argument("--out", type=Path, default=Path("demo_out"))
+    parser.add_argument(
+        "--quick", action="store_true", help="seconds: tiny subsets, one short epoch (tests)"
+    )
+    args = parser.parse_args(argv)
+    epochs = args.epochs or (1 if args.quick else 3)
+    finetune_epochs = 1 if args.quick and not args.epochs else 2 * epochs
+    args.out.mkdir(parents=True, exist_ok=True)
+    rustgrad.set_num_threads(args.threads)
+    rustgrad.manual_seed(SEED)
+    started = time.perf_counter()
+    data = digits(args.quick)
+    print(
+        f"digits: task A (0-4) {len(data['A_train'][1])} train / {len(data['A_test'][1])} "
+        f"test, task B (5-9) {len(data['B_train'][1])} / {len(data['B_test'][1])}; "
+        f"{args.threads} threads"
+    )
+
+    # 1. "pretrained": a ResNet-18 (torchvision's structure) trained on digits 0-4.
+    print("\n== 1. pretraining resnet18(num_classes=5) on digits 0-4")
+    model = resnet18(num_classes=5)
+    optimizer = rustgrad.optim.SGD(
+        model.parameters(), lr=LR_PRETRAIN, momentum=0.9, weight_decay=1e-4
+    )
+    history_a = train("task A", model, optimizer, data, "A", epochs, args.batch_size, False)
+    pretrained = args.out / "resnet18_digits04.npz"
+    _save_state(model.state_dict(), pretrained)
+    print(f"saved the pretrained checkpoint to {pretrained}")
+
+    # 2. fine-tuning: load, freeze, replace fc, train the head on digits 5-9.
+    print("\n== 2. fine-tuning a frozen base on digits 5-9")
+    model = resnet18(num_classes=5, weights=pretrained)
+    model = freeze_and_replace_fc(model)
+    by_fc = rustgrad.optim.SGD(model.fc.parameters(), lr=LR_FINETUNE, momentum=0.9)
+    by_filter = rustgrad.optim.SGD(
+        filter(lambda p: p.requires_grad, model.parameters()), lr=LR_FINETUNE, momentum=0.9
+    )
+    same = [id(p) for g in by_fc.param_groups for p in g["params"]] == [
+        id(p) for g in by_filter.param_groups for p in g["params"]
+    ]
+    print(
+        "optimizer over model.fc.parameters() and over filter(requires_grad) hold the same "
+        f"parameters: {same}"
+    )
+    if not same:
+        raise SystemExit("the two ways of building the optimizer disagree")
+    schedule = rustgrad.optim.lr_scheduler.CosineAnnealingLR(by_fc, finetune_epochs)
+    history_b = train(
+        "task B", model, by_fc, data, "B", finetune_epochs, args.batch_size, True, schedule
+    )
+    finetuned = args.out / "resnet18_digits59_finetuned.npz"
+    _save_state(model.state_dict(), finetuned)
+    print(f"task B test accuracy: {history_b['accuracy'][-1]:.1%} (chance: 20%)")
+    print(f"saved the fine-tuned checkpoint to {finetuned}")
+
+    # 3. the seed notes' claims, measured.
+    print("\n== 3. the seed notes' claims, measured")
+    x = rustgrad.from_numpy(data["B_train"][0][: args.batch_size])
+    y = rustgrad.from_numpy(data["B_train"][1][: args.batch_size])
+    repeats = 1 if args.quick else 3
+    model.eval()
+    frozen = step_cost(model, x, y, repeats)
+    full_model = resnet18(num_classes=5, weights=pretrained)  # every parameter trains
+    full_model.fc = nn.Linear(512, 5)
+    full_model.train()
+    full = step_cost(full_model, x, y, repeats)
+    print(f"training step on a batch of {len(y)} images of 3x32x32:")
+    print(f"  {'':34}{'frozen base (fc only)':>24}{'full fine-tuning':>20}")
+    print(f"  {'time per step (ms)':34}{frozen[0] * 1e3:>24.1f}{full[0] * 1e3:>20.1f}")
+    print(f"  {'tensors saved for backward':34}{frozen[1]:>24}{full[1]:>20}")
+    print(f"  {'bytes saved for backward (MiB)':34}{frozen[2] / MIB:>24.3f}{full[2] / MIB:>20.3f}")
+    print(
+        f"  frozen/full: {frozen[0] / full[0]:.2f}x the time, "
+        f"{frozen[2] / full[2]:.4f}x the saved bytes"
+    )
+    batch = 16 if args.quick else 128
+    peaks = inference_peaks(finetuned, batch, args.threads)
+    print(f"eval inference on {batch} images (each mode in a fresh process):")
+    print(
+        f"  {'mode':20}{'peak RSS growth (MiB)':>24}{'requires_grad':>15}{'volatile':>10}"
+        f"{'grad_fn':>10}"
+    )
+    for mode, (kib, requires_grad, volatile, no_grad_fn, _) in peaks.items():
+        grad_fn = "None" if no_grad_fn else "set"
+        print(f"  {mode:20}{kib / 1024:>24.1f}{requires_grad!s:>15}{volatile!s:>10}{grad_fn:>10}")
+    _, requires_grad, volatile, no_grad_fn, params_rg = peaks["volatile"]
+    print(
+        f"volatile input: requires_grad={requires_grad} volatile={volatile} "
+        f"grad_fn={'None' if no_grad_fn else 'set'} "
+        f"although the parameters require grad: {params_rg}"
+    )
+
+    # 4. outputs.
+    plot(
+        {"task A (pretraining, 0-4)": history_a, "task B (frozen base, 5-9)": history_b},
+        args.out / "loss.png",
+    )
+    dot = write_graph(model, x[:2], y[:2], args.out)
+    print(f"\nwrote {args.out / 'loss.png'}, {dot}" + (" (+ .svg)" if shutil.which("dot") else ""))
+    print(f"done in {time.perf_counter() - started:.0f}s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""examples/demo_finetune.py --quick (the README's first command in miniature): it runs
+to the end in a fresh process, writes its outputs and prints the seed notes' facts."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_demo_quick_runs_and_prints_the_seed_notes_facts(tmp_path):
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "python"), *sys.path]))
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo_finetune.py"), "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = result.stdout
+    for name in (
+        "loss.png",
+        "frozen_step.dot",
+        "resnet18_digits04.npz",
+        "resnet18_digits59_finetuned.npz",
+    ):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    dot = (out / "frozen_step.dot").read_text()
+    assert dot.startswith("digraph backward {")
+    assert "fc.weight" in dot and "AddmmBackward0" in dot
+    assert "ConvolutionBackward0" not in dot
+    assert (
+        "optimizer over model.fc.parameters() and over filter(requires_grad) hold the same "
+        "parameters: True"
+    ) in text
+    assert (
+        "volatile input: requires_grad=False volatile=True grad_fn=None although the "
+        "parameters require grad: True"
+    ) in text
+    # The flags column of the inference table, row by row.
+    rows = dict(
+        (m.group(1).strip(), m.group(2).split())
+        for m in re.finditer(
+            r"^  (volatile|no_grad\(\)|inference_mode\(\)|grad mode)\s+[\d.]+\s+(.*)$",
+            text,
+            re.M,
+        )
+    )
+    assert rows == {
+        "volatile": ["False", "True", "None"],
+        "no_grad()": ["False", "False", "None"],
+        "inference_mode()": ["False", "False", "None"],
+        "grad mode": ["True", "False", "set"],
+    }
+    # The frozen step saves far less for backward than full fine-tuning.
+    saved = re.search(r"bytes saved for backward \(MiB\)\s+([\d.]+)\s+([\d.]+)", text)
+    assert saved is not None, text
+    assert float(saved.group(1)) * 100 < float(saved.group(2))
+    assert re.search(r"task B test accuracy: [\d.]+%", text)
