@@ -11,9 +11,9 @@ Three workloads, as the seed notes use the model:
 
 Time per step: the frameworks alternate every repetition (so that machine noise hits
 both alike), medians compared. Peak RSS growth: each (framework, workload) runs in a
-fresh spawned process: model built and warmed up, the high-water mark reset
-(/proc/self/clear_refs), then one step; the growth from the RSS before the step to the
-high-water mark after it. Both frameworks start from the same weights (torchvision's
+fresh spawned process: model, optimizer and batch built, the high-water mark reset
+(/proc/self/clear_refs), then three steps; the growth from the RSS before them to the
+high-water mark after them (Linux only). Both frameworks start from the same weights (torchvision's
 initialisation, copied through numpy). PyTorch's model is torchvision's
 ``resnet18``; without torchvision (or torch) rustgrad is timed alone.
 
@@ -130,18 +130,20 @@ def _status_kib(field: str) -> int:
 
 
 def _peak_child(name: str, workload: str, site: str | None, threads: int, queue: Any) -> None:
-    """In a fresh process: peak RSS growth (KiB) of one step after two warm-up steps."""
+    """In a fresh process: peak RSS growth (KiB) over three steps, from the RSS once the
+    model, optimizer and batch exist to the high-water mark (reset just before). It
+    counts what the steps allocate (activations, saved tensors, gradients, momentum
+    buffers), not the weights; warmed-up steps would show ~0, as the allocator reuses
+    the first step's memory."""
     fw = frameworks(site)[name]
     fw.set_num_threads(threads)
-    runner = Runner(
-        fw, workload, {k: v.detach().numpy() for k, v in build(fw, None).state_dict().items()}
-    )
-    runner.step()
-    runner.step()
+    state = {k: v.detach().numpy() for k, v in build(fw, None).state_dict().items()}
+    runner = Runner(fw, workload, state)
     with open("/proc/self/clear_refs", "w") as clear:
         clear.write("5")
     base = _status_kib("VmRSS")
-    runner.step()
+    for _ in range(3):
+        runner.step()
     queue.put(_status_kib("VmHWM") - base)
 
 
@@ -177,7 +179,7 @@ def run(workload: str, fws: dict[str, ModuleType], reps: int, threads: int, site
         if "torch" in medians:
             ratio = (
                 f"  ({medians[name] / medians['torch']:.2f}x torch time, "
-                f"{peaks[name] / max(peaks['torch'], 1e-9):.2f}x torch memory)"
+                f"{peaks[name] / max(peaks['torch'], 0.1):.2f}x torch memory)"
             )
         print(f"  {name:<10} {medians[name]:>10.1f} {peaks[name]:>24.1f}{ratio}")
 
