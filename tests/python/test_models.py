@@ -162,6 +162,10 @@ def test_missing_weights_say_where_to_put_them_and_how_to_export(tmp_path, monke
     missing = tmp_path / "nowhere.npz"
     with pytest.raises(FileNotFoundError, match="nowhere.npz"):
         resnet34(weights=missing)
+    with pytest.raises(FileNotFoundError, match="nowhere.pth"):
+        resnet34(weights=str(tmp_path / "nowhere.pth"))
+    with pytest.raises(FileNotFoundError, match="resnet50.pth"):
+        resnet50(weights="DEFAULT")
     monkeypatch.delenv("RUSTGRAD_HOME")
     assert checkpoint_dir() == Path("~/.cache/rustgrad/checkpoints").expanduser()
 
@@ -175,6 +179,7 @@ def test_weights_load_from_a_path_and_from_the_cache(tmp_path, monkeypatch):
     for model in (
         resnet18(num_classes=10, pretrained=True),
         resnet18(num_classes=10, weights="DEFAULT"),
+        resnet18(num_classes=10, weights="IMAGENET1K_V1"),  # a weights name: the cache
         resnet18(num_classes=10, weights=tmp_path / "checkpoints" / "resnet18.npz"),
     ):
         loaded = model.state_dict()

@@ -69,14 +69,30 @@ def load_state_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         return {name: rustgrad.from_numpy(archive[name].copy()) for name in archive.files}
 
 
+def _is_path(weights: Any) -> bool:
+    """A PathLike, or a str that looks like a file (a directory part, a state_dict
+    suffix, or an existing file); other strs are weight names ("DEFAULT",
+    "IMAGENET1K_V1", ...) and, like torchvision's weight enums, mean the cached file."""
+    if isinstance(weights, os.PathLike):
+        return True
+    if not isinstance(weights, str):
+        return False
+    return (
+        os.sep in weights
+        or "/" in weights
+        or weights.endswith(_EXTENSIONS)
+        or os.path.isfile(os.path.expanduser(weights))
+    )
+
+
 def load_pretrained(model: Any, arch: str, weights: Any, pretrained: bool) -> None:
-    """Loads ``weights`` into ``model`` with ``strict=True``: a path (str or PathLike)
-    is read as is; any other truthy value, or ``pretrained=True``, means the cached
-    file ``checkpoint_dir()/<arch>.<ext>``. Raises FileNotFoundError (where to put the
-    file and how to export it from torchvision) when the file does not exist."""
+    """Loads ``weights`` into ``model`` with ``strict=True``: a path (see ``_is_path``)
+    is read as is; any other value (a weights name or enum), or ``pretrained=True``,
+    means the cached file ``checkpoint_dir()/<arch>.<ext>``. Raises FileNotFoundError
+    (where to put the file and how to export it from torchvision) when it is missing."""
     if weights is None and not pretrained:
         return
-    if isinstance(weights, (str, os.PathLike)) and str(weights) != "DEFAULT":
+    if _is_path(weights):
         path = Path(weights).expanduser()
         if not path.is_file():
             raise _missing(arch, [path])
