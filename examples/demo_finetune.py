@@ -52,7 +52,7 @@ import rustgrad
 import rustgrad.nn as nn
 import rustgrad.nn.functional as F
 from rustgrad.autograd import Variable, graph_stats
-from rustgrad.models import load_state_file, resnet18
+from rustgrad.models import resnet18
 from rustgrad.utils.data import DataLoader, TensorDataset
 
 SEED = 0
@@ -64,17 +64,18 @@ LR_FINETUNE = 0.05
 
 
 # --- checkpoints ---------------------------------------------------------------------
-# Stand-ins until rustgrad.save / rustgrad.load land: a state_dict as a numpy .npz.
+# rustgrad.save / rustgrad.load: safetensors with the structure in its header, written
+# atomically (Note [Checkpoints]).
 
 
 def _save_state(state_dict: dict[str, Any], path: Path) -> None:
-    """Writes ``state_dict`` ({name: tensor}) to ``path`` (stand-in for rustgrad.save)."""
-    np.savez(path, **{name: t.detach().numpy() for name, t in state_dict.items()})
+    """Writes ``state_dict`` ({name: tensor}) to ``path`` with ``rustgrad.save``."""
+    rustgrad.save(state_dict, path)
 
 
 def _load_state(path: Path) -> dict[str, Any]:
-    """Reads a state_dict written by ``_save_state`` (stand-in for rustgrad.load)."""
-    return load_state_file(path)
+    """Reads a state_dict written by ``_save_state``."""
+    return rustgrad.load(path)
 
 
 # --- data ----------------------------------------------------------------------------
@@ -313,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
         model.parameters(), lr=LR_PRETRAIN, momentum=0.9, weight_decay=1e-4
     )
     history_a = train("task A", model, optimizer, data, "A", epochs, args.batch_size, False)
-    pretrained = args.out / "resnet18_digits04.npz"
+    pretrained = args.out / "resnet18_digits04.safetensors"
     _save_state(model.state_dict(), pretrained)
     print(f"saved the pretrained checkpoint to {pretrained}")
 
@@ -338,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     history_b = train(
         "task B", model, by_fc, data, "B", finetune_epochs, args.batch_size, True, schedule
     )
-    finetuned = args.out / "resnet18_digits59_finetuned.npz"
+    finetuned = args.out / "resnet18_digits59_finetuned.safetensors"
     _save_state(model.state_dict(), finetuned)
     print(f"task B test accuracy: {history_b['accuracy'][-1]:.1%} (chance: 20%)")
     print(f"saved the fine-tuned checkpoint to {finetuned}")

@@ -506,3 +506,6 @@ from . import optim  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402
 
 __all__ += ["load", "save"]
+
+# torchvision-style models (python/rustgrad/models/): `rustgrad.models.resnet18()`.
+from . import models  # noqa: E402,F401

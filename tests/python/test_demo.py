@@ -28,8 +28,8 @@ def test_demo_quick_runs_and_prints_the_seed_notes_facts(tmp_path):
     for name in (
         "loss.png",
         "frozen_step.dot",
-        "resnet18_digits04.npz",
-        "resnet18_digits59_finetuned.npz",
+        "resnet18_digits04.safetensors",
+        "resnet18_digits59_finetuned.safetensors",
     ):
         assert (out / name).stat().st_size > 0, name
     assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -50,21 +50,16 @@ def _missing(arch: str, tried: list[Path]) -> FileNotFoundError:
 
 
 def load_state_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Reads a state_dict file into ``{name: tensor}``.
-
-    Stand-in until ``rustgrad.load`` lands: it reads numpy ``.npz`` archives (one array
-    per name); other formats go through ``rustgrad.load`` when it exists.
+    """Reads a state_dict file into ``{name: tensor}``: PyTorch ``.pth``/``.pt`` files
+    and rustgrad's safetensors checkpoints through ``rustgrad.load`` (restricted
+    unpickling, Note [Checkpoints]), numpy ``.npz`` archives (one array per name)
+    directly.
     """
     import rustgrad
 
     path = Path(path)
-    if path.suffix != ".npz" and hasattr(rustgrad, "load"):
-        return rustgrad.load(path, weights_only=True)
     if path.suffix != ".npz":
-        raise NotImplementedError(
-            f"cannot read {path}: this build of rustgrad reads only .npz state_dicts "
-            "(rustgrad.load, which reads .pth and .safetensors, is not available)"
-        )
+        return rustgrad.load(path, weights_only=True)
     with np.load(path, allow_pickle=False) as archive:
         return {name: rustgrad.from_numpy(archive[name].copy()) for name in archive.files}
 
