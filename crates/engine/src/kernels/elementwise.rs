@@ -170,14 +170,43 @@ pub fn map3<A: Element, B: Element, C: Element, U: Element>(
     la.check_in_bounds(a.len())?;
     lb.check_in_bounds(b.len())?;
     lc.check_in_bounds(c.len())?;
+    // Runs of merged dims (Note [Strided runs]); the common unit-stride and broadcast
+    // (step 0) runs get slice loops the compiler vectorises.
     fill_chunks(la.numel(), |start, out| {
-        for_each_strided(
+        for_each_run(
             la.shape(),
             [la.strides(), lb.strides(), lc.strides()],
             [la.offset(), lb.offset(), lc.offset()],
             start,
             start + out.len(),
-            |i, [oa, ob, oc]| out[i - start] = f(a[oa], b[ob], c[oc]),
+            |i, [oa, ob, oc], steps, len| {
+                let out = &mut out[i - start..i - start + len];
+                match steps {
+                    [1, 1, 1] => {
+                        let (a, b, c) = (&a[oa..oa + len], &b[ob..ob + len], &c[oc..oc + len]);
+                        for (((d, &x), &y), &z) in out.iter_mut().zip(a).zip(b).zip(c) {
+                            *d = f(x, y, z);
+                        }
+                    }
+                    [1, 1, 0] => {
+                        let (a, b, z) = (&a[oa..oa + len], &b[ob..ob + len], c[oc]);
+                        for ((d, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                            *d = f(x, y, z);
+                        }
+                    }
+                    [1, 0, 1] => {
+                        let (a, y, c) = (&a[oa..oa + len], b[ob], &c[oc..oc + len]);
+                        for ((d, &x), &z) in out.iter_mut().zip(a).zip(c) {
+                            *d = f(x, y, z);
+                        }
+                    }
+                    [sa, sb, sc] => {
+                        for (r, d) in out.iter_mut().enumerate() {
+                            *d = f(a[oa + r * sa], b[ob + r * sb], c[oc + r * sc]);
+                        }
+                    }
+                }
+            },
         );
     })
 }
