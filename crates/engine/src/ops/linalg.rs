@@ -125,7 +125,8 @@ fn product_grads(
 /// Whether an operand is a matrix stored column-major (a transposed contiguous matrix,
 /// such as `linear`'s `weight.t()`).
 fn is_column_major(v: &Variable) -> bool {
-    let (shape, strides) = (v.shape(), v.tensor().strides().to_vec());
+    let t = v.tensor();
+    let (shape, strides) = (t.shape(), t.strides());
     shape.len() == 2 && shape[0] > 1 && shape[1] > 1 && strides == [1, shape[0]]
 }
 

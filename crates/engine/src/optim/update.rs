@@ -83,6 +83,12 @@ fn l2<T: MathFloat>(weight_decay: f64, decoupled: bool) -> Option<T> {
     (weight_decay != 0.0 && !decoupled).then(|| T::c(weight_decay))
 }
 
+/// The factor `1 - lr * weight_decay` that decoupled weight decay (AdamW's, and Adam's
+/// family with `decoupled_weight_decay`) multiplies the parameter by, if it applies.
+fn decoupled_decay<T: MathFloat>(weight_decay: f64, decoupled: bool, lr: f64) -> Option<T> {
+    (weight_decay != 0.0 && decoupled).then(|| T::c(1.0 - lr * weight_decay))
+}
+
 /// Runs `options`' update over one parameter's elements: `p` the parameter, `g` its
 /// gradient, `bufs` its buffers in [`Options::buffer_names`] order, all of one length.
 pub(crate) fn apply<T: MathFloat>(
@@ -140,8 +146,7 @@ fn adam<T: MathFloat>(
 ) {
     let (beta1, beta2) = o.betas;
     let l2 = l2::<T>(o.weight_decay, o.decoupled_weight_decay);
-    let decay = (o.weight_decay != 0.0 && o.decoupled_weight_decay)
-        .then(|| T::c(1.0 - o.lr * o.weight_decay));
+    let decay = decoupled_decay::<T>(o.weight_decay, o.decoupled_weight_decay, o.lr);
     let (w1, small1) = lerp_weight::<T>(1.0 - beta1);
     let (b2, one_minus_b2) = (T::c(beta2), T::c(1.0 - beta2));
     let bias_correction1 = 1.0 - beta1.powf(s.step);
@@ -207,8 +212,7 @@ fn nadam<T: MathFloat>(
 ) {
     let (beta1, beta2) = o.betas;
     let l2 = l2::<T>(o.weight_decay, o.decoupled_weight_decay);
-    let decay = (o.weight_decay != 0.0 && o.decoupled_weight_decay)
-        .then(|| T::c(1.0 - o.lr * o.weight_decay));
+    let decay = decoupled_decay::<T>(o.weight_decay, o.decoupled_weight_decay, o.lr);
     let bias_correction2 = T::c(1.0 - beta2.powf(s.step));
     let mu_next = beta1 * (1.0 - 0.5 * 0.96f64.powf((s.step + 1.0) * o.momentum_decay));
     let mu_product_next = s.mu_product * mu_next;
@@ -241,8 +245,7 @@ fn radam<T: MathFloat>(
 ) {
     let (beta1, beta2) = o.betas;
     let l2 = l2::<T>(o.weight_decay, o.decoupled_weight_decay);
-    let decay = (o.weight_decay != 0.0 && o.decoupled_weight_decay)
-        .then(|| T::c(1.0 - o.lr * o.weight_decay));
+    let decay = decoupled_decay::<T>(o.weight_decay, o.decoupled_weight_decay, o.lr);
     let (w1, small1) = lerp_weight::<T>(1.0 - beta1);
     let (b2, one_minus_b2, eps) = (T::c(beta2), T::c(1.0 - beta2), T::c(o.eps));
     let bias_correction1 = 1.0 - beta1.powf(s.step);
