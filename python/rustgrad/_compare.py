@@ -58,9 +58,9 @@ def isclose(
     if input.dtype != other.dtype:
         raise RuntimeError(f"{_scalar_name(input)} did not match {_scalar_name(other)}")
     if rtol < 0:
-        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
     if atol < 0:
-        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
     # Detached: the comparisons record nothing.
     a, b = input.detach(), other.detach()
     close = a == b

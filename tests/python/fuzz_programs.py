@@ -866,6 +866,7 @@ PAIRWISE = {
     "bitwise_and": ("{x} & {y}", np.bitwise_and),
     "bitwise_or": ("{x} | {y}", np.bitwise_or),
     "bitwise_xor": ("{x} ^ {y}", np.bitwise_xor),
+    "isclose": ("torch.isclose({x}, {y})", np.isclose),
 }
 
 
@@ -918,7 +919,8 @@ FUNCTIONAL = {
     "tanhshrink": ("torch.nn.functional.tanhshrink({x})", lambda x: x - np.tanh(x), ()),
     "threshold": (
         "torch.nn.functional.threshold({x}, 1.0, -2.0)",
-        lambda x: np.where(x > 1.0, x, -2.0).astype(x.dtype),
+        # PyTorch's kernel: x <= threshold ? value : x (so NaN stays NaN).
+        lambda x: np.where(x <= 1.0, -2.0, x).astype(x.dtype),
         (1.0,),
     ),
 }
@@ -1046,17 +1048,24 @@ class Generator(_ShapeSteps):
         bitwise = op.startswith("bitwise")
         if bitwise and rt in FLOATS:
             return m.run(code, "bitwise ops on floating tensors")
+        if op == "isclose":
+            if a.dtype != b.dtype:
+                return m.run(code, "isclose of two dtypes")
+            if a.storage.inexact or b.storage.inexact:
+                return None  # within tolerance or not may turn on the last bit
         xv, yv = _operand(a, rt), _operand(b, rt)
-        if self.grad and not bitwise and rt in FLOATS:
+        if self.grad and not bitwise and op != "isclose" and rt in FLOATS:
             with np.errstate(all="ignore"):
                 if not _smooth(xv - yv):
                     return None  # a tie: maximum's gradient is split there
         with np.errstate(all="ignore"):
             values = fn(xv, yv)
-        entry = self.result_entry(name, values, rt, [a, b], None if bitwise else op)
+        differentiable = not bitwise and op != "isclose"
+        out = "bool" if op == "isclose" else rt
+        entry = self.result_entry(name, values, out, [a, b], op if differentiable else None)
 
         def commit():
-            if self.grad and not bitwise:
+            if self.grad and differentiable:
                 self.mark_saved(op, a, b, entry)
             m.add(entry)
 

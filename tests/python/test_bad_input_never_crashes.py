@@ -642,6 +642,33 @@ CASES.update(
     }
 )
 
+# isclose / allclose (python/rustgrad/_compare.py), PyTorch 2.15's errors.
+CASES.update(
+    {
+        "isclose_dtype_mismatch": (
+            lambda: torch.isclose(torch.ones(2), torch.ones(2, dtype=torch.float64)),
+            RT,
+            "Float did not match Double",
+        ),
+        "isclose_negative_rtol": (
+            lambda: torch.isclose(torch.ones(2), torch.ones(2), rtol=-1.0),
+            RT,
+            "rtol must be greater than or equal to zero, but got -1",
+        ),
+        "allclose_negative_atol": (
+            lambda: torch.allclose(torch.ones(2), torch.ones(2), atol=-1.0),
+            RT,
+            "atol must be greater than or equal to zero, but got -1",
+        ),
+        "isclose_not_a_tensor": (lambda: torch.isclose(torch.ones(2), 1.0), TE, "must be Tensor"),
+        "isclose_unbroadcastable": (
+            lambda: torch.isclose(torch.ones(2), torch.ones(3)),
+            RT,
+            "The size of tensor a (2) must match the size of tensor b (3)",
+        ),
+    }
+)
+
 # Linear algebra (ops/linalg.rs).
 _m23, _v3 = torch.ones(2, 3), torch.ones(3)
 CASES.update(
