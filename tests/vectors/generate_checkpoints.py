@@ -2,7 +2,11 @@
 
 Run from the repository root with PyTorch installed (never a test dependency):
 
-    /work/main/.torch-venv/bin/python tests/vectors/generate_checkpoints.py
+    /work/main/.torch-venv/bin/python tests/vectors/generate_checkpoints.py [GROUP ...]
+
+GROUP is one of resnet, views, malicious, cuda, globals (default: all of them); a group
+rewrites only its own files (torch.save writes a random serialization id, so
+regenerating a group changes its bytes, not its content).
 
 Files (all small; none is a JSON vector, so the generic vector readers never see them):
 
@@ -27,12 +31,26 @@ Files (all small; none is a JSON vector, so the generic vector readers never see
 - ``ckpt_malicious.pt`` / ``ckpt_malicious_legacy.pt``: a zip and a legacy file whose
   pickle calls ``os.system("touch rustgrad_ckpt_pwned")`` when unpickled by an
   unrestricted unpickler. Written by hand (opcodes), not by PyTorch.
+- ``ckpt_cuda.pt`` / ``ckpt_cuda_legacy.pt``: ``{"w": arange(6.).reshape(2, 3), "n":
+  tensor([1, -2])}`` as saved from a GPU: ``torch.save`` of CPU tensors whose storage
+  location tag ``'cpu'`` is then edited to ``'cuda:0'`` in the pickle (no GPU needed).
+  The script checks that PyTorch without CUDA refuses them ("Attempting to deserialize
+  object on a CUDA device") and loads them with ``map_location='cpu'``.
+- ``ckpt_allowed_globals.pt``: tensors with the values PyTorch's weights-only unpickler
+  allows besides tensors (Counter, bytes, bytearray, set, complex, Size, dtype, device),
+  checked to load with ``torch.load(weights_only=True)``.
+- ``ckpt_unsafe_global.pt``: a tensor and a ``fractions.Fraction(1, 3)``, which
+  ``torch.load`` refuses with ``weights_only=True`` ("Unsupported global: GLOBAL
+  fractions.Fraction", checked) and loads with ``weights_only=False``.
 """
 
 from __future__ import annotations
 
+import collections
+import fractions
 import io
 import struct
+import sys
 import zipfile
 from pathlib import Path
 
@@ -218,8 +236,80 @@ def malicious_fixtures() -> None:
     (OUT / "ckpt_malicious_legacy.pt").write_bytes(legacy.getvalue())
 
 
+def retag_location(pickled: bytes, old: str, new: str) -> bytes:
+    """``pickled`` with its storage location string ``old`` replaced by ``new``.
+
+    torch.save pickles the location once (BINUNICODE, later references are memo
+    lookups), so exactly one occurrence is expected.
+    """
+
+    def binunicode(text: str) -> bytes:
+        return b"X" + struct.pack("<I", len(text)) + text.encode()
+
+    assert pickled.count(binunicode(old)) == 1, "expected one location string"
+    return pickled.replace(binunicode(old), binunicode(new))
+
+
+def cuda_fixtures() -> None:
+    obj = {"w": torch.arange(6.0).reshape(2, 3), "n": torch.tensor([1, -2])}
+    zipped = io.BytesIO()
+    torch.save(obj, zipped)
+    with zipfile.ZipFile(zipped) as source:
+        records = {info.filename: source.read(info) for info in source.infolist()}
+    (pkl,) = [name for name in records if name.endswith("/data.pkl")]
+    records[pkl] = retag_location(records[pkl], "cpu", "cuda:0")
+    with zipfile.ZipFile(OUT / "ckpt_cuda.pt", "w", zipfile.ZIP_STORED) as z:
+        for name, data in records.items():
+            z.writestr(name, data)
+    legacy = io.BytesIO()
+    torch.save(obj, legacy, _use_new_zipfile_serialization=False)
+    (OUT / "ckpt_cuda_legacy.pt").write_bytes(retag_location(legacy.getvalue(), "cpu", "cuda:0"))
+    for name in ("ckpt_cuda.pt", "ckpt_cuda_legacy.pt"):
+        try:
+            torch.load(OUT / name)
+        except RuntimeError as e:
+            assert "Attempting to deserialize object on a CUDA device" in str(e), e
+        else:
+            raise AssertionError(f"{name}: PyTorch without CUDA loaded it")
+        for location in ("cpu", {"cuda:0": "cpu"}, lambda storage, loc: storage):
+            loaded = torch.load(OUT / name, map_location=location)
+            assert all(torch.equal(loaded[k], obj[k]) for k in obj)
+
+
+def globals_fixtures() -> None:
+    allowed = {
+        "w": torch.ones(2),
+        "counter": collections.Counter("abca"),
+        "raw": b"\x00\xffab",
+        "buffer": bytearray(b"xy"),
+        "set": {1, 2},
+        "z": complex(1.5, -2.0),
+        "size": torch.Size([2, 3]),
+        "dtype": torch.float16,
+        "devices": [torch.device("cpu"), torch.device("cuda", 1)],
+    }
+    torch.save(allowed, OUT / "ckpt_allowed_globals.pt")
+    assert torch.load(OUT / "ckpt_allowed_globals.pt", weights_only=True)["set"] == {1, 2}
+    unsafe = {"w": torch.ones(2), "frac": fractions.Fraction(1, 3)}
+    torch.save(unsafe, OUT / "ckpt_unsafe_global.pt")
+    try:
+        torch.load(OUT / "ckpt_unsafe_global.pt", weights_only=True)
+    except Exception as e:
+        assert "Unsupported global: GLOBAL fractions.Fraction" in str(e), e
+    else:
+        raise AssertionError("PyTorch loaded a Fraction with weights_only=True")
+    assert torch.load(OUT / "ckpt_unsafe_global.pt", weights_only=False)["frac"] == unsafe["frac"]
+
+
+GROUPS = {
+    "resnet": resnet_fixtures,
+    "views": views_fixtures,
+    "malicious": malicious_fixtures,
+    "cuda": cuda_fixtures,
+    "globals": globals_fixtures,
+}
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    resnet_fixtures()
-    views_fixtures()
-    malicious_fixtures()
+    for group in sys.argv[1:] or GROUPS:
+        GROUPS[group]()
