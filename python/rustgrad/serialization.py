@@ -2,28 +2,39 @@
 
 ``save`` writes a safetensors file (the Rust ``safetensors`` crate) whose header
 metadata holds a JSON description of everything that is not tensor data: nested
-dicts, lists and tuples, numbers, strings, views sharing a storage. The file is
-written to a temporary file in the same directory, fsynced and renamed over the
-target, so a crash or a full disk never leaves a half-written checkpoint.
+dicts, lists and tuples, numbers, strings, bytes, numpy arrays, views sharing a
+storage. ``save(..., format="torch")`` writes PyTorch's zip format (or, with
+``_use_new_zipfile_serialization=False``, its legacy format) and pickles any
+picklable object, as ``torch.save`` does. Writing to a path is atomic: the bytes go
+to a temporary file in the same directory, fsynced and renamed over the target, so a
+crash or a full disk never leaves a half-written checkpoint.
 
 ``load`` reads those files, plain safetensors files, and PyTorch's ``torch.save``
-files (the zip format and the legacy format) through a restricted unpickler that
-accepts only the globals a tensor checkpoint needs and never runs code from the file.
+files. By default (``weights_only=True``) pickles go through a restricted unpickler
+that resolves only the globals a checkpoint of tensors and plain values needs (plus
+those allowed with ``add_safe_globals``) and never runs code from the file;
+``weights_only=False`` is the user's opt-in to unpickle anything, as in PyTorch.
 """
 
 from __future__ import annotations
 
+import base64
+import codecs
 import collections
 import contextlib
+import functools
 import hashlib
 import io
 import json
 import math
 import os
 import pickle
+import re
 import struct
 import uuid
+import warnings
 import zipfile
+from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from typing import IO, Any, Callable, Union
 
 import numpy as np
@@ -31,7 +42,14 @@ import numpy as np
 from . import _rustgrad
 from ._rustgrad import Tensor
 
-__all__ = ["load", "save"]
+__all__ = [
+    "add_safe_globals",
+    "clear_safe_globals",
+    "get_safe_globals",
+    "load",
+    "safe_globals",
+    "save",
+]
 
 FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
 
@@ -42,6 +60,12 @@ _CHECKSUM_KEY = "rustgrad_sha256"
 # What PyTorch's legacy format starts with (torch/serialization.py).
 _LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 _LEGACY_PROTOCOL_VERSION = 1001
+# The C type sizes the legacy header records (torch/serialization.py: standard sizes).
+_LEGACY_SYS_INFO = {
+    "protocol_version": _LEGACY_PROTOCOL_VERSION,
+    "little_endian": True,
+    "type_sizes": {"short": 2, "int": 4, "long": 4},
+}
 
 
 def _dtypes() -> dict[str, Any]:
@@ -62,42 +86,57 @@ def save(
     pickle_protocol: int = 2,
     _use_new_zipfile_serialization: bool = True,
     *,
-    format: str = "safetensors",
+    format: str | None = None,
 ) -> None:
     """Saves ``obj`` (tensors, state_dicts, optimizer states, nested containers) to ``f``.
 
     By default the file is a safetensors file readable by any safetensors reader (each
     tensor that owns its whole storage is stored under its path, e.g.
     ``model.fc.weight``), plus a JSON description of the structure in its header.
-    ``format="torch"`` writes PyTorch's zip format instead, which ``torch.load`` reads
-    (with ``weights_only=True``). Views that share a storage are saved once, with
-    their sizes, strides and offsets, and load sharing storage again, as with
-    ``torch.save``. Writing to a path is atomic.
+    ``format="torch"`` writes PyTorch's zip format instead, which ``torch.load`` reads,
+    and pickles any picklable object as ``torch.save`` does (objects other than
+    tensors, containers and plain values load back only with ``weights_only=False``);
+    ``_use_new_zipfile_serialization=False`` writes PyTorch's legacy (non-zip) format.
+    Views that share a storage are saved once, with their sizes, strides and offsets,
+    and load sharing storage again, as with ``torch.save``. Writing to a path is atomic.
 
     Args:
-        obj: a tensor, or dicts (any int/str/float/bool/None keys), lists and tuples
-            of tensors, ints, floats, strings, bools, None, dtypes and ``Size``.
+        obj: what to save. The safetensors format holds tensors; dicts (keys: str, int,
+            float, bool or None), OrderedDicts, lists, tuples, namedtuples (loaded as a
+            namedtuple of the same name and fields), sets and frozensets of them; int,
+            float, complex, str, bytes, bytearray, bool, None; dtypes, ``Size`` and
+            ``device``; numpy arrays and scalars. Anything else raises TypeError: save it
+            with ``format="torch"``.
         f: a path, or a binary file object (written in one ``write`` call).
         pickle_module: accepted for PyTorch compatibility; must be None or ``pickle``.
-        pickle_protocol: accepted for PyTorch compatibility; unused.
-        _use_new_zipfile_serialization: must be True (rustgrad does not write PyTorch's
-            legacy format).
-        format: ``"safetensors"`` (default) or ``"torch"``.
+        pickle_protocol: the pickle protocol of ``format="torch"`` (PyTorch's default 2).
+        _use_new_zipfile_serialization: PyTorch's switch: False writes PyTorch's legacy
+            format (and implies ``format="torch"``).
+        format: ``"safetensors"`` (the default) or ``"torch"``.
+
+    Raises:
+        TypeError: the safetensors format cannot hold an object of ``obj`` (the message
+            names its type), or ``format="torch"`` cannot pickle it.
 
     Example:
         >>> rustgrad.save({"model": model.state_dict(), "epoch": 3}, "ckpt.pt")
         >>> rustgrad.load("ckpt.pt")["epoch"]
         3
+        >>> rustgrad.save(obj, "ckpt.pth", format="torch")  # for torch.load
     """
-    del pickle_protocol
     if pickle_module not in (None, pickle):
         raise TypeError("rustgrad.save: pickle_module is not supported")
-    if not _use_new_zipfile_serialization:
-        raise ValueError("rustgrad.save does not write PyTorch's legacy format")
+    if format is None:
+        format = "safetensors" if _use_new_zipfile_serialization else "torch"
     if format == "safetensors":
+        if not _use_new_zipfile_serialization:
+            raise ValueError(
+                "rustgrad.save: _use_new_zipfile_serialization=False writes PyTorch's legacy "
+                'format: pass format="torch"'
+            )
         data = _to_safetensors_bytes(obj)
     elif format == "torch":
-        data = _to_torch_zip_bytes(obj)
+        data = _to_torch_bytes(obj, pickle_protocol, legacy=not _use_new_zipfile_serialization)
     else:
         raise ValueError(f'rustgrad.save: format must be "safetensors" or "torch", got {format!r}')
     if hasattr(f, "write"):
@@ -106,14 +145,22 @@ def save(
     _atomic_write(os.fspath(f), data)  # type: ignore[arg-type]
 
 
+# The numpy dtype kinds saved as raw bytes: bool, integers, floats, complex, datetimes,
+# byte and unicode strings (not objects, not structured records: kinds O and V).
+_NUMPY_KINDS = "biufcmMSU"
+
+
 class _Encoder:
     """Turns an object into a JSON-able node tree and a list of tensors."""
 
     def __init__(self) -> None:
         self.tensors: list[tuple[str, Tensor]] = []
+        # The node of each tensor, which gets the name of its safetensors entry.
         self.tensor_nodes: list[dict[str, Any]] = []
 
     def encode(self, obj: Any, path: str) -> Any:
+        import rustgrad
+
         from ._size import Size
 
         if isinstance(obj, Tensor):
@@ -124,20 +171,35 @@ class _Encoder:
             self.tensors.append((path or "tensor", obj.detach()))
             self.tensor_nodes.append(node)
             return node
+        if isinstance(obj, (np.ndarray, np.generic)):
+            return {"ndarray": self.encode_numpy(obj, path)}
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, int):
             return int(obj)
         if isinstance(obj, float):
             return obj if math.isfinite(obj) else {"float": repr(obj)}
+        if isinstance(obj, complex):
+            return {"complex": [self.encode(obj.real, ""), self.encode(obj.imag, "")]}
+        if isinstance(obj, (bytes, bytearray)):
+            kind = "bytes" if isinstance(obj, bytes) else "bytearray"
+            return {kind: base64.b64encode(obj).decode("ascii")}
         if isinstance(obj, Size):
             return {"size": list(obj)}
-        if isinstance(obj, type(_dtypes()["float32"])):
+        if isinstance(obj, type(rustgrad.float32)):
             return {"dtype": str(obj).removeprefix("torch.")}
-        if isinstance(obj, (list, tuple)):
+        if isinstance(obj, rustgrad.device):
+            return {"device": str(obj)}
+        if type(obj) in (list, tuple):
             items = [self.encode(v, _join(path, str(i))) for i, v in enumerate(obj)]
-            return {"list" if isinstance(obj, list) else "tuple": items}
-        if isinstance(obj, dict):
+            return {type(obj).__name__: items}
+        if isinstance(obj, tuple) and _is_namedtuple(type(obj)):
+            items = [self.encode(v, _join(path, k)) for k, v in zip(obj._fields, obj)]
+            return {"namedtuple": [type(obj).__name__, list(obj._fields), items]}
+        if type(obj) in (set, frozenset):
+            items = [self.encode(v, _join(path, str(i))) for i, v in enumerate(obj)]
+            return {type(obj).__name__: items}
+        if type(obj) in (dict, collections.OrderedDict):
             for key in obj:
                 if not (key is None or isinstance(key, (bool, int, float, str))):
                     raise TypeError(
@@ -150,9 +212,36 @@ class _Encoder:
             ]
             return {kind: items}
         raise TypeError(
-            f"rustgrad.save: cannot save an object of type {type(obj).__name__} (supported: "
-            "tensors, dicts, lists, tuples, int, float, str, bool, None, dtype, Size)"
+            f"rustgrad.save: cannot save an object of type {type(obj).__name__} in the "
+            "safetensors format (it holds tensors, dict, OrderedDict, list, tuple, "
+            "namedtuple, set, int, float, complex, str, bytes, bool, None, dtype, Size, "
+            'device and numpy arrays); save it with format="torch", which pickles any '
+            "picklable object (loaded back with weights_only=False)"
         )
+
+    def encode_numpy(self, obj: np.ndarray | np.generic, path: str) -> dict[str, Any]:
+        """A numpy array or scalar: its bytes are a uint8 entry, its dtype and shape here."""
+        import rustgrad
+
+        array = np.asarray(obj)
+        if array.dtype.kind not in _NUMPY_KINDS:
+            raise TypeError(
+                f"rustgrad.save: cannot save a numpy array of dtype {array.dtype} in the "
+                'safetensors format; save it with format="torch"'
+            )
+        raw = np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=np.uint8)
+        node = {
+            "dtype": array.dtype.str,
+            "shape": list(array.shape),
+            "scalar": isinstance(obj, np.generic),
+        }
+        self.tensors.append((path or "array", rustgrad.from_numpy(raw.copy())))
+        self.tensor_nodes.append(node)
+        return node
+
+
+def _is_namedtuple(cls: type) -> bool:
+    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
 
 
 def _join(path: str, key: str) -> str:
@@ -259,45 +348,70 @@ def load(
     map_location: Any = None,
     pickle_module: Any = None,
     *,
-    weights_only: bool = True,
+    weights_only: bool | None = None,
     mmap: Any = None,
     **pickle_load_args: Any,
 ) -> Any:
     """Loads what ``rustgrad.save`` or ``torch.save`` wrote to ``f``.
 
     Reads rustgrad checkpoints, plain safetensors files (as a dict of tensors) and
-    PyTorch's ``.pt``/``.pth`` files in the zip and the legacy format holding tensors,
-    state_dicts, optimizer states and containers of plain values. PyTorch files go
-    through a restricted unpickler: a file asking for any other global (``os.system``,
-    ``builtins.eval``, ...) is refused with ``pickle.UnpicklingError`` naming the
-    global, and nothing in the file runs.
+    PyTorch's ``.pt``/``.pth`` files in the zip and the legacy format. With
+    ``weights_only=True`` (the default, as in PyTorch) pickles go through a restricted
+    unpickler that resolves only what PyTorch's weights-only unpickler allows
+    (tensors, Parameters, storages, OrderedDict, Counter, set, bytes, bytearray,
+    complex, dtypes, ``Size``, ``device``) and the globals given to
+    :func:`add_safe_globals`: a file asking for any other global (``os.system``,
+    ``builtins.eval``, ...) is refused with ``pickle.UnpicklingError`` naming it, and
+    nothing in the file runs. ``weights_only=False`` unpickles any global: do it only
+    for files from a trusted source.
 
     Args:
         f: a path, or a binary file object.
-        map_location: None, ``"cpu"``, a CPU ``device``, a dict of locations or a
-            callable: rustgrad runs on the CPU, so every storage is loaded there and
-            a dict or callable is not consulted.
-        pickle_module: accepted for PyTorch compatibility; must be None or ``pickle``.
-        weights_only: accepted for PyTorch compatibility. rustgrad always loads as
-            PyTorch's ``weights_only=True`` does (never running code from a file).
+        map_location: where to put the storages, as in PyTorch: None (where they were
+            saved), a device string or ``device``, a dict mapping the location tags of
+            the file (``"cpu"``, ``"cuda:0"``, ...) to others, or a callable
+            ``(storage, location) -> storage or None``, called once per storage with
+            the storage loaded on the CPU (a flat tensor; for a safetensors file,
+            each stored tensor, tagged ``"cpu"``). rustgrad runs on the CPU:
+            a storage that ends up anywhere else raises RuntimeError, so a checkpoint
+            saved on a GPU loads with ``map_location="cpu"``.
+        pickle_module: None or ``pickle``; passing it makes ``weights_only`` default
+            to False, as in PyTorch.
+        weights_only: restrict unpickling to the allowed globals (default True).
         mmap: accepted for PyTorch compatibility; the file is always read.
+        pickle_load_args: keyword arguments of ``pickle.Unpickler`` (e.g.
+            ``encoding``), used with ``weights_only=False`` only.
 
     Returns:
         The saved object, with tensors loaded on the CPU.
 
     Raises:
         RuntimeError: the file is truncated, corrupted or not a checkpoint (the
-            message names the file); nothing is returned, so nothing is half loaded.
-        pickle.UnpicklingError: a PyTorch file asks for a global that a tensor
-            checkpoint does not need.
+            message names the file; nothing is returned, so nothing is half loaded),
+            or a storage is mapped to a device other than the CPU.
+        pickle.UnpicklingError: with ``weights_only=True``, the file asks for a global
+            that is not allowed ("Weights only load failed ... Unsupported global").
 
     Example:
         >>> model.load_state_dict(rustgrad.load("ckpt.pt")["model"])
+        >>> rustgrad.load("gpu_ckpt.pt", map_location="cpu")
     """
-    del weights_only, mmap, pickle_load_args
+    del mmap
     if pickle_module not in (None, pickle):
         raise TypeError("rustgrad.load: pickle_module is not supported")
-    _check_map_location(map_location)
+    if weights_only is None:
+        weights_only = pickle_module is None
+    if weights_only:
+        if pickle_module is not None:
+            raise RuntimeError(
+                "Can not safely load weights when explicit pickle_module is specified"
+            )
+        if pickle_load_args:
+            warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+        pickle_load_args = {}
+    pickle_load_args.setdefault("encoding", "utf-8")
+    pickle.Unpickler(io.BytesIO(), **pickle_load_args)  # a bad argument is a TypeError here
+    options = _LoadOptions(_restore_location(map_location), weights_only, pickle_load_args)
     if hasattr(f, "read"):
         name = getattr(f, "name", repr(f))
         data = f.read()  # type: ignore[union-attr]
@@ -309,12 +423,12 @@ def load(
         # A safetensors file starts with its header's length (8 bytes) and then "{";
         # the legacy format starts with a pickle (PROTO opcode, \x80).
         if data[:4] == b"PK\x03\x04":
-            return _load_torch_zip(data, map_location)
+            return _load_torch_zip(data, options)
         if data[:1] == b"\x80" and data[8:9] != b"{":
-            return _load_torch_legacy(data, map_location)
-        return _load_safetensors(data)
-    except _UnsupportedGlobal:
-        raise
+            return _load_torch_legacy(data, options)
+        return _load_safetensors(data, options)
+    except _Passthrough as passthrough:
+        raise passthrough.error from None
     except Exception as e:
         raise _corrupted(name, e) from e
 
@@ -330,15 +444,56 @@ class _CorruptedError(Exception):
     """An inconsistency found while decoding (wrapped by ``load`` with the file name)."""
 
 
-def _load_safetensors(data: bytes) -> Any:
+class _Passthrough(Exception):
+    """Carries an error that ``load`` raises as it is, not as a corrupted file.
+
+    Refused globals, storages mapped off the CPU, and errors of the user's code (a
+    ``map_location`` callable, imports with ``weights_only=False``).
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _LoadOptions:
+    """What ``load``'s arguments decide for every format."""
+
+    def __init__(
+        self,
+        restore: Callable[[Tensor, str], Tensor],
+        weights_only: bool,
+        pickle_load_args: dict[str, Any],
+    ) -> None:
+        self.restore = restore
+        self.weights_only = weights_only
+        self.pickle_load_args = pickle_load_args
+        # Read once per load: add_safe_globals() during a load does not change it.
+        self.user_globals = _user_allowed_globals() if weights_only else {}
+
+    def unpickler(self, file: IO[bytes], persistent_load: Callable[[Any], Any]) -> _Unpickler:
+        """An unpickler of the object pickle (the one holding tensors)."""
+        return _Unpickler(file, persistent_load, self, **self.pickle_load_args)
+
+
+def _load_safetensors(data: bytes, options: _LoadOptions) -> Any:
     metadata, loaded = _rustgrad._safetensors_deserialize(data)
     entries = dict(loaded)
     if _STRUCTURE_KEY not in metadata and _CHECKSUM_KEY not in metadata:
-        return collections.OrderedDict(loaded)
+        return collections.OrderedDict((k, options.restore(t, "cpu")) for k, t in loaded)
     structure = metadata.get(_STRUCTURE_KEY)
     if structure is None or metadata.get(_CHECKSUM_KEY) != _checksum(structure, entries):
         raise _CorruptedError("checksum mismatch")
+    entries = {name: options.restore(t, "cpu") for name, t in entries.items()}
     return _Decoder(entries).decode(json.loads(structure))
+
+
+_SEQUENCES: dict[str, Callable[[Any], Any]] = {
+    "list": list,
+    "tuple": tuple,
+    "set": set,
+    "frozenset": frozenset,
+}
 
 
 class _Decoder:
@@ -348,6 +503,8 @@ class _Decoder:
         self.entries = entries
 
     def decode(self, node: Any) -> Any:
+        import rustgrad
+
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
         if isinstance(node, dict) and "requires_grad" in node:
@@ -355,20 +512,31 @@ class _Decoder:
         if not isinstance(node, dict) or len(node) != 1:
             raise _CorruptedError(f"bad structure node {node!r:.80}")
         ((kind, value),) = node.items()
-        if kind in ("list", "tuple"):
-            items = [self.decode(v) for v in value]
-            return items if kind == "list" else tuple(items)
+        if kind in _SEQUENCES:
+            return _SEQUENCES[kind](self.decode(v) for v in value)
         if kind in ("dict", "odict"):
             pairs = [(self.decode(k), self.decode(v)) for k, v in value]
             return dict(pairs) if kind == "dict" else collections.OrderedDict(pairs)
+        if kind == "namedtuple":
+            typename, fields, items = value
+            return collections.namedtuple(typename, fields)(*(self.decode(v) for v in items))
         if kind == "float":
             return float(value)
+        if kind == "complex":
+            return complex(self.decode(value[0]), self.decode(value[1]))
+        if kind in ("bytes", "bytearray"):
+            raw = base64.b64decode(value.encode("ascii"), validate=True)
+            return raw if kind == "bytes" else bytearray(raw)
         if kind == "size":
             from ._size import Size
 
             return Size(value)
         if kind == "dtype":
             return _dtypes()[value]
+        if kind == "device":
+            return rustgrad.device(value)
+        if kind == "ndarray":
+            return self.ndarray(value)
         raise _CorruptedError(f"unknown structure node {kind!r:.40}")
 
     def tensor(self, node: dict[str, Any]) -> Tensor:
@@ -376,6 +544,14 @@ class _Decoder:
         if "shape" in node:
             t = t.as_strided(node["shape"], node["stride"], node["offset"])
         return _finish_tensor(t, node["requires_grad"], node["parameter"])
+
+    def ndarray(self, node: dict[str, Any]) -> np.ndarray | np.generic:
+        dtype = np.dtype(node["dtype"])
+        if dtype.kind not in _NUMPY_KINDS:
+            raise _CorruptedError(f"bad numpy dtype {node['dtype']!r:.40}")
+        raw = _rustgrad._tensor_bytes(self.entries[node["tensor"]])
+        array = np.frombuffer(raw, dtype=dtype).reshape(node["shape"]).copy()
+        return array[()] if node["scalar"] else array
 
 
 def _finish_tensor(t: Tensor, requires_grad: bool, parameter: bool) -> Tensor:
@@ -386,6 +562,152 @@ def _finish_tensor(t: Tensor, requires_grad: bool, parameter: bool) -> Tensor:
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+# ------------------------------------------------------------------- map_location
+
+# PyTorch's accelerator backends: a storage tagged with one of them (or mapped to
+# one) cannot be restored, since rustgrad runs on the CPU.
+_ACCELERATORS = ("cuda", "xpu", "mps", "hpu", "mtia")
+
+
+def _restore_location(map_location: Any) -> Callable[[Tensor, str], Tensor]:
+    """PyTorch's ``_get_restore_location``: ``(storage, location tag) -> storage``."""
+    import rustgrad
+
+    if map_location is None:
+        return _default_restore_location
+    if isinstance(map_location, dict):
+        mapping = dict(map_location)
+        return lambda storage, location: _default_restore_location(
+            storage, str(mapping.get(location, location))
+        )
+    if isinstance(map_location, (str, bytes, rustgrad.device)):
+        target = map_location.decode() if isinstance(map_location, bytes) else str(map_location)
+        return lambda storage, location: _default_restore_location(storage, target)
+
+    def restore(storage: Tensor, location: str) -> Tensor:
+        try:
+            result = map_location(storage, location)
+        except Exception as e:
+            raise _Passthrough(e) from e
+        if result is None:
+            return _default_restore_location(storage, location)
+        if not (
+            isinstance(result, Tensor)
+            and result.dtype == storage.dtype
+            and tuple(result.shape) == tuple(storage.shape)
+        ):
+            raise _Passthrough(
+                TypeError(
+                    "map_location must return None or a CPU storage of the dtype and size of "
+                    f"the one it was given, got {type(result).__name__}"
+                )
+            )
+        return result
+
+    return restore
+
+
+def _default_restore_location(storage: Tensor, location: str) -> Tensor:
+    """PyTorch's ``default_restore_location``, with the CPU as the only device."""
+    if location == "cpu":
+        return storage
+    for backend in _ACCELERATORS:
+        if location == backend or re.match(f"{backend}(:|[0-9]+)", location):
+            raise _Passthrough(
+                RuntimeError(
+                    f"Attempting to deserialize object on a {backend.upper()} device but "
+                    f"torch.{backend}.is_available() is False. If you are running on a "
+                    "CPU-only machine, please use torch.load with "
+                    "map_location=torch.device('cpu') to map your storages to the CPU."
+                )
+            )
+    raise _Passthrough(
+        RuntimeError(
+            f"don't know how to restore data location of a storage (tagged with {location})"
+        )
+    )
+
+
+# ------------------------------------------------------------------- safe globals
+
+# Globals that add_safe_globals cannot allow (PyTorch's _blocklisted_modules).
+_BLOCKED_MODULES = ("sys", "os", "posix", "nt")
+_safe_globals: set[Any] = set()
+
+
+def add_safe_globals(safe_globals: list[Any]) -> None:
+    """Marks globals (classes, functions) as safe for ``load(..., weights_only=True)``.
+
+    A global is named in a file by its ``module.qualname``; an item may also be a tuple
+    ``(global, "module.name")`` to allow it under another name. Globals of ``os``,
+    ``sys``, ``posix`` and ``nt`` stay refused, as in PyTorch.
+
+    Args:
+        safe_globals: the classes and functions (or ``(global, name)`` tuples) to allow.
+
+    Example:
+        >>> rustgrad.serialization.add_safe_globals([MyConfig])
+        >>> rustgrad.load("ckpt.pth")["config"]
+        MyConfig(...)
+    """
+    global _safe_globals
+    _safe_globals = _safe_globals.union(safe_globals)
+
+
+def get_safe_globals() -> list[Any]:
+    """Returns the globals added with :func:`add_safe_globals`."""
+    return list(_safe_globals)
+
+
+def clear_safe_globals() -> None:
+    """Forgets every global added with :func:`add_safe_globals`."""
+    global _safe_globals
+    _safe_globals = set()
+
+
+class safe_globals:
+    """Context manager that allows globals for ``weights_only`` loads inside its block.
+
+    Args:
+        safe_globals: as for :func:`add_safe_globals`; they are removed again on exit.
+
+    Example:
+        >>> with rustgrad.serialization.safe_globals([MyConfig]):
+        ...     checkpoint = rustgrad.load("ckpt.pth")
+    """
+
+    def __init__(self, safe_globals: list[Any]) -> None:
+        self.safe_globals = safe_globals
+
+    def __enter__(self) -> None:
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc_info: Any) -> None:
+        global _safe_globals
+        _safe_globals = _safe_globals - set(self.safe_globals)
+
+
+def _user_allowed_globals() -> dict[str, Any]:
+    """The globals of ``add_safe_globals`` by the name a file gives them."""
+    allowed: dict[str, Any] = {}
+    for item in _safe_globals:
+        if isinstance(item, tuple):
+            if len(item) != 2:
+                raise ValueError(
+                    "Expected tuple of length 2 (global, str of callable full path), but got "
+                    f"tuple of length: {len(item)}"
+                )
+            if type(item[1]) is not str:
+                raise TypeError(
+                    "Expected second item in tuple to be str of callable full path, but got: "
+                    f"{type(item[1])}"
+                )
+            allowed[item[1]] = item[0]
+        else:
+            allowed[f"{item.__module__}.{item.__qualname__}"] = item
+    return allowed
 
 
 # --------------------------------------------------------------- PyTorch's formats
@@ -424,6 +746,15 @@ class _StorageType:
         self.dtype = dtype
 
 
+def _rebuild_tensor(
+    storage: Tensor, storage_offset: int, size: tuple[int, ...], stride: tuple[int, ...]
+) -> Tensor:
+    """``torch._utils._rebuild_tensor``: a view of a flat storage tensor."""
+    if not isinstance(storage, Tensor):
+        raise _CorruptedError("_rebuild_tensor expects a storage")
+    return storage.as_strided(tuple(size), tuple(stride), storage_offset)
+
+
 def _rebuild_tensor_v2(
     storage: Tensor,
     storage_offset: int,
@@ -435,9 +766,7 @@ def _rebuild_tensor_v2(
 ) -> Tensor:
     """``torch._utils._rebuild_tensor_v2``: a view of a flat storage tensor."""
     del backward_hooks, metadata
-    if not isinstance(storage, Tensor):
-        raise _CorruptedError("_rebuild_tensor_v2 expects a storage")
-    t = storage.as_strided(tuple(size), tuple(stride), storage_offset)
+    t = _rebuild_tensor(storage, storage_offset, size, stride)
     return _finish_tensor(t, bool(requires_grad), parameter=False)
 
 
@@ -455,44 +784,116 @@ def _rebuild_parameter_with_state(
     return _rebuild_parameter(data, requires_grad, backward_hooks)
 
 
-def _allowed_globals() -> dict[tuple[str, str], Any]:
-    allowed: dict[tuple[str, str], Any] = {
-        ("collections", "OrderedDict"): collections.OrderedDict,
-        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
-        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-        ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
+@functools.lru_cache(maxsize=1)
+def _torch_globals() -> dict[str, Any]:
+    """PyTorch's globals that a checkpoint names, mapped to rustgrad's (both modes)."""
+    import rustgrad
+
+    from ._size import Size
+    from .nn.parameter import Parameter
+
+    mapped: dict[str, Any] = {
+        "torch._utils._rebuild_tensor": _rebuild_tensor,
+        "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
+        "torch._utils._rebuild_parameter": _rebuild_parameter,
+        "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
+        "torch.nn.parameter.Parameter": Parameter,
+        "torch.Size": Size,
+        "torch.device": rustgrad.device,
     }
     for storage, dtype in _STORAGE_DTYPES.items():
-        allowed[("torch", storage)] = _StorageType(dtype)
-    return allowed
+        mapped[f"torch.{storage}"] = _StorageType(dtype)
+    for name, dtype in _dtypes().items():
+        mapped[f"torch.{name}"] = dtype
+    return mapped
 
 
-class _UnsupportedGlobal(pickle.UnpicklingError):
-    """A pickle asked for a global that a tensor checkpoint does not need."""
+# What PyTorch's weights-only unpickler allows besides its own globals.
+_SAFE_BUILTINS: dict[str, Any] = {
+    "collections.OrderedDict": collections.OrderedDict,
+    "collections.Counter": collections.Counter,
+    "_codecs.encode": codecs.encode,  # how protocol 2 pickles bytes
+    "builtins.set": set,
+    "builtins.bytearray": bytearray,
+    "builtins.complex": complex,
+}
+
+_UNSAFE_MESSAGE = (
+    "Re-running `torch.load` with `weights_only` set to `False` will likely succeed, but it "
+    "can result in arbitrary code execution. Do it only if you got the file from a trusted "
+    "source."
+)
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    """An unpickler that resolves only the globals of a tensor checkpoint.
+def _refused_global(module: str, name: str) -> pickle.UnpicklingError:
+    """PyTorch's weights-only error for a global that is not allowed."""
+    full = f"{module}.{name}"
+    if module in _BLOCKED_MODULES:
+        return pickle.UnpicklingError(
+            f"Weights only load failed. {_UNSAFE_MESSAGE}\n\n"
+            f"Trying to load unsupported GLOBAL {full} whose module {module} is blocked."
+        )
+    # PyTorch names builtins without their module (GLOBAL eval).
+    shown = name if module == "builtins" else full
+    return pickle.UnpicklingError(
+        "Weights only load failed. This file can still be loaded, to do so you have two "
+        "options, do those steps only if you trust the source of the checkpoint. "
+        f"\n\t(1) {_UNSAFE_MESSAGE}\n\t(2) Alternatively, to load with `weights_only=True` "
+        "please check the recommended steps in the following error message.\n\t"
+        f"WeightsUnpickler error: Unsupported global: GLOBAL {shown} was not an allowed "
+        f"global by default. Please use `torch.serialization.add_safe_globals([{shown}])` or "
+        f"the `torch.serialization.safe_globals([{shown}])` context manager to allowlist this "
+        "global if you trust this class/function."
+    )
 
-    Any other global (a function or class that unpickling would call) is refused
-    before it is even imported, with PyTorch's weights-only message.
+
+class _Unpickler(pickle.Unpickler):
+    """``torch.load``'s unpickler, with PyTorch's globals mapped to rustgrad's.
+
+    Storages come from ``persistent_load``. With ``weights_only`` a global resolves
+    only if PyTorch's weights-only unpickler allows it or ``add_safe_globals`` did;
+    any other is refused before it is even imported. Without, any global is imported,
+    except PyTorch's own that rustgrad does not provide.
     """
 
-    def __init__(self, file: IO[bytes], persistent_load: Callable[[Any], Any]) -> None:
-        super().__init__(file)
+    def __init__(
+        self,
+        file: IO[bytes],
+        persistent_load: Callable[[Any], Any],
+        options: _LoadOptions,
+        **pickle_load_args: Any,
+    ) -> None:
+        super().__init__(file, **pickle_load_args)
         self._persistent_load = persistent_load
-        self._allowed = _allowed_globals()
+        self._options = options
 
     def find_class(self, module: str, name: str) -> Any:
+        # Protocol 2 pickles name Python 3's builtins by their Python 2 names.
+        if (module, name) in NAME_MAPPING:
+            module, name = NAME_MAPPING[(module, name)]
+        elif module in IMPORT_MAPPING:
+            module = IMPORT_MAPPING[module]
+        full = f"{module}.{name}"
+        mapped = _torch_globals().get(full)
+        if mapped is not None:
+            return mapped
+        if self._options.weights_only:
+            if module not in _BLOCKED_MODULES:
+                allowed = _SAFE_BUILTINS.get(full, self._options.user_globals.get(full))
+                if allowed is not None:
+                    return allowed
+            raise _Passthrough(_refused_global(module, name))
+        if module == "torch" or module.startswith("torch."):
+            raise _Passthrough(
+                pickle.UnpicklingError(
+                    f"rustgrad.load: the file needs PyTorch's {full}, which rustgrad does not "
+                    "provide (save state_dicts rather than whole modules)"
+                )
+            )
         try:
-            return self._allowed[(module, name)]
-        except KeyError:
-            raise _UnsupportedGlobal(
-                "Weights only load failed. WeightsUnpickler error: Unsupported global: "
-                f"GLOBAL {module}.{name} was not an allowed global by default. "
-                "rustgrad.load accepts only the globals of tensor checkpoints and never "
-                "runs code from a file."
-            ) from None
+            return super().find_class(module, name)
+        except (ImportError, AttributeError) as e:
+            raise _Passthrough(e) from e
 
     def persistent_load(self, pid: Any) -> Any:
         return self._persistent_load(pid)
@@ -510,15 +911,6 @@ def _storage_from_bytes(raw: bytes, dtype: str) -> Tensor:
     return rustgrad.from_numpy(array.copy())
 
 
-def _check_map_location(map_location: Any) -> None:
-    if map_location is None or isinstance(map_location, dict) or callable(map_location):
-        return
-    if str(map_location) != "cpu":
-        raise RuntimeError(
-            f"rustgrad.load: map_location={map_location!r}: rustgrad runs on the CPU only"
-        )
-
-
 def _parse_storage_pid(pid: Any, legacy: bool) -> tuple[_StorageType, str, str, int]:
     fields = 6 if legacy else 5
     if not (isinstance(pid, tuple) and len(pid) == fields and pid[0] == "storage"):
@@ -528,10 +920,12 @@ def _parse_storage_pid(pid: Any, legacy: bool) -> tuple[_StorageType, str, str, 
         raise _CorruptedError(f"bad storage record {pid!r:.80}")
     if legacy and pid[5] is not None:
         raise _CorruptedError("legacy storage views are not supported")
+    if isinstance(location, bytes):
+        location = location.decode("ascii")
     return storage_type, str(key), str(location), numel
 
 
-def _load_torch_zip(data: bytes, map_location: Any) -> Any:
+def _load_torch_zip(data: bytes, options: _LoadOptions) -> Any:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         pickles = [n for n in archive.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
         if len(pickles) != 1:
@@ -550,23 +944,26 @@ def _load_torch_zip(data: bytes, map_location: Any) -> Any:
                 if record not in names or archive.getinfo(record).file_size != numel * itemsize:
                     raise _CorruptedError(f"storage {key}: record missing or of the wrong size")
                 raw = archive.read(record)
-                storages[key] = _storage_from_bytes(raw, storage_type.dtype)
+                storages[key] = options.restore(
+                    _storage_from_bytes(raw, storage_type.dtype), location
+                )
             return storages[key]
 
-        unpickler = _RestrictedUnpickler(io.BytesIO(archive.read(pickles[0])), persistent_load)
+        unpickler = options.unpickler(io.BytesIO(archive.read(pickles[0])), persistent_load)
         return unpickler.load()
 
 
-def _load_torch_legacy(data: bytes, map_location: Any) -> Any:
+def _load_torch_legacy(data: bytes, options: _LoadOptions) -> Any:
     import rustgrad
 
     f = io.BytesIO(data)
+    header_options = _LoadOptions(_default_restore_location, True, {"encoding": "utf-8"})
 
     def no_storages(pid: Any) -> Any:
         raise _CorruptedError("unexpected persistent id in the header")
 
     def header() -> Any:
-        return _RestrictedUnpickler(f, no_storages).load()
+        return header_options.unpickler(f, no_storages).load()
 
     if header() != _LEGACY_MAGIC_NUMBER:
         raise _CorruptedError("invalid magic number; corrupt file?")
@@ -585,10 +982,11 @@ def _load_torch_legacy(data: bytes, map_location: Any) -> Any:
             if numel > len(data):
                 raise _CorruptedError(f"storage {key} is larger than the file")
             dtype = _dtypes()[storage_type.dtype]
-            storages[key] = (rustgrad.empty(numel, dtype=dtype), storage_type.dtype)
+            storage = options.restore(rustgrad.empty(numel, dtype=dtype), location)
+            storages[key] = (storage, storage_type.dtype)
         return storages[key][0]
 
-    result = _RestrictedUnpickler(f, persistent_load).load()
+    result = options.unpickler(f, persistent_load).load()
     keys = header()
     if not isinstance(keys, list) or sorted(map(str, keys)) != sorted(storages):
         raise _CorruptedError("storage keys do not match the object's storages")
@@ -608,7 +1006,7 @@ def _load_torch_legacy(data: bytes, map_location: Any) -> Any:
     return result
 
 
-# ------------------------------------------------------- writing PyTorch's zip
+# ------------------------------------------------------- writing PyTorch's formats
 
 
 class _TorchGlobal:
@@ -623,7 +1021,7 @@ class _TorchGlobal:
 
 
 class _StorageRef:
-    """A storage to write as ``<archive>/data/<key>``."""
+    """A storage to write (zip: as ``<archive>/data/<key>``)."""
 
     def __init__(self, key: str, flat: Tensor) -> None:
         self.key, self.flat = key, flat
@@ -631,31 +1029,45 @@ class _StorageRef:
 
 _REBUILD_TENSOR = _TorchGlobal("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _TorchGlobal("torch._utils", "_rebuild_parameter")
+_TORCH_SIZE = _TorchGlobal("torch", "Size")
+_TORCH_DEVICE = _TorchGlobal("torch", "device")
 _STORAGE_GLOBALS = {
     dtype: _TorchGlobal("torch", storage) for storage, dtype in _STORAGE_DTYPES.items()
 }
 
 
 class _TorchPickler(pickle._Pickler):  # type: ignore[name-defined]
-    """Pickles tensors the way ``torch.save`` does, with storages as persistent ids.
+    """Pickles as ``torch.save`` does: tensors with storages as persistent ids, and
+    ``Size``, ``device`` and dtypes as PyTorch's.
 
-    The pure-Python pickler, since PyTorch's rebuild functions must be written as
-    globals of a module that is not installed.
+    The pure-Python pickler, since PyTorch's globals must be written as globals of a
+    module that is not installed.
     """
 
     dispatch = dict(pickle._Pickler.dispatch)  # type: ignore[attr-defined]
 
-    def __init__(self, file: IO[bytes]) -> None:
-        super().__init__(file, protocol=2)
+    def __init__(self, file: IO[bytes], protocol: int, legacy: bool) -> None:
+        super().__init__(file, protocol=protocol)
+        self.legacy = legacy
         self.storages: dict[int, _StorageRef] = {}
 
     def persistent_id(self, obj: Any) -> Any:
-        if isinstance(obj, _StorageRef):
-            dtype = str(obj.flat.dtype).removeprefix("torch.")
-            return ("storage", _STORAGE_GLOBALS[dtype], obj.key, "cpu", obj.flat.numel())
-        return None
+        if not isinstance(obj, _StorageRef):
+            return None
+        dtype = str(obj.flat.dtype).removeprefix("torch.")
+        pid = ("storage", _STORAGE_GLOBALS[dtype], obj.key, "cpu", obj.flat.numel())
+        # The legacy format's view field (always None since PyTorch 1.x).
+        return (*pid, None) if self.legacy else pid
 
     def reducer_override(self, obj: Any) -> Any:
+        import rustgrad
+
+        from ._size import Size
+
+        if isinstance(obj, Size):
+            return _TORCH_SIZE, (tuple(obj),)
+        if isinstance(obj, rustgrad.device):
+            return _TORCH_DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index)
         if not isinstance(obj, Tensor):
             return NotImplemented
         if _is_parameter(obj):
@@ -674,23 +1086,42 @@ class _TorchPickler(pickle._Pickler):  # type: ignore[name-defined]
         )
         return _REBUILD_TENSOR, args
 
-    def _save_torch_global(self, obj: _TorchGlobal) -> None:
-        self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
+    def _write_global(self, module: str, name: str, obj: Any) -> None:
+        self.write(pickle.GLOBAL + f"{module}\n{name}\n".encode())
         self.memoize(obj)
 
+    def _save_torch_global(self, obj: _TorchGlobal) -> None:
+        self._write_global(obj.module, obj.name, obj)
+
+    def _save_dtype(self, obj: Any) -> None:
+        # torch.float32 pickles as the global torch.float32.
+        self._write_global("torch", str(obj).removeprefix("torch."), obj)
+
     dispatch[_TorchGlobal] = _save_torch_global
+    dispatch[_rustgrad.dtype] = _save_dtype
 
 
-def _to_torch_zip_bytes(obj: Any) -> bytes:
-    _Encoder().encode(obj, "")  # the same objects as the default format, or TypeError
+def _to_torch_bytes(obj: Any, protocol: int, legacy: bool) -> bytes:
+    """``torch.save``'s bytes: the zip format, or the legacy one."""
     data = io.BytesIO()
-    pickler = _TorchPickler(data)
+    if legacy:
+        for header in (_LEGACY_MAGIC_NUMBER, _LEGACY_PROTOCOL_VERSION, _LEGACY_SYS_INFO):
+            pickle.dump(header, data, protocol=protocol)
+    pickler = _TorchPickler(data, protocol, legacy)
     pickler.dump(obj)
+    refs = list(pickler.storages.values())
+    if legacy:
+        refs.sort(key=lambda ref: ref.key)
+        pickle.dump([ref.key for ref in refs], data, protocol=protocol)
+        for ref in refs:
+            data.write(struct.pack("<q", ref.flat.numel()))
+            data.write(_rustgrad._tensor_bytes(ref.flat))
+        return data.getvalue()
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
         archive.writestr("archive/data.pkl", data.getvalue())
         archive.writestr("archive/byteorder", "little")
-        for ref in pickler.storages.values():
+        for ref in refs:
             archive.writestr(f"archive/data/{ref.key}", _rustgrad._tensor_bytes(ref.flat))
         archive.writestr("archive/version", "3\n")
     return out.getvalue()

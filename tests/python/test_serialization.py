@@ -9,7 +9,10 @@ tests/vectors/generate_checkpoints.py, run with PyTorch.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import errno
+import fractions
+import io
 import json
 import math
 import os
@@ -188,33 +191,230 @@ def legacy_pickle(global_line: bytes) -> bytes:
     return b"\x80\x02c" + global_line + b"X" + struct.pack("<I", len(arg)) + arg + b"\x85R."
 
 
+def zip_pickle(path: Path, pickled: bytes) -> None:
+    """A zip checkpoint whose object pickle is ``pickled``."""
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("archive/data.pkl", pickled)
+        archive.writestr("archive/byteorder", "little")
+
+
+# PyTorch's weights-only messages (torch 2.x, torch/_weights_only_unpickler.py): globals
+# of os/sys/posix/nt are "blocked", any other is "not an allowed global by default";
+# builtins are named without their module.
+BLOCKED = "(?s)Weights only load failed.*unsupported GLOBAL {} whose module {} is blocked"
+NOT_ALLOWED = (
+    "(?s)Weights only load failed.*`weights_only` set to `False` will likely succeed.*"
+    "Unsupported global: GLOBAL {} was not an allowed global by default"
+)
+
+
 @pytest.mark.parametrize(
-    "name, data, global_name",
+    "name, data, pattern",
     [
-        ("ckpt_malicious.pt", None, "os.system"),
-        ("ckpt_malicious_legacy.pt", None, "os.system"),
-        ("eval.pt", legacy_pickle(b"builtins\neval\n"), "builtins.eval"),
-        ("exec.pt", legacy_pickle(b"__builtin__\nexec\n"), "__builtin__.exec"),
+        ("ckpt_malicious.pt", None, BLOCKED.format("os.system", "os")),
+        ("ckpt_malicious_legacy.pt", None, BLOCKED.format("os.system", "os")),
+        ("eval.pt", legacy_pickle(b"builtins\neval\n"), NOT_ALLOWED.format("eval")),
+        ("exec.pt", legacy_pickle(b"__builtin__\nexec\n"), NOT_ALLOWED.format("exec")),
+        ("call.pt", legacy_pickle(b"subprocess\ncall\n"), NOT_ALLOWED.format("subprocess.call")),
     ],
 )
-def test_malicious_pickle_is_refused_without_running(
-    name, data, global_name, tmp_path, monkeypatch
-):
+def test_malicious_pickle_is_refused_without_running(name, data, pattern, tmp_path, monkeypatch):
     path = VECTORS / name if data is None else tmp_path / name
     if data is not None:
         path.write_bytes(data)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(pickle.UnpicklingError, match=f"Unsupported global: GLOBAL {global_name}"):
+    with pytest.raises(pickle.UnpicklingError, match=pattern):
         rustgrad.load(path)
     assert not (tmp_path / "rustgrad_ckpt_pwned").exists()
 
 
-def test_map_location_cpu_is_accepted_and_others_refused():
-    path = VECTORS / "ckpt_views.pt"
-    for location in ("cpu", rustgrad.device("cpu"), {"cpu": "cpu"}, lambda s, loc: s):
-        assert rustgrad.load(path, map_location=location)["x"].shape == (3, 4)
-    with pytest.raises(RuntimeError, match="CPU only"):
-        rustgrad.load(path, map_location="cuda:0")
+@pytest.fixture
+def clean_safe_globals():
+    serialization.clear_safe_globals()
+    yield
+    serialization.clear_safe_globals()
+
+
+@pytest.mark.usefixtures("clean_safe_globals")
+def test_blocked_modules_stay_refused_when_allowed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    serialization.add_safe_globals([os.system, (os.system, "os.system")])
+    for name in ("ckpt_malicious.pt", "ckpt_malicious_legacy.pt"):
+        with pytest.raises(pickle.UnpicklingError, match="os.system whose module os is blocked"):
+            rustgrad.load(VECTORS / name)
+    assert not (tmp_path / "rustgrad_ckpt_pwned").exists()
+
+
+def test_pytorchs_allowed_globals_load_with_weights_only():
+    # torch.load(weights_only=True) loads this file (checked by the generator).
+    obj = rustgrad.load(VECTORS / "ckpt_allowed_globals.pt")
+    assert obj["w"].tolist() == [1.0, 1.0]
+    assert type(obj["counter"]) is collections.Counter and obj["counter"] == {
+        "a": 2,
+        "b": 1,
+        "c": 1,
+    }
+    assert obj["raw"] == b"\x00\xffab" and type(obj["raw"]) is bytes
+    assert obj["buffer"] == bytearray(b"xy") and type(obj["buffer"]) is bytearray
+    assert obj["set"] == {1, 2} and obj["z"] == complex(1.5, -2.0)
+    assert type(obj["size"]) is rustgrad.Size and obj["size"] == (2, 3)
+    assert obj["dtype"] is rustgrad.float16
+    assert obj["devices"] == [rustgrad.device("cpu"), rustgrad.device("cuda", 1)]
+
+
+@dataclasses.dataclass
+class Point:
+    """A class of the test module: a global that no allowlist knows."""
+
+    x: int
+    weight: Any
+
+
+def test_weights_only_false_loads_any_global_and_true_refuses_it(tmp_path):
+    path = VECTORS / "ckpt_unsafe_global.pt"
+    with pytest.raises(pickle.UnpicklingError, match=NOT_ALLOWED.format("fractions.Fraction")):
+        rustgrad.load(path)
+    with pytest.raises(pickle.UnpicklingError, match="fractions.Fraction"):
+        rustgrad.load(path, weights_only=True)
+    obj = rustgrad.load(path, weights_only=False)
+    assert obj["frac"] == fractions.Fraction(1, 3) and obj["w"].tolist() == [1.0, 1.0]
+    # An explicit pickle_module means weights_only=False, as in PyTorch.
+    assert rustgrad.load(path, pickle_module=pickle)["frac"] == fractions.Fraction(1, 3)
+    with pytest.raises(RuntimeError, match="explicit pickle_module"):
+        rustgrad.load(path, pickle_module=pickle, weights_only=True)
+
+    mine = tmp_path / "point.pth"
+    weight = rustgrad.arange(4.0).reshape(2, 2)
+    rustgrad.save({"p": Point(3, weight), "v": weight[1]}, mine, format="torch")
+    with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL \S*Point was"):
+        rustgrad.load(mine)
+    back = rustgrad.load(mine, weights_only=False)
+    assert type(back["p"]) is Point and back["p"].x == 3
+    assert back["p"].weight.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    back["p"].weight[1, 0] = 7.0
+    assert back["v"].tolist() == [7.0, 3.0]
+
+
+def test_weights_only_false_reports_missing_globals_as_they_are(tmp_path):
+    # What the full unpickler cannot import is the user's error, not a corrupted file.
+    zip_pickle(tmp_path / "m.pt", legacy_pickle(b"rustgrad_no_such_module\nthing\n"))
+    with pytest.raises(ModuleNotFoundError, match="rustgrad_no_such_module"):
+        rustgrad.load(tmp_path / "m.pt", weights_only=False)
+    zip_pickle(tmp_path / "a.pt", legacy_pickle(b"collections\nno_such_thing\n"))
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        rustgrad.load(tmp_path / "a.pt", weights_only=False)
+    # PyTorch's own classes that rustgrad does not have (a whole pickled module).
+    zip_pickle(tmp_path / "t.pt", legacy_pickle(b"torch.nn.modules.linear\nLinear\n"))
+    with pytest.raises(pickle.UnpicklingError, match="PyTorch's torch.nn.modules.linear.Linear"):
+        rustgrad.load(tmp_path / "t.pt", weights_only=False)
+
+
+@pytest.mark.usefixtures("clean_safe_globals")
+def test_safe_globals_allow_a_class_for_weights_only(tmp_path):
+    path = tmp_path / "point.pth"
+    rustgrad.save([Point(1, rustgrad.ones(2))], path, format="torch")
+    serialization.add_safe_globals([Point])
+    assert serialization.get_safe_globals() == [Point]
+    assert rustgrad.load(path)[0].x == 1
+    serialization.clear_safe_globals()
+    assert serialization.get_safe_globals() == []
+    with pytest.raises(pickle.UnpicklingError, match="Point"):
+        rustgrad.load(path)
+    with serialization.safe_globals([Point]):
+        assert rustgrad.load(path)[0].weight.tolist() == [1.0, 1.0]
+    assert serialization.get_safe_globals() == []
+    with pytest.raises(pickle.UnpicklingError, match="Point"):
+        rustgrad.load(path)
+    # A (global, name) pair allows a global under the name the file gives it.
+    serialization.add_safe_globals([(fractions.Fraction, "fractions.Fraction")])
+    assert rustgrad.load(VECTORS / "ckpt_unsafe_global.pt")["frac"] == fractions.Fraction(1, 3)
+    serialization.add_safe_globals([(Point,)])
+    with pytest.raises(ValueError, match="Expected tuple of length 2"):
+        rustgrad.load(path)
+
+
+def test_pickle_load_args_are_for_weights_only_false(tmp_path):
+    # A Python 2 str (SHORT_BINSTRING) holding the byte 0xe9: pickle's `encoding` decides.
+    zip_pickle(tmp_path / "py2.pt", b"\x80\x02U\x01\xe9.")
+    assert rustgrad.load(tmp_path / "py2.pt", weights_only=False, encoding="latin1") == "\xe9"
+    assert rustgrad.load(tmp_path / "py2.pt", weights_only=False, encoding="bytes") == b"\xe9"
+    with pytest.raises(RuntimeError, match="corrupted.*UnicodeDecodeError"):
+        rustgrad.load(tmp_path / "py2.pt")  # utf-8, as PyTorch's default
+    with pytest.warns(UserWarning, match="pickle_load_args only works if `weights_only=False`"):
+        rustgrad.load(VECTORS / "ckpt_views.pt", encoding="latin1")
+    with pytest.raises(TypeError):
+        rustgrad.load(tmp_path / "py2.pt", weights_only=False, no_such_argument=1)
+
+
+# ----------------------------------------------------------------- map_location
+
+CUDA_UNAVAILABLE = (
+    r"Attempting to deserialize object on a CUDA device but torch.cuda.is_available\(\) is "
+    "False. If you are running on a CPU-only machine, please use torch.load with "
+    r"map_location=torch.device\('cpu'\)"
+)
+
+
+@pytest.mark.parametrize("name", ["ckpt_cuda.pt", "ckpt_cuda_legacy.pt"])
+def test_cuda_checkpoint_loads_mapped_to_the_cpu(name):
+    # Storages tagged 'cuda:0' (see the generator): PyTorch without CUDA refuses the
+    # file and loads it with each of these map_locations (checked by the generator).
+    path = VECTORS / name
+    with pytest.raises(RuntimeError, match=CUDA_UNAVAILABLE):
+        rustgrad.load(path)
+    with pytest.raises(RuntimeError, match=CUDA_UNAVAILABLE):
+        rustgrad.load(path, map_location=lambda storage, location: None)
+    seen = []
+
+    def keep_on_cpu(storage, location):
+        seen.append((location, storage.dtype))
+        return storage
+
+    for location in ("cpu", rustgrad.device("cpu"), {"cuda:0": "cpu"}, keep_on_cpu):
+        obj = rustgrad.load(path, map_location=location)
+        assert obj["w"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+        assert obj["n"].tolist() == [1, -2] and obj["n"].dtype == rustgrad.int64
+    assert sorted(seen, key=str) == [("cuda:0", rustgrad.float32), ("cuda:0", rustgrad.int64)]
+
+
+@pytest.mark.parametrize(
+    "location, error, pattern",
+    [
+        ("cuda:0", RuntimeError, CUDA_UNAVAILABLE),
+        ("cuda", RuntimeError, CUDA_UNAVAILABLE),
+        (rustgrad.device("cuda", 1), RuntimeError, CUDA_UNAVAILABLE),
+        ({"cpu": "cuda:1"}, RuntimeError, CUDA_UNAVAILABLE),
+        ("xpu", RuntimeError, r"on a XPU device but torch.xpu.is_available\(\) is False"),
+        ("cpu:0", RuntimeError, r"don't know how to restore data location .*\(tagged with cpu:0\)"),
+        ({"cpu": "foo"}, RuntimeError, r"restore data location .*\(tagged with foo\)"),
+        (5, TypeError, "'int' object is not callable"),
+        (lambda storage, location: storage.cuda(), AssertionError, "not compiled with CUDA"),
+        (lambda storage, location: 3, TypeError, "map_location must return None or a CPU"),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["ckpt_views.pt", "ckpt_views_legacy.pt", "safetensors"])
+def test_map_location_off_the_cpu_is_refused_as_pytorch_does(
+    fmt, location, error, pattern, tmp_path
+):
+    path = VECTORS / fmt
+    if fmt == "safetensors":
+        path = tmp_path / "ckpt.safetensors"
+        rustgrad.save({"w": rustgrad.ones(2)}, path)
+    with pytest.raises(error, match=pattern):
+        rustgrad.load(path, map_location=location)
+
+
+def test_map_location_applies_to_storages_only(tmp_path):
+    # As in PyTorch, a file without tensors never consults map_location.
+    rustgrad.save({"epoch": 3}, tmp_path / "a.pth", format="torch")
+    assert rustgrad.load(tmp_path / "a.pth", map_location="cuda") == {"epoch": 3}
+    # rustgrad's own files: every stored buffer is tagged "cpu".
+    x = rustgrad.arange(6.0)
+    rustgrad.save({"x": x, "v": x[2:], "b": rustgrad.ones(2, dtype=rustgrad.bool)}, tmp_path / "s")
+    seen = []
+    back = rustgrad.load(tmp_path / "s", map_location=lambda s, loc: seen.append(loc))
+    assert seen == ["cpu", "cpu"]
+    assert back["v"].tolist() == [2.0, 3.0, 4.0, 5.0]
 
 
 # ------------------------------------------------------- rustgrad's own format
@@ -373,10 +573,164 @@ def test_torch_format_round_trips_with_pytorchs_globals_only(tmp_path):
     assert back["views"][1][2].item() == 100.0 and back["views"][2][2, 1].item() == 100.0
 
 
-def test_unsupported_object_is_a_type_error(tmp_path):
-    with pytest.raises(TypeError, match="cannot save an object of type object"):
-        rustgrad.save({"x": object()}, tmp_path / "x.pt")
+def torch_globals(pickled: bytes) -> set[str]:
+    """The globals a pickle names (GLOBAL opcodes), as ``module.name``."""
+    return {
+        arg.replace(" ", ".") for op, arg, _ in pickletools.genops(pickled) if op.name == "GLOBAL"
+    }
+
+
+def views_object() -> dict[str, Any]:
+    x = rustgrad.arange(12.0).reshape(3, 4)
+    return {
+        "model": nn.Linear(3, 2).state_dict(),
+        "views": [x, x[1], x.t(), x[:, 2]],
+        "p": nn.Parameter(rustgrad.ones(2)),
+        "ints": rustgrad.tensor([[1, -2], [3, 2**40]]),
+        "mask": rustgrad.tensor([True, False]),
+        "bf": rustgrad.tensor([0.5, -3.0], dtype=rustgrad.bfloat16),
+        "meta": [rustgrad.Size([2, 3]), rustgrad.float16, rustgrad.device("cpu"), b"\x00\xff"],
+        "plain": [1, 2.5, "s", None, (3, 4), {1: True}],
+    }
+
+
+def test_legacy_torch_format_round_trips(tmp_path):
+    """``_use_new_zipfile_serialization=False`` writes PyTorch's legacy format.
+
+    torch.load reads these files with weights_only=True (checked by hand with PyTorch
+    2.15 on this object, written with and without format="torch" and with pickle
+    protocols 2 and 4 (4 only with weights_only=False, as for torch.save's own): the
+    views share one storage, the Linear state_dict loads into torch.nn.Linear, and the
+    Parameter, bool, int64, bfloat16 tensors, Size, dtype, device and bytes come back);
+    here: the layout PyTorch's legacy reader expects, and the same content as the zip
+    format.
+    """
+    obj = views_object()
+    rustgrad.save(obj, tmp_path / "legacy.pt", format="torch", _use_new_zipfile_serialization=False)
+    rustgrad.save(obj, tmp_path / "implied.pt", _use_new_zipfile_serialization=False)
+    rustgrad.save(obj, tmp_path / "zip.pt", format="torch")
+    data = (tmp_path / "legacy.pt").read_bytes()
+    assert (tmp_path / "implied.pt").read_bytes() == data
+    f = io.BytesIO(data)
+    assert pickle.load(f) == 0x1950A86A20F9469CFC6C
+    assert pickle.load(f) == 1001
+    assert pickle.load(f)["little_endian"] is True
+    start = f.tell()
+    pickletools.dis(f, out=io.StringIO())  # skip the object's pickle
+    assert torch_globals(data[start : f.tell()]) == {
+        "collections.OrderedDict",
+        "torch._utils._rebuild_tensor_v2",
+        "torch._utils._rebuild_parameter",
+        "torch.FloatStorage",
+        "torch.LongStorage",
+        "torch.BoolStorage",
+        "torch.BFloat16Storage",
+        "torch.Size",
+        "torch.float16",
+        "torch.device",
+        "_codecs.encode",
+    }
+    keys = pickle.load(f)
+    assert keys == sorted(keys) and len(keys) == 7  # x, 2 model, p, ints, mask, bf
+    (numel,) = struct.unpack("<q", f.read(8))
+    assert numel > 0 and len(f.read()) > 0
+    back, want = rustgrad.load(tmp_path / "legacy.pt"), rustgrad.load(tmp_path / "zip.pt")
+    assert_bit_exact(back, want)
+    assert_bit_exact(back, obj)
+    x, row, t, col = back["views"]
+    x[1, 2] = 100.0
+    assert row[2].item() == 100.0 and t[2, 1].item() == 100.0 and col[1].item() == 100.0
+    with pytest.raises(ValueError, match='legacy format: pass format="torch"'):
+        rustgrad.save(
+            obj, tmp_path / "x.pt", format="safetensors", _use_new_zipfile_serialization=False
+        )
+
+
+def test_torch_format_pickles_any_object_with_pytorchs_names(tmp_path):
+    # Size, dtype and device are written as torch.Size, torch.float16, torch.device
+    # (what torch.save writes, so torch.load(weights_only=True) reads them); any other
+    # picklable object is pickled as pickle does and loads with weights_only=False.
+    weight = rustgrad.ones(2)
+    obj = {
+        "meta": [rustgrad.Size([2]), rustgrad.float16, rustgrad.device("cuda", 1)],
+        "point": Point(2, weight),
+        "frac": fractions.Fraction(2, 3),
+        "od": collections.defaultdict(list, a=[weight]),
+    }
+    rustgrad.save(obj, tmp_path / "a.pth", format="torch")
+    with zipfile.ZipFile(tmp_path / "a.pth") as archive:
+        names = torch_globals(archive.read("archive/data.pkl"))
+    assert {"torch.Size", "torch.float16", "torch.device", "fractions.Fraction"} <= names
+    assert not any(name.startswith("rustgrad") for name in names)
+    meta = rustgrad.load(tmp_path / "a.pth", weights_only=False)["meta"]
+    assert type(meta[0]) is rustgrad.Size and meta[0] == (2,)
+    assert meta[1] is rustgrad.float16 and meta[2] == rustgrad.device("cuda", 1)
+    back = rustgrad.load(tmp_path / "a.pth", weights_only=False)
+    assert back["frac"] == fractions.Fraction(2, 3) and back["point"].x == 2
+    assert type(back["od"]) is collections.defaultdict and back["od"]["b"] == []
+    # The tensor pickled twice is one object again (pickle's memo), as in PyTorch.
+    assert back["od"]["a"][0] is back["point"].weight
+    with pytest.raises((TypeError, pickle.PicklingError, AttributeError)):
+        rustgrad.save({"f": lambda: 0}, tmp_path / "b.pth", format="torch")
+    assert not (tmp_path / "b.pth").exists()
+
+
+Stats = collections.namedtuple("Stats", ["loss", "acc"])
+
+
+def test_safetensors_format_holds_common_plain_values(tmp_path):
+    values = {
+        "bytes": b"\x00\xff",
+        "bytearray": bytearray(b"ab"),
+        "set": {1, "a", None},
+        "frozenset": frozenset({2.5}),
+        "complex": [complex(1, -2), complex(float("nan"), float("inf"))],
+        "device": [rustgrad.device("cpu"), rustgrad.device("cuda", 1)],
+        "stats": Stats(0.25, rustgrad.tensor([0.5])),
+        "arrays": [
+            np.arange(6, dtype=np.float32).reshape(2, 3),
+            np.array([-1, 2**40]),
+            np.array([True, False]),
+            np.array(7, dtype=np.uint16),
+            np.zeros((0, 3)),
+            np.array(["ab", "c"]),
+            np.arange(4, dtype=np.float64)[::2],
+            np.array([1, 2], dtype=">i4"),
+        ],
+        "scalars": [np.float32(0.1), np.float64(0.2), np.int64(-3), np.bool_(True)],
+    }
+    rustgrad.save(values, tmp_path / "v.safetensors")
+    back = rustgrad.load(tmp_path / "v.safetensors")
+    assert list(back) == list(values)
+    for key in ("bytes", "bytearray", "set", "frozenset", "device"):
+        assert back[key] == values[key] and type(back[key]) is type(values[key]), key
+    assert back["complex"][0] == complex(1, -2)
+    assert math.isnan(back["complex"][1].real) and back["complex"][1].imag == math.inf
+    stats = back["stats"]
+    assert type(stats).__name__ == "Stats" and stats._fields == ("loss", "acc")
+    assert stats.loss == 0.25 and stats.acc.tolist() == [0.5]
+    for got, want in zip(back["arrays"], values["arrays"]):
+        assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(back["scalars"], values["scalars"]):
+        assert type(got) is type(want) and got == want
+
+
+@pytest.mark.parametrize(
+    "value, type_name",
+    [
+        (object(), "object"),
+        (collections.defaultdict(list), "defaultdict"),
+        (Point(1, 2), "Point"),
+        (np.array([object()]), "numpy array of dtype object"),
+        (range(3), "range"),
+    ],
+)
+def test_unsupported_object_is_a_type_error(value, type_name, tmp_path):
+    with pytest.raises(TypeError, match=f'cannot save a.* {type_name}.*format="torch"'):
+        rustgrad.save({"x": value}, tmp_path / "x.pt")
     assert list(tmp_path.iterdir()) == []
+    rustgrad.save({"x": value}, tmp_path / "x.pt", format="torch")
 
 
 # ------------------------------------------------------------- atomic writes
