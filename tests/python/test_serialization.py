@@ -675,6 +675,36 @@ def test_torch_format_pickles_any_object_with_pytorchs_names(tmp_path):
     assert not (tmp_path / "b.pth").exists()
 
 
+@pytest.mark.parametrize("zipped", [True, False])
+def test_torch_format_saves_whole_modules_and_optimizers(zipped, tmp_path):
+    # torch.save(model) pickles the module itself; it loads with weights_only=False.
+    rustgrad.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten())
+    model.append(nn.Linear(32, 3))
+    optimizer = make_optimizer(model)
+    x = rustgrad.randn(2, 1, 6, 6)
+    F.cross_entropy(model(x), rustgrad.tensor([0, 2])).backward()
+    optimizer.step()
+    model.eval()
+    path = tmp_path / "whole.pth"
+    rustgrad.save(
+        {"model": model, "optimizer": optimizer},
+        path,
+        format="torch",
+        _use_new_zipfile_serialization=zipped,
+    )
+    back = rustgrad.load(path, weights_only=False)
+    loaded, loaded_optimizer = back["model"], back["optimizer"]
+    assert type(loaded) is nn.Sequential and not loaded.training
+    with rustgrad.no_grad():
+        assert loaded(x).numpy().tobytes() == model(x).numpy().tobytes()
+    # The optimizer holds the loaded model's parameters (one object each, via the memo).
+    assert [id(p) for p in loaded_optimizer.param_groups[0]["params"]] == [
+        id(p) for p in loaded.parameters()
+    ]
+    assert_bit_exact(loaded_optimizer.state_dict(), optimizer.state_dict())
+
+
 Stats = collections.namedtuple("Stats", ["loss", "acc"])
 
 
