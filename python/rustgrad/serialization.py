@@ -197,7 +197,9 @@ class _Encoder:
             items = [self.encode(v, _join(path, k)) for k, v in zip(obj._fields, obj)]
             return {"namedtuple": [type(obj).__name__, list(obj._fields), items]}
         if type(obj) in (set, frozenset):
-            items = [self.encode(v, _join(path, str(i))) for i, v in enumerate(obj)]
+            # Sorted, so that the file does not depend on the string hash seed.
+            members = sorted(obj, key=repr)
+            items = [self.encode(v, _join(path, str(i))) for i, v in enumerate(members)]
             return {type(obj).__name__: items}
         if type(obj) in (dict, collections.OrderedDict):
             for key in obj:
@@ -229,7 +231,7 @@ class _Encoder:
                 f"rustgrad.save: cannot save a numpy array of dtype {array.dtype} in the "
                 'safetensors format; save it with format="torch"'
             )
-        raw = np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=np.uint8)
+        raw = np.frombuffer(array.tobytes(), dtype=np.uint8)  # C order
         node = {
             "dtype": array.dtype.str,
             "shape": list(array.shape),
