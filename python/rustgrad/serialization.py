@@ -29,6 +29,7 @@ import json
 import math
 import os
 import pickle
+import pickletools
 import re
 import struct
 import uuid
@@ -46,6 +47,7 @@ __all__ = [
     "add_safe_globals",
     "clear_safe_globals",
     "get_safe_globals",
+    "get_unsafe_globals_in_checkpoint",
     "load",
     "safe_globals",
     "save",
@@ -414,13 +416,7 @@ def load(
     pickle_load_args.setdefault("encoding", "utf-8")
     pickle.Unpickler(io.BytesIO(), **pickle_load_args)  # a bad argument is a TypeError here
     options = _LoadOptions(_restore_location(map_location), weights_only, pickle_load_args)
-    if hasattr(f, "read"):
-        name = getattr(f, "name", repr(f))
-        data = f.read()  # type: ignore[union-attr]
-    else:
-        name = os.fspath(f)  # type: ignore[arg-type]
-        with open(name, "rb") as file:
-            data = file.read()
+    name, data = _read_file(f)
     try:
         # A safetensors file starts with its header's length (8 bytes) and then "{";
         # the legacy format starts with a pickle (PROTO opcode, \x80).
@@ -433,6 +429,15 @@ def load(
         raise passthrough.error from None
     except Exception as e:
         raise _corrupted(name, e) from e
+
+
+def _read_file(f: FileLike) -> tuple[str, bytes]:
+    """The name (for messages) and the bytes of a path or a binary file object."""
+    if hasattr(f, "read"):
+        return getattr(f, "name", repr(f)), f.read()  # type: ignore[union-attr]
+    name = os.fspath(f)  # type: ignore[arg-type]
+    with open(name, "rb") as file:
+        return name, file.read()
 
 
 def _corrupted(name: str, error: BaseException) -> RuntimeError:
@@ -849,6 +854,60 @@ def _refused_global(module: str, name: str) -> pickle.UnpicklingError:
     )
 
 
+def _python3_name(module: str, name: str) -> tuple[str, str]:
+    """Protocol 2 pickles name Python 3's builtins by their Python 2 names."""
+    if (module, name) in NAME_MAPPING:
+        return NAME_MAPPING[(module, name)]  # type: ignore[no-any-return]
+    return IMPORT_MAPPING.get(module, module), name
+
+
+def _weights_only_global(module: str, name: str, user_globals: dict[str, Any]) -> Any:
+    """What a weights-only load resolves the global ``module.name`` to, or None."""
+    if module in _BLOCKED_MODULES:
+        return None
+    full = f"{module}.{name}"
+    for allowed in (_torch_globals(), _SAFE_BUILTINS, user_globals):
+        if full in allowed:
+            return allowed[full]
+    return None
+
+
+def get_unsafe_globals_in_checkpoint(f: FileLike) -> list[str]:
+    """The globals of a zip checkpoint that ``load(..., weights_only=True)`` refuses.
+
+    Those that are neither allowed by default nor by :func:`add_safe_globals`, as
+    ``module.name``; found by reading the pickle's opcodes, so nothing is imported or
+    run (a global that a protocol 4+ pickle builds on the stack is not seen, as in
+    PyTorch).
+
+    Args:
+        f: a path or binary file object holding a ``torch.save`` zip checkpoint.
+
+    Returns:
+        The sorted names of the refused globals.
+
+    Raises:
+        ValueError: ``f`` is not a zip checkpoint.
+
+    Example:
+        >>> rustgrad.serialization.get_unsafe_globals_in_checkpoint("ckpt.pth")
+        ['fractions.Fraction']
+    """
+    data = _read_file(f)[1]
+    if data[:4] != b"PK\x03\x04":
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        pickled = archive.read(_zip_pickle_name(archive))
+    user_globals = _user_allowed_globals()
+    refused = set()
+    for opcode, arg, _ in pickletools.genops(pickled):
+        if opcode.name == "GLOBAL":
+            module, name = _python3_name(*arg.split(" ", 1))
+            if _weights_only_global(module, name, user_globals) is None:
+                refused.add(f"{module}.{name}")
+    return sorted(refused)
+
+
 class _Unpickler(pickle.Unpickler):
     """``torch.load``'s unpickler, with PyTorch's globals mapped to rustgrad's.
 
@@ -870,21 +929,16 @@ class _Unpickler(pickle.Unpickler):
         self._options = options
 
     def find_class(self, module: str, name: str) -> Any:
-        # Protocol 2 pickles name Python 3's builtins by their Python 2 names.
-        if (module, name) in NAME_MAPPING:
-            module, name = NAME_MAPPING[(module, name)]
-        elif module in IMPORT_MAPPING:
-            module = IMPORT_MAPPING[module]
+        module, name = _python3_name(module, name)
+        if self._options.weights_only:
+            allowed = _weights_only_global(module, name, self._options.user_globals)
+            if allowed is None:
+                raise _Passthrough(_refused_global(module, name))
+            return allowed
         full = f"{module}.{name}"
         mapped = _torch_globals().get(full)
         if mapped is not None:
             return mapped
-        if self._options.weights_only:
-            if module not in _BLOCKED_MODULES:
-                allowed = _SAFE_BUILTINS.get(full, self._options.user_globals.get(full))
-                if allowed is not None:
-                    return allowed
-            raise _Passthrough(_refused_global(module, name))
         if module == "torch" or module.startswith("torch."):
             raise _Passthrough(
                 pickle.UnpicklingError(
@@ -927,12 +981,18 @@ def _parse_storage_pid(pid: Any, legacy: bool) -> tuple[_StorageType, str, str, 
     return storage_type, str(key), str(location), numel
 
 
+def _zip_pickle_name(archive: zipfile.ZipFile) -> str:
+    """The name of the object pickle of a zip checkpoint, ``<archive>/data.pkl``."""
+    pickles = [n for n in archive.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+    if len(pickles) != 1:
+        raise _CorruptedError("no <archive>/data.pkl record")
+    return pickles[0]
+
+
 def _load_torch_zip(data: bytes, options: _LoadOptions) -> Any:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        pickles = [n for n in archive.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
-        if len(pickles) != 1:
-            raise _CorruptedError("no <archive>/data.pkl record")
-        prefix = pickles[0][: -len("data.pkl")]
+        pickled = _zip_pickle_name(archive)
+        prefix = pickled[: -len("data.pkl")]
         names = set(archive.namelist())
         if f"{prefix}byteorder" in names and archive.read(f"{prefix}byteorder") != b"little":
             raise _CorruptedError("big-endian checkpoints are not supported")
@@ -951,7 +1011,7 @@ def _load_torch_zip(data: bytes, options: _LoadOptions) -> Any:
                 )
             return storages[key]
 
-        unpickler = options.unpickler(io.BytesIO(archive.read(pickles[0])), persistent_load)
+        unpickler = options.unpickler(io.BytesIO(archive.read(pickled)), persistent_load)
         return unpickler.load()
 
 

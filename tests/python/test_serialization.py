@@ -1,6 +1,7 @@
 """rustgrad.save / rustgrad.load: PyTorch checkpoints (zip and legacy) read without
-PyTorch, rustgrad's own safetensors checkpoints, malicious and corrupted files, atomic
-writes. See Note [Checkpoints].
+PyTorch and written for it, weights_only and safe globals, map_location, rustgrad's own
+safetensors checkpoints, malicious and corrupted files, atomic writes. See Note
+[Checkpoints].
 
 The PyTorch fixtures (tests/vectors/ckpt_*) and the expected outputs come from
 tests/vectors/generate_checkpoints.py, run with PyTorch.
@@ -333,6 +334,23 @@ def test_safe_globals_allow_a_class_for_weights_only(tmp_path):
     serialization.add_safe_globals([(Point,)])
     with pytest.raises(ValueError, match="Expected tuple of length 2"):
         rustgrad.load(path)
+
+
+@pytest.mark.usefixtures("clean_safe_globals")
+def test_unsafe_globals_in_checkpoint_are_listed_without_loading(tmp_path, monkeypatch):
+    # What torch.serialization.get_unsafe_globals_in_checkpoint answers for these files
+    # (checked by hand with PyTorch 2.15).
+    monkeypatch.chdir(tmp_path)
+    unsafe = serialization.get_unsafe_globals_in_checkpoint
+    assert unsafe(VECTORS / "ckpt_unsafe_global.pt") == ["fractions.Fraction"]
+    assert unsafe(VECTORS / "ckpt_malicious.pt") == ["os.system"]
+    for name in ("ckpt_views.pt", "ckpt_allowed_globals.pt", "ckpt_resnet_zip.pt"):
+        assert unsafe(VECTORS / name) == [], name
+    with serialization.safe_globals([fractions.Fraction]):
+        assert unsafe(VECTORS / "ckpt_unsafe_global.pt") == []
+    with pytest.raises(ValueError, match="Expected input to be a checkpoint returned by torch"):
+        unsafe(VECTORS / "ckpt_views_legacy.pt")
+    assert not (tmp_path / "rustgrad_ckpt_pwned").exists()
 
 
 def test_pickle_load_args_are_for_weights_only_false(tmp_path):
