@@ -491,8 +491,7 @@ def _load_safetensors(data: bytes, options: _LoadOptions) -> Any:
     structure = metadata.get(_STRUCTURE_KEY)
     if structure is None or metadata.get(_CHECKSUM_KEY) != _checksum(structure, entries):
         raise _CorruptedError("checksum mismatch")
-    entries = {name: options.restore(t, "cpu") for name, t in entries.items()}
-    return _Decoder(entries).decode(json.loads(structure))
+    return _Decoder(entries, options.restore).decode(json.loads(structure))
 
 
 _SEQUENCES: dict[str, Callable[[Any], Any]] = {
@@ -504,10 +503,16 @@ _SEQUENCES: dict[str, Callable[[Any], Any]] = {
 
 
 class _Decoder:
-    """Rebuilds an object from the node tree written by ``_Encoder``."""
+    """Rebuilds an object from the node tree written by ``_Encoder``.
 
-    def __init__(self, entries: dict[str, Tensor]) -> None:
+    The entries that tensors use go through ``restore`` (``map_location``) once each,
+    tagged ``"cpu"``; those holding numpy arrays' bytes do not.
+    """
+
+    def __init__(self, entries: dict[str, Tensor], restore: Callable[[Tensor, str], Tensor]):
         self.entries = entries
+        self.restore = restore
+        self.restored: dict[str, Tensor] = {}
 
     def decode(self, node: Any) -> Any:
         import rustgrad
@@ -547,7 +552,10 @@ class _Decoder:
         raise _CorruptedError(f"unknown structure node {kind!r:.40}")
 
     def tensor(self, node: dict[str, Any]) -> Tensor:
-        t = self.entries[node["tensor"]]
+        name = node["tensor"]
+        if name not in self.restored:
+            self.restored[name] = self.restore(self.entries[name], "cpu")
+        t = self.restored[name]
         if "shape" in node:
             t = t.as_strided(node["shape"], node["stride"], node["offset"])
         return _finish_tensor(t, node["requires_grad"], node["parameter"])

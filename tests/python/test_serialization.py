@@ -428,13 +428,21 @@ def test_map_location_applies_to_storages_only(tmp_path):
     # As in PyTorch, a file without tensors never consults map_location.
     rustgrad.save({"epoch": 3}, tmp_path / "a.pth", format="torch")
     assert rustgrad.load(tmp_path / "a.pth", map_location="cuda") == {"epoch": 3}
-    # rustgrad's own files: every stored buffer is tagged "cpu".
+    # rustgrad's own files: every stored tensor is tagged "cpu" (numpy arrays are not
+    # storages); the callable's result is what the tensors view.
     x = rustgrad.arange(6.0)
-    rustgrad.save({"x": x, "v": x[2:], "b": rustgrad.ones(2, dtype=rustgrad.bool)}, tmp_path / "s")
+    obj = {"x": x, "v": x[2:], "b": rustgrad.ones(2, dtype=rustgrad.bool), "a": np.ones(2)}
+    rustgrad.save(obj, tmp_path / "s")
     seen = []
-    back = rustgrad.load(tmp_path / "s", map_location=lambda s, loc: seen.append(loc))
-    assert seen == ["cpu", "cpu"]
-    assert back["v"].tolist() == [2.0, 3.0, 4.0, 5.0]
+
+    def doubled(storage, location):
+        seen.append((location, storage.dtype, tuple(storage.shape)))
+        return storage * 2 if storage.dtype == rustgrad.float32 else None
+
+    back = rustgrad.load(tmp_path / "s", map_location=doubled)
+    assert sorted(seen, key=str) == [("cpu", rustgrad.bool, (2,)), ("cpu", rustgrad.float32, (6,))]
+    assert back["v"].tolist() == [4.0, 6.0, 8.0, 10.0] and back["x"][2].item() == 4.0
+    assert back["b"].tolist() == [True, True] and back["a"].tolist() == [1.0, 1.0]
 
 
 # ------------------------------------------------------- rustgrad's own format
