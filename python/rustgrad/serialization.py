@@ -509,7 +509,9 @@ class _Decoder:
     tagged ``"cpu"``; those holding numpy arrays' bytes do not.
     """
 
-    def __init__(self, entries: dict[str, Tensor], restore: Callable[[Tensor, str], Tensor]):
+    def __init__(
+        self, entries: dict[str, Tensor], restore: Callable[[Tensor, str], Tensor]
+    ) -> None:
         self.entries = entries
         self.restore = restore
         self.restored: dict[str, Tensor] = {}
@@ -865,7 +867,7 @@ def _refused_global(module: str, name: str) -> pickle.UnpicklingError:
 def _python3_name(module: str, name: str) -> tuple[str, str]:
     """Protocol 2 pickles name Python 3's builtins by their Python 2 names."""
     if (module, name) in NAME_MAPPING:
-        return NAME_MAPPING[(module, name)]  # type: ignore[no-any-return]
+        return NAME_MAPPING[(module, name)]
     return IMPORT_MAPPING.get(module, module), name
 
 
