@@ -148,19 +148,34 @@ pub fn for_each_chunk_mut<T: Send>(
     chunk_len: usize,
     f: impl Fn(usize, &mut [T]) + Sync + Send,
 ) {
-    use rayon::prelude::*;
     let chunk_len = chunk_len.max(1);
     match pool() {
-        Some(p) => p.install(|| {
-            data.par_chunks_mut(chunk_len)
-                .enumerate()
-                .for_each(|(i, c)| f(i, c))
-        }),
+        Some(p) => par_chunks(&p, data, chunk_len, &f),
         None => data
             .chunks_mut(chunk_len)
             .enumerate()
             .for_each(|(i, c)| f(i, c)),
     }
+}
+
+/// The parallel half of [`for_each_chunk_mut`], generic over the element type only:
+/// `f` arrives as a trait object, so rayon's splitting and joining machinery is
+/// compiled once per element type instead of once per kernel closure (it was half of
+/// the extension's machine code and of its build time; Note [One parallel loop]). The
+/// price is one indirect call per chunk, and a chunk is a kernel's whole inner loop.
+#[inline(never)]
+fn par_chunks<T: Send>(
+    pool: &ThreadPool,
+    data: &mut [T],
+    chunk_len: usize,
+    f: &(dyn Fn(usize, &mut [T]) + Sync),
+) {
+    use rayon::prelude::*;
+    pool.install(|| {
+        data.par_chunks_mut(chunk_len)
+            .enumerate()
+            .for_each(|(i, c)| f(i, c))
+    })
 }
 
 /// `out[i] = f(i)` for every element, through [`for_each_chunk_mut`].
