@@ -12,8 +12,8 @@ handwritten digits (1 797 8x8 images, upsampled to 3x32x32; no network needed):
    train the head with a progress bar and report test accuracy;
 3. print the claims side by side: time per step and bytes saved for backward, frozen vs
    full fine-tuning; peak memory of inference with a volatile input, under
-   ``no_grad()``, under ``inference_mode()`` and in grad mode (each in a fresh
-   process); the volatile output's flags;
+   ``no_grad()``, under ``inference_mode()`` and in grad mode (exact bytes of live
+   tensors, ``rustgrad.cpu.max_memory_allocated``); the volatile output's flags;
 4. write ``<out>/loss.png``, ``<out>/frozen_step.dot`` (and ``.svg`` when Graphviz is
    installed) and the two checkpoints.
 
@@ -24,7 +24,6 @@ handwritten digits (1 797 8x8 images, upsampled to 3x32x32; no network needed):
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import shutil
 import statistics
 import subprocess
@@ -190,63 +189,40 @@ def step_cost(model: nn.Module, x: Any, y: Any, repeats: int) -> tuple[float, in
     return statistics.median(times[1:]), stats.saved_tensors, stats.saved_bytes
 
 
-def _proc_status_kib(field: str) -> int:
-    with open("/proc/self/status") as status:
-        line = next(line for line in status if line.startswith(field + ":"))
-    return int(line.split()[1])
-
-
-def _inference_peak(mode: str, state_path: str, batch: int, threads: int, queue: Any) -> None:
-    """In a fresh process: peak RSS growth of one eval forward of the fine-tuned model
-    on ``batch`` images in ``mode``, and the output's flags. The high-water mark is reset
-    after the model is built (Linux /proc/self/clear_refs), so only the forward counts;
-    elsewhere ru_maxrss growth is the (coarser) fallback."""
-    import resource
-
-    rustgrad.set_num_threads(threads)
-    model = freeze_and_replace_fc(resnet18(num_classes=5))
-    model.load_state_dict(_load_state(Path(state_path)))
-    for param in model.parameters():  # as after loading: parameters require grad
+def inference_peaks(model: nn.Module, batch: int) -> dict[str, tuple]:
+    """Peak tensor memory of one eval forward of ``model`` on ``batch`` images in each
+    mode, above what was held before it (``rustgrad.cpu.max_memory_allocated``: exact
+    bytes of live tensor storages, so the modes compare to the byte; Note [Memory
+    statistics]), and the output's flags. The parameters require grad, as after
+    loading a checkpoint."""
+    for param in model.parameters():
         param.requires_grad = True
     model.eval()
     x = rustgrad.randn(batch, 3, 32, 32)
-    with rustgrad.no_grad():
-        model(x[:1])  # allocator warm-up, outside the measure
-    try:
-        with open("/proc/self/clear_refs", "w") as clear:
-            clear.write("5")
-        base, field = _proc_status_kib("VmRSS"), "VmHWM"
-    except OSError:
-        base, field = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, ""
-    if mode == "volatile":
-        out = model(Variable(x, volatile=True))
-    elif mode == "no_grad()":
-        with rustgrad.no_grad():
-            out = model(x)
-    elif mode == "inference_mode()":
-        with rustgrad.inference_mode():
-            out = model(x)
-    else:
-        out = model(x)
-    peak = _proc_status_kib(field) if field else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    params_require_grad = all(p.requires_grad for p in model.parameters())
-    queue.put(
-        (peak - base, out.requires_grad, out.volatile, out.grad_fn is None, params_require_grad)
-    )
-
-
-def inference_peaks(state_path: Path, batch: int, threads: int) -> dict[str, tuple]:
-    """``_inference_peak`` for each mode, each in a process of its own (spawned, so that
-    no mode inherits another's high-water mark)."""
-    context = multiprocessing.get_context("spawn")
     results = {}
     for mode in ("volatile", "no_grad()", "inference_mode()", "grad mode"):
-        queue = context.Queue()
-        args = (mode, str(state_path), batch, threads, queue)
-        process = context.Process(target=_inference_peak, args=args)
-        process.start()
-        results[mode] = queue.get(timeout=300)
-        process.join()
+        rustgrad.cpu.reset_peak_memory_stats()
+        base = rustgrad.cpu.memory_allocated()
+        if mode == "volatile":
+            out = model(Variable(x, volatile=True))
+        elif mode == "no_grad()":
+            with rustgrad.no_grad():
+                out = model(x)
+        elif mode == "inference_mode()":
+            with rustgrad.inference_mode():
+                out = model(x)
+        else:
+            out = model(x)
+        peak = rustgrad.cpu.max_memory_allocated() - base
+        params_require_grad = all(p.requires_grad for p in model.parameters())
+        results[mode] = (
+            peak,
+            out.requires_grad,
+            out.volatile,
+            out.grad_fn is None,
+            params_require_grad,
+        )
+        del out  # frees the grad-mode graph before the next mode
     return results
 
 
@@ -372,15 +348,18 @@ def main(argv: list[str] | None = None) -> None:
         "full model's are its convolution weights, saved by reference)"
     )
     batch = 16 if args.quick else 128
-    peaks = inference_peaks(finetuned, batch, args.threads)
-    print(f"eval inference on {batch} images (each mode in a fresh process):")
+    # The fine-tuned weights in a model whose parameters all require grad (the frozen
+    # `model` keeps its flags for the graph drawn below).
+    full_model.load_state_dict(_load_state(finetuned))
+    peaks = inference_peaks(full_model, batch)
+    print(f"eval inference on {batch} images:")
     print(
-        f"  {'mode':20}{'peak RSS growth (MiB)':>24}{'requires_grad':>15}{'volatile':>10}"
+        f"  {'mode':20}{'peak tensor memory (MiB)':>26}{'requires_grad':>15}{'volatile':>10}"
         f"{'grad_fn':>10}"
     )
-    for mode, (kib, requires_grad, volatile, no_grad_fn, _) in peaks.items():
+    for mode, (peak, requires_grad, volatile, no_grad_fn, _) in peaks.items():
         grad_fn = "None" if no_grad_fn else "set"
-        print(f"  {mode:20}{kib / 1024:>24.1f}{requires_grad!s:>15}{volatile!s:>10}{grad_fn:>10}")
+        print(f"  {mode:20}{peak / MIB:>26.2f}{requires_grad!s:>15}{volatile!s:>10}{grad_fn:>10}")
     _, requires_grad, volatile, no_grad_fn, params_rg = peaks["volatile"]
     print(
         f"volatile input: requires_grad={requires_grad} volatile={volatile} "

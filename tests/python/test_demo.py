@@ -46,14 +46,18 @@ def test_demo_quick_runs_and_prints_the_seed_notes_facts(tmp_path):
         "parameters require grad: True"
     ) in text
     # The flags column of the inference table, row by row.
-    rows = dict(
-        (m.group(1).strip(), m.group(2).split())
+    table = {
+        m.group(1).strip(): (float(m.group(2)), m.group(3).split())
         for m in re.finditer(
-            r"^  (volatile|no_grad\(\)|inference_mode\(\)|grad mode)\s+[\d.]+\s+(.*)$",
+            r"^  (volatile|no_grad\(\)|inference_mode\(\)|grad mode)\s+([\d.]+)\s+(.*)$",
             text,
             re.M,
         )
-    )
+    }
+    rows = {mode: flags for mode, (_, flags) in table.items()}
+    # Peak tensor memory: volatile no higher than no_grad(); grad mode keeps activations.
+    peak = {mode: mib for mode, (mib, _) in table.items()}
+    assert peak["volatile"] <= peak["no_grad()"] < peak["grad mode"], peak
     assert rows == {
         "volatile": ["False", "True", "None"],
         "no_grad()": ["False", "False", "None"],

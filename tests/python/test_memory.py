@@ -203,3 +203,35 @@ def test_module_and_optimizer_training_loop_does_not_grow_rss():
     growth = rss_bytes() - before
     assert growth < 5 * 1024 * 1024, f"RSS grew by {growth / 2**20:.2f} MiB over 10 000 steps"
     assert last < first / 2
+
+
+def test_memory_allocated_counts_the_bytes_of_live_storages():
+    """rustgrad.cpu.memory_allocated: storage bytes (dtype size x elements), views and
+    numpy-shared memory add nothing, freeing gives them back (Note [Memory statistics])."""
+    gc.collect()
+    before = torch.cpu.memory_allocated()
+    x = torch.zeros(1000)
+    assert torch.cpu.memory_allocated() - before == 4000
+    view = x[10:].view(990)  # a view shares the storage
+    assert torch.cpu.memory_allocated() - before == 4000
+    d = x.double()
+    i8 = torch.zeros(7, dtype=torch.int8)
+    assert torch.cpu.memory_allocated() - before == 4000 + 8000 + 7
+    shared = torch.from_numpy(np.zeros(500, dtype=np.float32))
+    assert torch.cpu.memory_allocated() - before == 4000 + 8000 + 7
+    del x, view, d, i8, shared
+    gc.collect()
+    assert torch.cpu.memory_allocated() == before
+
+
+def test_max_memory_allocated_is_the_peak_since_reset():
+    gc.collect()
+    torch.cpu.reset_peak_memory_stats()
+    base = torch.cpu.memory_allocated()
+    assert torch.cpu.max_memory_allocated() == base
+    y = torch.ones(1000).exp()  # ones (4000 B) and exp's output (4000 B) live at once
+    assert torch.cpu.memory_allocated() - base == 4000
+    assert torch.cpu.max_memory_allocated() - base == 8000
+    del y
+    torch.cpu.reset_peak_memory_stats()
+    assert torch.cpu.max_memory_allocated() == torch.cpu.memory_allocated() == base

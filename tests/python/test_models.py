@@ -8,6 +8,7 @@ input records nothing and peaks no higher than no_grad()."""
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import zlib
@@ -282,6 +283,37 @@ def test_volatile_input_records_nothing_although_parameters_require_grad():
     assert out.volatile is True
     assert out.grad_fn is None
     assert graph_stats(out) == (0, 0, 0)
+
+
+def _tensor_memory_peak(model: Any, x: Any, mode: str) -> tuple[int, bool]:
+    """Peak bytes of live tensor storages during one forward, above those held before
+    it (exact counts, Note [Memory statistics]), and the output's requires_grad."""
+    gc.collect()
+    rustgrad.cpu.reset_peak_memory_stats()
+    base = rustgrad.cpu.memory_allocated()
+    if mode == "volatile":
+        out = model(Variable(x, volatile=True))
+    elif mode == "no_grad":
+        with rustgrad.no_grad():
+            out = model(x)
+    else:
+        out = model(x)
+    return rustgrad.cpu.max_memory_allocated() - base, out.requires_grad
+
+
+def test_volatile_forward_keeps_no_more_tensor_memory_than_no_grad():
+    model = resnet18(num_classes=10).eval()
+    x = rustgrad.randn(8, 3, 64, 64)
+    volatile, volatile_rg = _tensor_memory_peak(model, x, "volatile")
+    no_grad, _ = _tensor_memory_peak(model, x, "no_grad")
+    grad, grad_rg = _tensor_memory_peak(model, x, "grad")
+    assert (volatile_rg, grad_rg) == (False, True)
+    assert volatile <= no_grad, (volatile, no_grad)
+    # The stem's convolution output (8x64x32x32 float32) and batch norm's output of it
+    # are alive at once in every mode; grad mode also keeps every activation it saves.
+    stem = 8 * 64 * 32 * 32 * 4
+    assert no_grad >= 2 * stem, no_grad
+    assert grad > 2 * no_grad, (grad, no_grad)
 
 
 def _proc_status_kib(field: str) -> int:

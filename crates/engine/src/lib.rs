@@ -32,6 +32,7 @@ pub mod factory;
 pub mod format;
 pub mod kernels;
 pub mod layout;
+pub mod memory;
 pub(crate) mod ops;
 pub mod optim;
 pub mod parallel;

@@ -280,14 +280,29 @@ impl VersionCounter {
 pub struct Storage {
     buffer: RwLock<Buffer>,
     counter: VersionCounter,
+    /// Bytes counted in [`crate::memory`] for this storage (0 for shared memory); the
+    /// buffer never changes size, so the same count is released on drop.
+    owned_bytes: usize,
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        crate::memory::track_free(self.owned_bytes);
+    }
 }
 
 impl Storage {
     /// A new storage at version 0.
     pub fn new(buffer: Buffer) -> Arc<Storage> {
+        let owned_bytes = match &buffer {
+            Buffer::External(_) => 0,
+            owned => owned.len() * owned.dtype().size_in_bytes(),
+        };
+        crate::memory::track_alloc(owned_bytes);
         Arc::new(Storage {
             buffer: RwLock::new(buffer),
             counter: VersionCounter::default(),
+            owned_bytes,
         })
     }
 

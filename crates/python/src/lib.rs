@@ -414,6 +414,25 @@ fn get_num_threads() -> usize {
     rustgrad::get_num_threads()
 }
 
+/// Bytes of tensor memory the engine holds now (`rustgrad.cpu.memory_allocated`).
+#[pyfunction]
+fn _memory_allocated() -> usize {
+    rustgrad::memory::allocated()
+}
+
+/// The most tensor memory held at once since the last reset
+/// (`rustgrad.cpu.max_memory_allocated`).
+#[pyfunction]
+fn _max_memory_allocated() -> usize {
+    rustgrad::memory::peak()
+}
+
+/// Starts a new peak from the memory held now (`rustgrad.cpu.reset_peak_memory_stats`).
+#[pyfunction]
+fn _reset_peak_memory_stats() {
+    rustgrad::memory::reset_peak()
+}
+
 /// Whether this thread records autograd history.
 #[pyfunction]
 fn is_grad_enabled() -> bool {
@@ -494,6 +513,9 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_grad, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_memory_allocated, m)?)?;
+    m.add_function(wrap_pyfunction!(_max_memory_allocated, m)?)?;
+    m.add_function(wrap_pyfunction!(_reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
