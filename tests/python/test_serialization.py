@@ -481,6 +481,19 @@ def trained_state() -> dict[str, Any]:
     return {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": 1}
 
 
+def test_same_checkpoint_is_the_same_bytes(tmp_path):
+    """The header's metadata is written in sorted order: the safetensors crate writes it
+    from a HashMap, whose order changed from one save to the next."""
+    state = trained_state()
+    saves = []
+    for i in range(4):
+        rustgrad.save(state, tmp_path / f"{i}.pt")
+        saves.append((tmp_path / f"{i}.pt").read_bytes())
+    assert all(s == saves[0] for s in saves)
+    header = saves[0][8 : 8 + int.from_bytes(saves[0][:8], "little")].decode()
+    assert header.index('"format"') < header.index('"rustgrad"') < header.index('"rustgrad_sha256"')
+
+
 def test_round_trip_is_bit_exact(tmp_path):
     x = rustgrad.randn(3, 5, dtype=rustgrad.float64)
     obj = {

@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// One named tensor as it is stored in a safetensors file: dtype, shape and the
 /// elements' little-endian bytes in row-major order.
@@ -203,7 +203,10 @@ fn safetensors_error(error: safetensors::SafeTensorError) -> Error {
 /// assert_eq!(back, vec![t]);
 /// # Ok::<(), rustgrad::Error>(())
 /// ```
-pub fn to_safetensors(tensors: &[RawTensor], metadata: HashMap<String, String>) -> Result<Vec<u8>> {
+pub fn to_safetensors(
+    tensors: &[RawTensor],
+    metadata: BTreeMap<String, String>,
+) -> Result<Vec<u8>> {
     let mut views = Vec::with_capacity(tensors.len());
     for tensor in tensors {
         let view = TensorView::new(
@@ -214,15 +217,57 @@ pub fn to_safetensors(tensors: &[RawTensor], metadata: HashMap<String, String>) 
         .map_err(safetensors_error)?;
         views.push((tensor.name.as_str(), view));
     }
-    let metadata = (!metadata.is_empty()).then_some(metadata);
-    safetensors::serialize(views, metadata).map_err(safetensors_error)
+    let bytes = safetensors::serialize(views, None).map_err(safetensors_error)?;
+    if metadata.is_empty() {
+        return Ok(bytes);
+    }
+    with_sorted_metadata(&bytes, &metadata)
+}
+
+/// `bytes` (a safetensors file without metadata) with `metadata` as the header's
+/// `__metadata__`, keys in sorted order. The crate takes the metadata as a `HashMap`
+/// and writes it in that map's order, which differs from run to run, so the same
+/// checkpoint would not be the same bytes; rustgrad splices it in itself. The header
+/// stays valid JSON padded with spaces to a multiple of 8 bytes, as the crate pads it.
+fn with_sorted_metadata(bytes: &[u8], metadata: &BTreeMap<String, String>) -> Result<Vec<u8>> {
+    let malformed = || Error::InvalidArgument("safetensors: unexpected header layout".into());
+    let len = bytes
+        .get(..8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(malformed)?;
+    let (header, data) = bytes
+        .get(8..)
+        .filter(|rest| rest.len() >= len)
+        .map(|rest| rest.split_at(len))
+        .ok_or_else(malformed)?;
+    let entries = std::str::from_utf8(header)
+        .ok()
+        .and_then(|h| h.trim_end().strip_prefix('{'))
+        .ok_or_else(malformed)?;
+    let metadata = serde_json::to_string(metadata)
+        .map_err(|e| Error::InvalidArgument(format!("safetensors: {e}")))?;
+    let mut out = format!("{{\"__metadata__\":{metadata}");
+    if entries != "}" {
+        out.push(',');
+    }
+    out.push_str(entries);
+    while out.len() % 8 != 0 {
+        out.push(' ');
+    }
+    let mut file = Vec::with_capacity(8 + out.len() + data.len());
+    file.extend_from_slice(&(out.len() as u64).to_le_bytes());
+    file.extend_from_slice(out.as_bytes());
+    file.extend_from_slice(data);
+    Ok(file)
 }
 
 /// The header metadata and the tensors of a safetensors file's `bytes`, sorted by
 /// name. A truncated, corrupted or inconsistent file (bad header
 /// length or JSON, offsets outside the buffer or overlapping, a size that does not
 /// match dtype and shape, an unsupported dtype) is an error, never a panic.
-pub fn from_safetensors(bytes: &[u8]) -> Result<(HashMap<String, String>, Vec<RawTensor>)> {
+pub fn from_safetensors(bytes: &[u8]) -> Result<(BTreeMap<String, String>, Vec<RawTensor>)> {
     let (_, header) = SafeTensors::read_metadata(bytes).map_err(safetensors_error)?;
     let metadata = header.metadata().clone().unwrap_or_default();
     let file = SafeTensors::deserialize(bytes).map_err(safetensors_error)?;
@@ -252,7 +297,41 @@ mod tests {
             shape: vec![2, 2],
             data: (0..32).collect(),
         };
-        to_safetensors(&[t], HashMap::from([("k".into(), "v".into())])).unwrap()
+        to_safetensors(&[t], BTreeMap::from([("k".into(), "v".into())])).unwrap()
+    }
+
+    #[test]
+    fn metadata_is_written_in_sorted_order_so_equal_files_are_equal_bytes() {
+        let metadata: BTreeMap<String, String> = (0..20)
+            .map(|i| (format!("key{i:02}"), format!("\"quoted\" {i}")))
+            .collect();
+        let t = RawTensor {
+            name: "w".into(),
+            dtype: DType::F32,
+            shape: vec![3],
+            data: (0..12).collect(),
+        };
+        let bytes = to_safetensors(std::slice::from_ref(&t), metadata.clone()).unwrap();
+        // A fresh map each time: a HashMap-ordered header would differ between them.
+        for _ in 0..5 {
+            assert_eq!(
+                to_safetensors(std::slice::from_ref(&t), metadata.clone()).unwrap(),
+                bytes
+            );
+        }
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        assert_eq!(n % 8, 0);
+        let header = std::str::from_utf8(&bytes[8..8 + n]).unwrap();
+        let positions: Vec<usize> = metadata
+            .keys()
+            .map(|k| header.find(k.as_str()).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{header}");
+        let (back, tensors) = from_safetensors(&bytes).unwrap();
+        assert_eq!((back, tensors), (metadata, vec![t]));
+        // No tensors at all: the header is the metadata alone.
+        let empty = to_safetensors(&[], BTreeMap::from([("k".into(), "v".into())])).unwrap();
+        assert_eq!(from_safetensors(&empty).unwrap().0["k"], "v");
     }
 
     #[test]

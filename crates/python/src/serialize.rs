@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustgrad::serialize::{from_safetensors, to_safetensors, RawTensor};
 use rustgrad::Tensor;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// (name, tensor) pairs as `_safetensors_deserialize` returns them.
@@ -21,7 +21,7 @@ type NamedTensors = Vec<(String, Py<PyTensor>)>;
 pub(crate) fn _safetensors_serialize<'py>(
     py: Python<'py>,
     tensors: Vec<(String, PyRef<'py, PyTensor>)>,
-    metadata: HashMap<String, String>,
+    metadata: BTreeMap<String, String>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     // Tensor handles are cheap clones (shared storages); the copying runs without the GIL.
     let handles: Vec<(String, Tensor)> = tensors
@@ -46,7 +46,7 @@ pub(crate) fn _safetensors_serialize<'py>(
 pub(crate) fn _safetensors_deserialize(
     py: Python<'_>,
     data: &[u8],
-) -> PyResult<(HashMap<String, String>, NamedTensors)> {
+) -> PyResult<(BTreeMap<String, String>, NamedTensors)> {
     let (metadata, raw) = py.detach(|| from_safetensors(data)).py()?;
     let tensors = raw
         .iter()
