@@ -65,36 +65,76 @@ fi
 
 # --- 2. development and demo dependencies ------------------------------------
 # requirements-demo.txt: what examples/demo_finetune.py (`make demo`) and its test need.
-want=$(cat requirements-dev.txt requirements-demo.txt | sha256sum | cut -d' ' -f1)
-if [[ -f $DEPS_STAMP && $(<"$DEPS_STAMP") == "$want" ]]; then
+pip_install() {
+    "$PY" -m pip install --quiet --disable-pip-version-check "$@"
+}
+
+# Make sure Cargo.lock exists before hashing: the first build would otherwise
+# create it and change the hash, costing one needless rebuild. A manifest that
+# does not parse yet is reported by the build below, with cargo's own message.
+build_wanted() {
+    cargo metadata --format-version 1 --offline >/dev/null 2>&1 ||
+        cargo metadata --format-version 1 >/dev/null 2>&1 || true
+    build_hash=$(build_inputs_hash)
+    ! compgen -G 'python/rustgrad/_rustgrad*.so' >/dev/null ||
+        [[ ! -f $BUILD_STAMP || $(<"$BUILD_STAMP") != "$build_hash" ]]
+}
+
+deps_hash=$(cat requirements-dev.txt requirements-demo.txt | sha256sum | cut -d' ' -f1)
+deps_pid=""
+if [[ -f $DEPS_STAMP && $(<"$DEPS_STAMP") == "$deps_hash" ]]; then
     log "deps: requirements-dev.txt and requirements-demo.txt unchanged, skipping"
 else
-    timed "deps: installed requirements-dev.txt and requirements-demo.txt" \
-        "$PY" -m pip install --quiet --disable-pip-version-check \
-        -r requirements-dev.txt -r requirements-demo.txt
-    printf '%s\n' "$want" >"$DEPS_STAMP"
-    # New tools (a new maturin, say) may build differently: rebuild next time.
+    # New tools (a new maturin, say) may build differently: rebuild.
     rm -f "$BUILD_STAMP"
+    if [[ $deps_only == 0 ]]; then
+        # The build needs only maturin: install it first, then the rest in the
+        # background while the extension compiles (downloads overlap the compiler).
+        timed "deps: installed maturin" pip_install "$(grep -E '^maturin' requirements-dev.txt)"
+        log "deps: installing requirements-dev.txt and requirements-demo.txt in the background"
+        deps_log="$VENV/.deps-log"
+        pip_install -r requirements-dev.txt -r requirements-demo.txt >"$deps_log" 2>&1 &
+        deps_pid=$!
+        # If the build fails, do not leave pip writing into the venv after we exit.
+        trap '[[ -z $deps_pid ]] || kill "$deps_pid" 2>/dev/null || true' EXIT
+    else
+        timed "deps: installed requirements-dev.txt and requirements-demo.txt" \
+            pip_install -r requirements-dev.txt -r requirements-demo.txt
+        printf '%s\n' "$deps_hash" >"$DEPS_STAMP"
+    fi
 fi
 
 [[ $deps_only == 1 ]] && exit 0
 
 # --- 3. native module ----------------------------------------------------------
-# Make sure Cargo.lock exists before hashing: the first build would otherwise
-# create it and change the hash, costing one needless rebuild. A manifest that
-# does not parse yet is reported by the build below, with cargo's own message.
-cargo metadata --format-version 1 --offline >/dev/null 2>&1 ||
-    cargo metadata --format-version 1 >/dev/null 2>&1 || true
+# maturin develop installs into $VIRTUAL_ENV; a conda env alongside confuses it.
+maturin_develop() {
+    env -u CONDA_PREFIX VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" \
+        "$VENV/bin/maturin" develop --release "$@"
+}
 
-want=$(build_inputs_hash)
-have_so=0
-compgen -G 'python/rustgrad/_rustgrad*.so' >/dev/null && have_so=1
-if [[ $have_so == 1 && -f $BUILD_STAMP && $(<"$BUILD_STAMP") == "$want" ]]; then
+if ! build_wanted; then
     log "build: crates/ and manifests unchanged, skipping maturin develop"
+elif [[ -n $deps_pid ]]; then
+    # Compile into python/rustgrad/ now; the install into .venv (which runs pip for
+    # numpy) waits for the background pip, so that two pips never share the venv.
+    timed "build: maturin develop --release --skip-install" maturin_develop --skip-install
 else
-    # maturin develop installs into $VIRTUAL_ENV; a conda env alongside confuses it.
-    timed "build: maturin develop --release" \
-        env -u CONDA_PREFIX VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" \
-        "$VENV/bin/maturin" develop --release
-    printf '%s\n' "$want" >"$BUILD_STAMP"
+    timed "build: maturin develop --release" maturin_develop
+    printf '%s\n' "$build_hash" >"$BUILD_STAMP"
+fi
+
+if [[ -n $deps_pid ]]; then
+    start=$SECONDS
+    if ! wait "$deps_pid"; then
+        cat "$deps_log" >&2
+        log "deps: pip install -r requirements-dev.txt -r requirements-demo.txt failed"
+        exit 1
+    fi
+    deps_pid=""
+    log "deps: background install done ($((SECONDS - start))s after the build)"
+    printf '%s\n' "$deps_hash" >"$DEPS_STAMP"
+    # Nothing to compile any more: this installs the package (editable) into .venv.
+    timed "build: maturin develop --release (install)" maturin_develop
+    printf '%s\n' "$build_hash" >"$BUILD_STAMP"
 fi
