@@ -285,19 +285,23 @@ def test_volatile_input_records_nothing_although_parameters_require_grad():
     assert graph_stats(out) == (0, 0, 0)
 
 
+def _forward(model: Any, x: Any, mode: str) -> Any:
+    """``model(x)`` with a volatile input, under no_grad(), or in grad mode."""
+    if mode == "volatile":
+        return model(Variable(x, volatile=True))
+    if mode == "no_grad":
+        with rustgrad.no_grad():
+            return model(x)
+    return model(x)
+
+
 def _tensor_memory_peak(model: Any, x: Any, mode: str) -> tuple[int, bool]:
     """Peak bytes of live tensor storages during one forward, above those held before
     it (exact counts, Note [Memory statistics]), and the output's requires_grad."""
     gc.collect()
     rustgrad.cpu.reset_peak_memory_stats()
     base = rustgrad.cpu.memory_allocated()
-    if mode == "volatile":
-        out = model(Variable(x, volatile=True))
-    elif mode == "no_grad":
-        with rustgrad.no_grad():
-            out = model(x)
-    else:
-        out = model(x)
+    out = _forward(model, x, mode)
     return rustgrad.cpu.max_memory_allocated() - base, out.requires_grad
 
 
@@ -327,7 +331,6 @@ def _peak_rss_growth(mode: str, queue: Any) -> None:
     the current RSS to the high-water mark (reset first through /proc/self/clear_refs,
     so that building the model does not hide the forward's peak)."""
     import rustgrad
-    from rustgrad.autograd import Variable
     from rustgrad.models import resnet18
 
     model = resnet18(num_classes=10).eval()
@@ -337,13 +340,7 @@ def _peak_rss_growth(mode: str, queue: Any) -> None:
     with open("/proc/self/clear_refs", "w") as clear:
         clear.write("5")
     base = _proc_status_kib("VmRSS")
-    if mode == "volatile":
-        out = model(Variable(x, volatile=True))
-    elif mode == "no_grad":
-        with rustgrad.no_grad():
-            out = model(x)
-    else:
-        out = model(x)
+    out = _forward(model, x, mode)
     queue.put((_proc_status_kib("VmHWM") - base, out.requires_grad))
 
 
