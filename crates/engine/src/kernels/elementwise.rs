@@ -18,10 +18,11 @@ use crate::shape::Dims;
 /// A large output is not zeroed up front: each chunk is initialised to the default and
 /// filled by the task that owns it, so the first touch of the new pages (the page
 /// faults) and the writes are spread over the pool instead of a serial memset.
-fn fill_chunks<U: Element>(
-    n: usize,
-    fill: impl Fn(usize, &mut [U]) + Sync + Send,
-) -> Result<Vec<U>> {
+///
+/// `fill` is taken as a trait object, so each kernel's loop is compiled once (as its
+/// closure) rather than once for the serial path and again for the parallel one, and
+/// this function once per element type (Note [One parallel loop]).
+fn fill_chunks<U: Element>(n: usize, fill: &(dyn Fn(usize, &mut [U]) + Sync)) -> Result<Vec<U>> {
     if n < PARALLEL_MIN_ELEMENTS {
         let mut out = try_vec(n, U::default())?;
         fill(0, &mut out);
@@ -64,14 +65,14 @@ pub fn map1<T: Element, U: Element>(
         if n < PARALLEL_MIN_ELEMENTS {
             return Ok(src.iter().map(|&x| f(x)).collect());
         }
-        return fill_chunks(n, |start, out| {
+        return fill_chunks(n, &|start, out| {
             let len = out.len();
             for (o, &x) in out.iter_mut().zip(&src[start..start + len]) {
                 *o = f(x);
             }
         });
     }
-    fill_chunks(n, |start, out| {
+    fill_chunks(n, &|start, out| {
         for_each_run(
             layout.shape(),
             [layout.strides()],
@@ -119,7 +120,7 @@ pub fn map2<A: Element, B: Element, U: Element>(
         let a = &a[la.offset()..la.offset() + n];
         return Ok(a.iter().map(|&x| f(x, y)).collect());
     }
-    fill_chunks(n, |start, out| {
+    fill_chunks(n, &|start, out| {
         for_each_run(
             la.shape(),
             [la.strides(), lb.strides()],
@@ -172,7 +173,7 @@ pub fn map3<A: Element, B: Element, C: Element, U: Element>(
     lc.check_in_bounds(c.len())?;
     // Runs of merged dims (Note [Strided runs]); the common unit-stride and broadcast
     // (step 0) runs get slice loops the compiler vectorises.
-    fill_chunks(la.numel(), |start, out| {
+    fill_chunks(la.numel(), &|start, out| {
         for_each_run(
             la.shape(),
             [la.strides(), lb.strides(), lc.strides()],
@@ -230,8 +231,9 @@ pub fn update<T: Element, S: Element>(
     if n == 0 {
         return Ok(());
     }
-    // One run of the source against the destination's elements `start..start + len`.
-    let update_run = |out: &mut [T], start: usize| {
+    // One run of the source against the destination's elements `start..start + len`;
+    // a trait object, compiled once for both paths below (Note [One parallel loop]).
+    let update_run: &(dyn Fn(&mut [T], usize) + Sync) = &|out: &mut [T], start: usize| {
         for_each_run(
             src_layout.shape(),
             [src_layout.strides()],
