@@ -229,12 +229,16 @@ impl ConvGeometry {
 /// offset `(kd, kh, kw)` and output position `(od, oh)`, calls `f(col_start, x_start,
 /// valid)` where the column entries `col_start + ow` for `ow` in `valid` correspond to
 /// input entries `x_start + ow * stride_w` (the others read zero padding); `x_start` is
-/// `None` when the whole output row reads padding.
-fn for_each_row(g: &ConvGeometry, mut f: impl FnMut(usize, Option<isize>, std::ops::Range<usize>)) {
+/// `None` when the whole output row reads padding. Rows of the column matrix are `ld`
+/// apart (`ld >= L`: the columns of several samples may sit side by side).
+fn for_each_row(
+    g: &ConvGeometry,
+    ld: usize,
+    mut f: impl FnMut(usize, Option<isize>, std::ops::Range<usize>),
+) {
     let [od_n, oh_n, ow_n] = g.output;
     let [id_n, ih_n, iw_n] = g.input;
     let [kd_n, kh_n, kw_n] = g.kernel;
-    let l = g.l();
     let mut row = 0;
     for c in 0..g.in_channels {
         for kd in 0..kd_n {
@@ -244,7 +248,7 @@ fn for_each_row(g: &ConvGeometry, mut f: impl FnMut(usize, Option<isize>, std::o
                 for kw in 0..kw_n {
                     let off_w = kw * g.dilation[2];
                     let vw = g.valid(2, off_w);
-                    let col_row = row * l;
+                    let col_row = row * ld;
                     for od in 0..od_n {
                         for oh in 0..oh_n {
                             let col_start = col_row + (od * oh_n + oh) * ow_n;
@@ -269,11 +273,12 @@ fn for_each_row(g: &ConvGeometry, mut f: impl FnMut(usize, Option<isize>, std::o
 }
 
 /// `cols = im2col(x)` for one sample: `x` is `C x input`, `cols` is
-/// `(C * prod(kernel)) x prod(output)`, fully overwritten.
-fn im2col<T: Gemm>(g: &ConvGeometry, x: &[T], cols: &mut [T]) {
+/// `(C * prod(kernel)) x prod(output)` with row stride `ld`; its first `prod(output)`
+/// columns are overwritten.
+fn im2col<T: Gemm>(g: &ConvGeometry, x: &[T], cols: &mut [T], ld: usize) {
     let ow_n = g.output[2];
     let sw = g.stride[2];
-    for_each_row(g, |col_start, x0, valid| {
+    for_each_row(g, ld, |col_start, x0, valid| {
         let dst = &mut cols[col_start..col_start + ow_n];
         match x0 {
             None => dst.fill(T::ZERO),
@@ -295,10 +300,11 @@ fn im2col<T: Gemm>(g: &ConvGeometry, x: &[T], cols: &mut [T]) {
     });
 }
 
-/// `x += col2im(cols)` for one sample (the adjoint of [`im2col`]).
-fn col2im<T: Gemm>(g: &ConvGeometry, cols: &[T], x: &mut [T]) {
+/// `x += col2im(cols)` for one sample (the adjoint of [`im2col`]); `cols` has row
+/// stride `ld`.
+fn col2im<T: Gemm>(g: &ConvGeometry, cols: &[T], x: &mut [T], ld: usize) {
     let sw = g.stride[2];
-    for_each_row(g, |col_start, x0, valid| {
+    for_each_row(g, ld, |col_start, x0, valid| {
         if let Some(x0) = x0 {
             let first = (x0 + (valid.start * sw) as isize) as usize;
             for (j, ow) in valid.enumerate() {
@@ -380,6 +386,148 @@ fn check_len(what: &str, got: usize, want: usize) -> Result<()> {
     }
 }
 
+/// Output rows of one GEMM task (matrixmultiply's `mc` block for f32).
+const ROW_BLOCK: usize = 64;
+
+/// Columns a convolution GEMM should have at least: below this the GEMM re-reads its
+/// whole weight matrix for a few columns of work, so samples are batched side by side
+/// until their columns reach it. See Note [Convolutions].
+const TARGET_COLUMNS: usize = 256;
+
+/// Elements of one sample group's column matrix beyond which no further sample joins it
+/// (4 MiB of f32): batching never allocates the `N·C·K·L` matrix of a large batch.
+const COLS_BUDGET: usize = 1 << 20;
+
+/// Weight-gradient partial sums (one per block of sample groups) are allocated only
+/// while all of them fit in this many elements; a big weight gets fewer blocks (down to
+/// one) and relies on the GEMM's row blocks for parallelism instead.
+const PARTIALS_BUDGET: usize = 1 << 20;
+
+/// At most this many blocks of sample groups are summed into separate weight-gradient
+/// partials: a fixed count, so the order of additions depends on the sizes only.
+const WEIGHT_BLOCKS: usize = 8;
+
+impl ConvGeometry {
+    /// Samples whose column matrices sit side by side in one GEMM: enough for
+    /// [`TARGET_COLUMNS`] columns, within [`COLS_BUDGET`], at most the batch, at least
+    /// one. A function of the geometry only (never of the thread count).
+    fn samples_per_gemm(&self) -> Result<usize> {
+        let per_sample = self.cols_len()?.max(1);
+        let want = TARGET_COLUMNS.div_ceil(self.l().max(1));
+        Ok(want.min(COLS_BUDGET / per_sample).min(self.batch).max(1))
+    }
+
+    /// Scratch elements for one group of `nb` samples: its column matrix, and when
+    /// `nb > 1` the side-by-side copy of the `O x nb·L` output (or output gradient).
+    fn scratch_len(&self, nb: usize) -> Result<usize> {
+        let cols = if nb == 1 && self.is_pointwise() {
+            0
+        } else {
+            self.cols_len()?
+        };
+        let side = if nb == 1 { 0 } else { self.output_len()? };
+        cols.checked_add(side)
+            .and_then(|x| x.checked_mul(nb))
+            .ok_or(Error::NumelOverflow)
+    }
+}
+
+/// One GEMM per convolution group: rows `grp·m .. (grp+1)·m` of `c` (`groups·m x n`, row
+/// stride `n`) are `a_grp @ b_grp + beta·c`, where `a_grp` is `a` moved `grp·a_step`
+/// elements on (likewise `b`).
+struct GroupedGemm<'a, T> {
+    groups: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat<'a, T>,
+    a_step: usize,
+    b: Mat<'a, T>,
+    b_step: usize,
+}
+
+impl<T: Gemm> GroupedGemm<'_, T> {
+    /// Computes `c` in [`ROW_BLOCK`]-row tasks (one GEMM call per task and group it
+    /// meets), in parallel when large. The blocks depend on the sizes only, and every
+    /// output element is one GEMM's dot product, so the thread count cannot change it.
+    fn run(&self, beta: T, c: &mut [T]) {
+        let (m, k, n) = (self.m, self.k, self.n);
+        let len = self.groups * m * n;
+        if len == 0 {
+            return;
+        }
+        let flops = len.saturating_mul(k);
+        run_chunks(&mut c[..len], ROW_BLOCK * n, flops, |i, block| {
+            let first = i * ROW_BLOCK;
+            let end = first + block.len() / n;
+            let mut r = first;
+            while r < end {
+                let (grp, local) = (r / m, r % m);
+                let rows = (m - local).min(end - r);
+                let a = Mat {
+                    offset: self.a.offset + grp * self.a_step + local * self.a.rs,
+                    ..self.a
+                };
+                let b = Mat {
+                    offset: self.b.offset + grp * self.b_step,
+                    ..self.b
+                };
+                gemm((rows, k, n), a, b, beta, block, (r - first) * n);
+                r += rows;
+            }
+        });
+    }
+}
+
+/// Lays the `cnt` samples of `per_sample` (each `rows x l`, contiguous) side by side:
+/// `side[r, s·l + j] = per_sample[s, r, j]`.
+fn side_by_side<T: Copy>(per_sample: &[T], side: &mut [T], l: usize, cnt: usize) {
+    let sample_len = per_sample.len() / cnt;
+    for (s, src) in per_sample.chunks(sample_len).enumerate() {
+        for (r, row) in src.chunks(l).enumerate() {
+            side[r * cnt * l + s * l..][..l].copy_from_slice(row);
+        }
+    }
+}
+
+/// The inverse of [`side_by_side`]: `per_sample[s, r, j] = side[r, s·l + j]`.
+fn split_samples<T: Copy>(side: &[T], per_sample: &mut [T], l: usize, cnt: usize) {
+    let sample_len = per_sample.len() / cnt;
+    for (s, dst) in per_sample.chunks_mut(sample_len).enumerate() {
+        for (r, row) in dst.chunks_mut(l).enumerate() {
+            row.copy_from_slice(&side[r * cnt * l + s * l..][..l]);
+        }
+    }
+}
+
+/// Writes the column matrices of the samples of `xs` (each `in_len` long) side by side
+/// into `cols` (row stride `cnt·L`).
+fn im2col_side_by_side<T: Gemm>(g: &ConvGeometry, xs: &[T], in_len: usize, cols: &mut [T]) {
+    let (l, cnt) = (g.l(), xs.len() / in_len);
+    if cols.is_empty() {
+        return;
+    }
+    for (s, xn) in xs.chunks(in_len).enumerate() {
+        im2col(g, xn, &mut cols[s * l..], cnt * l);
+    }
+}
+
+/// Checks the geometry and the lengths of the batch operand `a` (`a_len` per sample)
+/// and of `b` (`b_len` in all).
+fn check_operands(
+    g: &ConvGeometry,
+    (a_what, a, a_len): (&str, usize, usize),
+    (b_what, b, b_len): (&str, usize, usize),
+) -> Result<()> {
+    g.validate()?;
+    check_len(
+        a_what,
+        a,
+        a_len.checked_mul(g.batch).ok_or(Error::NumelOverflow)?,
+    )?;
+    check_len(b_what, b, b_len)
+}
+
 /// The convolution `y = conv(x, w) + bias`: `x` is `N x C x input`, `w` is
 /// `O x C/groups x kernel`, `bias` has `O` elements; returns `N x O x output`.
 pub fn conv_forward<T: Gemm>(
@@ -389,9 +537,23 @@ pub fn conv_forward<T: Gemm>(
     bias: Option<&[T]>,
 ) -> Result<Vec<T>> {
     g.validate()?;
+    forward_batched(g, x, w, bias, g.samples_per_gemm()?)
+}
+
+/// [`conv_forward`] with `nb` samples per GEMM.
+fn forward_batched<T: Gemm>(
+    g: &ConvGeometry,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    nb: usize,
+) -> Result<Vec<T>> {
     let (in_len, out_len) = (g.input_len()?, g.output_len()?);
-    check_len("input", x.len(), in_len * g.batch)?;
-    check_len("weight", w.len(), g.weight_len()?)?;
+    check_operands(
+        g,
+        ("input", x.len(), in_len),
+        ("weight", w.len(), g.weight_len()?),
+    )?;
     if let Some(b) = bias {
         check_len("bias", b.len(), g.out_channels)?;
     }
@@ -400,48 +562,61 @@ pub fn conv_forward<T: Gemm>(
         return Ok(out);
     }
     let (l, ck, og) = (g.l(), g.ck(), g.out_channels / g.groups);
+    let cols_len = g.cols_len()?;
     let pointwise = g.is_pointwise();
-    let scratch = Scratch::new(if pointwise { 0 } else { g.cols_len()? });
-    let sample = |n: usize, y: &mut [T]| {
-        let xn = &x[n * in_len..(n + 1) * in_len];
-        let mut run = |cols: &[T]| {
-            for grp in 0..g.groups {
-                gemm(
-                    (og, ck, l),
-                    Mat {
-                        data: w,
-                        offset: grp * og * ck,
-                        rs: ck,
-                        cs: 1,
-                    },
-                    Mat {
-                        data: cols,
-                        offset: grp * ck * l,
-                        rs: l,
-                        cs: 1,
-                    },
-                    T::ZERO,
-                    y,
-                    grp * og * l,
-                );
-            }
-            if let Some(b) = bias {
-                for (row, &bo) in y.chunks_mut(l).zip(b) {
+    let scratch = Scratch::new(g.scratch_len(nb)?);
+    // y (O x ncols) = w @ cols, per group.
+    let product = |cols: &[T], ncols: usize, y: &mut [T]| {
+        GroupedGemm {
+            groups: g.groups,
+            m: og,
+            k: ck,
+            n: ncols,
+            a: Mat {
+                data: w,
+                offset: 0,
+                rs: ck,
+                cs: 1,
+            },
+            a_step: og * ck,
+            b: Mat {
+                data: cols,
+                offset: 0,
+                rs: ncols,
+                cs: 1,
+            },
+            b_step: ck * ncols,
+        }
+        .run(T::ZERO, y)
+    };
+    let sample_group = |sg: usize, y: &mut [T]| {
+        let cnt = y.len() / out_len;
+        let xs = &x[sg * nb * in_len..][..cnt * in_len];
+        if cnt == 1 && pointwise {
+            product(xs, l, y);
+        } else {
+            scratch.with(|buf| {
+                let (cols, side) = buf.split_at_mut(cols_len * cnt);
+                im2col_side_by_side(g, xs, in_len, cols);
+                if cnt == 1 {
+                    product(cols, l, y);
+                } else {
+                    let side = &mut side[..out_len * cnt];
+                    product(cols, cnt * l, side);
+                    split_samples(side, y, l, cnt);
+                }
+            });
+        }
+        if let Some(b) = bias {
+            for yn in y.chunks_mut(out_len) {
+                for (row, &bo) in yn.chunks_mut(l).zip(b) {
                     row.iter_mut().for_each(|v| *v += bo);
                 }
             }
-        };
-        if pointwise {
-            run(xn);
-        } else {
-            scratch.with(|cols| {
-                im2col(g, xn, cols);
-                run(cols);
-            });
         }
     };
     let flops = out.len().saturating_mul(ck);
-    run_chunks(&mut out, out_len, flops, sample);
+    run_chunks(&mut out, out_len * nb, flops, sample_group);
     scratch.finish()?;
     Ok(out)
 }
@@ -451,119 +626,170 @@ pub fn conv_forward<T: Gemm>(
 /// convolution's forward.
 pub fn conv_input_adjoint<T: Gemm>(g: &ConvGeometry, gy: &[T], w: &[T]) -> Result<Vec<T>> {
     g.validate()?;
+    input_adjoint_batched(g, gy, w, g.samples_per_gemm()?)
+}
+
+/// [`conv_input_adjoint`] with `nb` samples per GEMM.
+fn input_adjoint_batched<T: Gemm>(
+    g: &ConvGeometry,
+    gy: &[T],
+    w: &[T],
+    nb: usize,
+) -> Result<Vec<T>> {
     let (in_len, out_len) = (g.input_len()?, g.output_len()?);
-    check_len("grad_output", gy.len(), out_len * g.batch)?;
-    check_len("weight", w.len(), g.weight_len()?)?;
+    check_operands(
+        g,
+        ("grad_output", gy.len(), out_len),
+        ("weight", w.len(), g.weight_len()?),
+    )?;
     let mut out = try_vec(in_len * g.batch, T::ZERO)?;
     if out.is_empty() {
         return Ok(out);
     }
     let (l, ck, og) = (g.l(), g.ck(), g.out_channels / g.groups);
+    let cols_len = g.cols_len()?;
     let pointwise = g.is_pointwise();
-    let scratch = Scratch::new(if pointwise { 0 } else { g.cols_len()? });
-    let sample = |n: usize, xn: &mut [T]| {
-        let gyn = &gy[n * out_len..(n + 1) * out_len];
-        let run = |cols: &mut [T]| {
-            for grp in 0..g.groups {
-                // cols[grp] (ck x l) = w[grp]^T (ck x og) @ gy[grp] (og x l)
-                gemm(
-                    (ck, og, l),
-                    Mat {
-                        data: w,
-                        offset: grp * og * ck,
-                        rs: 1,
-                        cs: ck,
-                    },
-                    Mat {
-                        data: gyn,
-                        offset: grp * og * l,
-                        rs: l,
-                        cs: 1,
-                    },
-                    T::ZERO,
-                    cols,
-                    grp * ck * l,
-                );
-            }
-        };
-        if pointwise {
-            run(xn);
-        } else {
-            scratch.with(|cols| {
-                run(cols);
-                col2im(g, cols, xn);
-            });
+    let scratch = Scratch::new(g.scratch_len(nb)?);
+    // cols (C·K x ncols) = wᵀ @ ȳ, per group.
+    let product = |gys: &[T], ncols: usize, cols: &mut [T]| {
+        GroupedGemm {
+            groups: g.groups,
+            m: ck,
+            k: og,
+            n: ncols,
+            a: Mat {
+                data: w,
+                offset: 0,
+                rs: 1,
+                cs: ck,
+            },
+            a_step: og * ck,
+            b: Mat {
+                data: gys,
+                offset: 0,
+                rs: ncols,
+                cs: 1,
+            },
+            b_step: og * ncols,
         }
+        .run(T::ZERO, cols)
+    };
+    let sample_group = |sg: usize, xs: &mut [T]| {
+        let cnt = xs.len() / in_len;
+        let gys = &gy[sg * nb * out_len..][..cnt * out_len];
+        if cnt == 1 && pointwise {
+            product(gys, l, xs);
+            return;
+        }
+        scratch.with(|buf| {
+            let (cols, side) = buf.split_at_mut(cols_len * cnt);
+            if cnt == 1 {
+                product(gys, l, cols);
+            } else {
+                let side = &mut side[..out_len * cnt];
+                side_by_side(gys, side, l, cnt);
+                product(side, cnt * l, cols);
+            }
+            if !cols.is_empty() {
+                for (s, xn) in xs.chunks_mut(in_len).enumerate() {
+                    col2im(g, &cols[s * l..], xn, cnt * l);
+                }
+            }
+        });
     };
     let flops = out_len
         .saturating_mul(g.batch)
         .saturating_mul(ck)
         .saturating_mul(og);
-    run_chunks(&mut out, in_len, flops, sample);
+    run_chunks(&mut out, in_len * nb, flops, sample_group);
     scratch.finish()?;
     Ok(out)
 }
-
-/// Samples whose weight-gradient contributions are summed into one partial: a fixed
-/// count of blocks, so the order of additions depends on the batch size only.
-const WEIGHT_BLOCKS: usize = 8;
 
 /// The adjoint of the convolution in its weight: `w̄ = Σ_n ȳ[n] @ im2col(x[n])ᵀ` per
 /// group, with `x` `N x C x input` and `ȳ` `N x O x output`; returns the weight's shape.
 pub fn conv_weight_adjoint<T: Gemm>(g: &ConvGeometry, x: &[T], gy: &[T]) -> Result<Vec<T>> {
     g.validate()?;
+    weight_adjoint_batched(g, x, gy, g.samples_per_gemm()?)
+}
+
+/// [`conv_weight_adjoint`] with `nb` samples per GEMM: one GEMM of inner dimension
+/// `cnt·L` per group of samples, accumulated in sample-group order into the partial of
+/// its block of sample groups; the partials are added in block order.
+fn weight_adjoint_batched<T: Gemm>(
+    g: &ConvGeometry,
+    x: &[T],
+    gy: &[T],
+    nb: usize,
+) -> Result<Vec<T>> {
     let (in_len, out_len, w_len) = (g.input_len()?, g.output_len()?, g.weight_len()?);
-    check_len("input", x.len(), in_len * g.batch)?;
-    check_len("grad_output", gy.len(), out_len * g.batch)?;
+    check_operands(
+        g,
+        ("input", x.len(), in_len),
+        ("grad_output", gy.len(), out_len * g.batch),
+    )?;
     if w_len == 0 || g.batch == 0 {
         return try_vec(w_len, T::ZERO);
     }
-    let blocks = g.batch.min(WEIGHT_BLOCKS);
-    let per_block = g.batch.div_ceil(blocks);
+    let sample_groups = g.batch.div_ceil(nb);
+    let max_blocks = (PARTIALS_BUDGET / w_len).clamp(1, WEIGHT_BLOCKS);
+    let per_block = sample_groups.div_ceil(sample_groups.min(max_blocks));
+    let blocks = sample_groups.div_ceil(per_block);
     let mut partials = try_vec(
         w_len.checked_mul(blocks).ok_or(Error::NumelOverflow)?,
         T::ZERO,
     )?;
     let (l, ck, og) = (g.l(), g.ck(), g.out_channels / g.groups);
+    let cols_len = g.cols_len()?;
     let pointwise = g.is_pointwise();
-    let scratch = Scratch::new(if pointwise { 0 } else { g.cols_len()? });
+    let scratch = Scratch::new(g.scratch_len(nb)?);
+    // part (O x C/G·K) += ȳ (og x ncols) @ colsᵀ (ncols x C/G·K), per group.
+    let product = |gys: &[T], cols: &[T], ncols: usize, beta: T, part: &mut [T]| {
+        GroupedGemm {
+            groups: g.groups,
+            m: og,
+            k: ncols,
+            n: ck,
+            a: Mat {
+                data: gys,
+                offset: 0,
+                rs: ncols,
+                cs: 1,
+            },
+            a_step: og * ncols,
+            b: Mat {
+                data: cols,
+                offset: 0,
+                rs: 1,
+                cs: ncols,
+            },
+            b_step: ck * ncols,
+        }
+        .run(beta, part)
+    };
     let block = |b: usize, part: &mut [T]| {
-        let samples = b * per_block..((b + 1) * per_block).min(g.batch);
-        for (i, n) in samples.enumerate() {
+        let groups = b * per_block..((b + 1) * per_block).min(sample_groups);
+        for (i, sg) in groups.enumerate() {
             let beta = if i == 0 { T::ZERO } else { T::ONE };
-            let xn = &x[n * in_len..(n + 1) * in_len];
-            let gyn = &gy[n * out_len..(n + 1) * out_len];
-            let run = |cols: &[T], part: &mut [T]| {
-                for grp in 0..g.groups {
-                    // part[grp] (og x ck) += gy[grp] (og x l) @ cols[grp]^T (l x ck)
-                    gemm(
-                        (og, l, ck),
-                        Mat {
-                            data: gyn,
-                            offset: grp * og * l,
-                            rs: l,
-                            cs: 1,
-                        },
-                        Mat {
-                            data: cols,
-                            offset: grp * ck * l,
-                            rs: 1,
-                            cs: l,
-                        },
-                        beta,
-                        part,
-                        grp * og * ck,
-                    );
-                }
-            };
-            if pointwise {
-                run(xn, part);
-            } else {
-                scratch.with(|cols| {
-                    im2col(g, xn, cols);
-                    run(cols, part);
-                });
+            let first = sg * nb;
+            let cnt = nb.min(g.batch - first);
+            let xs = &x[first * in_len..][..cnt * in_len];
+            let gys = &gy[first * out_len..][..cnt * out_len];
+            if cnt == 1 && pointwise {
+                product(gys, xs, l, beta, part);
+                continue;
             }
+            scratch.with(|buf| {
+                let (cols, side) = buf.split_at_mut(cols_len * cnt);
+                im2col_side_by_side(g, xs, in_len, cols);
+                if cnt == 1 {
+                    product(gys, cols, l, beta, part);
+                } else {
+                    let side = &mut side[..out_len * cnt];
+                    side_by_side(gys, side, l, cnt);
+                    product(side, cols, cnt * l, beta, part);
+                }
+            });
         }
     };
     let flops = out_len.saturating_mul(g.batch).saturating_mul(ck);
@@ -595,7 +821,7 @@ pub fn unfold<T: Gemm>(g: &ConvGeometry, x: &[T]) -> Result<Vec<T>> {
     }
     let len = out.len();
     run_chunks(&mut out, cols_len, len, |n, cols| {
-        im2col(g, &x[n * in_len..(n + 1) * in_len], cols)
+        im2col(g, &x[n * in_len..(n + 1) * in_len], cols, g.l())
     });
     Ok(out)
 }
@@ -612,7 +838,7 @@ pub fn fold<T: Gemm>(g: &ConvGeometry, cols: &[T]) -> Result<Vec<T>> {
         return Ok(out);
     }
     run_chunks(&mut out, in_len, cols.len(), |n, x| {
-        col2im(g, &cols[n * cols_len..(n + 1) * cols_len], x)
+        col2im(g, &cols[n * cols_len..(n + 1) * cols_len], x, g.l())
     });
     Ok(out)
 }
@@ -699,5 +925,226 @@ mod tests {
             ..g
         };
         assert!(conv_forward(&zero_stride, &[1.0f64; 5], &[1.0; 3], None).is_err());
+    }
+
+    /// Calls `f(n, x_index, w_index, y_index)` for every multiply-add of the convolution
+    /// `g` read off its definition (one output position, one input channel of its group,
+    /// one kernel offset at a time), skipping padding.
+    fn for_each_term(g: &ConvGeometry, mut f: impl FnMut(usize, usize, usize)) {
+        let (cg, og) = (g.in_channels / g.groups, g.out_channels / g.groups);
+        let [od, oh, ow] = g.output;
+        let [kd, kh, kw] = g.kernel;
+        let in_pos = |o: [usize; 3], k: [usize; 3]| -> Option<usize> {
+            let mut index = 0;
+            for d in 0..3 {
+                let i =
+                    (o[d] * g.stride[d] + k[d] * g.dilation[d]) as isize - g.padding[d] as isize;
+                if !(0..g.input[d] as isize).contains(&i) {
+                    return None;
+                }
+                index = index * g.input[d] + i as usize;
+            }
+            Some(index)
+        };
+        let in_sp: usize = g.input.iter().product();
+        for n in 0..g.batch {
+            for oc in 0..g.out_channels {
+                let grp = oc / og;
+                for ci in 0..cg {
+                    let c = grp * cg + ci;
+                    for k in 0..kd * kh * kw {
+                        let ko = [k / (kh * kw), k / kw % kh, k % kw];
+                        for o in 0..od * oh * ow {
+                            let op = [o / (oh * ow), o / ow % oh, o % ow];
+                            if let Some(i) = in_pos(op, ko) {
+                                let xi = (n * g.in_channels + c) * in_sp + i;
+                                let wi = (oc * cg + ci) * kd * kh * kw + k;
+                                let yi = (n * g.out_channels + oc) * g.l() + o;
+                                f(xi, wi, yi);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Small integers (exact in f32 and f64 sums of these sizes), so that any order of
+    /// summation gives the same bits.
+    fn ints(len: usize, seed: usize) -> Vec<f64> {
+        (0..len)
+            .map(|i| ((i * 7 + seed * 13) % 11) as f64 - 5.0)
+            .collect()
+    }
+
+    /// Geometries with small output sizes (where samples are batched): 1-D, 2-D and 3-D,
+    /// groups, stride, dilation, asymmetric padding, pointwise, one output position.
+    fn small_geometries() -> Vec<ConvGeometry> {
+        let base = ConvGeometry {
+            batch: 5,
+            in_channels: 4,
+            out_channels: 6,
+            groups: 1,
+            input: [1, 1, 7],
+            output: [1, 1, 3],
+            kernel: [1, 1, 3],
+            stride: [1, 1, 2],
+            padding: [0, 0, 1],
+            dilation: [1, 1, 1],
+        };
+        vec![
+            base.clone(),
+            ConvGeometry {
+                groups: 2,
+                input: [1, 5, 6],
+                output: [1, 3, 2],
+                kernel: [1, 2, 3],
+                stride: [1, 2, 3],
+                padding: [0, 1, 2],
+                dilation: [1, 2, 1],
+                ..base.clone()
+            },
+            ConvGeometry {
+                in_channels: 3,
+                out_channels: 2,
+                input: [3, 4, 4],
+                output: [2, 2, 2],
+                kernel: [2, 2, 2],
+                stride: [1, 2, 2],
+                padding: [0, 0, 0],
+                ..base.clone()
+            },
+            // Pointwise: the input is the column matrix of one sample.
+            ConvGeometry {
+                input: [1, 2, 2],
+                output: [1, 2, 2],
+                kernel: [1, 1, 1],
+                stride: [1, 1, 1],
+                padding: [0, 0, 0],
+                ..base.clone()
+            },
+            // Depthwise, one output position (L = 1).
+            ConvGeometry {
+                groups: 4,
+                out_channels: 8,
+                input: [1, 3, 3],
+                output: [1, 1, 1],
+                kernel: [1, 3, 3],
+                stride: [1, 1, 1],
+                padding: [0, 0, 0],
+                ..base
+            },
+        ]
+    }
+
+    #[test]
+    fn batched_maps_match_the_definition_for_every_batching() {
+        for g in small_geometries() {
+            g.validate().unwrap();
+            let (x_len, w_len) = (g.input_len().unwrap() * g.batch, g.weight_len().unwrap());
+            let y_len = g.output_len().unwrap() * g.batch;
+            let (x, w, gy) = (ints(x_len, 1), ints(w_len, 2), ints(y_len, 3));
+            let bias = ints(g.out_channels, 4);
+            let (mut y, mut gx, mut gw) = (vec![0.0; y_len], vec![0.0; x_len], vec![0.0; w_len]);
+            for_each_term(&g, |xi, wi, yi| {
+                y[yi] += x[xi] * w[wi];
+                gx[xi] += gy[yi] * w[wi];
+                gw[wi] += gy[yi] * x[xi];
+            });
+            let l = g.l();
+            for (i, v) in y.iter_mut().enumerate() {
+                *v += bias[i / l % g.out_channels];
+            }
+            assert!(g.samples_per_gemm().unwrap() > 1, "{g:?} is not batched");
+            for nb in 1..=g.batch {
+                let what = format!("{g:?} with {nb} samples per GEMM");
+                assert_eq!(
+                    forward_batched(&g, &x, &w, Some(&bias), nb).unwrap(),
+                    y,
+                    "{what}"
+                );
+                assert_eq!(
+                    input_adjoint_batched(&g, &gy, &w, nb).unwrap(),
+                    gx,
+                    "{what}"
+                );
+                assert_eq!(
+                    weight_adjoint_batched(&g, &x, &gy, nb).unwrap(),
+                    gw,
+                    "{what}"
+                );
+                let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+                let y32: Vec<f32> = forward_batched(&g, &x32, &w32, None, nb).unwrap();
+                let y_no_bias: Vec<f32> = y
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (v - bias[i / l % g.out_channels]) as f32)
+                    .collect();
+                assert_eq!(y32, y_no_bias, "{what}, f32");
+            }
+            // The public entry points batch as `samples_per_gemm` says.
+            assert_eq!(conv_forward(&g, &x, &w, Some(&bias)).unwrap(), y);
+            assert_eq!(conv_input_adjoint(&g, &gy, &w).unwrap(), gx);
+            assert_eq!(conv_weight_adjoint(&g, &x, &gy).unwrap(), gw);
+        }
+    }
+
+    #[test]
+    fn batching_does_not_change_forward_and_input_adjoint_bits() {
+        // Every output element is the same dot product whichever columns sit beside it,
+        // so these agree bit for bit with the per-sample path on arbitrary data.
+        let frac = |len: usize, seed: u64| -> Vec<f64> {
+            let mut s = seed;
+            (0..len)
+                .map(|_| {
+                    s = s
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+                })
+                .collect()
+        };
+        for g in small_geometries() {
+            let x = frac(g.input_len().unwrap() * g.batch, 1);
+            let w = frac(g.weight_len().unwrap(), 2);
+            let gy = frac(g.output_len().unwrap() * g.batch, 3);
+            let one = forward_batched(&g, &x, &w, None, 1).unwrap();
+            let one_adj = input_adjoint_batched(&g, &gy, &w, 1).unwrap();
+            let one_w = weight_adjoint_batched(&g, &x, &gy, 1).unwrap();
+            for nb in 2..=g.batch {
+                assert_eq!(forward_batched(&g, &x, &w, None, nb).unwrap(), one);
+                assert_eq!(input_adjoint_batched(&g, &gy, &w, nb).unwrap(), one_adj);
+                // The weight adjoint sums in another order: equal to rounding.
+                let got = weight_adjoint_batched(&g, &x, &gy, nb).unwrap();
+                for (a, b) in got.iter().zip(&one_w) {
+                    assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "{a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn samples_per_gemm_follows_the_output_size_and_the_budget() {
+        let g = |l: usize, channels: usize| ConvGeometry {
+            batch: 64,
+            in_channels: channels,
+            out_channels: 8,
+            groups: 1,
+            input: [1, 1, l],
+            output: [1, 1, l],
+            kernel: [1, 1, 1],
+            stride: [1, 1, 1],
+            padding: [0, 0, 0],
+            dilation: [1, 1, 1],
+        };
+        assert_eq!(g(4, 8).samples_per_gemm().unwrap(), 64);
+        assert_eq!(g(16, 8).samples_per_gemm().unwrap(), 16);
+        assert_eq!(g(100, 8).samples_per_gemm().unwrap(), 3);
+        assert_eq!(g(256, 8).samples_per_gemm().unwrap(), 1);
+        assert_eq!(g(4096, 8).samples_per_gemm().unwrap(), 1);
+        // 1 << 20 column elements: 2^20 / (2^16 channels * 4) = 4 samples, not 64.
+        assert_eq!(g(4, 1 << 16).samples_per_gemm().unwrap(), 4);
+        assert_eq!(g(4, 1 << 20).samples_per_gemm().unwrap(), 1);
     }
 }
