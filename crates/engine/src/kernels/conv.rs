@@ -3,8 +3,11 @@
 //! contiguous slices and three spatial dims (1-D and 2-D convolutions have size-1 leading
 //! dims). See Note [Convolutions].
 //!
-//! Work is split by sample (and, for the weight adjoint, by fixed blocks of samples whose
-//! partial sums are added in block order), so results do not depend on the thread count.
+//! When the output is small, several samples share one GEMM (their column matrices side
+//! by side). Work is split by group of samples, by fixed blocks of GEMM rows and, for the
+//! weight adjoint, by fixed blocks of sample groups whose partial sums are added in block
+//! order; all of these follow from the sizes, so results do not depend on the thread
+//! count.
 
 use super::matmul::Gemm;
 use super::try_vec;
@@ -386,8 +389,20 @@ fn check_len(what: &str, got: usize, want: usize) -> Result<()> {
     }
 }
 
-/// Output rows of one GEMM task (matrixmultiply's `mc` block for f32).
-const ROW_BLOCK: usize = 64;
+/// Output rows of one GEMM task: a multiple of `ROW_QUANTUM` (matrixmultiply's `mc`
+/// block for f32) between `ROW_QUANTUM` and `MAX_ROW_BLOCK`, aiming for `ROW_TASKS` tasks.
+/// Each task packs the whole right operand once, so tasks are as tall as they can be
+/// while still giving the pool several of them (a ResNet-18 layer4 forward, batch 16, one
+/// thread: 7.9 ms with 64-row tasks, 6.2 ms with 256-row ones). A function of the sizes
+/// only.
+fn row_block(rows: usize) -> usize {
+    const ROW_QUANTUM: usize = 64;
+    const MAX_ROW_BLOCK: usize = 256;
+    const ROW_TASKS: usize = 4;
+    rows.div_ceil(ROW_TASKS)
+        .next_multiple_of(ROW_QUANTUM)
+        .clamp(ROW_QUANTUM, MAX_ROW_BLOCK)
+}
 
 /// Columns a convolution GEMM should have at least: below this the GEMM re-reads its
 /// whole weight matrix for a few columns of work, so samples are batched side by side
@@ -447,7 +462,7 @@ struct GroupedGemm<'a, T> {
 }
 
 impl<T: Gemm> GroupedGemm<'_, T> {
-    /// Computes `c` in [`ROW_BLOCK`]-row tasks (one GEMM call per task and group it
+    /// Computes `c` in [`row_block`]-row tasks (one GEMM call per task and group it
     /// meets), in parallel when large. The blocks depend on the sizes only, and every
     /// output element is one GEMM's dot product, so the thread count cannot change it.
     fn run(&self, beta: T, c: &mut [T]) {
@@ -457,8 +472,9 @@ impl<T: Gemm> GroupedGemm<'_, T> {
             return;
         }
         let flops = len.saturating_mul(k);
-        run_chunks(&mut c[..len], ROW_BLOCK * n, flops, |i, block| {
-            let first = i * ROW_BLOCK;
+        let rows_per_task = row_block(self.groups * m);
+        run_chunks(&mut c[..len], rows_per_task * n, flops, |i, block| {
+            let first = i * rows_per_task;
             let end = first + block.len() / n;
             let mut r = first;
             while r < end {
@@ -482,6 +498,9 @@ impl<T: Gemm> GroupedGemm<'_, T> {
 /// Lays the `cnt` samples of `per_sample` (each `rows x l`, contiguous) side by side:
 /// `side[r, s·l + j] = per_sample[s, r, j]`.
 fn side_by_side<T: Copy>(per_sample: &[T], side: &mut [T], l: usize, cnt: usize) {
+    if per_sample.is_empty() || l == 0 {
+        return;
+    }
     let sample_len = per_sample.len() / cnt;
     for (s, src) in per_sample.chunks(sample_len).enumerate() {
         for (r, row) in src.chunks(l).enumerate() {
@@ -492,6 +511,9 @@ fn side_by_side<T: Copy>(per_sample: &[T], side: &mut [T], l: usize, cnt: usize)
 
 /// The inverse of [`side_by_side`]: `per_sample[s, r, j] = side[r, s·l + j]`.
 fn split_samples<T: Copy>(side: &[T], per_sample: &mut [T], l: usize, cnt: usize) {
+    if per_sample.is_empty() || l == 0 {
+        return;
+    }
     let sample_len = per_sample.len() / cnt;
     for (s, dst) in per_sample.chunks_mut(sample_len).enumerate() {
         for (r, row) in dst.chunks_mut(l).enumerate() {
@@ -500,15 +522,20 @@ fn split_samples<T: Copy>(side: &[T], per_sample: &mut [T], l: usize, cnt: usize
     }
 }
 
-/// Writes the column matrices of the samples of `xs` (each `in_len` long) side by side
-/// into `cols` (row stride `cnt·L`).
-fn im2col_side_by_side<T: Gemm>(g: &ConvGeometry, xs: &[T], in_len: usize, cols: &mut [T]) {
-    let (l, cnt) = (g.l(), xs.len() / in_len);
+/// Writes the column matrices of the `cnt` samples of `xs` (each `in_len` long) side by
+/// side into `cols` (row stride `cnt·L`).
+fn im2col_side_by_side<T: Gemm>(
+    g: &ConvGeometry,
+    xs: &[T],
+    (in_len, cnt): (usize, usize),
+    cols: &mut [T],
+) {
+    let l = g.l();
     if cols.is_empty() {
         return;
     }
-    for (s, xn) in xs.chunks(in_len).enumerate() {
-        im2col(g, xn, &mut cols[s * l..], cnt * l);
+    for s in 0..cnt {
+        im2col(g, &xs[s * in_len..][..in_len], &mut cols[s * l..], cnt * l);
     }
 }
 
@@ -597,7 +624,7 @@ fn forward_batched<T: Gemm>(
         } else {
             scratch.with(|buf| {
                 let (cols, side) = buf.split_at_mut(cols_len * cnt);
-                im2col_side_by_side(g, xs, in_len, cols);
+                im2col_side_by_side(g, xs, (in_len, cnt), cols);
                 if cnt == 1 {
                     product(cols, l, y);
                 } else {
@@ -781,7 +808,7 @@ fn weight_adjoint_batched<T: Gemm>(
             }
             scratch.with(|buf| {
                 let (cols, side) = buf.split_at_mut(cols_len * cnt);
-                im2col_side_by_side(g, xs, in_len, cols);
+                im2col_side_by_side(g, xs, (in_len, cnt), cols);
                 if cnt == 1 {
                     product(gys, cols, l, beta, part);
                 } else {
@@ -1087,6 +1114,64 @@ mod tests {
             assert_eq!(conv_forward(&g, &x, &w, Some(&bias)).unwrap(), y);
             assert_eq!(conv_input_adjoint(&g, &gy, &w).unwrap(), gx);
             assert_eq!(conv_weight_adjoint(&g, &x, &gy).unwrap(), gw);
+        }
+    }
+
+    #[test]
+    fn empty_sizes_batch_without_panicking() {
+        let base = ConvGeometry {
+            batch: 3,
+            in_channels: 2,
+            out_channels: 2,
+            groups: 1,
+            input: [1, 1, 2],
+            output: [1, 1, 0],
+            kernel: [1, 1, 3],
+            stride: [1, 1, 1],
+            padding: [0, 0, 0],
+            dilation: [1, 1, 1],
+        };
+        let geometries = [
+            base.clone(),
+            ConvGeometry {
+                out_channels: 0,
+                output: [1, 1, 2],
+                kernel: [1, 1, 1],
+                ..base.clone()
+            },
+            ConvGeometry {
+                in_channels: 0,
+                output: [1, 1, 2],
+                kernel: [1, 1, 1],
+                ..base.clone()
+            },
+            // An empty input read through padding only.
+            ConvGeometry {
+                input: [1, 1, 0],
+                output: [1, 1, 2],
+                kernel: [1, 1, 1],
+                padding: [0, 0, 1],
+                ..base
+            },
+        ];
+        for g in geometries {
+            let (x_len, w_len) = (g.input_len().unwrap() * g.batch, g.weight_len().unwrap());
+            let y_len = g.output_len().unwrap() * g.batch;
+            let (x, w, gy) = (ints(x_len, 1), ints(w_len, 2), ints(y_len, 3));
+            let bias = ints(g.out_channels, 4);
+            let l = g.l().max(1);
+            let y: Vec<f64> = (0..y_len).map(|i| bias[i / l % g.out_channels]).collect();
+            for nb in 1..=g.batch {
+                assert_eq!(forward_batched(&g, &x, &w, Some(&bias), nb).unwrap(), y);
+                assert_eq!(
+                    input_adjoint_batched(&g, &gy, &w, nb).unwrap(),
+                    vec![0.0; x_len]
+                );
+                assert_eq!(
+                    weight_adjoint_batched(&g, &x, &gy, nb).unwrap(),
+                    vec![0.0; w_len]
+                );
+            }
         }
     }
 
