@@ -293,7 +293,12 @@ impl Drop for Storage {
 
 impl Storage {
     /// A new storage at version 0.
-    pub fn new(buffer: Buffer) -> Arc<Storage> {
+    pub fn new(mut buffer: Buffer) -> Arc<Storage> {
+        // A kernel may hand over a vector with spare capacity (a reduction that kept its
+        // first partial, say); the storage would pin the whole allocation for its
+        // lifetime, unseen by the count below. Give the spare back (a no-op when there
+        // is none; for a large block glibc shrinks the mapping in place).
+        each_owned!(&mut buffer, v => v.shrink_to_fit(), _e => ());
         let owned_bytes = match &buffer {
             Buffer::External(_) => 0,
             owned => owned.len() * owned.dtype().size_in_bytes(),
