@@ -4,11 +4,16 @@ The bookkeeping (param groups as dicts, ``state`` keyed by parameter, ``state_di
 and ``load_state_dict`` in PyTorch's structure) is plain Python, as in PyTorch; the
 update of a whole group is one native call (``_rustgrad._optim_step``) that releases
 the GIL and updates the parameters in parallel, in place. See Note [Optimizer steps].
+
+PyTorch's hooks (step pre/post hooks, per optimizer and global, and the
+``state_dict``/``load_state_dict`` hooks) are kept in ordered dicts as PyTorch keeps
+them; see Note [Optimizer steps].
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import functools
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from copy import deepcopy
 from itertools import chain
@@ -16,8 +21,127 @@ from typing import Any
 
 from .. import _rustgrad
 from .._rustgrad import Tensor
+from ..nn.modules.module import RemovableHandle
 
-__all__ = ["Optimizer", "required"]
+__all__ = [
+    "Optimizer",
+    "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook",
+    "required",
+]
+
+# The hooks of every optimizer's step: global pre hooks run before an optimizer's own,
+# global post hooks after its own (PyTorch's order).
+_global_optimizer_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+
+# The per-instance hook dicts, created by ``__init__`` and by ``__setstate__`` for an
+# optimizer pickled or deep-copied (``__getstate__`` leaves hooks out, as PyTorch's).
+_HOOK_DICTS = (
+    "_optimizer_step_pre_hooks",
+    "_optimizer_step_post_hooks",
+    "_optimizer_state_dict_pre_hooks",
+    "_optimizer_state_dict_post_hooks",
+    "_optimizer_load_state_dict_pre_hooks",
+    "_optimizer_load_state_dict_post_hooks",
+)
+
+
+def register_optimizer_step_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Registers a step pre hook common to all optimizers; it runs before the
+    optimizer's own pre hooks.
+
+    Args:
+        hook: ``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``;
+            ``args`` holds the optimizer itself first, then ``step``'s positional
+            arguments.
+
+    Returns:
+        A ``RemovableHandle`` whose ``remove()`` unregisters the hook.
+
+    Example:
+        >>> from rustgrad.optim.optimizer import register_optimizer_step_pre_hook
+        >>> handle = register_optimizer_step_pre_hook(lambda opt, args, kwargs: None)
+        >>> handle.remove()
+    """
+    return _add_hook(_global_optimizer_pre_hooks, hook, prepend=False)
+
+
+def register_optimizer_step_post_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Registers a step post hook common to all optimizers; it runs after the
+    optimizer's own post hooks.
+
+    Args:
+        hook: ``hook(optimizer, args, kwargs) -> None``.
+
+    Returns:
+        A ``RemovableHandle`` whose ``remove()`` unregisters the hook.
+
+    Example:
+        >>> from rustgrad.optim.optimizer import register_optimizer_step_post_hook
+        >>> handle = register_optimizer_step_post_hook(lambda opt, args, kwargs: None)
+        >>> handle.remove()
+    """
+    return _add_hook(_global_optimizer_post_hooks, hook, prepend=False)
+
+
+def _add_hook(
+    hooks: OrderedDict[int, Callable[..., Any]], hook: Callable[..., Any], prepend: bool
+) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def _hooked_step(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps a ``step`` so that it runs the step hooks (PyTorch's ``profile_hook_step``).
+
+    With no hook registered the wrapper only tests four dicts and calls ``func``. A
+    ``step`` that calls an overridden ``step`` of the same optimizer (a subclass's
+    ``super().step()``) runs the hooks once, in the outermost call: the inner call
+    sees ``_step_hooks_running``.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        self = args[0]
+        if (
+            not (
+                _global_optimizer_pre_hooks
+                or _global_optimizer_post_hooks
+                or self._optimizer_step_pre_hooks
+                or self._optimizer_step_post_hooks
+            )
+            or self._step_hooks_running
+        ):
+            return func(*args, **kwargs)
+        for pre_hook in chain(
+            _global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()
+        ):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(
+                        f"{func} must return None or a tuple of (new_args, new_kwargs), "
+                        f"but got {result}."
+                    )
+        self._step_hooks_running = True
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self._step_hooks_running = False
+        for post_hook in chain(
+            self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()
+        ):
+            post_hook(self, args, kwargs)
+        return out
+
+    wrapper.hooked = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 def _check(ok: bool, message: str) -> None:
@@ -86,9 +210,17 @@ class Optimizer:
     # The 0-d state entries the step creates, with their start values ("step", and
     # NAdam's "mu_product"); made here in PyTorch's dtype before the native step.
     _scalar_state: tuple[tuple[str, float], ...] = (("step", 0.0),)
+    # True on an instance while its hooked ``step`` runs (see ``_hooked_step``).
+    _step_hooks_running = False
+
+    # PyTorch's name of the wrapper that runs the step hooks.
+    profile_hook_step = staticmethod(_hooked_step)
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
+        for name in _HOOK_DICTS:
+            setattr(self, name, OrderedDict())
+        self._patch_step_function()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be "
@@ -123,6 +255,113 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        for name in _HOOK_DICTS:
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+        self._patch_step_function()
+
+    def _patch_step_function(self) -> None:
+        """Wraps the class's ``step`` to run the step hooks, once per class (PyTorch
+        patches at construction, so a subclass's own ``step`` is covered too)."""
+        cls = self.__class__
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _hooked_step(cls.step)  # type: ignore[method-assign]
+
+    def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers a hook that runs before every ``step``, after the global pre hooks.
+
+        Args:
+            hook: ``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``;
+                ``args`` holds the optimizer itself first, then ``step``'s positional
+                arguments. A returned pair replaces the arguments of ``step`` (and of
+                the later hooks); any other non-None result raises RuntimeError.
+
+        Returns:
+            A ``RemovableHandle`` whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> w = rustgrad.zeros(1, requires_grad=True)
+            >>> opt = rustgrad.optim.SGD([w])
+            >>> handle = opt.register_step_pre_hook(lambda o, args, kwargs: None)
+            >>> handle.remove()
+        """
+        return _add_hook(self._optimizer_step_pre_hooks, hook, prepend=False)
+
+    def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers a hook that runs after every ``step``, before the global post hooks.
+
+        Args:
+            hook: ``hook(optimizer, args, kwargs) -> None``, with the arguments ``step``
+                was called with (after any pre hook replaced them).
+
+        Returns:
+            A ``RemovableHandle`` whose ``remove()`` unregisters the hook.
+        """
+        return _add_hook(self._optimizer_step_post_hooks, hook, prepend=False)
+
+    def register_state_dict_pre_hook(
+        self, hook: Callable[[Optimizer], None], prepend: bool = False
+    ) -> RemovableHandle:
+        """Registers ``hook(optimizer) -> None``, called at the start of ``state_dict``.
+
+        Args:
+            hook: the hook.
+            prepend: run it before the already registered ``state_dict`` pre hooks
+                instead of after them.
+
+        Returns:
+            A ``RemovableHandle`` whose ``remove()`` unregisters the hook.
+        """
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(
+        self, hook: Callable[[Optimizer, dict[str, Any]], Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Registers ``hook(optimizer, state_dict) -> state_dict or None``, called on the
+        result of ``state_dict``; a returned dict replaces the result.
+
+        Args:
+            hook: the hook; it may also modify ``state_dict`` in place.
+            prepend: run it before the already registered ``state_dict`` post hooks
+                instead of after them.
+
+        Returns:
+            A ``RemovableHandle`` whose ``remove()`` unregisters the hook.
+        """
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(
+        self, hook: Callable[[Optimizer, dict[str, Any]], Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Registers ``hook(optimizer, state_dict) -> state_dict or None``, called by
+        ``load_state_dict`` before it loads; a returned dict is loaded instead.
+
+        Args:
+            hook: the hook; it receives a shallow copy of the caller's dict, which it
+                may modify in place.
+            prepend: run it before the already registered ``load_state_dict`` pre
+                hooks instead of after them.
+
+        Returns:
+            A ``RemovableHandle`` whose ``remove()`` unregisters the hook.
+        """
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(
+        self, hook: Callable[[Optimizer], None], prepend: bool = False
+    ) -> RemovableHandle:
+        """Registers ``hook(optimizer) -> None``, called at the end of
+        ``load_state_dict``, once the state is loaded.
+
+        Args:
+            hook: the hook.
+            prepend: run it before the already registered ``load_state_dict`` post
+                hooks instead of after them.
+
+        Returns:
+            A ``RemovableHandle`` whose ``remove()`` unregisters the hook.
+        """
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def __repr__(self) -> str:
         format_string = self.__class__.__name__ + " ("
@@ -250,6 +489,7 @@ class Optimizer:
         momentum keeps none, as PyTorch)."""
         return True
 
+    @_hooked_step
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one optimization step of every param group.
 
@@ -259,6 +499,8 @@ class Optimizer:
 
         Returns:
             The closure's loss, or None.
+
+        The step hooks run around it (``register_step_pre_hook``).
         """
         if self._native_kind is None:
             # PyTorch's base class: a subclass written in Python defines its own step.
@@ -287,8 +529,11 @@ class Optimizer:
         index, ``param_groups`` with ``params`` as indices.
 
         Returns:
-            ``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``.
+            ``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``,
+            or what a ``state_dict`` post hook returned instead.
         """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         param_mappings: dict[int, int] = {}
         start_index = 0
 
@@ -311,7 +556,12 @@ class Optimizer:
             (param_mappings[id(k)] if isinstance(k, Tensor) else k): v
             for k, v in self.state.items()
         }
-        return {"state": packed_state, "param_groups": param_groups}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            hook_result = post_hook(self, state_dict)
+            if hook_result is not None:
+                state_dict = hook_result
+        return state_dict
 
     @staticmethod
     def _cast_state_value(param: Tensor, value: Any, key: Any = None) -> Any:
@@ -337,6 +587,10 @@ class Optimizer:
             ValueError: the number or sizes of the param groups differ.
         """
         state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            hook_result = pre_hook(self, state_dict)
+            if hook_result is not None:
+                state_dict = hook_result
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -368,3 +622,5 @@ class Optimizer:
 
         param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
         self.__setstate__({"state": state, "param_groups": param_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
