@@ -581,7 +581,9 @@ class Optimizer:
         """Loads a state made by ``state_dict`` (this optimizer's or PyTorch's).
 
         Args:
-            state_dict: ``{"state": ..., "param_groups": ...}``.
+            state_dict: ``{"state": ..., "param_groups": ...}``; the
+                ``load_state_dict`` pre hooks get a shallow copy of it and may return
+                another dict to load instead.
 
         Raises:
             ValueError: the number or sizes of the param groups differ.
