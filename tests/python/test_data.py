@@ -518,7 +518,6 @@ def test_loader_errors() -> None:
         (dict(batch_size=None, drop_last=True), ValueError, "mutually exclusive with drop_last"),
         (dict(drop_last=1), ValueError, "drop_last should be a boolean value"),
         (dict(num_workers=-1), ValueError, "num_workers option should be non-negative"),
-        (dict(num_workers=2), NotImplementedError, "does not support worker processes yet"),
         (dict(timeout=-1), ValueError, "timeout option should be non-negative"),
         (dict(prefetch_factor=2), ValueError, "prefetch_factor option could only be specified"),
         (dict(persistent_workers=True), ValueError, "persistent_workers option needs"),

@@ -73,13 +73,15 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         # test_nn_spatial.py, test_vectors_nn_loss.py, test_vectors_nn_conv.py,
         # test_nn_poolnorm_vectors.py, test_nn_models.py, test_nn_layers.py
         # data_samplers.json and lr_scheduler.json (Python-only features, not in the
-        # generic format): read by test_data.py and test_lr_scheduler.py
+        # generic format): read by test_data.py and test_lr_scheduler.py; likewise
+        # data_workers.json (DataLoader worker processes), read by test_data_workers.py
         # optim*.json: optimizer trajectories and a PyTorch optimizer state_dict, read by
         # test_optim.py and crates/engine/tests/optim_vectors.rs
         # models_*.json (torchvision's ResNet names and outputs, its own schema): read by
         # test_models.py
         if path.stem not in ("random", "factory", "samplers_ops", "data_samplers", "lr_scheduler")
         and not path.stem.startswith(("nn_", "optim", "models_"))
+        and path.stem != "data_workers"
     }
 
 

@@ -1450,6 +1450,9 @@ fn vector_files_are_all_covered() {
                 // schedulers are Python-only, so tests/python/test_data.py and
                 // tests/python/test_lr_scheduler.py read them.
                 && n != "data_samplers.json"
+                // data_workers.json (DataLoader worker processes, its own schema):
+                // tests/python/test_data_workers.py.
+                && n != "data_workers.json"
                 && n != "lr_scheduler.json"
                 // nn_*.json: see below.
                 && !n.starts_with("nn_")

@@ -1,5 +1,6 @@
 """``rustgrad.utils.data``: datasets, samplers and the DataLoader, with PyTorch's
-names and semantics (``torch.utils.data``); loading runs in the main process."""
+names and semantics (``torch.utils.data``); loading runs in the main process or in
+worker processes."""
 
 from ._collate import default_collate, default_convert
 from .dataloader import DataLoader, get_worker_info
