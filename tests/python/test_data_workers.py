@@ -37,6 +37,9 @@ from rustgrad.utils.data import (
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "data_workers.json"
 CASES = json.loads(VECTORS.read_text())["cases"]
+# Tests whose datasets or functions are local (not picklable) fork explicitly: Python 3.14
+# makes 'forkserver' the default start method on Linux.
+FORK = multiprocessing.get_context("fork")
 USABLE_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
@@ -222,17 +225,21 @@ def test_in_order_false_yields_every_batch() -> None:
     assert sorted(b.tolist() for b in loader) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
 
 
-def test_spawn_context() -> None:
-    loader = DataLoader(Range(5), batch_size=2, num_workers=1, multiprocessing_context="spawn")
-    assert [b.tolist() for b in loader] == [[0, 1], [2, 3], [4]]
-    assert loader.multiprocessing_context.get_start_method() == "spawn"
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_other_start_methods(method: str) -> None:
+    loader = DataLoader(Pid(5), batch_size=2, num_workers=1, multiprocessing_context=method)
+    batches = [(b[0].tolist(), b[1].tolist()) for b in loader]
+    assert [indices for indices, _ in batches] == [[0, 1], [2, 3], [4]]
+    assert os.getpid() not in batches[0][1]
+    assert loader.multiprocessing_context.get_start_method() == method
+    assert no_workers_left()
 
 
 # --------------------------------------------------------------------------- seeds and init
 
 
 def test_worker_seeds_and_init_fn() -> None:
-    calls = multiprocessing.get_context("fork").Queue()
+    calls = FORK.Queue()
 
     def init_fn(worker_id: int) -> None:
         info = get_worker_info()
@@ -249,7 +256,12 @@ def test_worker_seeds_and_init_fn() -> None:
         generator=torch.Generator().manual_seed(5)
     )
     loader = DataLoader(
-        Length(6), batch_size=None, num_workers=2, worker_init_fn=init_fn, generator=generator
+        Length(6),
+        batch_size=None,
+        num_workers=2,
+        worker_init_fn=init_fn,
+        generator=generator,
+        multiprocessing_context=FORK,
     )
     samples = [(int(i), int(n)) for i, n in loader]
     assert samples == [(0, 1000), (1, 2000), (2, 1000), (3, 2000), (4, 1000), (5, 2000)]
@@ -374,7 +386,9 @@ def test_worker_init_fn_error_is_reraised() -> None:
     def init_fn(worker_id: int) -> None:
         raise ZeroDivisionError(f"init of {worker_id}")
 
-    loader = DataLoader(Range(4), num_workers=1, worker_init_fn=init_fn)
+    loader = DataLoader(
+        Range(4), num_workers=1, worker_init_fn=init_fn, multiprocessing_context=FORK
+    )
     with pytest.raises(ZeroDivisionError, match="Caught ZeroDivisionError in DataLoader worker"):
         next(iter(loader))
 
@@ -404,7 +418,11 @@ def test_dead_worker_raises(how: str, cause: str) -> None:
 
 def test_timeout() -> None:
     loader = DataLoader(
-        Range(4), num_workers=1, timeout=0.1, worker_init_fn=lambda worker_id: time.sleep(0.5)
+        Range(4),
+        num_workers=1,
+        timeout=0.1,
+        worker_init_fn=lambda worker_id: time.sleep(0.5),
+        multiprocessing_context=FORK,
     )
     with pytest.raises(RuntimeError, match=r"^DataLoader timed out after 0\.1 seconds$"):
         next(iter(loader))
@@ -444,7 +462,7 @@ def test_option_errors() -> None:
     loader = DataLoader(Range(3), num_workers=1, prefetch_factor=0)
     with pytest.raises(AssertionError, match="prefetch_factor must be greater than 0"):
         iter(loader)
-    context = multiprocessing.get_context("fork")
+    context = FORK
     assert (
         DataLoader(Range(3), num_workers=1, multiprocessing_context=context).multiprocessing_context
         is context
@@ -457,7 +475,9 @@ def test_iterable_length_warning_mentions_workers() -> None:
         def __len__(self) -> int:
             return self.n
 
-    loader = DataLoader(Sized("iterable_plain", 3), batch_size=None, num_workers=2)
+    loader = DataLoader(
+        Sized("iterable_plain", 3), batch_size=None, num_workers=2, multiprocessing_context=FORK
+    )
     assert len(loader) == 3
     with pytest.warns(UserWarning, match="For multiprocessing data-loading"):
         assert sorted(int(x) for x in loader) == [0, 0, 1, 1, 2, 2]

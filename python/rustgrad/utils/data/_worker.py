@@ -199,15 +199,20 @@ def _worker_loop(
     init_fn: Callable[[int], None] | None,
     worker_id: int,
     num_workers: int,
+    parent_pid: int | None,
 ) -> None:
     """The body of worker process ``worker_id``.
 
     It receives ``(task_idx, index)`` from ``index_queue`` and puts ``(task_idx,
     batch)`` on ``data_queue``, where ``batch`` may be an ``ExceptionWrapper`` or an
     ``_IterableDatasetStopIteration``. ``None`` tells it to exit; ``_ResumeIteration``
-    (persistent workers) restarts the fetcher and is echoed back. It also exits when the
-    main process is gone (its parent pid changes), checked every
-    ``MP_STATUS_CHECK_INTERVAL`` seconds.
+    (persistent workers) restarts the fetcher and is echoed back. It also exits when its
+    parent process is gone (``os.getppid()`` is no longer ``parent_pid``), checked every
+    ``MP_STATUS_CHECK_INTERVAL`` seconds. ``parent_pid`` is the main process's pid, given
+    by the main process: read here, it would already be init's (or a subreaper's) when
+    the main process died before this worker started running (PyTorch's race). With
+    'forkserver' the parent is the fork server, unknown to the main process, so it is
+    None and read here.
     """
     global _worker_info
     # The holder list is emptied so that this frame keeps the only reference.
@@ -232,7 +237,8 @@ def _worker_loop(
         # After its dataset ran out (iterable-style) or once shutdown started, the
         # worker skips tasks and only waits for None.
         iteration_end = False
-        parent_pid = os.getppid()
+        if parent_pid is None:
+            parent_pid = os.getppid()
         while os.getppid() == parent_pid:
             try:
                 task = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)

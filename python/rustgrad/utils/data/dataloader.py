@@ -636,8 +636,8 @@ class _WorkerProcesses:
         context: the ``multiprocessing`` context that starts the processes.
         persistent: whether the workers outlive a pass (every worker gets ``None`` at
             shutdown, even one marked unavailable).
-        worker_args: per worker, the arguments of ``_worker_loop`` without the three
-            queues and the event, which this object adds.
+        worker_args: per worker, the arguments of ``_worker_loop`` without the two
+            queues, the event and the parent pid, which this object adds.
     """
 
     def __init__(self, context: Any, persistent: bool, worker_args: list[tuple]) -> None:
@@ -648,6 +648,8 @@ class _WorkerProcesses:
         self.processes: list[Any] = []
         self.status: list[bool] = []
         self.shut_down = False
+        # The workers' parent: this process, except with a fork server (see _worker_loop).
+        parent_pid = None if context.get_start_method() == "forkserver" else os.getpid()
         for args in worker_args:
             index_queue = context.Queue()
             # Unsent tasks must not keep the main process from exiting.
@@ -662,6 +664,7 @@ class _WorkerProcesses:
                     self.result_queue,
                     self.done_event,
                     *rest,
+                    parent_pid,
                 ),
                 daemon=True,
             )
