@@ -271,6 +271,24 @@ def test_worker_seeds_and_init_fn() -> None:
     assert get_worker_info() is None
 
 
+class Threads(Range):
+    """Sample ``i``: the worker's engine thread count, and a sum large enough to run on
+    the engine's pool with ``i + 1`` threads."""
+
+    def __getitem__(self, i: int) -> Any:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(i + 1)
+        total = torch.ones(1 << 21, dtype=torch.float64).mul(3).sum().item()
+        return threads, total
+
+
+def test_worker_engine_runs_after_fork() -> None:
+    # The parent's pool exists (and ran) before the fork; a worker builds its own.
+    assert torch.ones(1 << 21).mul(2).sum().item() == 2 * (1 << 21)
+    loader = DataLoader(Threads(2), batch_size=None, num_workers=1, multiprocessing_context=FORK)
+    assert [(int(t), float(s)) for t, s in loader] == [(1, 3.0 * (1 << 21))] * 2
+
+
 def test_persistent_workers_keep_processes() -> None:
     loader = DataLoader(Pid(6), batch_size=2, num_workers=2, persistent_workers=True)
     first = [tuple(b[1].tolist()) for b in loader]
