@@ -9,9 +9,8 @@ from collections.abc import Iterable
 from typing import Any, Callable
 
 
-class _MapDatasetFetcher:
-    """Reads ``dataset[i]`` for each index of a batch (or ``__getitems__`` when the
-    dataset has it) and collates the samples."""
+class _DatasetFetcher:
+    """What both fetchers keep: the dataset and the loader's collation settings."""
 
     def __init__(
         self, dataset: Any, auto_collation: bool, collate_fn: Callable[[Any], Any], drop_last: bool
@@ -20,6 +19,15 @@ class _MapDatasetFetcher:
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
         self.drop_last = drop_last
+
+    def fetch(self, possibly_batched_index: Any) -> Any:
+        """The batch for one index (or list of indices) of the sampler."""
+        raise NotImplementedError
+
+
+class _MapDatasetFetcher(_DatasetFetcher):
+    """Reads ``dataset[i]`` for each index of a batch (or ``__getitems__`` when the
+    dataset has it) and collates the samples."""
 
     def fetch(self, possibly_batched_index: Any) -> Any:
         """The collated batch for a list of indices (one sample for a single index
@@ -34,7 +42,7 @@ class _MapDatasetFetcher:
         return self.collate_fn(data)
 
 
-class _IterableDatasetFetcher(_MapDatasetFetcher):
+class _IterableDatasetFetcher(_DatasetFetcher):
     """Draws ``len(index)`` samples from one iterator over the dataset per batch;
     raises StopIteration once the iterator is exhausted (or, with ``drop_last``, when
     the last batch would be short)."""
@@ -74,7 +82,7 @@ def create_fetcher(
     auto_collation: bool,
     collate_fn: Callable[[Any], Any],
     drop_last: bool,
-) -> _MapDatasetFetcher:
+) -> _DatasetFetcher:
     """The fetcher for an iterable-style (``iterable=True``) or map-style dataset."""
     kind = _IterableDatasetFetcher if iterable else _MapDatasetFetcher
     return kind(dataset, auto_collation, collate_fn, drop_last)
