@@ -486,6 +486,8 @@ def test_option_errors() -> None:
         is context
     )
     assert DataLoader(Range(3), num_workers=1).prefetch_factor == 2
+    pinned = DataLoader(Range(3), batch_size=3, num_workers=1, pin_memory=True)
+    assert [b.tolist() for b in pinned] == [[0, 1, 2]]  # accepted, nothing to pin on CPU
 
 
 def test_iterable_length_warning_mentions_workers() -> None:
