@@ -13,8 +13,6 @@ frameworks run with the same thread count (default: 2).
 from __future__ import annotations
 
 import argparse
-import glob
-import os
 import statistics
 import sys
 import time
@@ -22,21 +20,10 @@ from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
+from _torch_site import find_torch_site
 
 SHAPE = (16, 64, 56, 56)
 WEIGHT = (64, 64, 3, 3)
-
-
-def find_torch_site(explicit: str | None) -> str | None:
-    """The site-packages of a venv holding torch for this Python version, if any."""
-    if explicit:
-        return explicit
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for venv in (os.path.join(here, ".torch-venv"), "/work/main/.torch-venv"):
-        for site in glob.glob(os.path.join(venv, "lib", version, "site-packages")):
-            return site
-    return None
 
 
 def arrays() -> list[np.ndarray]:

@@ -17,8 +17,6 @@ Without --torch-site the benchmark looks for .torch-venv next to the repository 
 from __future__ import annotations
 
 import argparse
-import glob
-import os
 import statistics
 import sys
 import time
@@ -26,20 +24,9 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+from _torch_site import find_torch_site
 
 BATCH, CLASSES = 128, 1000
-
-
-def find_torch_site(explicit: str | None) -> str | None:
-    """The site-packages of a venv holding torch for this Python version, if any."""
-    if explicit:
-        return explicit
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for venv in (os.path.join(here, ".torch-venv"), "/work/main/.torch-venv"):
-        for site in glob.glob(os.path.join(venv, "lib", version, "site-packages")):
-            return site
-    return None
 
 
 def step(fw: ModuleType, logits: np.ndarray, target: np.ndarray, ls: float) -> tuple[int, Any]:

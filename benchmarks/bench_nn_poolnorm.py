@@ -17,8 +17,6 @@ the medians and the rustgrad / PyTorch ratios are printed.
 from __future__ import annotations
 
 import argparse
-import glob
-import os
 import statistics
 import sys
 import time
@@ -26,18 +24,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
-
-
-def find_torch_site(explicit: str | None) -> str | None:
-    """The site-packages of a venv holding torch for this Python version, if any."""
-    if explicit:
-        return explicit
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for venv in (os.path.join(here, ".torch-venv"), "/work/main/.torch-venv"):
-        for site in glob.glob(os.path.join(venv, "lib", version, "site-packages")):
-            return site
-    return None
+from _torch_site import find_torch_site
 
 
 def workloads(fw: ModuleType) -> dict[str, Callable[[], Any]]:

@@ -25,9 +25,7 @@ initialisation, copied through numpy). PyTorch's model is torchvision's
 from __future__ import annotations
 
 import argparse
-import glob
 import multiprocessing
-import os
 import statistics
 import sys
 import time
@@ -35,22 +33,11 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+from _torch_site import find_torch_site
 
 BATCH = 16
 SHAPE = (BATCH, 3, 64, 64)
 WORKLOADS = ("full", "frozen", "eval")
-
-
-def find_torch_site(explicit: str | None) -> str | None:
-    """The site-packages of a venv holding torch for this Python version, if any."""
-    if explicit:
-        return explicit
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for venv in (os.path.join(here, ".torch-venv"), "/work/main/.torch-venv"):
-        for site in glob.glob(os.path.join(venv, "lib", version, "site-packages")):
-            return site
-    return None
 
 
 def frameworks(site: str | None) -> dict[str, ModuleType]:

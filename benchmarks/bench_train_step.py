@@ -21,8 +21,6 @@ steps with 1 and with 2 threads.
 from __future__ import annotations
 
 import argparse
-import glob
-import os
 import statistics
 import sys
 import time
@@ -31,20 +29,9 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+from _torch_site import find_torch_site
 
 BATCH = 64
-
-
-def find_torch_site(explicit: str | None) -> str | None:
-    """The site-packages of a venv holding torch for this Python version, if any."""
-    if explicit:
-        return explicit
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for venv in (os.path.join(here, ".torch-venv"), "/work/main/.torch-venv"):
-        for site in glob.glob(os.path.join(venv, "lib", version, "site-packages")):
-            return site
-    return None
 
 
 def mlp(fw: ModuleType) -> Any:
