@@ -33,6 +33,7 @@ import rustgrad
 import rustgrad.nn as nn
 import rustgrad.nn.functional as F
 from rustgrad import serialization
+from rustgrad.models.resnet import BasicBlock
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 WIDTHS = (4, 8, 16, 32)
@@ -44,27 +45,9 @@ LOAD_ERRORS = (RuntimeError, pickle.UnpicklingError)
 # ------------------------------------------------ the generator's model, in rustgrad
 
 
-class BasicBlock(nn.Module):
-    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample=None):
-        super().__init__()
-        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
-        self.downsample = downsample
-
-    def forward(self, x):
-        identity = x
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        if self.downsample is not None:
-            identity = self.downsample(x)
-        return self.relu(out + identity)
-
-
 class SmallResNet18(nn.Module):
-    """torchvision's ResNet-18 module tree and names, with channels 4-8-16-32."""
+    """torchvision's ResNet-18 module tree and names, with channels 4-8-16-32 (the
+    library's BasicBlock; torchvision's ResNet class fixes the widths at 64-512)."""
 
     def __init__(self):
         super().__init__()
