@@ -7,6 +7,7 @@
 //! itself recorded (`create_graph`), so double backward works. See Note [Class-index
 //! losses].
 
+use super::pool::with_slice;
 use super::{saved_at, Grads};
 use crate::autograd::grad_mode;
 use crate::dtype::DType;
@@ -154,10 +155,10 @@ impl ClassLoss {
         let scale = |r: usize| if per_row { g[r] } else { g[0] / divisor };
         let dtype = grad.dtype();
         if self.log_softmax {
-            let x = saved_at(saved, 2)?.tensor().contiguous()?;
+            let x = saved_at(saved, 2)?.tensor();
             let values = match x.dtype() {
                 DType::F32 => Tensor::from_vec(
-                    x.read(|s: &[f32]| {
+                    with_slice(&x, |s: &[f32]| {
                         kernel::class_loss_backward(
                             s,
                             target,
@@ -170,7 +171,7 @@ impl ClassLoss {
                     &self.input_shape,
                 )?,
                 DType::F64 => Tensor::from_vec(
-                    x.read(|s: &[f64]| {
+                    with_slice(&x, |s: &[f64]| {
                         kernel::class_loss_backward(
                             s,
                             target,
@@ -376,10 +377,16 @@ impl Variable {
             label_smoothing,
             log_softmax,
         };
-        let x = self.tensor().contiguous()?;
+        // The view's own elements (a slice of a larger tensor starts at its offset):
+        // `with_slice` hands the kernel exactly `numel` contiguous values.
+        let x = self.tensor();
         let forward = match dtype {
-            DType::F32 => x.read(|s: &[f32]| kernel::class_loss_forward(s, &targets, block, &opts)),
-            _ => x.read(|s: &[f64]| kernel::class_loss_forward(s, &targets, block, &opts)),
+            DType::F32 => with_slice(&x, |s: &[f32]| {
+                kernel::class_loss_forward(s, &targets, block, &opts)
+            }),
+            _ => with_slice(&x, |s: &[f64]| {
+                kernel::class_loss_forward(s, &targets, block, &opts)
+            }),
         }?;
         let total_weight = forward.total_weight;
         let losses: Vec<f64> = forward.rows.iter().map(|r| r.0).collect();
