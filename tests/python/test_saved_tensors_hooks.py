@@ -281,3 +281,19 @@ def test_raw_saved_register_hooks():
         unsaved.register_hooks(1, lambda t: t)
     with pytest.raises(AttributeError):
         _ = y.grad_fn._raw_saved_foo
+
+
+def test_packed_tensors_keep_their_history_for_double_backward():
+    # PyTorch's SavedVariable gives the unpacked data the saved tensor's history back
+    # (grad_fn of a non-leaf, AccumulateGrad of a leaf), so a hook that detaches does
+    # not cut higher derivatives: d/dx (y + sum(g**2)) with y = sum(h**3), h = x or
+    # x * 1, at ones(3) is 3 + 2*3*6 = 39.
+    for make in (lambda x: x, lambda x: x * 1.0):
+        x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+        h = make(x)
+        with saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+            y = (h**3).sum()
+        (g,) = torch.autograd.grad(y, x, create_graph=True)
+        assert g.requires_grad
+        (y + (g**2).sum()).backward()
+        assert x.grad.tolist() == [39.0, 39.0, 39.0]

@@ -3,7 +3,7 @@
 //! saved-tensor pack hook made of it (Note [Saved tensor hooks]).
 
 use super::grad_mode;
-use super::graph::{self, NodeId, NodeRef};
+use super::graph::{self, EdgeSource, NodeId, NodeRef};
 use super::value::Value;
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
@@ -89,8 +89,9 @@ enum Stored<V: Value> {
     /// and `_saved_self is x`), else the data. See Note [The graph does not own leaves].
     Leaf(V, V::Weak),
     /// A pack hook's object and the bytes it keeps alive; no version check, as in
-    /// PyTorch.
-    Packed(Arc<dyn PackedTensor<V>>, usize),
+    /// PyTorch. A leaf input is also held weakly: unpacking gives the hook's data the
+    /// leaf's gradient edge (see [`SavedTensor::unpack`]).
+    Packed(Arc<dyn PackedTensor<V>>, usize, Option<V::Weak>),
 }
 
 impl<V: Value> Clone for Stored<V> {
@@ -98,7 +99,7 @@ impl<V: Value> Clone for Stored<V> {
         match self {
             Stored::Plain(v) => Stored::Plain(v.clone()),
             Stored::Leaf(v, w) => Stored::Leaf(v.clone(), w.clone()),
-            Stored::Packed(p, n) => Stored::Packed(p.clone(), *n),
+            Stored::Packed(p, n, l) => Stored::Packed(p.clone(), *n, l.clone()),
         }
     }
 }
@@ -189,7 +190,11 @@ impl<V: Value> SavedTensor<V> {
         match hooks.pack(variable) {
             Ok(packed) => {
                 let bytes = packed.nbytes();
-                self.stored = Stored::Packed(packed, bytes);
+                let leaf = match &self.stored {
+                    Stored::Leaf(_, leaf) => Some(leaf.clone()),
+                    _ => None,
+                };
+                self.stored = Stored::Packed(packed, bytes, leaf);
             }
             Err(e) => defer_error(e),
         }
@@ -244,12 +249,16 @@ impl<V: Value> SavedTensor<V> {
     /// This plain saved tensor packed now by `hooks` (PyTorch's
     /// `SavedTensor.register_hooks`); a tensor already packed refuses a second pair.
     pub(crate) fn with_hooks(&self, hooks: &dyn SavedTensorHooks<V>) -> Result<SavedTensor<V>> {
-        let (Stored::Plain(variable) | Stored::Leaf(variable, _)) = &self.stored else {
-            return Err(Error::InvalidArgument(
-                "Calling register_hooks on a saved tensor whose hooks have already been set. \
+        let (leaf, variable) = match &self.stored {
+            Stored::Plain(v) => (None, v),
+            Stored::Leaf(v, leaf) => (Some(leaf.clone()), v),
+            Stored::Packed(..) => {
+                return Err(Error::InvalidArgument(
+                    "Calling register_hooks on a saved tensor whose hooks have already been set. \
                  Hint: only one pair of hooks is allowed at a time."
-                    .into(),
-            ));
+                        .into(),
+                ));
+            }
         };
         let packed = {
             let _no_grad = grad_mode::no_grad();
@@ -257,7 +266,7 @@ impl<V: Value> SavedTensor<V> {
         };
         let bytes = packed.nbytes();
         Ok(SavedTensor {
-            stored: Stored::Packed(packed, bytes),
+            stored: Stored::Packed(packed, bytes, leaf),
             saved_version: self.saved_version,
             origin: self.origin,
             output_nr: self.output_nr,
@@ -272,7 +281,43 @@ impl<V: Value> SavedTensor<V> {
                 let t = v.data();
                 t.numel() * t.dtype().size_in_bytes()
             }
-            Stored::Packed(_, bytes) => *bytes,
+            Stored::Packed(_, bytes, _) => *bytes,
+        }
+    }
+
+    /// What an unpack hook returned, given the saved variable's history as PyTorch's
+    /// `SavedVariable::unpack` does: a saved output its node's (under grad mode, as a
+    /// plain one), a saved input its grad_fn, a leaf input its gradient edge (the
+    /// leaf's AccumulateGrad), so higher derivatives flow through a packed slot (a
+    /// `checkpoint` recomputation, a hook that detaches). A value that already has
+    /// history or requires grad (a hook that kept the tensor) is returned as is.
+    fn reattached(&self, value: V, leaf: Option<&V::Weak>, owner: NodeId<V>) -> V {
+        if let Some(nr) = self.output_nr {
+            if grad_mode::is_grad_enabled() {
+                if let Some(node) = NodeRef::upgrade(owner) {
+                    return V::with_history(value.data().clone(), node, nr);
+                }
+            }
+            return value;
+        }
+        if value.needs_grad() || value.history().is_some() {
+            return value;
+        }
+        if let Some((Origin::Node(id), nr)) = self.origin {
+            return match NodeRef::upgrade(id) {
+                Some(node) => V::with_history(value.data().clone(), node, nr),
+                None => value,
+            };
+        }
+        let edge = leaf.and_then(V::upgrade).and_then(|l| l.gradient_edge());
+        let (node, nr) = match edge {
+            Some(EdgeSource::Owned(node)) => (Some(node), 0),
+            Some(EdgeSource::Borrowed(e)) => (NodeRef::upgrade(e.node), e.input_nr),
+            None => (None, 0),
+        };
+        match node {
+            Some(node) => V::with_history(value.data().clone(), node, nr),
+            None => value,
         }
     }
 
@@ -292,14 +337,9 @@ impl<V: Value> SavedTensor<V> {
                 }
                 None => v,
             },
-            Stored::Packed(packed, _) => {
+            Stored::Packed(packed, _, leaf) => {
                 let value = packed.unpack()?;
-                if let (Some(nr), true) = (self.output_nr, grad_mode::is_grad_enabled()) {
-                    if let Some(node) = NodeRef::upgrade(owner) {
-                        return Ok(V::with_history(value.data().clone(), node, nr));
-                    }
-                }
-                return Ok(value);
+                return Ok(self.reattached(value, leaf.as_ref(), owner));
             }
         };
         let tensor = variable.data();
