@@ -346,6 +346,32 @@ def test_lbfgs_matches_pytorch(case):
     assert opt.state[x]["n_iter"] == case["n_iter"]
 
 
+def test_lbfgs_with_a_parameter_that_gets_no_gradient():
+    # PyTorch 2.15 counts a parameter without .grad as zeros (it raised AttributeError
+    # on Tensor.new here). Expected values from PyTorch 2.15, float64, same program.
+    w = rustgrad.tensor([1.0, -2.0, 0.5], dtype=rustgrad.float64, requires_grad=True)
+    unused = rustgrad.tensor([3.0, 4.0], dtype=rustgrad.float64, requires_grad=True)
+    opt = optim.LBFGS([w, unused], lr=1, max_iter=5)
+    target = rustgrad.tensor([0.5, 0.25, -1.0], dtype=rustgrad.float64)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((w - target) ** 2).sum() + 0.1 * (w**4).sum()
+        loss.backward()
+        return loss
+
+    for _ in range(3):
+        loss = opt.step(closure)
+    np.testing.assert_allclose(
+        w.detach().numpy(),
+        [0.47813784936223397, 0.2469862551675159, -0.8688306259184189],
+        rtol=1e-9,
+    )
+    assert float(loss) == pytest.approx(0.08027345340326655, rel=1e-9)
+    assert unused.tolist() == [3.0, 4.0] and unused.grad is None
+    assert opt.state[w]["func_evals"] == 9
+
+
 # ----- a PyTorch state_dict loads and resumes -----------------------------------------
 
 STATE_VECTORS = json.loads((VECTORS / "optim_state.json").read_text())

@@ -294,7 +294,7 @@ class LBFGS(Optimizer):
         views = []
         for p in self._params:
             if p.grad is None:
-                view = p.new(p.numel()).zero_()
+                view = p.new_zeros(p.numel())
             else:
                 # rustgrad has no sparse or complex tensors: PyTorch's branches for
                 # them are left out.
