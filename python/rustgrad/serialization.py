@@ -42,6 +42,7 @@ import numpy as np
 
 from . import _rustgrad
 from ._rustgrad import Tensor
+from ._weights_only_unpickler import WeightsOnlyUnpickler
 
 __all__ = [
     "add_safe_globals",
@@ -478,9 +479,24 @@ class _LoadOptions:
         # Read once per load: add_safe_globals() during a load does not change it.
         self.user_globals = _user_allowed_globals() if weights_only else {}
 
-    def unpickler(self, file: IO[bytes], persistent_load: Callable[[Any], Any]) -> _Unpickler:
+    def unpickler(self, file: IO[bytes], persistent_load: Callable[[Any], Any]) -> Any:
         """An unpickler of the object pickle (the one holding tensors)."""
-        return _Unpickler(file, persistent_load, self, **self.pickle_load_args)
+        if not self.weights_only:
+            return _Unpickler(file, persistent_load, **self.pickle_load_args)
+        from .nn.parameter import Parameter
+
+        user_globals = self.user_globals
+        allowed = [*_torch_globals().values(), *_SAFE_BUILTINS.values(), *user_globals.values()]
+        return WeightsOnlyUnpickler(
+            file,
+            find_global=lambda module, name: _find_weights_only_global(module, name, user_globals),
+            allowed=allowed,
+            persistent_load=persistent_load,
+            refuse=_refused_opcode,
+            parameter=Parameter,
+            tensor=Tensor,
+            **self.pickle_load_args,
+        )
 
 
 def _load_safetensors(data: bytes, options: _LoadOptions) -> Any:
@@ -757,10 +773,26 @@ _NUMPY_DTYPES = {
 
 
 class _StorageType:
-    """What ``torch.FloatStorage`` and its siblings unpickle to: an element type."""
+    """What ``torch.FloatStorage`` and its siblings unpickle to: an element type.
+
+    Immutable: one instance per storage class serves every load of the process.
+    """
+
+    __slots__ = ("_dtype",)
 
     def __init__(self, dtype: str) -> None:
-        self.dtype = dtype
+        object.__setattr__(self, "_dtype", dtype)
+
+    @property
+    def dtype(self) -> str:
+        """The element type, e.g. ``"float32"``."""
+        return self._dtype
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
 
 
 def _rebuild_tensor(
@@ -918,33 +950,42 @@ def get_unsafe_globals_in_checkpoint(f: FileLike) -> list[str]:
     return sorted(refused)
 
 
-class _Unpickler(pickle.Unpickler):
-    """``torch.load``'s unpickler, with PyTorch's globals mapped to rustgrad's.
+def _find_weights_only_global(module: str, name: str, user_globals: dict[str, Any]) -> Any:
+    """The global ``module.name`` of a weights-only load, or the refusal (not imported)."""
+    module, name = _python3_name(module, name)
+    allowed = _weights_only_global(module, name, user_globals)
+    if allowed is None:
+        raise _Passthrough(_refused_global(module, name))
+    return allowed
 
-    Storages come from ``persistent_load``. With ``weights_only`` a global resolves
-    only if PyTorch's weights-only unpickler allows it or ``add_safe_globals`` did;
-    any other is refused before it is even imported. Without, any global is imported,
-    except PyTorch's own that rustgrad does not provide.
+
+def _refused_opcode(reason: str) -> _Passthrough:
+    """PyTorch's weights-only error for an opcode it refuses (BUILD on a class, ...)."""
+    return _Passthrough(
+        pickle.UnpicklingError(
+            f"Weights only load failed. {_UNSAFE_MESSAGE}\n\nWeightsUnpickler error: {reason}"
+        )
+    )
+
+
+class _Unpickler(pickle.Unpickler):
+    """``torch.load``'s unpickler with ``weights_only=False``: PyTorch's globals mapped
+    to rustgrad's, any other imported (except PyTorch's own that rustgrad does not
+    provide). Storages come from ``persistent_load``. ``weights_only=True`` loads use
+    ``WeightsOnlyUnpickler`` instead.
     """
 
     def __init__(
         self,
         file: IO[bytes],
         persistent_load: Callable[[Any], Any],
-        options: _LoadOptions,
         **pickle_load_args: Any,
     ) -> None:
         super().__init__(file, **pickle_load_args)
         self._persistent_load = persistent_load
-        self._options = options
 
     def find_class(self, module: str, name: str) -> Any:
         module, name = _python3_name(module, name)
-        if self._options.weights_only:
-            allowed = _weights_only_global(module, name, self._options.user_globals)
-            if allowed is None:
-                raise _Passthrough(_refused_global(module, name))
-            return allowed
         full = f"{module}.{name}"
         mapped = _torch_globals().get(full)
         if mapped is not None:
