@@ -3,9 +3,11 @@
 crashed or is close to a case that did (strings recursed forever; huge sizes aborted
 in the allocator; arange overflowed a capacity)."""
 
+import pickle
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -2534,6 +2536,24 @@ NN_CASES = {
     ),
 }
 CASES.update({f"nn.functional.{name}": case for name, case in NN_CASES.items()})
+
+# Hostile checkpoints of tests/vectors/hostile_pickles (test_serialization_hostile.py
+# has all of them): weights_only loads refuse them with PyTorch's UnpicklingError.
+_HOSTILE = Path(__file__).resolve().parents[1] / "vectors" / "hostile_pickles"
+CASES.update(
+    {
+        "load_build_on_a_class": (
+            lambda: torch.load(_HOSTILE / "build_counter_class.pt"),
+            pickle.UnpicklingError,
+            "Can only build Tensor, Parameter, OrderedDict or types allowlisted",
+        ),
+        "load_setitems_on_a_storage_type": (
+            lambda: torch.load(_HOSTILE / "setitems_storage_type.pt"),
+            pickle.UnpicklingError,
+            "Can only SETITEMS for dict, collections.OrderedDict, collections.Counter",
+        ),
+    }
+)
 
 
 def test_every_nn_functional_has_a_bad_input_case():
