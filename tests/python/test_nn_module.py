@@ -527,3 +527,45 @@ def test_batchnorm_loads_an_old_state_dict_without_num_batches_tracked() -> None
     model = nn.Sequential(nn.Linear(2, 2))
     model.register_module("bn", nn.BatchNorm1d(2))
     assert [n for n, _ in model.named_children()] == ["0", "bn"]
+
+
+def test_state_dict_pre_and_post_hooks_as_pytorch() -> None:
+    # PyTorch 2.15: pre-hooks run first with (module, prefix, keep_vars), post-hooks at
+    # the end with (module, state_dict, prefix, local_metadata); the public post-hook
+    # must return None, the private one may replace the dict. Log checked against
+    # PyTorch 2.15.
+    m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    log: list[Any] = []
+
+    def pre(mod: Any, prefix: str, keep_vars: bool) -> None:
+        log.append(("pre", type(mod).__name__, prefix, keep_vars))
+
+    def post(mod: Any, sd: Any, prefix: str, meta: Any) -> None:
+        log.append(("post", type(mod).__name__, prefix, sorted(sd), dict(meta)))
+
+    m.register_state_dict_pre_hook(pre)
+    m[0].register_state_dict_pre_hook(pre)
+    m[0].register_state_dict_post_hook(post)
+    m.register_state_dict_post_hook(post)
+    m.state_dict(prefix="net.", keep_vars=True)
+    assert log == [
+        ("pre", "Sequential", "net.", True),
+        ("pre", "Linear", "net.0.", True),
+        ("post", "Linear", "net.0.", ["net.0.bias", "net.0.weight"], {"version": 1}),
+        ("post", "Sequential", "net.", ["net.0.bias", "net.0.weight"], {"version": 1}),
+    ]
+    m.register_state_dict_post_hook(lambda *a: {})
+    with pytest.raises(RuntimeError, match="state_dict post-hook must return None"):
+        m.state_dict()
+    lin = nn.Linear(1, 1)
+    lin._register_state_dict_hook(lambda *a: {"x": 1})
+    assert lin.state_dict() == {"x": 1}
+
+    def f(*a: Any) -> None:
+        return None
+
+    lin.register_state_dict_post_hook(f)
+    with pytest.raises(RuntimeError, match="Cannot register the same function"):
+        lin._register_state_dict_hook(f)
+    with pytest.warns(FutureWarning, match="Positional args are being deprecated"):
+        assert list(nn.Linear(1, 1).state_dict(None, "p.")) == ["p.weight", "p.bias"]

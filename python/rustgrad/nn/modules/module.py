@@ -248,6 +248,7 @@ class Module:
         setattr_(self, "_backward_hooks", OrderedDict())
         setattr_(self, "_backward_pre_hooks", OrderedDict())
         setattr_(self, "_state_dict_hooks", OrderedDict())
+        setattr_(self, "_state_dict_pre_hooks", OrderedDict())
         setattr_(self, "_load_state_dict_post_hooks", OrderedDict())
 
     forward: Callable[..., Any] = _forward_unimplemented
@@ -442,6 +443,7 @@ class Module:
             "_backward_hooks": OrderedDict,
             "_backward_pre_hooks": OrderedDict,
             "_state_dict_hooks": OrderedDict,
+            "_state_dict_pre_hooks": OrderedDict,
             "_load_state_dict_post_hooks": OrderedDict,
             "_non_persistent_buffers_set": set,
         }
@@ -808,20 +810,34 @@ class Module:
         self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
     ) -> dict[str, Any]:
         """An ordered dict of every parameter and persistent buffer by dotted name; the
-        values are detached (never requiring grad) unless ``keep_vars``."""
+        values are detached (never requiring grad) unless ``keep_vars``. As PyTorch's:
+        pre-hooks run first (``hook(module, prefix, keep_vars)``), then this module's
+        entries and its children's are saved, then the post-hooks run
+        (``hook(module, state_dict, prefix, local_metadata)``)."""
         if args:
             # PyTorch's deprecated positional form state_dict(destination, prefix, keep_vars).
-            destination = args[0]
-            if len(args) > 1:
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                "#torch.nn.Module.state_dict for details.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
                 prefix = args[1]
-            if len(args) > 2:
+            if len(args) > 2 and keep_vars is False:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+        local_metadata = {"version": self._version}
         metadata = getattr(destination, "_metadata", None)
         if metadata is not None:
-            metadata[prefix[:-1]] = {"version": self._version}
+            metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
@@ -829,9 +845,12 @@ class Module:
                     destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
                 )
         for hook in self._state_dict_hooks.values():
-            result = hook(self, destination, prefix, {"version": self._version})
-            if result is not None:
-                destination = result
+            result = hook(self, destination, prefix, local_metadata)
+            if not getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    destination = result
+            elif result is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
     def _check_state_dict(
@@ -951,7 +970,24 @@ class Module:
         return result
 
     def register_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
-        """Kept for API parity: a hook run after this module's entries are saved."""
+        """``hook(module, prefix, keep_vars)`` runs at the start of ``state_dict``,
+        before anything is saved (PyTorch's)."""
+        return self._add_hook(self._state_dict_pre_hooks, hook, False)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` runs at the end of
+        ``state_dict``; it may change ``state_dict`` in place and must return None."""
+        hook._from_public_api = True  # type: ignore[attr-defined]
+        return self._add_hook(self._state_dict_hooks, hook, False)
+
+    def _register_state_dict_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """PyTorch's private post-hook: as ``register_state_dict_post_hook``, but a
+        returned dict replaces the state dict (respected at the root module)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError(
+                "Cannot register the same function as the state dict post hook that was "
+                "previously registered via register_state_dict_post_hook"
+            )
         return self._add_hook(self._state_dict_hooks, hook, False)
 
     def register_load_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
