@@ -11,9 +11,11 @@ crash or a full disk never leaves a half-written checkpoint.
 
 ``load`` reads those files, plain safetensors files, and PyTorch's ``torch.save``
 files. By default (``weights_only=True``) pickles go through a restricted unpickler
-that resolves only the globals a checkpoint of tensors and plain values needs (plus
-those allowed with ``add_safe_globals``) and never runs code from the file;
-``weights_only=False`` is the user's opt-in to unpickle anything, as in PyTorch.
+(``_weights_only_unpickler``) that resolves only the globals a checkpoint of tensors and
+plain values needs (plus those allowed with ``add_safe_globals``), never runs code from
+the file and never modifies an object that existed before the load (BUILD, SETITEM and
+APPEND only on what PyTorch's weights-only unpickler allows); ``weights_only=False`` is
+the user's opt-in to unpickle anything, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -367,8 +369,11 @@ def load(
     complex, dtypes, ``Size``, ``device``) and the globals given to
     :func:`add_safe_globals`: a file asking for any other global (``os.system``,
     ``builtins.eval``, ...) is refused with ``pickle.UnpicklingError`` naming it, and
-    nothing in the file runs. ``weights_only=False`` unpickles any global: do it only
-    for files from a trusted source.
+    nothing in the file runs; a pickle that would change an existing object (BUILD on a
+    class, a function or a storage type, SETITEM on what is not a dict, APPEND on what
+    is not a list) or call what is not an allowed global is refused the same way, with
+    PyTorch's reason. ``weights_only=False`` unpickles any global: do it only for files
+    from a trusted source.
 
     Args:
         f: a path, or a binary file object.
@@ -395,7 +400,10 @@ def load(
             message names the file; nothing is returned, so nothing is half loaded),
             or a storage is mapped to a device other than the CPU.
         pickle.UnpicklingError: with ``weights_only=True``, the file asks for a global
-            that is not allowed ("Weights only load failed ... Unsupported global").
+            that is not allowed ("Weights only load failed ... Unsupported global") or
+            its pickle does what PyTorch's weights-only unpickler refuses ("Weights
+            only load failed ... Can only build Tensor, Parameter, OrderedDict or types
+            allowlisted via `add_safe_globals`, but got <class 'type'>").
 
     Example:
         >>> model.load_state_dict(rustgrad.load("ckpt.pt")["model"])
