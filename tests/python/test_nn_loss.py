@@ -386,3 +386,38 @@ def test_cross_entropy_is_bitwise_identical_for_1_and_2_threads(label_smoothing:
     finally:
         rustgrad.set_num_threads(before)
     assert results[0] == results[1]
+
+
+def test_bce_weights_that_require_grad_are_refused_as_pytorch() -> None:
+    # PyTorch 2.15 has no derivative for BCE's weight / pos_weight: with grad mode on,
+    # one that requires grad raises (weight checked first); under no_grad it is used.
+    x = rustgrad.rand(4, 3, requires_grad=True)
+    p = rustgrad.rand(4, 3) * 0.8 + 0.1
+    t = rustgrad.rand(4, 3)
+    w = rustgrad.rand(4, 3, requires_grad=True)
+    pw = rustgrad.rand(3, requires_grad=True)
+    msg = "The function '{}' is not differentiable with respect to argument '{}'. This input"
+    cases = [
+        (lambda: F.binary_cross_entropy(p.requires_grad_(), t, weight=w), "", "weight"),
+        (lambda: F.binary_cross_entropy(p.detach(), t, weight=w), "", "weight"),
+        (lambda: rustgrad.nn.BCELoss(weight=w)(p.detach(), t), "", "weight"),
+        (lambda: F.binary_cross_entropy_with_logits(x, t, weight=w), "_with_logits", "weight"),
+        (
+            lambda: F.binary_cross_entropy_with_logits(x, t, pos_weight=pw),
+            "_with_logits",
+            "pos_weight",
+        ),
+        (
+            lambda: F.binary_cross_entropy_with_logits(x, t, weight=w, pos_weight=pw),
+            "_with_logits",
+            "weight",
+        ),
+    ]
+    for call, suffix, arg in cases:
+        with pytest.raises(RuntimeError, match=msg.format("binary_cross_entropy" + suffix, arg)):
+            call()
+    with rustgrad.no_grad():
+        got = F.binary_cross_entropy(p.detach(), t, weight=w)
+    pv, tv, wv = (a.detach().numpy().astype(np.float64) for a in (p, t, w))
+    want = np.mean(-wv * (tv * np.log(pv) + (1 - tv) * np.log(1 - pv)))
+    assert got.item() == pytest.approx(want, rel=1e-5)

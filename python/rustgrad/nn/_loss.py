@@ -244,6 +244,21 @@ def huber_loss(
     return _pointwise_loss(input, target, "huber", float(delta), weight, None, reduction)
 
 
+def _check_not_differentiable(function: str, **arguments: Tensor | None) -> None:
+    """PyTorch's ``check_no_requires_grad``: the loss has no derivative formula for these
+    arguments, so one that requires grad (with grad mode on) is refused, in order."""
+    from .. import is_grad_enabled
+
+    if not is_grad_enabled():
+        return
+    for name, value in arguments.items():
+        if value is not None and value.requires_grad:
+            raise RuntimeError(
+                f"The function '{function}' is not differentiable with respect to argument "
+                f"'{name}'. This input cannot have requires_grad True."
+            )
+
+
 def binary_cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -267,6 +282,7 @@ def binary_cross_entropy(
             f"Using a target size ({target.shape!r}) that is different to the input size "
             f"({input.shape!r}) is deprecated. Please ensure they have the same size."
         )
+    _check_not_differentiable("binary_cross_entropy", weight=weight)
     return _pointwise_loss(input, target, "bce", 0.0, weight, None, reduction)
 
 
@@ -295,6 +311,9 @@ def binary_cross_entropy_with_logits(
         raise ValueError(
             f"Target size ({target.shape!r}) must be the same as input size ({input.shape!r})"
         )
+    _check_not_differentiable(
+        "binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight
+    )
     return _pointwise_loss(input, target, "bce_logits", 0.0, weight, pos_weight, reduction)
 
 
