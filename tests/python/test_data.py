@@ -376,7 +376,7 @@ def test_collate_strings_and_containers() -> None:
     out = default_collate([point(0, 1.0), point(2, 3.0)])
     assert type(out) is point and out.x.tolist() == [0, 2] and out.y.tolist() == [1.0, 3.0]
     out = default_collate([(0, "a"), (1, "b")])
-    assert isinstance(out, list) and out[0].tolist() == [0, 1] and out[1] == ["a", "b"]
+    assert isinstance(out, list) and out[0].tolist() == [0, 1] and out[1] == ("a", "b")
     out = default_collate([[1, 2], [3, 4]])
     assert isinstance(out, list) and [t.tolist() for t in out] == [[1, 3], [2, 4]]
     nested = default_collate([{"a": (torch.ones(2), 1)}, {"a": (torch.zeros(2), 2)}])
@@ -543,3 +543,21 @@ def test_loader_seeded_generator_is_reproducible() -> None:
 
     assert epoch(5) == epoch(5)
     assert epoch(5) != epoch(6)
+
+
+def test_default_collate_keeps_the_tuples_zip_makes_as_pytorch() -> None:
+    # PyTorch 2.15 collates each field of a sequence sample from the tuple zip makes,
+    # so strings nested in a tuple (or list, or namedtuple) come back as tuples; at the
+    # top level and under a mapping they stay a list. Expected reprs from PyTorch 2.15.
+    point = collections.namedtuple("point", "a b")
+    assert default_collate([(1, ("a", "b")), (2, ("c", "d"))])[1] == [("a", "c"), ("b", "d")]
+    assert default_collate([("s", 1), ("t", 2)])[0] == ("s", "t")
+    assert default_collate([["s", 1], ["t", 2]])[0] == ("s", "t")
+    got = default_collate([point("s", (1, "x")), point("t", (2, "y"))])
+    assert type(got) is point and got.a == ("s", "t")
+    assert got.b[0].tolist() == [1, 2] and got.b[1] == ("x", "y")
+    assert default_collate([{"k": "s"}, {"k": "t"}]) == {"k": ["s", "t"]}
+    assert default_collate(["s", "t"]) == ["s", "t"]
+    nested = default_collate([(1, (2, 3)), (4, (5, 6))])
+    assert isinstance(nested, list) and isinstance(nested[1], list)
+    assert [t.tolist() for t in nested[1]] == [[2, 5], [3, 6]]

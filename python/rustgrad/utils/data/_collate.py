@@ -120,14 +120,13 @@ def collate(batch: list, *, collate_fn_map: CollateFnMap | None = None) -> Any:
         }
         return _rebuild_mapping(elem, items)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return elem_type(
-            *(collate(list(field), collate_fn_map=collate_fn_map) for field in zip(*batch))
-        )
+        return elem_type(*(collate(field, collate_fn_map=collate_fn_map) for field in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         elem_size = len(elem)
         if not all(len(sample) == elem_size for sample in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        fields = [collate(list(field), collate_fn_map=collate_fn_map) for field in zip(*batch)]
+        # Each field is the tuple zip makes, as PyTorch's: strings come back as it.
+        fields = [collate(field, collate_fn_map=collate_fn_map) for field in zip(*batch)]
         if isinstance(elem, tuple):
             return fields  # a list, as PyTorch (backwards compatibility)
         return _rebuild(elem, fields, elem_type)
@@ -161,7 +160,9 @@ def _collate_int(batch: list, *, collate_fn_map: CollateFnMap | None = None) -> 
     return torch.tensor(batch)
 
 
-def _collate_str(batch: list, *, collate_fn_map: CollateFnMap | None = None) -> list:
+def _collate_str(batch: Any, *, collate_fn_map: CollateFnMap | None = None) -> Any:
+    # The batch as given: a list at the top or under a mapping, a tuple inside a
+    # sequence (PyTorch's collate_str_fn).
     return batch
 
 
