@@ -224,7 +224,12 @@ def bernoulli(
     if p is None:
         result = _rustgrad._bernoulli(input, generator)
     else:
-        result = input.detach().clone().bernoulli_(float(p), generator=generator)
+        # PyTorch: empty_like(input, LEGACY_CONTIGUOUS_MEMORY_FORMAT).bernoulli_(p), so
+        # the draws fill a contiguous result in row-major order whatever input's strides.
+        from . import _functional
+
+        result = _functional.empty(*tuple(input.shape), dtype=input.dtype)
+        result.bernoulli_(float(p), generator=generator)
     if out is not None:
         return _write_out(out, result)
     return result

@@ -30,3 +30,13 @@ def _default_dtype_is_restored():
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float32)
     assert default == torch.float32, "this test left the default dtype changed"
+
+
+@pytest.fixture(autouse=True)
+def _default_generator_is_seeded():
+    """The default generator starts from a seed drawn from the OS in each process, as
+    PyTorch's (Note [Random numbers]): seed it before every test so that a test that draws
+    random numbers without seeding is still deterministic, whatever ran before it (as
+    PyTorch's own test suite seeds each test)."""
+    torch.manual_seed(0)
+    yield

@@ -79,9 +79,10 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         # test_optim.py and crates/engine/tests/optim_vectors.rs
         # models_*.json (torchvision's ResNet names and outputs, its own schema): read by
         # test_models.py
+        # random_masks.json (dropout / rrelu / bernoulli masks): test_random_masks.py
         if path.stem not in ("random", "factory", "samplers_ops", "data_samplers", "lr_scheduler")
         and not path.stem.startswith(("nn_", "optim", "models_"))
-        and path.stem != "data_workers"
+        and path.stem not in ("data_workers", "random_masks")
     }
 
 

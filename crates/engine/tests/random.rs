@@ -49,9 +49,9 @@ fn run(gen: &Generator, call: &Value) -> Tensor {
         op @ ("uniform_" | "normal_") => {
             let t = if call["transposed"].as_bool() == Some(true) {
                 let reversed: Vec<usize> = shape.iter().rev().copied().collect();
-                Tensor::zeros(&reversed, dt).t().unwrap()
+                Tensor::zeros(&reversed, dt).unwrap().t().unwrap()
             } else {
-                Tensor::zeros(&shape, dt)
+                Tensor::zeros(&shape, dt).unwrap()
             };
             if op == "uniform_" {
                 gen.uniform_(&t, arg(0), arg(1)).unwrap();
@@ -228,7 +228,7 @@ fn argument_errors_use_pytorch_messages() {
         gen.randint(5, 5, &[2], DType::I64).unwrap_err().to_string(),
         "random_ expects 'from' to be less than 'to', but got from=5 >= to=5"
     );
-    let t = Tensor::zeros(&[2], DType::F32);
+    let t = Tensor::zeros(&[2], DType::F32).unwrap();
     assert_eq!(
         msg(gen.uniform_(&t, 1.0, 0.0)),
         "uniform_ expects to return a [from, to) range, but found from=1 > to=0"
@@ -246,7 +246,7 @@ fn argument_errors_use_pytorch_messages() {
 #[test]
 fn in_place_sampling_goes_through_the_write_path() {
     let gen = Generator::new(0);
-    let leaf = Variable::new(Tensor::zeros(&[3], DType::F32), true).unwrap();
+    let leaf = Variable::new(Tensor::zeros(&[3], DType::F32).unwrap(), true).unwrap();
     let before = gen.get_state();
     assert_eq!(
         random::uniform_(&leaf, 0.0, 1.0, &gen)
@@ -256,7 +256,7 @@ fn in_place_sampling_goes_through_the_write_path() {
     );
     assert_eq!(gen.get_state(), before, "a refused write draws nothing");
 
-    let plain = Variable::new(Tensor::zeros(&[3], DType::F32), false).unwrap();
+    let plain = Variable::new(Tensor::zeros(&[3], DType::F32).unwrap(), false).unwrap();
     let version = plain.tensor().version();
     random::normal_(&plain, 0.0, 1.0, &gen).unwrap();
     assert_eq!(plain.tensor().version(), version + 1);
@@ -265,4 +265,119 @@ fn in_place_sampling_goes_through_the_write_path() {
         plain.tensor().to_vec::<f32>(),
         gen.randn(&[3], DType::F32).unwrap().to_vec::<f32>()
     );
+}
+
+/// The input of a case of random_masks.json: `((i * 7) % 23 - 11) / 4` for the i-th
+/// element in memory order (see generate_random_masks.py); `None` for the layouts this
+/// reader skips (the Python reader covers them all).
+fn mask_input(spec: &Value) -> Option<Tensor> {
+    let shape: Vec<usize> = spec["shape"]
+        .as_array()?
+        .iter()
+        .map(|d| d.as_u64().unwrap() as usize)
+        .collect();
+    let dtype = match spec["dtype"].as_str()? {
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        _ => return None,
+    };
+    let reversed = match spec["layout"].as_str()? {
+        "contiguous" => false,
+        "reversed" => true,
+        _ => return None,
+    };
+    let stored: Vec<usize> = if reversed {
+        shape.iter().rev().copied().collect()
+    } else {
+        shape.clone()
+    };
+    let numel: usize = stored.iter().product();
+    let values: Vec<f64> = (0..numel)
+        .map(|i| ((i * 7) % 23) as f64 - 11.0)
+        .map(|v| v / 4.0)
+        .collect();
+    let base = Tensor::from_vec(values, &stored)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap();
+    if reversed {
+        let dims: Vec<i64> = (0..shape.len() as i64).rev().collect();
+        return Some(base.permute(&dims).unwrap());
+    }
+    Some(base)
+}
+
+#[test]
+fn masks_and_noise_match_pytorch_with_the_generator_state_after() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/random_masks.json");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut checked = 0;
+    for case in json["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let kw = &case["kwargs"];
+        let num = |key: &str, default: f64| kw[key].as_f64().unwrap_or(default);
+        let Some(x) = mask_input(&case["input"]) else {
+            continue;
+        };
+        let x = Variable::from_tensor(x);
+        let gen = Generator::new(case["seed"].as_u64().unwrap());
+        let p = num("p", 0.5);
+        let kind = |feature, alpha| rustgrad::DropoutKind { feature, alpha };
+        let out = match case["op"].as_str().unwrap() {
+            "bernoulli_" => {
+                random::sample_(&x, random::Distribution::Bernoulli(p), &gen).unwrap();
+                x
+            }
+            "dropout" | "Dropout" if !kw["inplace"].as_bool().unwrap_or(false) => {
+                x.dropout(p, true, kind(false, false), false, &gen).unwrap()
+            }
+            "alpha_dropout" | "AlphaDropout" if !kw["inplace"].as_bool().unwrap_or(false) => {
+                x.dropout(p, true, kind(false, true), false, &gen).unwrap()
+            }
+            "rrelu" | "RReLU" => {
+                let training = kw["training"].as_bool().unwrap_or(true);
+                x.rrelu(
+                    num("lower", 1.0 / 8.0),
+                    num("upper", 1.0 / 3.0),
+                    training,
+                    &gen,
+                )
+                .unwrap()
+            }
+            _ => continue,
+        };
+        let want: Vec<f64> = case["out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let got = out.tensor().to_dtype(DType::F64).unwrap().to_vec::<f64>();
+        assert_eq!(got, want, "{name}: values");
+        let next = gen.rand(&[2], DType::F64).unwrap().to_vec::<f64>();
+        let want_next: Vec<f64> = case["next"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(next, want_next, "{name}: generator state after the op");
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} cases checked");
+}
+
+#[test]
+fn the_default_generator_is_seeded_from_the_os() {
+    // PyTorch's default generator gets 64 bits of /dev/urandom; `Generator()` gets
+    // default_rng_seed_val. (Equal by chance with probability 2^-64; no test in this
+    // binary reseeds the default generator.)
+    assert_ne!(
+        random::default_generator().initial_seed(),
+        random::DEFAULT_SEED
+    );
+    assert_eq!(Generator::default().initial_seed(), random::DEFAULT_SEED);
+    let seed = Generator::new(5).seed();
+    assert_ne!(seed, random::DEFAULT_SEED);
 }

@@ -1446,6 +1446,9 @@ fn vector_files_are_all_covered() {
                 && n != "random.json"
                 && n != "factory.json"
                 && n != "samplers_ops.json"
+                // random_masks.json (bernoulli_, dropout and rrelu masks for a seed):
+                // tests/python/test_random_masks.py.
+                && n != "random_masks.json"
                 // data_samplers.json and lr_scheduler.json: data loading and the
                 // schedulers are Python-only, so tests/python/test_data.py and
                 // tests/python/test_lr_scheduler.py read them.

@@ -274,8 +274,11 @@ impl Variable {
 
     /// `rrelu(input, lower, upper, training)` (PyTorch's `rrelu_with_noise`): in
     /// training each non-positive element is multiplied by a slope drawn uniformly from
-    /// `[lower, upper]` (one float64 draw per such element, in memory order, from
-    /// `generator`); in evaluation by `(lower + upper) / 2`.
+    /// `[lower, upper]` ([`crate::random::rrelu_noise`]: one double draw per such element,
+    /// in row-major order, from `generator`); in evaluation by `(lower + upper) / 2`
+    /// (PyTorch's `leaky_relu`). The product is computed in the op-math type (float32
+    /// for the 16-bit floats) and rounded once; the noise saved for backward is the
+    /// slope in the input's dtype. PyTorch has no float16 training kernel, nor do we.
     pub fn rrelu(
         &self,
         lower: f64,
@@ -283,41 +286,46 @@ impl Variable {
         training: bool,
         generator: &Generator,
     ) -> Result<Variable> {
-        check_floating(self, "leaky_relu_cpu")?;
         if lower > upper {
             return Err(Error::InvalidArgument(
                 "Lower bound should be less than or equal to the upper bound".into(),
             ));
         }
-        let values = self.tensor().to_dtype(DType::F64)?.try_to_vec::<f64>()?;
-        let noise: Vec<f64> = if training {
-            let count = values.iter().filter(|&&v| v <= 0.0).count();
-            let slopes = Tensor::zeros(&[count], DType::F64);
-            generator.uniform_(&slopes, lower, upper)?;
-            let mut slopes = slopes.try_to_vec::<f64>()?.into_iter();
-            values
-                .iter()
-                .map(|&v| {
-                    if v <= 0.0 {
-                        slopes.next().unwrap_or(1.0)
-                    } else {
-                        1.0
-                    }
-                })
-                .collect()
+        let dtype = self.dtype();
+        let input = self.tensor();
+        let values = input.to_dtype(DType::F64)?.try_to_vec::<f64>()?;
+        let slopes: Vec<f64> = if training {
+            if !dtype.is_floating_point() || dtype == DType::F16 {
+                return Err(Error::unsupported_dtype("rrelu_with_noise_out_cpu", dtype));
+            }
+            crate::random::rrelu_noise(&input, lower, upper, generator)?
         } else {
+            check_floating(self, "leaky_relu_cpu")?;
             let slope = (lower + upper) / 2.0;
+            let slope = if dtype == DType::F64 {
+                slope
+            } else {
+                f64::from(slope as f32)
+            };
             values
                 .iter()
                 .map(|&v| if v > 0.0 { 1.0 } else { slope })
                 .collect()
         };
-        let noise =
-            Variable::from_tensor(Tensor::from_vec(noise, &self.shape())?.to_dtype(self.dtype())?);
-        let out = {
-            let _no_grad = GradModeGuard::new(false);
-            self.mul(&noise)?
-        };
+        let shape = self.shape();
+        let out: Vec<f64> = values
+            .iter()
+            .zip(&slopes)
+            .map(|(&x, &r)| {
+                if dtype == DType::F64 {
+                    x * r
+                } else {
+                    f64::from(x as f32 * r as f32)
+                }
+            })
+            .collect();
+        let out = Variable::from_tensor(Tensor::from_vec(out, &shape)?.to_dtype(dtype)?);
+        let noise = Variable::from_tensor(Tensor::from_vec(slopes, &shape)?.to_dtype(dtype)?);
         Ok(record_node(out, &[self], Rule::RreluWithNoise, &[&noise]))
     }
 }

@@ -4,7 +4,7 @@
 //! See Note [Functional activations in Rust].
 
 use crate::error::{Error, Result};
-use crate::random::{sample_, Distribution, Generator};
+use crate::random::{bernoulli_like, bernoulli_scalar, Generator};
 use crate::tensor::Tensor;
 use crate::variable::Variable;
 
@@ -82,8 +82,14 @@ impl Variable {
                 self.dtype().scalar_type_name()
             )));
         }
-        let keep = Variable::from_tensor(Tensor::zeros(&mask_shape, self.dtype()));
-        sample_(&keep, Distribution::Bernoulli(1.0 - p), generator)?;
+        // PyTorch's noise: `empty_like(input).bernoulli_(1 - p)` (so drawn in the input's
+        // memory order when it is dense), or a new `(N, C, 1, ...)` tensor for the
+        // feature forms; both through `bernoulli_`'s sampler.
+        let keep = Variable::from_tensor(if kind.feature {
+            bernoulli_scalar(&mask_shape, self.dtype(), 1.0 - p, generator)?
+        } else {
+            bernoulli_like(&self.tensor(), 1.0 - p, generator)?
+        });
         if !kind.alpha {
             return apply(&keep.div_scalar(1.0 - p)?, None);
         }

@@ -21,7 +21,10 @@ mod mt19937;
 mod samplers;
 mod state;
 
-pub use samplers::{bernoulli, bernoulli_tensor_, multinomial, sample_, Distribution};
+pub use samplers::{
+    bernoulli, bernoulli_like, bernoulli_scalar, bernoulli_tensor_, multinomial, rrelu_noise,
+    sample_, Distribution,
+};
 pub use state::STATE_BYTES;
 
 use crate::dtype::DType;
@@ -33,10 +36,19 @@ use crate::variable::Variable;
 use mt19937::Mt19937;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
-/// The seed of a new `Generator()` in PyTorch (`default_rng_seed_val`). rustgrad also
-/// seeds its default generator with it, so a fresh process is deterministic (PyTorch
-/// seeds its default generator from the OS instead).
+/// The seed of a new `Generator()` in PyTorch (`default_rng_seed_val`). The process-wide
+/// [`default_generator`] does not use it: as PyTorch's, it is seeded from the OS.
 pub const DEFAULT_SEED: u64 = 67_280_421_310_721;
+
+/// A 64-bit seed from the operating system's entropy (PyTorch's
+/// `getNonDeterministicRandom`, which reads `/dev/urandom`). Falls back to the thread
+/// generator (itself seeded from the OS) if the OS source fails.
+fn os_seed() -> u64 {
+    use rand::TryRngCore;
+    rand::rngs::OsRng
+        .try_next_u64()
+        .unwrap_or_else(|_| rand::random::<u64>())
+}
 
 /// A random number generator: PyTorch's `CPUGeneratorImpl` (mt19937, 32-bit outputs,
 /// plus the cached second Box-Muller sample). `Send + Sync`: its state is behind a
@@ -57,10 +69,12 @@ struct GeneratorState {
 }
 
 static DEFAULT_GENERATOR: LazyLock<Arc<Generator>> =
-    LazyLock::new(|| Arc::new(Generator::new(DEFAULT_SEED)));
+    LazyLock::new(|| Arc::new(Generator::new(os_seed())));
 
 /// The process-wide generator that `rand`, `randn`, ... use when none is given
-/// (`torch.default_generator`).
+/// (`torch.default_generator`). As PyTorch's, it starts from a seed drawn from the OS,
+/// so each process gets other numbers until [`manual_seed`] is called
+/// ([`Generator::initial_seed`] tells the seed).
 pub fn default_generator() -> Arc<Generator> {
     Arc::clone(&DEFAULT_GENERATOR)
 }
@@ -185,7 +199,7 @@ impl Generator {
     /// Reseeds from the operating system's entropy and returns the seed
     /// (`Generator.seed()`).
     pub fn seed(&self) -> u64 {
-        let seed = rand::random::<u64>();
+        let seed = os_seed();
         self.manual_seed(seed);
         seed
     }
@@ -383,6 +397,15 @@ impl GeneratorState {
         x.mul_add(to - from, from)
     }
 
+    /// `uniform_real_distribution<double>` where PyTorch's compiled code does not fuse
+    /// `x * (to - from) + from` into an FMA: its generic (non-AVX2) translation units,
+    /// such as the `rrelu` kernel.
+    fn uniform_f64_unfused(&mut self, from: f64, to: f64) -> f64 {
+        let bits = self.random64() & ((1 << 53) - 1);
+        let x = bits as f64 * (1.0 / (1u64 << 53) as f64);
+        x * (to - from) + from
+    }
+
     /// `normal_distribution<double>`: Box-Muller on two 53-bit uniforms, the second
     /// sample kept for the next call.
     fn normal_f64(&mut self, mean: f64, std: f64) -> f64 {
@@ -505,6 +528,17 @@ impl MemoryOrder {
             permuted_shape: dims.iter().map(|&d| shape[d]).collect(),
             forward: dims.iter().map(|&d| d as i64).collect(),
             inverse,
+        }
+    }
+
+    /// The order of `torch.empty_like(tensor)` (`preserve_format`): the tensor's own
+    /// memory order when it is non-overlapping and dense (its strides are kept), else
+    /// row-major (the copy is contiguous), as [`Tensor::clone_preserving_strides`].
+    fn like(tensor: &Tensor) -> MemoryOrder {
+        if tensor.layout().is_non_overlapping_and_dense() {
+            MemoryOrder::of(tensor)
+        } else {
+            MemoryOrder::contiguous(tensor.shape())
         }
     }
 

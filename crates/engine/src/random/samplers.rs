@@ -99,6 +99,58 @@ pub fn bernoulli(input: &Variable, gen: &Generator) -> Result<Variable> {
     Ok(out)
 }
 
+/// `torch.empty_like(template).bernoulli_(p, generator=gen)`: a Bernoulli(`p`) tensor
+/// of `template`'s shape and dtype, drawn in the memory order `empty_like` gives it
+/// (`template`'s own when it is non-overlapping and dense, else row-major) and laid out
+/// with those strides. The keep mask of `dropout` (PyTorch's `_dropout_impl`); the same
+/// sampler as `bernoulli_` (one double uniform per element, `u < p`).
+pub fn bernoulli_like(template: &Tensor, p: f64, gen: &Generator) -> Result<Tensor> {
+    gen.samples_in(
+        template.shape(),
+        template.dtype(),
+        &MemoryOrder::like(template),
+        Distribution::Bernoulli(p),
+    )
+}
+
+/// `torch.empty(shape, dtype=dtype).bernoulli_(p, generator=gen)`: a new contiguous
+/// Bernoulli(`p`) tensor, drawn in row-major order by `bernoulli_`'s sampler. The noise of
+/// feature dropout and `torch.bernoulli(input, p)`.
+pub fn bernoulli_scalar(shape: &[usize], dtype: DType, p: f64, gen: &Generator) -> Result<Tensor> {
+    gen.samples_in(
+        shape,
+        dtype,
+        &MemoryOrder::contiguous(shape),
+        Distribution::Bernoulli(p),
+    )
+}
+
+/// The training noise of `rrelu` (PyTorch's `_rrelu_with_noise_train`): for each element
+/// of `input` in row-major order, a slope `uniform_real_distribution<double>(lower,
+/// upper)` where the element is `<= 0`, else 1. As in PyTorch's kernel the bounds are
+/// first rounded to the op-math type (float32 unless `input` is float64), the draw is
+/// `x * (upper - lower) + lower` without an FMA, and the slope is rounded to the op-math
+/// type again; the slopes are returned as float64 values. Only non-positive elements
+/// consume random numbers.
+pub fn rrelu_noise(input: &Tensor, lower: f64, upper: f64, gen: &Generator) -> Result<Vec<f64>> {
+    let values = input.to_dtype(DType::F64)?.try_to_vec::<f64>()?;
+    let f64_math = input.dtype() == DType::F64;
+    let (lower, upper) = if f64_math {
+        (lower, upper)
+    } else {
+        (f64::from(lower as f32), f64::from(upper as f32))
+    };
+    let mut noise = try_vec(values.len(), 1.0f64)?;
+    let mut s = gen.lock();
+    for (n, &v) in noise.iter_mut().zip(&values) {
+        if v <= 0.0 {
+            let r = s.uniform_f64_unfused(lower, upper);
+            *n = if f64_math { r } else { f64::from(r as f32) };
+        }
+    }
+    Ok(noise)
+}
+
 /// `torch.multinomial(input, num_samples, replacement, generator=gen)` from the given
 /// generator (see [`Generator::multinomial`]).
 pub fn multinomial(
@@ -348,10 +400,26 @@ impl Generator {
     /// Samples of `dist` for every element of `tensor`, drawn in memory order and
     /// shaped like it, in its dtype.
     fn samples(&self, tensor: &Tensor, dist: Distribution) -> Result<Tensor> {
-        let dtype = tensor.dtype();
+        self.samples_in(
+            tensor.shape(),
+            tensor.dtype(),
+            &MemoryOrder::of(tensor),
+            dist,
+        )
+    }
+
+    /// Samples of `dist` for a tensor of `shape` and `dtype` whose elements are visited
+    /// in `order`, viewed in `shape` (strides as that order lays them out). Every
+    /// in-place sampler and every random mask goes through here.
+    fn samples_in(
+        &self,
+        shape: &[usize],
+        dtype: DType,
+        order: &MemoryOrder,
+        dist: Distribution,
+    ) -> Result<Tensor> {
         dist.check(dtype)?;
-        let numel = tensor.numel();
-        let order = MemoryOrder::of(tensor);
+        let numel = crate::shape::checked_numel(shape)?;
         let buffer = match dist {
             Distribution::Random | Distribution::RandomFromTo(..) => {
                 let range = match dist {
