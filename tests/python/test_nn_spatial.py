@@ -356,3 +356,32 @@ def test_results_do_not_depend_on_the_thread_count() -> None:
         rustgrad.set_num_threads(before)
     for a, b in zip(one, two):
         assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("mode", "shape", "kwargs", "out_shape"),
+    [
+        ("nearest", (0, 2, 3), {}, (0, 2, 6)),
+        ("linear", (0, 2, 3), {"align_corners": False}, (0, 2, 6)),
+        ("bilinear", (0, 2, 3, 3), {"align_corners": True}, (0, 2, 6, 6)),
+        ("bicubic", (0, 2, 3, 3), {"align_corners": False}, (0, 2, 6, 6)),
+        ("nearest-exact", (0, 1, 2, 2, 2), {}, (0, 1, 4, 4, 4)),
+        ("trilinear", (0, 1, 2, 2, 2), {}, (0, 1, 4, 4, 4)),
+    ],
+)
+def test_interpolate_of_an_empty_batch_is_empty(
+    mode: str, shape: tuple[int, ...], kwargs: dict[str, Any], out_shape: tuple[int, ...]
+) -> None:
+    # PyTorch 2.15 returns the empty result (and an empty gradient) for every mode.
+    x = rustgrad.ones(shape, requires_grad=True)
+    y = F.interpolate(x, scale_factor=2, mode=mode, **kwargs)
+    assert tuple(y.shape) == out_shape
+    y.sum().backward()
+    assert tuple(x.grad.shape) == shape
+
+
+def test_interpolate_with_zero_channels_raises_as_pytorch() -> None:
+    for mode, shape in (("nearest", (2, 0, 3)), ("bilinear", (1, 0, 3, 3))):
+        dims = len(shape)
+        with pytest.raises(RuntimeError, match=f"Non-empty {dims}D data tensor expected"):
+            F.interpolate(rustgrad.ones(shape), scale_factor=2, mode=mode)

@@ -718,7 +718,8 @@ impl Variable {
                 outs.join(", ")
             )));
         }
-        if shape[1] == 0 || (shape[0] == 0 && mode != UpsampleMode::Nearest) {
+        // PyTorch 2.15 takes an empty batch (the result is empty) but not zero channels.
+        if shape[1] == 0 {
             return Err(runtime(format!(
                 "Non-empty {}D data tensor expected but got a tensor with sizes {:?}",
                 n + 2,
