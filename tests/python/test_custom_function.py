@@ -621,3 +621,173 @@ def test_nodes_are_freed_with_the_graph():
         del x, y
     gc.collect()
     assert torch._rustgrad._live_nodes() - before < 10
+
+
+# ----- grad_fn is the ctx (issue 19 item 13) -------------------------------------------
+
+
+def test_grad_fn_is_the_ctx_as_pytorch():
+    # PyTorch 2.15: the node of a custom Function is its ctx object, so what forward
+    # put on ctx is read from y.grad_fn, and the node's API works on the ctx.
+    import gc
+    import weakref
+
+    seen = {}
+
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            seen["forward"] = ctx
+            ctx.k = k
+            ctx.save_for_backward(x)
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            seen["backward"] = ctx
+            (x,) = ctx.saved_tensors
+            return g * ctx.k + ctx.extra * x, None
+
+    x = dleaf(1.0, 2.0)
+    h = x * 1
+    y = Scale.apply(h, 3.0)
+    node = y.grad_fn
+    assert node is seen["forward"] and y.grad_fn is node
+    assert type(node).__name__ == "ScaleBackward" and node.name() == "ScaleBackward"
+    assert isinstance(node, torch.autograd.graph.Node) and isinstance(node, FunctionCtx)
+    assert node.k == 3.0 and node.needs_input_grad == (True, False)
+    (saved,) = node.saved_tensors
+    assert saved.tolist() == [1.0, 2.0] and saved.grad_fn is h.grad_fn
+    assert node.next_functions == ((h.grad_fn, 0),)
+    assert node.metadata == {}
+    node.extra = 10.0  # set on grad_fn, read by backward from ctx
+    log = []
+    handle = node.register_hook(lambda gi, go: log.append((gi[0].tolist(), go[0].tolist())))
+    y.sum().backward(retain_graph=True)
+    assert seen["backward"] is node and x.grad.tolist() == [13.0, 23.0]
+    assert log == [([13.0, 23.0], [1.0, 1.0])]
+    handle.remove()
+    assert node.saved_tensors[0].tolist() == [1.0, 2.0]
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match=FREED):
+        _ = node.saved_tensors
+    # The node owns ctx and ctx holds the node weakly: no cycle, both are freed.
+    ref = weakref.ref(node)
+    del node, y, seen["forward"], seen["backward"]
+    gc.collect()
+    assert ref() is None
+
+
+def test_ctx_of_a_function_that_records_nothing():
+    # No node under no_grad: PyTorch's ctx.saved_tensors is then empty.
+    seen = {}
+
+    class Id(Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen["ctx"] = ctx
+            ctx.save_for_backward(x)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with torch.no_grad():
+        y = Id.apply(dleaf(1.0))
+    assert y.grad_fn is None
+    ctx = seen["ctx"]
+    assert ctx.saved_tensors == () and ctx.name() == "IdBackward"
+    assert ctx == ctx and ctx != Id._backward_cls()
+
+
+# ----- mark_dirty on a view (issue 19 item 11) -----------------------------------------
+
+
+class _MulInplace(Function):
+    """x *= w in place (x marked dirty); the dirty input is argument ``dirty_at``."""
+
+    @staticmethod
+    def forward(ctx, a, b, dirty_at):
+        x, w = (a, b) if dirty_at == 0 else (b, a)
+        ctx.dirty_at = dirty_at
+        x.mul_(w)
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x, w)  # the output: differentiable for double backward
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        out, w = ctx.saved_tensors
+        gx, gw = g * w, (g * out / w).sum()
+        return (gx, gw, None) if ctx.dirty_at == 0 else (gw, gx, None)
+
+
+@pytest.mark.parametrize("dirty_at", [0, 1])
+def test_mark_dirty_on_a_view_rebases_the_base_through_copy_slices(dirty_at):
+    # As PyTorch's rebase_history: the base's grad_fn becomes CopySlices around the
+    # Function's node, the view's is re-derived (AsStridedBackward0), and gradients
+    # flow to the base's history and to w. Hand-derived: b = a, b[1:4] *= w, loss =
+    # sum(b * arange(6)): d/da = arange * (w on 1..3) = [0, 3, 6, 9, 4, 5], d/dw =
+    # sum(a[1:4] * arange[1:4]) = 1 + 4 + 9 = 14. (PyTorch 2.15 agrees for
+    # dirty_at=0; for dirty_at=1 its CopySlices takes input 0 for the view and gives
+    # wrong gradients.)
+    a = torch.arange(6.0, dtype=torch.float64).requires_grad_()
+    w = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+    b = a * 1
+    v = b[1:4]
+    args = (v, w) if dirty_at == 0 else (w, v)
+    out = _MulInplace.apply(*args, dirty_at)
+    assert out is v and v._base is b and v._version == 1
+    assert type(b.grad_fn).__name__ == "CopySlices"
+    assert type(v.grad_fn).__name__ == "AsStridedBackward0"
+    assert b.tolist() == [0.0, 3.0, 6.0, 9.0, 4.0, 5.0]
+    (b * torch.arange(6.0, dtype=torch.float64)).sum().backward()
+    assert a.grad.tolist() == [0.0, 3.0, 6.0, 9.0, 4.0, 5.0]
+    assert w.grad.item() == 14.0
+
+
+def test_mark_dirty_on_a_view_matches_finite_differences():
+    def f(a, w):
+        b = a * 1
+        _MulInplace.apply(w, b[1:3], 1)
+        return b.exp()
+
+    a = torch.tensor([0.1, -0.4, 0.7, 0.2], dtype=torch.float64, requires_grad=True)
+    w = torch.tensor(1.3, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(f, (a, w))
+    assert gradgradcheck(f, (a, w))
+
+
+def test_mark_dirty_on_a_view_of_a_plain_buffer():
+    # The view does not require grad, w does: the buffer gets CopySlices and only w a
+    # gradient: d/dw sum(buf * arange(4)) with buf[1:3] *= w = 1 + 2 = 3.
+    w = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+    buf = torch.zeros(4, dtype=torch.float64) + 1
+    _MulInplace.apply(buf[1:3], w, 0)
+    assert buf.requires_grad and type(buf.grad_fn).__name__ == "CopySlices"
+    (buf * torch.arange(4.0, dtype=torch.float64)).sum().backward()
+    assert w.grad.item() == 3.0
+
+
+def test_mark_dirty_on_a_view_refusals_as_pytorch():
+    class Two(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x, 5
+
+        @staticmethod
+        def backward(ctx, g, h):
+            return g * 2
+
+    a = dleaf(1.0, 2.0, 3.0)
+    with pytest.raises(RuntimeError, match="your Function cannot return more than one Tensor"):
+        Two.apply((a * 1)[1:])
+    w = dleaf(2.0)
+    with pytest.raises(
+        RuntimeError,
+        match="a view of a leaf Variable that requires grad is being used in an in-place",
+    ):
+        _MulInplace.apply(a[1:], w, 0)

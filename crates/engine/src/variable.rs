@@ -1172,14 +1172,7 @@ impl Variable {
                 && view.as_ref().is_some_and(Variable::requires_grad));
         if recording {
             if let Some(base) = view {
-                // Note [Views and in-place checks].
-                if !self.meta().view_created_with_grad {
-                    return Err(Error::NoGradViewInplace);
-                }
-                self.check_multi_output_view()?;
-                if base.is_leaf() && self.requires_grad() {
-                    return Err(Error::ViewOfLeafInplace);
-                }
+                self.check_view_write(&base)?;
                 self.check_write_overlap(operands, overlap)?;
                 return self.in_place_on_view(&base, site, compute);
             }
@@ -1338,11 +1331,40 @@ impl Variable {
         }
         let out = compute(&self.twin()?)?;
         self.write_result(&out, site)?;
-        let version = self.tensor().version();
         let Some(inner) = out.meta().grad_fn.take() else {
             return Ok(());
         };
         graph::rebind_saved_outputs(inner.id(), self)?;
+        self.rebase_view_history(base, layout, inner)
+    }
+
+    /// The checks before a recorded in-place write to this view of `base`, in PyTorch's
+    /// order (Note [Views and in-place checks]): a view made under no_grad, an output of
+    /// a multi-output view op or of a custom Function, a view of a leaf that requires
+    /// grad.
+    pub(crate) fn check_view_write(&self, base: &Variable) -> Result<()> {
+        if !self.meta().view_created_with_grad {
+            return Err(Error::NoGradViewInplace);
+        }
+        self.check_multi_output_view()?;
+        if base.is_leaf() && self.requires_grad() {
+            return Err(Error::ViewOfLeafInplace);
+        }
+        Ok(())
+    }
+
+    /// Makes `inner`, a node whose output 0 is this view's new value and whose edge 0
+    /// leads into the view's old history, the write to this view at `layout` within
+    /// `base`: the base's history becomes a CopySlices node owning `inner`, and the
+    /// view's history is re-derived from it (an in-place op, a custom Function's
+    /// `mark_dirty` on a view).
+    pub(crate) fn rebase_view_history(
+        &self,
+        base: &Variable,
+        layout: Layout,
+        inner: NodeRef,
+    ) -> Result<()> {
+        let version = self.tensor().version();
         let (inner_edges, _) = graph::edges_and_sequence_nr(inner.id())?;
         let mut sources: SmallVec<[Option<EdgeSource>; 2]> = SmallVec::new();
         sources.push(base.gradient_edge());

@@ -4,6 +4,7 @@
 //! engine's `Variable::record_custom`. See Note [Custom Functions].
 
 use crate::errors::{to_engine, IntoPyResult};
+use crate::node::PyNode;
 use crate::tensor::{new_tensor, object_of, PyTensor};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -99,16 +100,18 @@ fn vars(objs: &[Bound<'_, PyTensor>]) -> Vec<Variable> {
     objs.iter().map(|o| o.get().var.clone()).collect()
 }
 
-/// Records the node of a custom Function after its forward ran: `outputs` (the tensor
-/// outputs) get the node as their history; `backward` is called with the output
+/// Records the node of a custom Function after its forward ran: `ctx` (an instance of
+/// the Function's `Node` subclass) becomes the node's Python object, so `y.grad_fn is
+/// ctx`; `outputs` (the tensor outputs) get the node as their history; `backward` is called with the output
 /// gradients, the saved tensors and `needs_input_grad` (one per tensor input). Returns
 /// the tensors to hand out, in `outputs`' order (the same objects where the engine kept
 /// the variable, e.g. a dirty input).
 #[pyfunction]
-#[pyo3(signature = (backward, name, inputs, outputs, dirty, non_differentiable, saved, materialize_grads))]
+#[pyo3(signature = (ctx, backward, name, inputs, outputs, dirty, non_differentiable, saved, materialize_grads, other_outputs))]
 #[allow(clippy::too_many_arguments)]
 pub fn _custom_apply(
     py: Python<'_>,
+    ctx: &Bound<'_, PyAny>,
     backward: Py<PyAny>,
     name: &str,
     inputs: Vec<Bound<'_, PyTensor>>,
@@ -117,6 +120,7 @@ pub fn _custom_apply(
     non_differentiable: Vec<Bound<'_, PyTensor>>,
     saved: Vec<Option<Bound<'_, PyTensor>>>,
     materialize_grads: bool,
+    other_outputs: usize,
 ) -> PyResult<Vec<Py<PyTensor>>> {
     let node = Arc::new(PyBackward {
         name: intern_name(name),
@@ -135,8 +139,13 @@ pub fn _custom_apply(
         non_differentiable: &non_differentiable,
         saved: &saved,
         materialize_grads,
+        other_outputs,
     };
-    let wrapped = Variable::record_custom(node, &input_refs, &output_vars, options).py()?;
+    let (wrapped, recorded) =
+        Variable::record_custom_node(node, &input_refs, &output_vars, options).py()?;
+    if let Some(recorded) = &recorded {
+        PyNode::adopt(ctx, recorded)?;
+    }
     wrapped
         .into_iter()
         .zip(&outputs)

@@ -259,7 +259,7 @@ impl PyNode {
         fn_: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyRemovableHandle>> {
         let h = post_hook(fn_.clone().unbind(), hook_name(fn_));
-        handle(py, autograd::register_node_hook(self.node()?, h).py()?)
+        handle(py, autograd::register_node_hook(&self.node()?, h).py()?)
     }
 
     /// Registers `hook(grad_outputs) -> tuple | None`, called before this node runs; a
@@ -270,7 +270,7 @@ impl PyNode {
         fn_: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyRemovableHandle>> {
         let h = pre_hook(fn_.clone().unbind(), hook_name(fn_));
-        handle(py, autograd::register_node_prehook(self.node()?, h).py()?)
+        handle(py, autograd::register_node_prehook(&self.node()?, h).py()?)
     }
 
     /// A dict for user data that lives as long as the node.

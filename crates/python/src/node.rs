@@ -89,7 +89,24 @@ static NODE_OBJECTS: ObjectTable<NodeId> = ObjectTable::new();
     weakref
 )]
 pub struct PyNode {
-    node: OnceLock<NodeRef>,
+    node: OnceLock<Held>,
+}
+
+/// How a node object holds its node: strongly (the object keeps the node alive), or
+/// weakly for a custom Function's `ctx`, which the node owns through its backward (a
+/// strong reference back would be a cycle), as PyTorch's `THPFunction::cdata`.
+enum Held {
+    Strong(NodeRef),
+    Weak(NodeId),
+}
+
+impl Held {
+    fn id(&self) -> NodeId {
+        match self {
+            Held::Strong(n) => n.id(),
+            Held::Weak(id) => *id,
+        }
+    }
 }
 
 impl PyNode {
@@ -110,15 +127,41 @@ impl PyNode {
         let name = autograd::node_name(node.id()).py()?;
         let cls = factory.bind(py).call1((name,))?;
         let obj = cls.call0()?;
-        let _ = obj.cast::<PyNode>()?.get().node.set(node);
+        let _ = obj.cast::<PyNode>()?.get().node.set(Held::Strong(node));
         NODE_OBJECTS.insert(id, &obj)?;
         Ok(obj.unbind())
     }
 
-    pub(crate) fn node(&self) -> PyResult<&NodeRef> {
-        self.node.get().ok_or_else(|| {
-            PyRuntimeError::new_err("autograd Node objects are created by rustgrad only")
-        })
+    /// Makes `ctx`, a custom Function's context (an instance of a `Node` subclass), the
+    /// Python object of `node`, the node its `apply` recorded: `y.grad_fn is ctx` from
+    /// now on. `ctx` holds the node weakly (the node owns `ctx` through its backward).
+    /// See Note [Custom Functions].
+    pub(crate) fn adopt(ctx: &Bound<'_, PyAny>, node: &NodeRef) -> PyResult<()> {
+        let obj = ctx.cast::<PyNode>()?;
+        if obj.get().node.set(Held::Weak(node.id())).is_err() {
+            return Err(PyRuntimeError::new_err(
+                "rustgrad internal error: a Function's ctx recorded two nodes",
+            ));
+        }
+        NODE_OBJECTS.insert(node.id(), ctx)
+    }
+
+    /// The node (a new counted reference), or an error when this object never had one
+    /// or, for a custom Function's `ctx`, the node was freed.
+    pub(crate) fn node(&self) -> PyResult<NodeRef> {
+        match self.node.get() {
+            Some(Held::Strong(n)) => Ok(n.clone()),
+            Some(Held::Weak(id)) => NodeRef::upgrade(*id).ok_or_else(|| {
+                PyRuntimeError::new_err(
+                    "this custom Function's node was freed: the tensors its apply returned \
+                     are gone",
+                )
+            }),
+            None => Err(PyRuntimeError::new_err(
+                "this autograd Node object has no node: it was not made by rustgrad, or it \
+                 is the ctx of a custom Function that recorded none",
+            )),
+        }
     }
 }
 
@@ -207,10 +250,7 @@ impl PyNode {
             .strip_prefix("_raw_saved_")
             .and_then(|attr| saved_slot(node_name, attr))
         {
-            let raw = PySavedTensor {
-                node: node.clone(),
-                index,
-            };
+            let raw = PySavedTensor { node, index };
             return Ok(Py::new(py, raw)?.into_any());
         }
         let index = name
@@ -236,11 +276,37 @@ impl PyNode {
             .collect())
     }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        match (other.cast::<PyNode>(), self.node.get()) {
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> bool {
+        match (other.cast::<PyNode>(), slf.get().node.get()) {
             (Ok(o), Some(a)) => o.get().node.get().is_some_and(|b| a.id() == b.id()),
+            // A custom Function's ctx that recorded no node is equal only to itself.
+            (_, None) => slf.is(other),
             _ => false,
         }
+    }
+
+    /// The tensors of a custom Function's `save_for_backward` (`count` slots), read
+    /// from the node outside its backward (`ctx.saved_tensors`, `y.grad_fn.saved_tensors`):
+    /// version-checked, a saved output with its grad_fn; PyTorch's "Trying to backward
+    /// through the graph a second time" once a backward released them or the node is gone.
+    fn _custom_saved_tensors<'py>(
+        &self,
+        py: Python<'py>,
+        count: usize,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let Ok(node) = self.node() else {
+            return Err(crate::errors::to_py(rustgrad::Error::BackwardTwice));
+        };
+        let _grad = autograd::enable_grad();
+        let values = (0..count)
+            .map(
+                |i| match autograd::graph::saved_tensor(node.id(), i).py()? {
+                    Some(v) => Ok(crate::tensor::object_of(py, v)?.into_any()),
+                    None => Ok(py.None()),
+                },
+            )
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, values)
     }
 
     fn __hash__(&self) -> u64 {
@@ -257,7 +323,7 @@ impl PyNode {
         // namespaced C++ name, as PyTorch's repr.
         Ok(format!(
             "<{} object at {:#x}>",
-            autograd::node_name(slf.get().node()?.id()).py()?,
+            slf.get_type().name()?,
             slf.as_ptr() as usize
         ))
     }

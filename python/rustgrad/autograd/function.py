@@ -93,19 +93,32 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
 
-class BackwardCFunction(FunctionCtx):
-    """The class of a Function's ``ctx`` (``FBackward`` for a Function ``F``)."""
+class BackwardCFunction(FunctionCtx, _rustgrad.Node):
+    """The class of a Function's ``ctx`` (``FBackward`` for a Function ``F``). As in
+    PyTorch, the ctx IS the node ``apply`` records: ``y.grad_fn is ctx``, so
+    ``y.grad_fn.saved_tensors``, ``needs_input_grad`` and attributes set on ``ctx`` are
+    read from ``grad_fn``, next to ``next_functions``, ``name()`` and hooks."""
 
     _forward_cls: type
 
+    def name(self) -> str:
+        """The node's name, ``FBackward`` for a Function ``F`` (also once the node is
+        gone)."""
+        return type(self).__name__
+
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
-        """The tensors given to ``save_for_backward``, inside ``backward``."""
+        """The tensors given to ``save_for_backward``: inside ``backward``, or from the
+        node until a backward frees them."""
         saved = self.__dict__.get("_saved")
-        if saved is None:
-            raise RuntimeError(_FREED)
-        # Version-checked here, when read, as PyTorch's (Note [Custom Functions]).
-        return saved.unpack()
+        if saved is not None:
+            # Version-checked here, when read, as PyTorch's (Note [Custom Functions]).
+            return saved.unpack()
+        count = self.__dict__.get("_saved_count")
+        if count is None:
+            # No node was recorded (no_grad, or no input requires grad): nothing saved.
+            return ()
+        return self._custom_saved_tensors(count)
 
 
 class FunctionMeta(type):
@@ -219,6 +232,7 @@ class Function(metaclass=FunctionMeta):
                         "save_for_backward can only save variables, but argument "
                         f"{i} is of type {type(t).__name__}"
                     )
+            ctx._saved_count = len(saved)
         else:
             saved = ()
         dirty = ctx.__dict__.pop("dirty_tensors", ())
@@ -226,6 +240,7 @@ class Function(metaclass=FunctionMeta):
         name = cls._backward_cls.__name__
         backward = _node_backward(cls, ctx, name, len(outs), out_positions, is_tensor)
         wrapped = _rustgrad._custom_apply(
+            ctx,
             backward,
             name,
             inputs,
@@ -234,6 +249,7 @@ class Function(metaclass=FunctionMeta):
             list(non_differentiable),
             list(saved),
             ctx.materialize_grads,
+            len(outs) - len(out_positions),
         )
         for i, t in zip(out_positions, wrapped):
             outs[i] = t

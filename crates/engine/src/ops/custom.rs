@@ -10,6 +10,7 @@ use crate::autograd::graph::{self, InputMeta, NodeKind};
 use crate::autograd::saved::Saved;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::ops::Grads;
 use crate::shape::Dims;
 use crate::tensor::Tensor;
@@ -103,6 +104,9 @@ pub struct CustomOptions<'a> {
     /// Whether undefined output gradients reach the backward as zeros (PyTorch's
     /// default) or as `None`.
     pub materialize_grads: bool,
+    /// Outputs that are not tensors (a Python Function may return any object): they
+    /// count towards PyTorch's one-output rule for a dirty view.
+    pub other_outputs: usize,
 }
 
 impl Default for CustomOptions<'_> {
@@ -112,6 +116,7 @@ impl Default for CustomOptions<'_> {
             non_differentiable: &[],
             saved: &[],
             materialize_grads: true,
+            other_outputs: 0,
         }
     }
 }
@@ -142,6 +147,10 @@ struct CustomRule {
     /// Dtype and shape of each output, to materialize undefined gradients.
     outputs: Vec<(DType, Dims)>,
     materialize_grads: bool,
+    /// The user's input behind each edge when they differ (edge `j` is input
+    /// `order[j]`): a dirty view goes first, as CopySlices expects (see
+    /// [`Variable::record_custom`]).
+    order: Option<Vec<usize>>,
 }
 
 impl std::fmt::Debug for Rule {
@@ -190,7 +199,17 @@ impl Rule {
                 },
             )
             .collect();
-        let out = rule.backward.backward(&grads, saved, needs)?;
+        let out = match &rule.order {
+            None => rule.backward.backward(&grads, saved, needs)?,
+            Some(order) => {
+                // The user's backward sees its inputs in its own order.
+                let mut user_needs = vec![false; order.len()];
+                for (j, &i) in order.iter().enumerate() {
+                    user_needs[i] = needs.get(j).copied().unwrap_or(false);
+                }
+                rule.backward.backward(&grads, saved, &user_needs)?
+            }
+        };
         let name = rule.backward.name();
         if out.len() != rule.inputs.len() {
             return Err(Error::InvalidArgument(format!(
@@ -199,11 +218,16 @@ impl Rule {
                 out.len()
             )));
         }
-        out.into_iter()
-            .zip(&rule.inputs)
-            .enumerate()
-            .map(|(i, (g, meta))| match (g, meta) {
-                (Some(g), Some((dtype, shape))) => validate(name, i, g, *dtype, shape).map(Some),
+        let mut out: Vec<Option<Variable>> = out;
+        let take = |j: usize, out: &mut Vec<Option<Variable>>| -> (usize, Option<Variable>) {
+            let i = rule.order.as_ref().map_or(j, |o| o[j]);
+            (i, out[i].take())
+        };
+        (0..rule.inputs.len())
+            .map(|j| match (take(j, &mut out), &rule.inputs[j]) {
+                ((i, Some(g)), Some((dtype, shape))) => {
+                    validate(name, i, g, *dtype, shape).map(Some)
+                }
                 // PyTorch checks only gradients that flow somewhere.
                 _ => Ok(None),
             })
@@ -249,6 +273,16 @@ fn expandable(shape: &[usize], target: &[usize]) -> bool {
             .all(|(&s, &t)| s == t || s == 1)
 }
 
+/// PyTorch's refusal of `mark_dirty` on a view by a Function with several outputs
+/// (CopySlices wraps a node of one output).
+const DIRTY_VIEW_OUTPUTS: &str = "If your Function modifies inplace an input that is a view \
+     of another Tensor, your Function cannot return more than one Tensor. This is not supported \
+     by the current autograd engine. You should either make sure the input is not a view (using \
+     .clone() for example) or make your Function only return one Tensor (potentially splitting \
+     it into two Functions: one doing the inplace that returns a single Tensor and a second one \
+     that does the other operations). You can ask on the forum https://discuss.pytorch.org/ if \
+     you need help to do this change.";
+
 /// What each output of a custom op is.
 struct OutputKind {
     input: bool,
@@ -265,15 +299,31 @@ impl Variable {
     /// history, a dirty input is itself rebased onto the node, a non-differentiable
     /// output has no history (a detached alias when it is an input).
     ///
+    /// A dirty input that is a view is written through its base, as PyTorch's
+    /// `rebase_history`: the base's history becomes CopySlices owning the node (whose
+    /// first edge is then the view's), and the view's is re-derived from it.
+    ///
     /// Errors: a dirty input that is a leaf requiring grad ("a leaf Variable that
-    /// requires grad has been used in an in-place operation."); a dirty view
-    /// (not supported).
+    /// requires grad has been used in an in-place operation."); a dirty view that the
+    /// in-place checks refuse (a view of such a leaf, made under no_grad, ...), of a
+    /// base that is not dense, or whose op has more than one output.
     pub fn record_custom(
         backward: Arc<dyn CustomBackward>,
         inputs: &[&Variable],
         outputs: &[Variable],
         options: CustomOptions<'_>,
     ) -> Result<Vec<Variable>> {
+        Variable::record_custom_node(backward, inputs, outputs, options).map(|(outs, _)| outs)
+    }
+
+    /// [`Variable::record_custom`], also returning the node it recorded (`None` when
+    /// nothing was recorded), e.g. to tie a Python `ctx` object to it.
+    pub fn record_custom_node(
+        backward: Arc<dyn CustomBackward>,
+        inputs: &[&Variable],
+        outputs: &[Variable],
+        options: CustomOptions<'_>,
+    ) -> Result<(Vec<Variable>, Option<NodeRef>)> {
         let needs: Vec<bool> = inputs.iter().map(|v| v.requires_grad()).collect();
         let executable = grad_mode::is_grad_enabled() && needs.iter().any(|&n| n);
         let kinds: Vec<OutputKind> = outputs
@@ -286,7 +336,7 @@ impl Variable {
             })
             .collect();
         if !executable {
-            return Ok(outputs
+            let outs = outputs
                 .iter()
                 .zip(&kinds)
                 .map(|(out, k)| {
@@ -296,22 +346,52 @@ impl Variable {
                         out.clone()
                     }
                 })
-                .collect());
+                .collect();
+            return Ok((outs, None));
         }
-        for (out, k) in outputs.iter().zip(&kinds) {
+        // A dirty view: (output index, its base, its layout within the base).
+        let mut dirty_view: Option<(usize, Variable, Layout)> = None;
+        for (nr, (out, k)) in outputs.iter().zip(&kinds).enumerate() {
             if k.dirty && k.differentiable {
                 if out.is_leaf() && out.requires_grad() {
                     return Err(Error::InvalidArgument(
                         "a leaf Variable that requires grad has been used in an in-place operation.".into(),
                     ));
                 }
-                if out.view_base().is_some() {
-                    return Err(Error::NotImplemented(
-                        "rustgrad: ctx.mark_dirty on a view is not supported".into(),
-                    ));
+                if let Some(base) = out.view_base() {
+                    if outputs.len() + options.other_outputs > 1 {
+                        return Err(Error::InvalidArgument(DIRTY_VIEW_OUTPUTS.into()));
+                    }
+                    out.check_view_write(&base)?;
+                    let layout = out.tensor().layout_within(&base.tensor()).ok_or_else(|| {
+                        Error::NotImplemented(
+                            "rustgrad: in-place operation on a view of a non-contiguous tensor \
+                             that takes part in autograd"
+                                .into(),
+                        )
+                    })?;
+                    if layout.has_internal_overlap() {
+                        return Err(Error::InternalOverlap);
+                    }
+                    dirty_view = Some((nr, base, layout));
                 }
             }
         }
+        // CopySlices sends the view's part of the base gradient along the node's first
+        // edge: the dirty view's input goes first.
+        let order: Option<Vec<usize>> = dirty_view.as_ref().and_then(|(nr, _, _)| {
+            let k = inputs.iter().position(|i| i.same(&outputs[*nr]))?;
+            (k != 0).then(|| {
+                std::iter::once(k)
+                    .chain((0..inputs.len()).filter(|&i| i != k))
+                    .collect()
+            })
+        });
+        let inputs: Vec<&Variable> = match &order {
+            Some(order) => order.iter().map(|&i| inputs[i]).collect(),
+            None => inputs.to_vec(),
+        };
+        let needs: Vec<bool> = inputs.iter().map(|v| v.requires_grad()).collect();
         let name = backward.name();
         let saved: SavedSlots = options
             .saved
@@ -341,6 +421,7 @@ impl Variable {
                 .collect(),
             outputs: meta.iter().cloned().collect(),
             materialize_grads: options.materialize_grads,
+            order,
         }));
         let edges = inputs
             .iter()
@@ -353,30 +434,31 @@ impl Variable {
             saved,
             meta,
         );
-        Ok(outputs
-            .iter()
-            .zip(&kinds)
-            .enumerate()
-            .map(|(nr, (out, k))| {
-                let nr = nr as u32;
-                if !k.differentiable {
-                    if k.input {
-                        out.detach()
-                    } else {
-                        out.clone()
-                    }
-                } else if k.input && !k.dirty {
-                    let alias = Variable::with_history(out.tensor().clone(), node.clone(), nr);
-                    alias.set_custom_function_view_of(out);
-                    alias
+        let mut wrapped = Vec::with_capacity(outputs.len());
+        for (nr, (out, k)) in outputs.iter().zip(&kinds).enumerate() {
+            wrapped.push(if !k.differentiable {
+                if k.input {
+                    out.detach()
                 } else {
-                    out.set_history(node.clone(), nr);
-                    if !k.dirty {
-                        out.mark_custom_function_view();
-                    }
                     out.clone()
                 }
-            })
-            .collect())
+            } else if k.input && !k.dirty {
+                let alias = Variable::with_history(out.tensor().clone(), node.clone(), nr as u32);
+                alias.set_custom_function_view_of(out);
+                alias
+            } else if let Some((_, base, layout)) =
+                dirty_view.take_if(|(view_nr, _, _)| *view_nr == nr)
+            {
+                out.rebase_view_history(&base, layout, node.clone())?;
+                out.clone()
+            } else {
+                out.set_history(node.clone(), nr as u32);
+                if !k.dirty {
+                    out.mark_custom_function_view();
+                }
+                out.clone()
+            });
+        }
+        Ok((wrapped, Some(node)))
     }
 }
