@@ -3,6 +3,7 @@ The native class allows attribute assignment, so these are added to it directly.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from typing import Any
 
@@ -120,8 +121,134 @@ def _new_tensor(
     )
 
 
+# PyTorch's legacy constructor ``Tensor.new``: its overloads (as its error messages list
+# them), the C++ type names in its dtype-mismatch message, and its device check.
+_NEW_OVERLOADS = (
+    " * (*, torch.device device = None)\n"
+    " * (torch.Storage storage)\n"
+    " * (Tensor other)\n"
+    " * (tuple of ints size, *, torch.device device = None)\n"
+    " * (object data, *, torch.device device = None)\n"
+)
+
+_CPP_TYPE_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16",
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "bool": "bool",
+}
+
+
+def _tensor_options(dtype: Any) -> str:
+    """How PyTorch's legacy constructor prints the options of a CPU tensor of ``dtype``."""
+    name = _CPP_TYPE_NAMES[str(dtype).rsplit(".", 1)[-1]]
+    return (
+        f"TensorOptions(dtype={name}, device=cpu, layout=Strided, requires_grad=false "
+        "(default), pinned_memory=false (default), memory_format=(nullopt))"
+    )
+
+
+def _new_invalid(args: tuple[Any, ...], kwargs: dict[str, Any]) -> TypeError:
+    got = [_parser_type_name(a) for a in args]
+    got += [f"{k}={_parser_type_name(v)}" for k, v in kwargs.items()]
+    return TypeError(
+        f"new() received an invalid combination of arguments - got ({', '.join(got)}), "
+        f"but expected one of:\n{_NEW_OVERLOADS}"
+    )
+
+
+def _parser_type_name(obj: Any) -> str:
+    """A type as PyTorch's argument parser names it (``int``, ``Tensor``, ``torch.dtype``)."""
+    import rustgrad
+
+    if isinstance(obj, Tensor):
+        return "Tensor"
+    if isinstance(obj, rustgrad.dtype):
+        return "torch.dtype"
+    if isinstance(obj, rustgrad.device):
+        return "torch.device"
+    return type(obj).__name__
+
+
+def _size_item(obj: Any, first: bool) -> int | None:
+    """``obj`` as one size of ``new(2, 3)`` (an int, a numpy integer, an integer 0-d
+    tensor or array; a bool except first, as PyTorch's parser), or None."""
+    if (first and isinstance(obj, bool)) or (isinstance(obj, Tensor) and obj.is_floating_point()):
+        return None
+    try:
+        return operator.index(obj)
+    except TypeError:
+        return None
+
+
+def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """PyTorch's legacy constructor: ``t.new()`` (empty), ``t.new(2, 3)`` /
+    ``t.new(torch.Size([2, 3]))`` / ``t.new(size=...)`` (that size, zero-filled where
+    PyTorch leaves the memory uninitialised), ``t.new(data)`` (a copy of a sequence or
+    array with ``t``'s dtype; a tuple is data, not a size) and ``t.new(other)`` (an alias
+    view of ``other``, which must have ``t``'s dtype). The result never requires grad,
+    except an alias of a tensor that does. Only ``device`` (the CPU) is accepted as a
+    keyword besides ``size``."""
+    import rustgrad
+
+    from ._size import Size
+
+    if set(kwargs) - {"device", "size"} or ("size" in kwargs and args):
+        raise _new_invalid(args, kwargs)
+    if "size" in kwargs:
+        args = (Size(kwargs["size"]),)
+    device = kwargs.get("device")
+    if isinstance(device, int) and not isinstance(device, bool):
+        device = "cuda"
+    if device is not None:
+        kind = rustgrad.device(device).type
+        if kind != "cpu":
+            raise RuntimeError(
+                f"legacy constructor expects device type: cpu but device type: {kind} was passed"
+            )
+    if not args:
+        return zeros(0, dtype=self.dtype)
+    first = args[0]
+    if len(args) == 1 and isinstance(first, Tensor):
+        if "device" in kwargs:
+            raise RuntimeError(
+                "Legacy tensor new of the form tensor.new(tensor, device=device) is not "
+                "supported.  Use torch.as_tensor(...) instead."
+            )
+        if first.dtype != self.dtype:
+            raise TypeError(
+                f"expected {_tensor_options(self.dtype)} (got {_tensor_options(first.dtype)})"
+            )
+        return first[...]
+    if len(args) == 1 and isinstance(first, Size):
+        return zeros(first, dtype=self.dtype)
+    sizes = [_size_item(a, i == 0) for i, a in enumerate(args)]
+    if sizes[0] is not None:
+        for pos, (arg, size) in enumerate(zip(args, sizes), start=1):
+            if size is None:
+                raise TypeError(
+                    f"new(): argument 'size' failed to unpack the object at pos {pos} with "
+                    f'error "type must be tuple of ints,but got {_parser_type_name(arg)}"'
+                )
+        return zeros(tuple(sizes), dtype=self.dtype)
+    if len(args) > 1:
+        raise _new_invalid(args, kwargs)
+    if isinstance(first, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(first).__name__}'")
+    if isinstance(first, dict) or not hasattr(type(first), "__getitem__"):
+        raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
+    return tensor(first, dtype=self.dtype)
+
+
 _METHODS.update(
     {
+        "new": _new,
         "new_zeros": _new_zeros,
         "new_ones": _new_ones,
         "new_full": _new_full,

@@ -238,15 +238,6 @@ pub struct VersionCounter {
 }
 
 impl VersionCounter {
-    /// A counter that starts at `version` (the counter a variable keeps when its data is
-    /// replaced: `x.data = src`).
-    pub fn starting_at(version: u64) -> VersionCounter {
-        VersionCounter {
-            version: AtomicU64::new(version),
-            last_write: Mutex::new(None),
-        }
-    }
-
     /// The number of writes counted.
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
@@ -269,6 +260,27 @@ impl VersionCounter {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+}
+
+/// The version counter a tensor uses instead of its storage's (Note [Version counters]).
+#[derive(Clone, Debug)]
+pub enum CounterRef {
+    /// A counter of its own (`x.data`: writes through it are not counted on `x`).
+    Own(Arc<VersionCounter>),
+    /// The counter of another storage. A variable keeps its counter when its data is
+    /// replaced (`x.data = src`), so that it stays shared with the views made before;
+    /// that counter lives in the storage the variable was made with.
+    Of(Arc<Storage>),
+}
+
+impl CounterRef {
+    /// The counter.
+    pub fn get(&self) -> &VersionCounter {
+        match self {
+            CounterRef::Own(c) => c,
+            CounterRef::Of(s) => s.counter(),
+        }
     }
 }
 

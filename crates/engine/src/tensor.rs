@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::kernels::{elementwise, matmul, reduce};
 use crate::layout::Layout;
 use crate::shape::{self, Dims};
-use crate::storage::{Buffer, ExternalBuffer, Storage, VersionCounter, WriteSite};
+use crate::storage::{Buffer, CounterRef, ExternalBuffer, Storage, VersionCounter, WriteSite};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -17,9 +17,9 @@ pub struct Tensor {
     storage: Arc<Storage>,
     layout: Layout,
     dtype: DType,
-    /// A version counter of its own (`x.data`), shared by views of this tensor; `None`:
-    /// the storage's. See Note [Version counters].
-    own_counter: Option<Arc<VersionCounter>>,
+    /// The version counter, when it is not the storage's (`x.data`, `x.data = src`);
+    /// shared by views of this tensor. See Note [Version counters].
+    own_counter: Option<CounterRef>,
 }
 
 /// A single element read out of a tensor.
@@ -592,9 +592,10 @@ impl Tensor {
     /// The version counter (shared with every view; the storage's unless this tensor
     /// was given its own by `with_own_version_counter`).
     pub fn version_counter(&self) -> &VersionCounter {
-        self.own_counter
-            .as_deref()
-            .unwrap_or_else(|| self.storage.counter())
+        match &self.own_counter {
+            Some(c) => c.get(),
+            None => self.storage.counter(),
+        }
     }
 
     /// The number of in-place writes counted by the version counter.
@@ -609,18 +610,22 @@ impl Tensor {
             storage: self.storage.clone(),
             layout: self.layout.clone(),
             dtype: self.dtype,
-            own_counter: Some(Arc::new(VersionCounter::default())),
+            own_counter: Some(CounterRef::Own(Arc::new(VersionCounter::default()))),
         }
     }
 
-    /// The same elements with a new version counter starting at `version` (the data a
-    /// variable takes on in `x.data = src`: `src`'s elements, `x`'s version).
-    pub fn with_version_counter_at(&self, version: u64) -> Tensor {
+    /// The same elements with `other`'s version counter (the data a variable takes on in
+    /// `x.data = src`: `src`'s elements, `x`'s counter, still shared with `x`'s views).
+    pub fn with_version_counter_of(&self, other: &Tensor) -> Tensor {
+        let counter = match &other.own_counter {
+            Some(c) => c.clone(),
+            None => CounterRef::Of(other.storage.clone()),
+        };
         Tensor {
             storage: self.storage.clone(),
             layout: self.layout.clone(),
             dtype: self.dtype,
-            own_counter: Some(Arc::new(VersionCounter::starting_at(version))),
+            own_counter: Some(counter),
         }
     }
 

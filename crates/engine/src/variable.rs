@@ -121,6 +121,13 @@ const INFERENCE_INPLACE: &str = "Inplace update to inference tensor outside Infe
      allowed.You can make a clone to get a normal tensor before doing inplace update.See \
      https://github.com/pytorch/rfcs/pull/17 for more details.";
 
+/// PyTorch's refusal of `detach_()` on a view.
+const DETACH_VIEW_INPLACE: &str = "Can't detach views in-place. Use detach() instead. If you are \
+     using DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as \
+     True, gradients are views of DDP buckets, and hence detach_() cannot be called on these \
+     gradients. To fix this error, please refer to the Optimizer.zero_grad() function in \
+     torch/optim/optimizer.py as the solution.";
+
 /// PyTorch's refusal to save an inference tensor for backward.
 pub const INFERENCE_SAVED: &str = "Inference tensors cannot be saved for backward. Please do \
      not use Tensors created in inference mode in computation tracked by autograd. To work \
@@ -551,6 +558,11 @@ impl Variable {
         self.meta().view_base.clone()
     }
 
+    /// Whether this variable is a view (has a base); a view stays one.
+    pub fn is_view(&self) -> bool {
+        self.meta().view_base.is_some()
+    }
+
     /// A new leaf sharing this variable's data (and version counter), with no history.
     pub fn detach(&self) -> Variable {
         let out = Variable::from_tensor(self.tensor().clone());
@@ -569,10 +581,10 @@ impl Variable {
 
     /// PyTorch's `x.data = src`: from now on `x`'s data is `src`'s (the same elements,
     /// any shape and dtype), while `x` keeps its autograd identity (requires_grad, grad,
-    /// grad_fn) and its version (a counter of its own from now on, starting at `x`'s
-    /// version, as PyTorch's `set_data` keeps the version counter). Every handle of `x`
-    /// sees the new data, including graph nodes that saved `x`; views of `x` made before
-    /// keep the old elements. See Note [Version counters].
+    /// grad_fn) and its version counter, still shared with the views of `x` made before
+    /// (as PyTorch's `set_data`; `src` keeps its own). Every handle of `x` sees the new
+    /// data, including graph nodes that saved `x`; views of `x` made before keep the old
+    /// elements. See Note [Version counters].
     pub fn set_data(&self, src: &Variable) -> Result<()> {
         if self.same(src) {
             return Ok(());
@@ -582,7 +594,7 @@ impl Variable {
             return Err(Error::DataRequiresGradNonFloat);
         }
         let old = self.tensor();
-        let new = Arc::new(new.with_version_counter_at(old.version()));
+        let new = Arc::new(new.with_version_counter_of(&old));
         if old.dtype() != new.dtype() || old.shape() != new.shape() {
             // The accumulator's input metadata describes the old data.
             self.meta().grad_accumulator = None;
@@ -598,15 +610,20 @@ impl Variable {
         *lock.write().unwrap_or_else(|e| e.into_inner()) = new;
     }
 
-    /// Turns this variable into a leaf that does not require grad.
-    pub fn detach_(&self) {
+    /// Turns this variable into a leaf that does not require grad. A view refuses, as in
+    /// PyTorch: its history is its base's (Note [Views and in-place checks]).
+    pub fn detach_(&self) -> Result<()> {
         let old = {
             let mut m = self.meta();
+            if m.view_base.is_some() {
+                return Err(Error::InvalidArgument(DETACH_VIEW_INPLACE.into()));
+            }
             m.requires_grad = false;
             m.output_nr = 0;
             m.grad_fn.take()
         };
         drop(old);
+        Ok(())
     }
 
     /// The edge gradients of this variable flow along: its grad_fn, or for a leaf that

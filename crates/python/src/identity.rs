@@ -54,4 +54,22 @@ impl<K: Eq + Hash + Copy> ObjectTable<K> {
         let old = self.lock().as_mut().and_then(|m| m.remove(&key));
         drop(old);
     }
+
+    /// Forgets `key` if its registered object is gone (called while an object of `key` is
+    /// destroyed, which reads as gone: another live object registered for `key` since,
+    /// by `register` on a second handle of the same variable, is kept).
+    pub fn remove_if_dead(&self, py: Python<'_>, key: K) {
+        let (old, live) = {
+            let mut guard = self.lock();
+            let Some(map) = guard.as_mut() else {
+                return;
+            };
+            match map.get(&key).and_then(|w| w.bind(py).upgrade()) {
+                Some(live) => (None, Some(live)),
+                None => (map.remove(&key), None),
+            }
+        };
+        // Dropped after unlocking: dropping the last reference may run Python code.
+        drop((old, live));
+    }
 }

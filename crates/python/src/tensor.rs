@@ -27,6 +27,8 @@ pub struct PyTensor {
     pub var: Variable,
     /// Whether this object is in `TENSOR_OBJECTS` (so that dropping it removes it).
     registered: AtomicBool,
+    /// Whether `viewed` has run: views made of this object find it as their `_base`.
+    viewed: AtomicBool,
 }
 
 impl PyTensor {
@@ -34,6 +36,7 @@ impl PyTensor {
         PyTensor {
             var,
             registered: AtomicBool::new(false),
+            viewed: AtomicBool::new(false),
         }
     }
 }
@@ -50,7 +53,7 @@ static TENSOR_OBJECTS: ObjectTable<usize> = ObjectTable::new();
 impl Drop for PyTensor {
     fn drop(&mut self) {
         if self.registered.load(Ordering::Relaxed) {
-            TENSOR_OBJECTS.remove(self.var.identity());
+            Python::attach(|py| TENSOR_OBJECTS.remove_if_dead(py, self.var.identity()));
         }
     }
 }
@@ -84,6 +87,34 @@ pub fn new_leaf(py: Python<'_>, var: Variable) -> PyResult<Py<PyTensor>> {
         register(obj.bind(py))?;
     }
     Ok(obj)
+}
+
+/// `slf`, made findable as the `_base` of the views about to be made of it (`x[1:]._base
+/// is x`): a non-view is registered the first time a view of it is made. A view needs
+/// nothing: its views' base is its own base, registered when it was made (a view stays
+/// a view). After the first call, costs one atomic load. See Note [Python object
+/// identity].
+pub(crate) fn viewed<'a>(slf: &'a Bound<'_, PyTensor>) -> PyResult<&'a PyTensor> {
+    let t = slf.get();
+    if !t.viewed.load(Ordering::Relaxed) {
+        if !t.registered.load(Ordering::Relaxed) && !t.var.is_view() {
+            register(slf)?;
+        }
+        t.viewed.store(true, Ordering::Relaxed);
+    }
+    Ok(t)
+}
+
+/// `force` of `numpy()`: only a Python bool, as PyTorch's parser takes it (an explicit
+/// `None` included).
+fn numpy_force(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    match obj.cast_exact::<pyo3::types::PyBool>() {
+        Ok(b) => Ok(b.is_true()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "numpy(): argument 'force' must be bool, not {}",
+            crate::device::type_name(obj)
+        ))),
+    }
 }
 
 /// An operand of a binary op: another tensor or a Python number.
@@ -604,6 +635,12 @@ impl PyTensor {
         Self::set_requires_grad(slf, value)
     }
 
+    /// `del t.requires_grad` raises PyTorch's RuntimeError (its setter sees no bool).
+    #[deleter(requires_grad)]
+    fn delete_requires_grad(&self) -> PyResult<()> {
+        Err(PyRuntimeError::new_err("requires_grad must be a bool"))
+    }
+
     /// Sets requires_grad in place and returns self.
     #[pyo3(signature = (requires_grad = true))]
     fn requires_grad_(
@@ -697,7 +734,7 @@ impl PyTensor {
     }
 
     /// `x.data = t`: `x` now has `t`'s data (shared, any shape and dtype), keeping its
-    /// autograd identity and version.
+    /// autograd identity and version counter.
     #[setter(data)]
     fn set_data(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let Ok(src) = value.cast::<PyTensor>() else {
@@ -707,6 +744,14 @@ impl PyTensor {
             )));
         };
         self.var.set_data(&src.get().var).py()
+    }
+
+    /// `del x.data` raises, as in PyTorch.
+    #[deleter(data)]
+    fn delete_data(&self) -> PyResult<()> {
+        Err(PyRuntimeError::new_err(
+            "Deleting tensor data is not allowed. Delete tensor instead!",
+        ))
     }
 
     /// The base tensor of a view, or None.
@@ -720,10 +765,25 @@ impl PyTensor {
         new_tensor(py, self.var.detach())
     }
 
-    /// Turns this tensor into a leaf that does not require grad.
-    fn detach_(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf.get().var.detach_();
-        slf
+    /// Turns this tensor into a leaf that does not require grad (a view refuses, as in
+    /// PyTorch).
+    fn detach_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().var.detach_().py()?;
+        Ok(slf)
+    }
+
+    /// The address of the first element: the storage's address plus the offset in
+    /// bytes, 0 for a tensor without elements (PyTorch's `data_ptr()`). Views of one
+    /// storage differ by their offsets, and a shared numpy array (`numpy()`) starts at
+    /// the same address.
+    fn data_ptr(&self) -> usize {
+        let tensor = self.var.tensor();
+        if tensor.numel() == 0 {
+            return 0;
+        }
+        let buffer = tensor.storage().read();
+        let offset = tensor.layout().offset() * tensor.dtype().size_in_bytes();
+        (buffer.as_ptr() as usize).wrapping_add(offset)
     }
 
     /// Computes the gradient of this tensor w.r.t. graph leaves (only `inputs`' `.grad`
@@ -782,9 +842,16 @@ impl PyTensor {
 
     /// A numpy array sharing the tensor's memory, as PyTorch's (bool tensors: a copy).
     /// A tensor that requires grad refuses in grad mode and is shared under `no_grad`,
-    /// as in PyTorch.
-    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.check_numpy_allowed()?;
+    /// as in PyTorch; `force=True` shares it in any mode (PyTorch detaches it).
+    #[pyo3(signature = (*, force = false))]
+    fn numpy<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = numpy_force)] force: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if !force {
+            self.check_numpy_allowed()?;
+        }
         convert::share_to_numpy(py, &self.var.tensor())
     }
 

@@ -23,7 +23,8 @@ impl PyTensor {
                 .call1((slf, index))?
                 .unbind());
         }
-        let (view, copy) = index_variable(&slf.get().var, index)?;
+        let this = crate::tensor::viewed(slf)?;
+        let (view, copy) = index_variable(&this.var, index)?;
         let out = if copy { view.clone_data().py()? } else { view };
         Ok(new_tensor(slf.py(), out)?.into_any())
     }
@@ -689,19 +690,20 @@ impl PyTensor {
     /// A view of the storage with explicit sizes, strides and storage offset.
     #[pyo3(signature = (size, stride, storage_offset = None))]
     fn as_strided(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         size: &Bound<'_, PyAny>,
         stride: &Bound<'_, PyAny>,
         storage_offset: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
         let size = crate::convert::extract_dims(Some(size))?.unwrap_or_default();
         let stride = crate::convert::extract_dims(Some(stride))?.unwrap_or_default();
         let offset = storage_offset
             .filter(|o| !o.is_none())
             .map(extract_int)
             .transpose()?;
-        new_tensor(py, self.var.as_strided_view(&size, &stride, offset).py()?)
+        new_tensor(py, this.var.as_strided_view(&size, &stride, offset).py()?)
     }
 
     /// `as_strided` in place: this tensor takes the given sizes, strides and offset.

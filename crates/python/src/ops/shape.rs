@@ -16,49 +16,61 @@ use rustgrad::Squeeze;
 impl PyTensor {
     /// A view with another shape (`view(2, 3)` or `view((2, 3))`); one size may be -1.
     #[pyo3(signature = (*shape))]
-    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+    fn view(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        shape: &Bound<'_, PyTuple>,
+    ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
         if shape.len() == 1 {
             if let Ok(d) = extract_dtype(&shape.get_item(0)?) {
-                if d != self.var.dtype() {
+                if d != this.var.dtype() {
                     return Err(PyRuntimeError::new_err(
                         "view(dtype) reinterpretation is not supported by rustgrad",
                     ));
                 }
                 // PyTorch 2.x: a distinct alias without autograd history (not `self`).
-                return new_tensor(py, self.var.detach());
+                return new_tensor(py, this.var.detach());
             }
         }
-        new_tensor(py, self.var.view(&extract_sizes(shape)?).py()?)
+        new_tensor(py, this.var.view(&extract_sizes(shape)?).py()?)
     }
 
     /// Like view, copying when needed.
     #[pyo3(signature = (*shape))]
-    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.reshape(&extract_sizes(shape)?).py()?)
+    fn reshape(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        shape: &Bound<'_, PyTuple>,
+    ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
+        new_tensor(py, this.var.reshape(&extract_sizes(shape)?).py()?)
     }
 
     /// Swaps two dims.
     fn transpose(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         dim0: &Bound<'_, PyAny>,
         dim1: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
         let (d0, d1) = (extract_int(dim0)?, extract_int(dim1)?);
-        new_tensor(py, self.var.transpose(d0, d1).py()?)
+        new_tensor(py, this.var.transpose(d0, d1).py()?)
     }
 
     /// Merges dims `start_dim..=end_dim` into one (a view when possible).
     #[pyo3(signature = (start_dim = None, end_dim = None))]
     fn flatten(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         start_dim: Option<&Bound<'_, PyAny>>,
         end_dim: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
         let start = start_dim.map(extract_int).transpose()?.unwrap_or(0);
         let end = end_dim.map(extract_int).transpose()?.unwrap_or(-1);
-        let nd = self.var.dim();
+        let nd = this.var.dim();
         let (s, e) = (
             rustgrad::shape::wrap_dim(start, nd).py()?,
             rustgrad::shape::wrap_dim(end, nd).py()?,
@@ -69,44 +81,65 @@ impl PyTensor {
             ));
         }
         if nd == 0 {
-            return new_tensor(py, self.var.reshape(&[1]).py()?);
+            return new_tensor(py, this.var.reshape(&[1]).py()?);
         }
-        let shape = self.var.shape();
+        let shape = this.var.shape();
         let mut target: Vec<i64> = shape[..s].iter().map(|&d| d as i64).collect();
         target.push(shape[s..=e].iter().product::<usize>() as i64);
         target.extend(shape[e + 1..].iter().map(|&d| d as i64));
-        new_tensor(py, self.var.reshape(&target).py()?)
+        new_tensor(py, this.var.reshape(&target).py()?)
     }
 
     /// Transpose of a <= 2-D tensor.
-    fn t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.t().py()?)
+    fn t(slf: &Bound<'_, Self>, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
+        new_tensor(py, this.var.t().py()?)
     }
 
     /// Reorders dims (`permute(1, 0)` or `permute((1, 0))`).
     #[pyo3(signature = (*dims))]
-    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.permute(&extract_sizes(dims)?).py()?)
+    fn permute(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        dims: &Bound<'_, PyTuple>,
+    ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
+        new_tensor(py, this.var.permute(&extract_sizes(dims)?).py()?)
     }
 
     /// Broadcasts to a larger size without copying (-1 keeps a size).
     #[pyo3(signature = (*sizes))]
-    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.expand(&extract_sizes(sizes)?).py()?)
+    fn expand(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        sizes: &Bound<'_, PyTuple>,
+    ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
+        new_tensor(py, this.var.expand(&extract_sizes(sizes)?).py()?)
     }
 
     /// Inserts a size-1 dim.
-    fn unsqueeze(&self, py: Python<'_>, dim: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.unsqueeze(extract_int(dim)?).py()?)
+    fn unsqueeze(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
+        new_tensor(py, this.var.unsqueeze(extract_int(dim)?).py()?)
     }
 
     /// Removes size-1 dims (all, the given one, or those of a tuple of dims).
     #[pyo3(signature = (dim = None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn squeeze(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
         let out = match squeeze_dims(dim)? {
-            None => self.var.squeeze(),
-            Some(SqueezeDims::One(d)) => self.var.squeeze_dim(d),
-            Some(SqueezeDims::Many(dims)) => self.var.squeeze_dims(&dims),
+            None => this.var.squeeze(),
+            Some(SqueezeDims::One(d)) => this.var.squeeze_dim(d),
+            Some(SqueezeDims::Many(dims)) => this.var.squeeze_dims(&dims),
         };
         new_tensor(py, out.py()?)
     }
@@ -242,17 +275,18 @@ impl PyTensor {
     /// Pieces of `split_size` (an int) or of the given sizes (a list) along `dim`.
     #[pyo3(signature = (split_size_or_sections, dim = None))]
     fn split(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         split_size_or_sections: &Bound<'_, PyAny>,
         dim: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTuple>> {
+        let this = crate::tensor::viewed(slf)?;
         let d = dim.map(extract_int).transpose()?.unwrap_or(0);
         let parts = match extract_int(split_size_or_sections) {
-            Ok(size) => self.var.split(size, d),
+            Ok(size) => this.var.split(size, d),
             Err(_) => {
                 let sizes = extract_dims(Some(split_size_or_sections))?.unwrap_or_default();
-                self.var.split_with_sizes(&sizes, d)
+                this.var.split_with_sizes(&sizes, d)
             }
         };
         tuple_of(py, parts.py()?)
@@ -261,44 +295,52 @@ impl PyTensor {
     /// Pieces of the given sizes along `dim`.
     #[pyo3(signature = (split_sizes, dim = None))]
     fn split_with_sizes(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         split_sizes: &Bound<'_, PyAny>,
         dim: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTuple>> {
+        let this = crate::tensor::viewed(slf)?;
         let d = dim.map(extract_int).transpose()?.unwrap_or(0);
         let sizes = extract_dims(Some(split_sizes))?.unwrap_or_default();
-        tuple_of(py, self.var.split_with_sizes(&sizes, d).py()?)
+        tuple_of(py, this.var.split_with_sizes(&sizes, d).py()?)
     }
 
     /// `chunks` pieces of equal size along `dim`.
     #[pyo3(signature = (chunks, dim = None))]
     fn chunk(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         chunks: &Bound<'_, PyAny>,
         dim: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTuple>> {
+        let this = crate::tensor::viewed(slf)?;
         let d = dim.map(extract_int).transpose()?.unwrap_or(0);
-        tuple_of(py, self.var.chunk(extract_int(chunks)?, d).py()?)
+        tuple_of(py, this.var.chunk(extract_int(chunks)?, d).py()?)
     }
 
     /// The slices along `dim`, with the dim removed.
     #[pyo3(signature = (dim = None))]
-    fn unbind(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTuple>> {
+    fn unbind(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTuple>> {
+        let this = crate::tensor::viewed(slf)?;
         let d = dim.map(extract_int).transpose()?.unwrap_or(0);
-        tuple_of(py, self.var.unbind(d).py()?)
+        tuple_of(py, this.var.unbind(d).py()?)
     }
 
     /// `length` elements of `dim` from `start` (a view).
     fn narrow(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         dim: &Bound<'_, PyAny>,
         start: &Bound<'_, PyAny>,
         length: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
-        let out = self
+        let this = crate::tensor::viewed(slf)?;
+        let out = this
             .var
             .narrow(extract_int(dim)?, extract_int(start)?, extract_int(length)?);
         new_tensor(py, out.py()?)
@@ -306,21 +348,22 @@ impl PyTensor {
 
     /// `self[..., index, ...]` along `dim` (a view without that dim).
     fn select(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         dim: &Bound<'_, PyAny>,
         index: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
-        let d = rustgrad::shape::wrap_dim_strict(extract_int(dim)?, self.var.dim()).py()?;
-        let size = self.var.shape()[d] as i64;
+        let this = crate::tensor::viewed(slf)?;
+        let d = rustgrad::shape::wrap_dim_strict(extract_int(dim)?, this.var.dim()).py()?;
+        let size = this.var.shape()[d] as i64;
         let i = extract_int(index)?;
         if i < -size || i >= size {
             return Err(pyo3::exceptions::PyIndexError::new_err(format!(
                 "select(): index {i} out of range for tensor of size {:?} at dimension {d}",
-                self.var.shape().as_slice()
+                this.var.shape().as_slice()
             )));
         }
-        new_tensor(py, self.var.select(d as i64, i).py()?)
+        new_tensor(py, this.var.select(d as i64, i).py()?)
     }
 
     /// Reverses the order of elements along `dims`.
@@ -399,13 +442,14 @@ impl PyTensor {
     /// The diagonal `offset` of dims `dim1`, `dim2` (a view; the diagonal is last).
     #[pyo3(signature = (offset = 0, dim1 = 0, dim2 = 1))]
     fn diagonal(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         offset: i64,
         dim1: i64,
         dim2: i64,
     ) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.diagonal(offset, dim1, dim2).py()?)
+        let this = crate::tensor::viewed(slf)?;
+        new_tensor(py, this.var.diagonal(offset, dim1, dim2).py()?)
     }
 
     /// A 1-d tensor as a diagonal matrix, or a matrix's diagonal.
@@ -428,35 +472,37 @@ impl PyTensor {
 
     /// Moves dims `source` to `destination` (ints or sequences).
     fn movedim(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
         destination: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
         let s = extract_dims(Some(source))?.unwrap_or_default();
         let d = extract_dims(Some(destination))?.unwrap_or_default();
-        new_tensor(py, self.var.movedim(&s, &d).py()?)
+        new_tensor(py, this.var.movedim(&s, &d).py()?)
     }
 
     /// Alias of `movedim`.
     fn moveaxis(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
         destination: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
-        self.movedim(py, source, destination)
+        Self::movedim(slf, py, source, destination)
     }
 
     /// Windows of `size` elements of `dimension`, `step` apart, as a new last dim.
     fn unfold(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         dimension: &Bound<'_, PyAny>,
         size: &Bound<'_, PyAny>,
         step: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
-        let out = self.var.unfold(
+        let this = crate::tensor::viewed(slf)?;
+        let out = this.var.unfold(
             extract_int(dimension)?,
             extract_int(size)?,
             extract_int(step)?,
