@@ -12,7 +12,6 @@ import re
 
 import numpy as np
 import pytest
-
 import rustgrad as torch
 
 DETACH_VIEW = re.escape("Can't detach views in-place. Use detach() instead. If you are using")
