@@ -123,7 +123,8 @@ class Reference:
                 rect = math.sqrt(
                     (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
                 )
-                adaptive = bc2**0.5 / (np.sqrt(v) + o.get("eps", 1e-8))
+                # PyTorch's `number / tensor` is `tensor.reciprocal() * number`.
+                adaptive = (1.0 / (np.sqrt(v) + o.get("eps", 1e-8))) * bc2**0.5
                 return p - corrected * lr * adaptive * rect
             return p - corrected * lr
         if name == "RMSprop":

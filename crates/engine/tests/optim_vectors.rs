@@ -470,3 +470,88 @@ fn lbfgs_matches_pytorch() -> Result<()> {
     }
     Ok(())
 }
+
+/// The float16 / bfloat16 trajectories of tests/vectors/optim_half.json (written by
+/// tests/vectors/generate_optim_half.py): parameters of whole ATen vectors (64 and 128
+/// elements) must match PyTorch bitwise; the 15-element one, which ATen updates in its
+/// scalar loop (one more rounding in `add`'s `alpha * other`), within four units of the
+/// dtype's precision. See Note [Optimizer steps].
+#[test]
+fn pytorch_half_trajectories() -> Result<()> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/optim_half.json");
+    let text = std::fs::read_to_string(&path).expect("optim_half.json is readable");
+    let root: Value = serde_json::from_str(&text).expect("optim_half.json is JSON");
+    let cases = root["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 40);
+    let f64s = |v: &Value| -> Vec<f64> {
+        v.as_array()
+            .expect("numbers")
+            .iter()
+            .map(|x| match x.as_str() {
+                // Non-finite values are written as "nan", "inf", "-inf".
+                Some(text) => text.parse().expect("a float spelled out"),
+                None => x.as_f64().expect("a number"),
+            })
+            .collect()
+    };
+    for (i, case) in cases.iter().enumerate() {
+        let name = case["optimizer"].as_str().expect("a name");
+        let (dtype, eps) = match case["dtype"].as_str().expect("a dtype") {
+            "float16" => (DType::F16, 2f64.powi(-10)),
+            _ => (DType::BF16, 2f64.powi(-7)),
+        };
+        let shapes: Vec<Vec<usize>> = case["shapes"]
+            .as_array()
+            .expect("shapes")
+            .iter()
+            .map(shape)
+            .collect();
+        let tensor = |v: &Value, s: &[usize]| Tensor::from_vec(f64s(v), s)?.to_dtype(dtype);
+        let params: Vec<Variable> = case["init"]
+            .as_array()
+            .expect("init")
+            .iter()
+            .zip(&shapes)
+            .map(|(x, s)| Variable::new(tensor(x, s)?, true))
+            .collect::<Result<_>>()?;
+        let mut opt = Optimizer::new(params.clone(), options(name, &case["kwargs"]))?;
+        let steps = case["grads"].as_array().expect("grads");
+        let expected = case["expected"].as_array().expect("expected");
+        for (step, (grads, want)) in steps.iter().zip(expected).enumerate() {
+            for ((p, g), s) in params
+                .iter()
+                .zip(grads.as_array().expect("grads"))
+                .zip(&shapes)
+            {
+                p.set_grad(Some(Variable::from_tensor(tensor(g, s)?)))?;
+            }
+            opt.step()?;
+            for (p, w) in params.iter().zip(want.as_array().expect("params")) {
+                assert_eq!(p.dtype(), dtype);
+                let got = p.tensor().to_vec::<f64>();
+                let want = f64s(w);
+                let scale = want
+                    .iter()
+                    .filter(|x| x.is_finite())
+                    .fold(0.0f64, |m, x| m.max(x.abs()));
+                let exact = want.len() % 64 == 0;
+                let ok = got.iter().zip(&want).all(|(g, w)| {
+                    if w.is_nan() {
+                        g.is_nan()
+                    } else if exact || w.is_infinite() {
+                        g == w
+                    } else {
+                        (g - w).abs() <= 4.0 * eps * (w.abs() + scale)
+                    }
+                });
+                assert!(
+                    ok,
+                    "case {i} ({name} {} {dtype:?}), step {step}: {got:?} vs {want:?}",
+                    case["kwargs"]
+                );
+            }
+        }
+    }
+    Ok(())
+}

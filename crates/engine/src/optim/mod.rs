@@ -20,16 +20,15 @@ pub use options::{
 pub use sgd::Sgd;
 
 use crate::autograd::grad_mode::no_grad;
-use crate::dtype::{DType, Element};
+use crate::dtype::{bf16, f16, DType, Element};
 use crate::error::{Error, Result};
-use crate::kernels::math::MathFloat;
 use crate::parallel;
 use crate::storage::WriteSite;
 use crate::tensor::Tensor;
 use crate::variable::Variable;
 use std::panic::Location;
 use std::sync::Arc;
-use update::StepScalars;
+use update::{OptimElement, StepScalars};
 
 /// One parameter's optimizer state, as PyTorch's `optimizer.state[p]` holds it.
 #[derive(Clone, Debug, Default)]
@@ -47,8 +46,8 @@ pub struct ParamState {
 impl ParamState {
     /// The state PyTorch creates when the optimizer is constructed: Adagrad's `step`
     /// and `sum` (filled with `initial_accumulator_value`); nothing for the others.
-    pub fn initial(options: &Options, param: &Variable) -> ParamState {
-        match options {
+    pub fn initial(options: &Options, param: &Variable) -> Result<ParamState> {
+        Ok(match options {
             Options::Adagrad(o) => ParamState {
                 step: Some(Tensor::scalar(0.0, DType::F32)),
                 mu_product: None,
@@ -56,10 +55,10 @@ impl ParamState {
                     &param.shape(),
                     o.initial_accumulator_value,
                     param.dtype(),
-                ))],
+                )?)],
             },
             _ => ParamState::default(),
-        }
+        })
     }
 }
 
@@ -77,7 +76,18 @@ fn scalar_value(t: &Tensor) -> Result<f64> {
 fn round_to(dtype: DType, value: f64) -> f64 {
     match dtype {
         DType::F32 => value as f32 as f64,
+        DType::F16 => f16::from_f32(value as f32).to_f64(),
+        DType::BF16 => bf16::from_f32(value as f32).to_f64(),
         _ => value,
+    }
+}
+
+/// The type ATen computes an op on a `dtype` tensor in (its opmath type): float32 for
+/// the half types.
+fn opmath(dtype: DType) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        other => other,
     }
 }
 
@@ -151,8 +161,10 @@ fn step_param(
     match p.dtype() {
         DType::F32 => step_typed::<f32>(options, &p, &g, state, site),
         DType::F64 => step_typed::<f64>(options, &p, &g, state, site),
+        DType::F16 => step_typed::<f16>(options, &p, &g, state, site),
+        DType::BF16 => step_typed::<bf16>(options, &p, &g, state, site),
         dtype => Err(Error::NotImplemented(format!(
-            "rustgrad: optimizers update float32 and float64 parameters, not {}",
+            "rustgrad: optimizers update floating-point parameters, not {}",
             dtype.torch_name()
         ))),
     }
@@ -183,15 +195,18 @@ fn advance_scalars(
             .get_or_insert_with(|| Tensor::scalar(1.0, DType::F32));
         let dtype = mu_product.dtype();
         let mu = o.betas.0 * (1.0 - 0.5 * 0.96f64.powf(scalars.step * o.momentum_decay));
-        // `mu_product *= mu` on a tensor: `mu` is rounded to its dtype first.
+        // `mu_product *= mu` on a tensor: computed in its opmath type with `mu` rounded to
+        // that type, the product rounded to the tensor's dtype.
         scalars.mu = mu;
-        scalars.mu_product = round_to(dtype, scalar_value(mu_product)? * round_to(dtype, mu));
+        let op = opmath(dtype);
+        let product = round_to(op, scalar_value(mu_product)? * round_to(op, mu));
+        scalars.mu_product = round_to(dtype, product);
         mu_product.fill(scalars.mu_product, site.clone())?;
     }
     Ok(scalars)
 }
 
-fn step_typed<T: MathFloat>(
+fn step_typed<T: OptimElement>(
     options: &Options,
     p: &Tensor,
     g: &Tensor,
@@ -211,7 +226,7 @@ fn step_typed<T: MathFloat>(
                     p.shape(),
                     options.initial_buffer_value(),
                     T::DTYPE,
-                ));
+                )?);
             }
             // A loaded buffer that is not a plain contiguous tensor of the parameter's
             // dtype is replaced by one, as PyTorch casts loaded state to the parameter.
@@ -261,7 +276,7 @@ fn step_typed<T: MathFloat>(
 /// Runs the update over one parameter's elements; a large parameter is cut into
 /// `parallel::CHUNK`-element pieces that run concurrently on the pool (every element's
 /// update is independent of the others, so the pieces give the same bits as one pass).
-fn apply_in_pieces<T: MathFloat>(
+fn apply_in_pieces<T: OptimElement>(
     options: &Options,
     scalars: &StepScalars,
     param: &mut [T],
@@ -410,7 +425,7 @@ impl Optimizer {
         let state = params
             .iter()
             .map(|p| ParamState::initial(&options, p))
-            .collect();
+            .collect::<Result<_>>()?;
         self.groups.push(ParamGroup {
             params,
             options,

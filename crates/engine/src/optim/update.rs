@@ -9,6 +9,13 @@
 //! t2`; `add(other, alpha)`: `self + alpha * other`; `lerp`: ATen's two-sided form), so
 //! float64 results agree with a numpy transcription to the last bits and float32 with
 //! PyTorch's own float32 arithmetic.
+//!
+//! float16 and bfloat16 parameters compute as ATen's CPU kernels do for them: each op
+//! in float32 (ATen's opmath type), its result rounded to the parameter's dtype
+//! ([`OptimElement::q`], the identity for float32 and float64); a Python number is a
+//! float32 operand of `mul`, `div`, `lerp`, `addcmul` and `addcdiv`, but is rounded to
+//! the parameter's dtype as `add`'s `alpha` or as the other operand of `add(x, eps)`
+//! ([`OptimElement::scalar`]: `eps = 1e-8` is 0 in float16, as in PyTorch).
 
 // `p = p + x` rather than `p += x`: each line reads as the PyTorch op it transcribes.
 #![allow(clippy::assign_op_pattern)]
@@ -17,7 +24,81 @@ use super::options::{
     AdadeltaOptions, AdagradOptions, AdamOptions, AdamaxOptions, NAdamOptions, Options,
     RAdamOptions, RmsPropOptions, SgdOptions,
 };
+use crate::dtype::{bf16, f16, Element, Float, Num};
 use crate::kernels::math::MathFloat;
+
+/// A parameter dtype the optimizers update: `C` is the type its ops compute in (ATen's
+/// opmath type), `q` rounds one op's result to the dtype.
+pub(crate) trait OptimElement: Element {
+    /// The compute type.
+    type C: MathFloat;
+    /// The value in the compute type (exact).
+    fn load(self) -> Self::C;
+    /// A compute value already rounded by [`OptimElement::q`], stored.
+    fn store(v: Self::C) -> Self;
+    /// One op's result rounded to this dtype.
+    fn q(v: Self::C) -> Self::C;
+    /// A Python number as a tensor operand of this dtype: `add`'s `alpha`, or the
+    /// wrapped number of `add(x, eps)`.
+    fn scalar(v: f64) -> Self::C {
+        Self::q(Self::C::c(v))
+    }
+    /// `a * b + c` as the last step of ATen's `lerp` and `addcmul` computes it: one
+    /// fused multiply-add in its vectorised half kernels; two roundings (as PyTorch's
+    /// float32 and float64 results are reproduced) otherwise.
+    #[inline(always)]
+    fn mul_add(a: Self::C, b: Self::C, c: Self::C) -> Self::C {
+        a * b + c
+    }
+}
+
+macro_rules! exact_optim_element {
+    ($t:ty) => {
+        impl OptimElement for $t {
+            type C = $t;
+            #[inline(always)]
+            fn load(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn store(v: $t) -> $t {
+                v
+            }
+            #[inline(always)]
+            fn q(v: $t) -> $t {
+                v
+            }
+        }
+    };
+}
+exact_optim_element!(f32);
+exact_optim_element!(f64);
+
+macro_rules! half_optim_element {
+    ($t:ty) => {
+        impl OptimElement for $t {
+            type C = f32;
+            #[inline(always)]
+            fn load(self) -> f32 {
+                self.to_f32()
+            }
+            #[inline(always)]
+            fn store(v: f32) -> $t {
+                <$t>::from_f32(v)
+            }
+            #[inline(always)]
+            fn q(v: f32) -> f32 {
+                <$t>::from_f32(v).to_f32()
+            }
+            #[inline(always)]
+            fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+                a.mul_add(b, c)
+            }
+        }
+    };
+}
+half_optim_element!(f16);
+half_optim_element!(bf16);
 
 /// The scalars of one parameter's step that come from its state.
 pub(crate) struct StepScalars {
@@ -33,15 +114,23 @@ pub(crate) struct StepScalars {
 
 /// ATen's `lerp(self, end, weight)`, precise at both ends of the weight.
 #[inline(always)]
-fn lerp<T: MathFloat>(start: T, end: T, weight: T, small_weight: bool) -> T {
+fn lerp<S: OptimElement>(start: S::C, end: S::C, weight: S::C, small_weight: bool) -> S::C {
+    let diff = end - start;
     if small_weight {
-        start + weight * (end - start)
+        S::mul_add(weight, diff, start)
     } else {
-        end - (end - start) * (T::ONE - weight)
+        S::mul_add(-diff, S::C::ONE - weight, end)
     }
 }
 
-/// A lerp weight as ATen takes it: rounded to `T`, and whether `|weight| < 0.5`.
+/// ATen's `addcmul(self, t1, t2, value)`: `self + value * t1 * t2`.
+#[inline(always)]
+fn addcmul<S: OptimElement>(this: S::C, value: S::C, t1: S::C, t2: S::C) -> S::C {
+    S::mul_add(value * t1, t2, this)
+}
+
+/// A lerp weight as ATen takes it: rounded to the compute type, and whether
+/// `|weight| < 0.5`.
 fn lerp_weight<T: MathFloat>(weight: f64) -> (T, bool) {
     let w = T::c(weight);
     (w, w.to_f64().abs() < 0.5)
@@ -71,16 +160,17 @@ fn abs<T: MathFloat>(x: T) -> T {
 /// The gradient as the update sees it: negated for `maximize`, plus `weight_decay *
 /// param` when the decay is an L2 penalty (`grad.add(param, alpha=weight_decay)`).
 #[inline(always)]
-fn effective_grad<T: MathFloat>(g: T, p: T, maximize: bool, l2: Option<T>) -> T {
+fn effective_grad<S: OptimElement>(g: S::C, p: S::C, maximize: bool, l2: Option<S::C>) -> S::C {
     let g = if maximize { -g } else { g };
     match l2 {
-        Some(wd) => g + wd * p,
+        Some(wd) => S::q(g + wd * p),
         None => g,
     }
 }
 
-fn l2<T: MathFloat>(weight_decay: f64, decoupled: bool) -> Option<T> {
-    (weight_decay != 0.0 && !decoupled).then(|| T::c(weight_decay))
+/// `add`'s `alpha = weight_decay` of an L2 penalty, if it applies.
+fn l2<S: OptimElement>(weight_decay: f64, decoupled: bool) -> Option<S::C> {
+    (weight_decay != 0.0 && !decoupled).then(|| S::scalar(weight_decay))
 }
 
 /// The factor `1 - lr * weight_decay` that decoupled weight decay (AdamW's, and Adam's
@@ -91,12 +181,12 @@ fn decoupled_decay<T: MathFloat>(weight_decay: f64, decoupled: bool, lr: f64) ->
 
 /// Runs `options`' update over one parameter's elements: `p` the parameter, `g` its
 /// gradient, `bufs` its buffers in [`Options::buffer_names`] order, all of one length.
-pub(crate) fn apply<T: MathFloat>(
+pub(crate) fn apply<S: OptimElement>(
     options: &Options,
     s: &StepScalars,
-    p: &mut [T],
-    g: &[T],
-    bufs: &mut [&mut [T]],
+    p: &mut [S],
+    g: &[S],
+    bufs: &mut [&mut [S]],
 ) {
     match options {
         Options::Sgd(o) => sgd(o, s, p, g, bufs),
@@ -110,50 +200,67 @@ pub(crate) fn apply<T: MathFloat>(
     }
 }
 
-fn sgd<T: MathFloat>(o: &SgdOptions, s: &StepScalars, p: &mut [T], g: &[T], bufs: &mut [&mut [T]]) {
-    let l2 = l2::<T>(o.weight_decay, false);
-    let neg_lr = T::c(-o.lr);
-    let (momentum, keep) = (T::c(o.momentum), T::c(1.0 - o.dampening));
+fn sgd<S: OptimElement>(
+    o: &SgdOptions,
+    s: &StepScalars,
+    p: &mut [S],
+    g: &[S],
+    bufs: &mut [&mut [S]],
+) {
+    let q = S::q;
+    let l2 = l2::<S>(o.weight_decay, false);
+    let neg_lr = S::scalar(-o.lr);
+    let momentum = S::C::c(o.momentum);
+    let (momentum_alpha, keep) = (S::scalar(o.momentum), S::scalar(1.0 - o.dampening));
     match bufs {
         [] => {
             for (p, &g) in p.iter_mut().zip(g) {
-                let d = effective_grad(g, *p, o.maximize, l2);
-                *p = *p + neg_lr * d;
+                let pv = p.load();
+                let d = effective_grad::<S>(g.load(), pv, o.maximize, l2);
+                *p = S::store(q(pv + neg_lr * d));
             }
         }
         [buf] => {
             for ((p, &g), b) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
-                let d = effective_grad(g, *p, o.maximize, l2);
-                *b = if s.fresh_buffer {
+                let pv = p.load();
+                let d = effective_grad::<S>(g.load(), pv, o.maximize, l2);
+                let bv = if s.fresh_buffer {
                     d
                 } else {
-                    *b * momentum + keep * d
+                    q(q(b.load() * momentum) + keep * d)
                 };
-                let d = if o.nesterov { d + momentum * *b } else { *b };
-                *p = *p + neg_lr * d;
+                *b = S::store(bv);
+                let d = if o.nesterov {
+                    q(d + momentum_alpha * bv)
+                } else {
+                    bv
+                };
+                *p = S::store(q(pv + neg_lr * d));
             }
         }
         _ => unreachable!("rustgrad internal error: SGD has at most one buffer"),
     }
 }
 
-fn adam<T: MathFloat>(
+fn adam<S: OptimElement>(
     o: &AdamOptions,
     s: &StepScalars,
-    p: &mut [T],
-    g: &[T],
-    bufs: &mut [&mut [T]],
+    p: &mut [S],
+    g: &[S],
+    bufs: &mut [&mut [S]],
 ) {
+    type C<S> = <S as OptimElement>::C;
+    let q = S::q;
     let (beta1, beta2) = o.betas;
-    let l2 = l2::<T>(o.weight_decay, o.decoupled_weight_decay);
-    let decay = decoupled_decay::<T>(o.weight_decay, o.decoupled_weight_decay, o.lr);
-    let (w1, small1) = lerp_weight::<T>(1.0 - beta1);
-    let (b2, one_minus_b2) = (T::c(beta2), T::c(1.0 - beta2));
+    let l2 = l2::<S>(o.weight_decay, o.decoupled_weight_decay);
+    let decay = decoupled_decay::<C<S>>(o.weight_decay, o.decoupled_weight_decay, o.lr);
+    let (w1, small1) = lerp_weight::<C<S>>(1.0 - beta1);
+    let (b2, one_minus_b2) = (C::<S>::c(beta2), C::<S>::c(1.0 - beta2));
     let bias_correction1 = 1.0 - beta1.powf(s.step);
     let bias_correction2 = 1.0 - beta2.powf(s.step);
-    let neg_step_size = T::c(-(o.lr / bias_correction1));
-    let bc2_sqrt = T::c(bias_correction2.powf(0.5));
-    let eps = T::c(o.eps);
+    let neg_step_size = C::<S>::c(-(o.lr / bias_correction1));
+    let bc2_sqrt = C::<S>::c(bias_correction2.powf(0.5));
+    let eps = S::scalar(o.eps);
     let (exp_avg, rest) = bufs
         .split_first_mut()
         .expect("rustgrad internal error: Adam buffers");
@@ -162,92 +269,120 @@ fn adam<T: MathFloat>(
         .expect("rustgrad internal error: Adam buffers");
     let mut max_sq = rest.first_mut();
     for i in 0..p.len() {
+        let mut pv = p[i].load();
         if let Some(decay) = decay {
-            p[i] = p[i] * decay;
+            pv = q(pv * decay);
         }
-        let d = effective_grad(g[i], p[i], o.maximize, l2);
-        exp_avg[i] = lerp(exp_avg[i], d, w1, small1);
-        exp_avg_sq[i] = exp_avg_sq[i] * b2 + one_minus_b2 * d * d;
+        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
+        let m = q(lerp::<S>(exp_avg[i].load(), d, w1, small1));
+        exp_avg[i] = S::store(m);
+        let v = q(addcmul::<S>(
+            q(exp_avg_sq[i].load() * b2),
+            one_minus_b2,
+            d,
+            d,
+        ));
+        exp_avg_sq[i] = S::store(v);
         let second = match max_sq.as_deref_mut() {
-            Some(m) => {
-                m[i] = maximum(m[i], exp_avg_sq[i]);
-                m[i]
+            Some(mx) => {
+                let v = maximum(mx[i].load(), v);
+                mx[i] = S::store(v);
+                v
             }
-            None => exp_avg_sq[i],
+            None => v,
         };
-        let denom = second.sqrt() / bc2_sqrt + eps;
-        p[i] = p[i] + neg_step_size * exp_avg[i] / denom;
+        let denom = q(q(q(second.sqrt()) / bc2_sqrt) + eps);
+        p[i] = S::store(q(pv + neg_step_size * m / denom));
     }
 }
 
-fn adamax<T: MathFloat>(
+fn adamax<S: OptimElement>(
     o: &AdamaxOptions,
     s: &StepScalars,
-    p: &mut [T],
-    g: &[T],
-    bufs: &mut [&mut [T]],
+    p: &mut [S],
+    g: &[S],
+    bufs: &mut [&mut [S]],
 ) {
+    type C<S> = <S as OptimElement>::C;
+    let q = S::q;
     let (beta1, beta2) = o.betas;
-    let l2 = l2::<T>(o.weight_decay, false);
-    let (w1, small1) = lerp_weight::<T>(1.0 - beta1);
-    let (b2, eps) = (T::c(beta2), T::c(o.eps));
-    let neg_clr = T::c(-(o.lr / (1.0 - beta1.powf(s.step))));
+    let l2 = l2::<S>(o.weight_decay, false);
+    let (w1, small1) = lerp_weight::<C<S>>(1.0 - beta1);
+    let (b2, eps) = (C::<S>::c(beta2), S::scalar(o.eps));
+    let neg_clr = C::<S>::c(-(o.lr / (1.0 - beta1.powf(s.step))));
     let [exp_avg, exp_inf] = bufs else {
         unreachable!("rustgrad internal error: Adamax has two buffers")
     };
     for i in 0..p.len() {
-        let d = effective_grad(g[i], p[i], o.maximize, l2);
-        exp_avg[i] = lerp(exp_avg[i], d, w1, small1);
-        exp_inf[i] = maximum(exp_inf[i] * b2, abs(d) + eps);
-        p[i] = p[i] + neg_clr * exp_avg[i] / exp_inf[i];
+        let pv = p[i].load();
+        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
+        let m = q(lerp::<S>(exp_avg[i].load(), d, w1, small1));
+        exp_avg[i] = S::store(m);
+        let u = maximum(q(exp_inf[i].load() * b2), q(abs(d) + eps));
+        exp_inf[i] = S::store(u);
+        p[i] = S::store(q(pv + neg_clr * m / u));
     }
 }
 
-fn nadam<T: MathFloat>(
+fn nadam<S: OptimElement>(
     o: &NAdamOptions,
     s: &StepScalars,
-    p: &mut [T],
-    g: &[T],
-    bufs: &mut [&mut [T]],
+    p: &mut [S],
+    g: &[S],
+    bufs: &mut [&mut [S]],
 ) {
+    type C<S> = <S as OptimElement>::C;
+    let q = S::q;
     let (beta1, beta2) = o.betas;
-    let l2 = l2::<T>(o.weight_decay, o.decoupled_weight_decay);
-    let decay = decoupled_decay::<T>(o.weight_decay, o.decoupled_weight_decay, o.lr);
-    let bias_correction2 = T::c(1.0 - beta2.powf(s.step));
+    let l2 = l2::<S>(o.weight_decay, o.decoupled_weight_decay);
+    let decay = decoupled_decay::<C<S>>(o.weight_decay, o.decoupled_weight_decay, o.lr);
+    let bias_correction2 = C::<S>::c(1.0 - beta2.powf(s.step));
     let mu_next = beta1 * (1.0 - 0.5 * 0.96f64.powf((s.step + 1.0) * o.momentum_decay));
     let mu_product_next = s.mu_product * mu_next;
-    let grad_scale = T::c(-o.lr * (1.0 - s.mu) / (1.0 - s.mu_product));
-    let avg_scale = T::c((-o.lr * mu_next) / (1.0 - mu_product_next));
-    let (w1, small1) = lerp_weight::<T>(1.0 - beta1);
-    let (b2, one_minus_b2, eps) = (T::c(beta2), T::c(1.0 - beta2), T::c(o.eps));
+    let grad_scale = C::<S>::c(-o.lr * (1.0 - s.mu) / (1.0 - s.mu_product));
+    let avg_scale = C::<S>::c((-o.lr * mu_next) / (1.0 - mu_product_next));
+    let (w1, small1) = lerp_weight::<C<S>>(1.0 - beta1);
+    let (b2, one_minus_b2) = (C::<S>::c(beta2), C::<S>::c(1.0 - beta2));
+    let eps = S::scalar(o.eps);
     let [exp_avg, exp_avg_sq] = bufs else {
         unreachable!("rustgrad internal error: NAdam has two buffers")
     };
     for i in 0..p.len() {
+        let mut pv = p[i].load();
         if let Some(decay) = decay {
-            p[i] = p[i] * decay;
+            pv = q(pv * decay);
         }
-        let d = effective_grad(g[i], p[i], o.maximize, l2);
-        exp_avg[i] = lerp(exp_avg[i], d, w1, small1);
-        exp_avg_sq[i] = exp_avg_sq[i] * b2 + one_minus_b2 * d * d;
-        let denom = (exp_avg_sq[i] / bias_correction2).sqrt() + eps;
-        p[i] = p[i] + grad_scale * d / denom;
-        p[i] = p[i] + avg_scale * exp_avg[i] / denom;
+        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
+        let m = q(lerp::<S>(exp_avg[i].load(), d, w1, small1));
+        exp_avg[i] = S::store(m);
+        let v = q(addcmul::<S>(
+            q(exp_avg_sq[i].load() * b2),
+            one_minus_b2,
+            d,
+            d,
+        ));
+        exp_avg_sq[i] = S::store(v);
+        let denom = q(q(q(v / bias_correction2).sqrt()) + eps);
+        pv = q(pv + grad_scale * d / denom);
+        p[i] = S::store(q(pv + avg_scale * m / denom));
     }
 }
 
-fn radam<T: MathFloat>(
+fn radam<S: OptimElement>(
     o: &RAdamOptions,
     s: &StepScalars,
-    p: &mut [T],
-    g: &[T],
-    bufs: &mut [&mut [T]],
+    p: &mut [S],
+    g: &[S],
+    bufs: &mut [&mut [S]],
 ) {
+    type C<S> = <S as OptimElement>::C;
+    let q = S::q;
     let (beta1, beta2) = o.betas;
-    let l2 = l2::<T>(o.weight_decay, o.decoupled_weight_decay);
-    let decay = decoupled_decay::<T>(o.weight_decay, o.decoupled_weight_decay, o.lr);
-    let (w1, small1) = lerp_weight::<T>(1.0 - beta1);
-    let (b2, one_minus_b2, eps) = (T::c(beta2), T::c(1.0 - beta2), T::c(o.eps));
+    let l2 = l2::<S>(o.weight_decay, o.decoupled_weight_decay);
+    let decay = decoupled_decay::<C<S>>(o.weight_decay, o.decoupled_weight_decay, o.lr);
+    let (w1, small1) = lerp_weight::<C<S>>(1.0 - beta1);
+    let (b2, one_minus_b2) = (C::<S>::c(beta2), C::<S>::c(1.0 - beta2));
+    let eps = S::scalar(o.eps);
     let bias_correction1 = 1.0 - beta1.powf(s.step);
     let bias_correction2 = 1.0 - beta2.powf(s.step);
     let rho_inf = 2.0 / (1.0 - beta2) - 1.0;
@@ -257,36 +392,49 @@ fn radam<T: MathFloat>(
         let rect = ((rho_t - 4.0) * (rho_t - 2.0) * rho_inf
             / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t))
             .powf(0.5);
-        (T::c(bias_correction2.powf(0.5)), T::c(rect))
+        (C::<S>::c(bias_correction2.powf(0.5)), C::<S>::c(rect))
     });
-    let (bc1, lr) = (T::c(bias_correction1), T::c(o.lr));
+    let (bc1, lr) = (C::<S>::c(bias_correction1), C::<S>::c(o.lr));
     let [exp_avg, exp_avg_sq] = bufs else {
         unreachable!("rustgrad internal error: RAdam has two buffers")
     };
     for i in 0..p.len() {
+        let mut pv = p[i].load();
         if let Some(decay) = decay {
-            p[i] = p[i] * decay;
+            pv = q(pv * decay);
         }
-        let d = effective_grad(g[i], p[i], o.maximize, l2);
-        exp_avg[i] = lerp(exp_avg[i], d, w1, small1);
-        exp_avg_sq[i] = exp_avg_sq[i] * b2 + one_minus_b2 * d * d;
-        let corrected = exp_avg[i] / bc1;
+        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
+        let m = q(lerp::<S>(exp_avg[i].load(), d, w1, small1));
+        exp_avg[i] = S::store(m);
+        let v = q(addcmul::<S>(
+            q(exp_avg_sq[i].load() * b2),
+            one_minus_b2,
+            d,
+            d,
+        ));
+        exp_avg_sq[i] = S::store(v);
+        let corrected = q(m / bc1);
         let update = match rectified {
             Some((bc2_sqrt, rect)) => {
-                let adaptive_lr = bc2_sqrt / (exp_avg_sq[i].sqrt() + eps);
-                corrected * lr * adaptive_lr * rect
+                // `bias_correction2**0.5 / t` is Tensor.__rtruediv__: `t.reciprocal() * x`.
+                let adaptive_lr = q(q(C::<S>::ONE / q(q(v.sqrt()) + eps)) * bc2_sqrt);
+                q(q(q(corrected * lr) * adaptive_lr) * rect)
             }
-            None => corrected * lr,
+            None => q(corrected * lr),
         };
-        p[i] = p[i] - update;
+        p[i] = S::store(q(pv - update));
     }
 }
 
-fn rmsprop<T: MathFloat>(o: &RmsPropOptions, p: &mut [T], g: &[T], bufs: &mut [&mut [T]]) {
-    let l2 = l2::<T>(o.weight_decay, false);
-    let (alpha, one_minus_alpha) = (T::c(o.alpha), T::c(1.0 - o.alpha));
-    let (w, small) = lerp_weight::<T>(1.0 - o.alpha);
-    let (eps, neg_lr, momentum) = (T::c(o.eps), T::c(-o.lr), T::c(o.momentum));
+fn rmsprop<S: OptimElement>(o: &RmsPropOptions, p: &mut [S], g: &[S], bufs: &mut [&mut [S]]) {
+    type C<S> = <S as OptimElement>::C;
+    let q = S::q;
+    let l2 = l2::<S>(o.weight_decay, false);
+    let (alpha, one_minus_alpha) = (C::<S>::c(o.alpha), C::<S>::c(1.0 - o.alpha));
+    let (w, small) = lerp_weight::<C<S>>(1.0 - o.alpha);
+    let (eps, momentum) = (S::scalar(o.eps), C::<S>::c(o.momentum));
+    // `addcdiv`'s value is a compute-type number, `add`'s alpha one of the dtype.
+    let (neg_lr, neg_lr_alpha) = (C::<S>::c(-o.lr), S::scalar(-o.lr));
     let (square_avg, rest) = bufs
         .split_first_mut()
         .expect("rustgrad internal error: RMSprop buffers");
@@ -297,60 +445,86 @@ fn rmsprop<T: MathFloat>(o: &RmsPropOptions, p: &mut [T], g: &[T], bufs: &mut [&
         [b, a] => (Some(b), Some(a)),
         _ => unreachable!("rustgrad internal error: RMSprop has at most three buffers"),
     };
+    let one = C::<S>::ONE;
     for i in 0..p.len() {
-        let d = effective_grad(g[i], p[i], o.maximize, l2);
-        square_avg[i] = square_avg[i] * alpha + one_minus_alpha * d * d;
+        let pv = p[i].load();
+        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
+        let sq = q(addcmul::<S>(
+            q(square_avg[i].load() * alpha),
+            one_minus_alpha,
+            d,
+            d,
+        ));
+        square_avg[i] = S::store(sq);
         let avg = match grad_avg.as_deref_mut() {
             Some(ga) => {
-                ga[i] = lerp(ga[i], d, w, small);
-                (square_avg[i] + -T::ONE * ga[i] * ga[i]).sqrt()
+                let a = q(lerp::<S>(ga[i].load(), d, w, small));
+                ga[i] = S::store(a);
+                q(q(addcmul::<S>(sq, -one, a, a)).sqrt())
             }
-            None => square_avg[i].sqrt(),
-        } + eps;
+            None => q(sq.sqrt()),
+        };
+        let avg = q(avg + eps);
         match momentum_buffer.as_deref_mut() {
             Some(b) => {
-                b[i] = b[i] * momentum + T::ONE * d / avg;
-                p[i] = p[i] + neg_lr * b[i];
+                let bv = q(q(b[i].load() * momentum) + one * d / avg);
+                b[i] = S::store(bv);
+                p[i] = S::store(q(pv + neg_lr_alpha * bv));
             }
-            None => p[i] = p[i] + neg_lr * d / avg,
+            None => p[i] = S::store(q(pv + neg_lr * d / avg)),
         }
     }
 }
 
-fn adagrad<T: MathFloat>(
+fn adagrad<S: OptimElement>(
     o: &AdagradOptions,
     s: &StepScalars,
-    p: &mut [T],
-    g: &[T],
-    bufs: &mut [&mut [T]],
+    p: &mut [S],
+    g: &[S],
+    bufs: &mut [&mut [S]],
 ) {
-    let l2 = l2::<T>(o.weight_decay, false);
-    let neg_clr = T::c(-(o.lr / (1.0 + (s.step - 1.0) * o.lr_decay)));
-    let eps = T::c(o.eps);
+    type C<S> = <S as OptimElement>::C;
+    let q = S::q;
+    let l2 = l2::<S>(o.weight_decay, false);
+    let neg_clr = C::<S>::c(-(o.lr / (1.0 + (s.step - 1.0) * o.lr_decay)));
+    let eps = S::scalar(o.eps);
+    let one = C::<S>::ONE;
     let [sum] = bufs else {
         unreachable!("rustgrad internal error: Adagrad has one buffer")
     };
     for i in 0..p.len() {
-        let d = effective_grad(g[i], p[i], o.maximize, l2);
-        sum[i] = sum[i] + T::ONE * d * d;
-        let std = sum[i].sqrt() + eps;
-        p[i] = p[i] + neg_clr * d / std;
+        let pv = p[i].load();
+        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
+        let sv = q(addcmul::<S>(sum[i].load(), one, d, d));
+        sum[i] = S::store(sv);
+        let std = q(q(sv.sqrt()) + eps);
+        p[i] = S::store(q(pv + neg_clr * d / std));
     }
 }
 
-fn adadelta<T: MathFloat>(o: &AdadeltaOptions, p: &mut [T], g: &[T], bufs: &mut [&mut [T]]) {
-    let l2 = l2::<T>(o.weight_decay, false);
-    let (rho, one_minus_rho) = (T::c(o.rho), T::c(1.0 - o.rho));
-    let (eps, neg_lr) = (T::c(o.eps), T::c(-o.lr));
+fn adadelta<S: OptimElement>(o: &AdadeltaOptions, p: &mut [S], g: &[S], bufs: &mut [&mut [S]]) {
+    type C<S> = <S as OptimElement>::C;
+    let q = S::q;
+    let l2 = l2::<S>(o.weight_decay, false);
+    let (rho, one_minus_rho) = (C::<S>::c(o.rho), C::<S>::c(1.0 - o.rho));
+    let (eps, neg_lr) = (S::scalar(o.eps), S::scalar(-o.lr));
     let [square_avg, acc_delta] = bufs else {
         unreachable!("rustgrad internal error: Adadelta has two buffers")
     };
     for i in 0..p.len() {
-        let d = effective_grad(g[i], p[i], o.maximize, l2);
-        square_avg[i] = square_avg[i] * rho + one_minus_rho * d * d;
-        let std = (square_avg[i] + eps).sqrt();
-        let delta = (acc_delta[i] + eps).sqrt() / std * d;
-        acc_delta[i] = acc_delta[i] * rho + one_minus_rho * delta * delta;
-        p[i] = p[i] + neg_lr * delta;
+        let pv = p[i].load();
+        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
+        let sq = q(addcmul::<S>(
+            q(square_avg[i].load() * rho),
+            one_minus_rho,
+            d,
+            d,
+        ));
+        square_avg[i] = S::store(sq);
+        let std = q(q(sq + eps).sqrt());
+        let acc = acc_delta[i].load();
+        let delta = q(q(q(q(acc + eps).sqrt()) / std) * d);
+        acc_delta[i] = S::store(q(addcmul::<S>(q(acc * rho), one_minus_rho, delta, delta)));
+        p[i] = S::store(q(pv + neg_lr * delta));
     }
 }
