@@ -7,6 +7,8 @@ import operator
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from ._rustgrad import Tensor, full, tensor, zeros
 
 
@@ -173,7 +175,9 @@ def _parser_type_name(obj: Any) -> str:
         return "torch.dtype"
     if isinstance(obj, rustgrad.device):
         return "torch.device"
-    return type(obj).__name__
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    return name if module == "builtins" else f"{module}.{name}"
 
 
 def _size_item(obj: Any, first: bool) -> int | None:
@@ -241,8 +245,10 @@ def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         raise _new_invalid(args, kwargs)
     if isinstance(first, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(first).__name__}'")
-    if isinstance(first, dict) or not hasattr(type(first), "__getitem__"):
-        raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
+    # CPython's sequence check: item access by index, which mappings and numpy scalars
+    # lack (the latter index only by `()`).
+    if isinstance(first, (dict, np.generic)) or not hasattr(type(first), "__getitem__"):
+        raise TypeError(f"new(): data must be a sequence (got {_parser_type_name(first)})")
     return tensor(first, dtype=self.dtype)
 
 

@@ -321,6 +321,7 @@ def test_new_with_a_tensor_is_an_alias_view():
         ((True,), {}, TypeError, "new(): data must be a sequence (got bool)"),
         ((None,), {}, TypeError, "new(): data must be a sequence (got NoneType)"),
         (({1: 2},), {}, TypeError, "new(): data must be a sequence (got dict)"),
+        ((np.float64(2.0),), {}, TypeError, "data must be a sequence (got numpy.float64)"),
         (("a",), {}, TypeError, "new(): invalid data type 'str'"),
         (
             (2, 3.0),
