@@ -325,3 +325,83 @@ fn an_input_returned_as_is_is_a_view_that_refuses_in_place_writes() {
     y.sum().unwrap().backward().unwrap();
     assert_eq!(values(&x.grad().unwrap()), vec![4.0, 4.0]);
 }
+
+/// `v *= w` on a view `v` of `b`, with `v` the op's second input and marked dirty:
+/// `b`'s history becomes CopySlices around the node (whose first edge is the view's),
+/// and the gradients reach `a` and `w` in the caller's order. Hand-derived: loss =
+/// sum(b * [1, 2, 3, 4]) with b = a, b[1..3] *= w: d/da = [1, 2w, 3w, 4] = [1, 6, 9, 4],
+/// d/dw = a[1] * 2 + a[2] * 3 = 4 + 9 = 13.
+#[test]
+fn a_dirty_view_is_written_through_its_base() {
+    /// Returns `[sum(g * x_old), g * w]`: the view's old values are saved as `x_old`.
+    struct MulInto;
+    impl CustomBackward for MulInto {
+        fn name(&self) -> &'static str {
+            intern_name("MulIntoBackward")
+        }
+        fn backward(
+            &self,
+            grads: &[Option<Variable>],
+            saved: &SavedValues,
+            needs: &[bool],
+        ) -> Result<Vec<Option<Variable>>> {
+            assert_eq!(needs, &[true, true]);
+            let saved = saved.unpack()?;
+            let (x_old, w) = (saved[0].as_ref().unwrap(), saved[1].as_ref().unwrap());
+            let g = grads[0].as_ref().unwrap();
+            Ok(vec![Some(g.mul(x_old)?), Some(g.mul(w)?)])
+        }
+    }
+    let a = leaf(&[1.0, 2.0, 3.0, 4.0], true);
+    let w = leaf(&[3.0], true);
+    let b = a.mul_scalar(1.0).unwrap();
+    let v = b.narrow(0, 1, 2).unwrap();
+    let x_old = {
+        let _g = no_grad();
+        let old = v.mul_scalar(1.0).unwrap();
+        v.mul_(&w).unwrap();
+        old
+    };
+    let saved = [Some(x_old), Some(w.detach())];
+    let outs = Variable::record_custom(
+        Arc::new(MulInto),
+        &[&w, &v],
+        std::slice::from_ref(&v),
+        CustomOptions {
+            dirty: std::slice::from_ref(&v),
+            saved: &saved,
+            ..CustomOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(outs[0].same(&v));
+    assert_eq!(
+        autograd::node_name(b.grad_fn().unwrap().id()).unwrap(),
+        "CopySlices"
+    );
+    let weights = Variable::new(
+        Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0], &[4]).unwrap(),
+        false,
+    )
+    .unwrap();
+    b.mul(&weights).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(values(&a.grad().unwrap()), vec![1.0, 6.0, 9.0, 4.0]);
+    assert_eq!(values(&w.grad().unwrap()), vec![13.0]);
+
+    // More than one output refuses, as PyTorch.
+    let v = a.mul_scalar(1.0).unwrap().narrow(0, 0, 2).unwrap();
+    let err = Variable::record_custom(
+        Arc::new(MulInto),
+        &[&w, &v],
+        std::slice::from_ref(&v),
+        CustomOptions {
+            dirty: std::slice::from_ref(&v),
+            other_outputs: 1,
+            ..CustomOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(err
+        .to_string()
+        .contains("your Function cannot return more than one Tensor"));
+}
