@@ -791,3 +791,21 @@ def test_mark_dirty_on_a_view_refusals_as_pytorch():
         match="a view of a leaf Variable that requires grad is being used in an in-place",
     ):
         _MulInplace.apply(a[1:], w, 0)
+
+
+def test_ctx_hash_does_not_change_when_the_node_is_recorded():
+    seen = {}
+
+    class Id(Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen["hash"] = hash(ctx)
+            seen["set"] = {ctx}
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    y = Id.apply(dleaf(1.0))
+    assert hash(y.grad_fn) == seen["hash"] and y.grad_fn in seen["set"]

@@ -309,11 +309,14 @@ impl PyNode {
         PyTuple::new(py, values)
     }
 
-    fn __hash__(&self) -> u64 {
+    fn __hash__(slf: &Bound<'_, Self>) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        if let Some(n) = self.node.get() {
-            n.id().hash(&mut h);
+        match slf.get().node.get() {
+            Some(Held::Strong(n)) => n.id().hash(&mut h),
+            // A custom Function's ctx hashes by identity: it is its node's only object,
+            // and its hash must not change when `apply` records the node.
+            _ => (slf.as_ptr() as usize).hash(&mut h),
         }
         h.finish()
     }
