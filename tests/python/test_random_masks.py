@@ -60,8 +60,14 @@ def make(spec: dict[str, Any]) -> Any:
         stored = shape[::-1]
     elif layout == "channels_last":
         stored = [shape[0], shape[2], shape[3], shape[1]]
-    else:
+    elif layout == "strided":
         stored = [*shape[:-1], 2 * shape[-1]]
+    elif layout == "reversed_strided":
+        stored = [*shape[:-1], 2 * shape[-1]][::-1]
+    elif layout == "expanded":
+        stored = [1, *shape[1:]]
+    else:
+        stored = [1, shape[2], shape[1]]
     numel = 1
     for s in stored:
         numel *= s
@@ -76,6 +82,12 @@ def make(spec: dict[str, Any]) -> Any:
         return base.permute(0, 3, 1, 2)
     if layout == "strided":
         return base[..., ::2]
+    if layout == "reversed_strided":
+        return base.permute(*reversed(range(len(shape))))[..., ::2]
+    if layout == "expanded":
+        return base.expand(*shape)
+    if layout == "expanded_transposed":
+        return base.expand(shape[0], shape[2], shape[1]).transpose(1, 2)
     return base
 
 

@@ -65,6 +65,12 @@ def make(spec: dict[str, Any]) -> torch.Tensor:
         stored = [shape[0], shape[2], shape[3], shape[1]]
     elif layout == "strided":
         stored = shape[:-1] + [2 * shape[-1]]
+    elif layout == "reversed_strided":
+        stored = (shape[:-1] + [2 * shape[-1]])[::-1]
+    elif layout == "expanded":
+        stored = [1] + shape[1:]
+    elif layout == "expanded_transposed":
+        stored = [1, shape[2], shape[1]]
     else:
         raise ValueError(layout)
     numel = 1
@@ -81,6 +87,12 @@ def make(spec: dict[str, Any]) -> torch.Tensor:
         return base.permute(0, 3, 1, 2)
     if layout == "strided":
         return base[..., ::2]
+    if layout == "reversed_strided":
+        return base.permute(*reversed(range(len(shape))))[..., ::2]
+    if layout == "expanded":
+        return base.expand(*shape)
+    if layout == "expanded_transposed":
+        return base.expand(shape[0], shape[2], shape[1]).transpose(1, 2)
     return base
 
 
@@ -171,7 +183,7 @@ def cases() -> list[dict[str, Any]]:
     # bernoulli_(p): one double uniform per element, in memory order, whatever the dtype.
     for dt in (*floats, "int64", "int32", "uint8", "bool"):
         out.append(case(f"bernoulli__{dt}", "bernoulli_", spec([20], dt), p=0.5))
-    for layout in ("reversed", "strided"):
+    for layout in ("reversed", "strided", "reversed_strided"):
         out.append(case(f"bernoulli__{layout}", "bernoulli_", spec([3, 5], layout=layout), p=0.37))
     for p in (0.0, 1.0):
         out.append(case(f"bernoulli__p{p:g}", "bernoulli_", spec([7]), p=p))
@@ -186,6 +198,29 @@ def cases() -> list[dict[str, Any]]:
         out.append(case(f"dropout_p{p:g}", "dropout", spec([6]), p=p))
     for layout in ("reversed", "strided"):
         out.append(case(f"dropout_{layout}", "dropout", spec([3, 5], layout=layout), p=0.5))
+    # Not dense: empty_like gives dense strides in the input's dimension order
+    # (infer_dense_strides; a stride of 0 keeps the row-major order).
+    for layout, shape in (
+        ("reversed_strided", [5, 4]),
+        ("expanded", [3, 4]),
+        ("expanded_transposed", [2, 3, 2]),
+    ):
+        out.append(case(f"dropout_{layout}", "dropout", spec(shape, layout=layout)))
+    out.append(
+        case(
+            "bernoulli_p_reversed_strided",
+            "bernoulli_p",
+            spec([5, 4], layout="reversed_strided"),
+            p=0.3,
+        )
+    )
+    out.append(
+        case(
+            "alpha_dropout_expanded_transposed",
+            "alpha_dropout",
+            spec([2, 3, 2], "float64", "expanded_transposed"),
+        )
+    )
     out.append(case("dropout_channels_last", "dropout", spec([2, 3, 2, 2], layout="channels_last")))
     out.append(case("dropout_inplace", "dropout", spec([4, 5]), p=0.3, inplace=True))
     out.append(
@@ -229,6 +264,9 @@ def cases() -> list[dict[str, Any]]:
         out.append(case(f"rrelu_bounds_{dt}", "rrelu", spec([40], dt), lower=0.1, upper=0.7))
     out.append(case("rrelu_reversed", "rrelu", spec([4, 5], layout="reversed")))
     out.append(case("rrelu_strided", "rrelu", spec([4, 5], "float64", layout="strided")))
+    out.append(
+        case("rrelu_expanded_transposed", "rrelu", spec([2, 3, 2], layout="expanded_transposed"))
+    )
     out.append(case("rrelu_equal_bounds", "rrelu", spec([10]), lower=0.25, upper=0.25))
     out.append(case("rrelu_large", "rrelu", spec([1000], "float64"), seed=7))
     out.append(case("rrelu_inplace", "rrelu_", spec([4, 5])))

@@ -101,8 +101,8 @@ pub fn bernoulli(input: &Variable, gen: &Generator) -> Result<Variable> {
 
 /// `torch.empty_like(template).bernoulli_(p, generator=gen)`: a Bernoulli(`p`) tensor
 /// of `template`'s shape and dtype, drawn in the memory order `empty_like` gives it
-/// (`template`'s own when it is non-overlapping and dense, else row-major) and laid out
-/// with those strides. The keep mask of `dropout` (PyTorch's `_dropout_impl`); the same
+/// (`template`'s strides when it is non-overlapping and dense, else dense strides in
+/// its dimension order) and laid out with those strides. The keep mask of `dropout` (PyTorch's `_dropout_impl`); the same
 /// sampler as `bernoulli_` (one double uniform per element, `u < p`).
 pub fn bernoulli_like(template: &Tensor, p: f64, gen: &Generator) -> Result<Tensor> {
     gen.samples_in(
