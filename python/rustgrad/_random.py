@@ -417,17 +417,14 @@ def _like_sample(
     device: Any,
     requires_grad: bool,
 ) -> Tensor:
-    """A tensor like ``input`` (its strides when it is dense and the dtype is kept, as
-    PyTorch's ``empty_like``), filled in place by ``fill``."""
+    """A tensor laid out as PyTorch's ``empty_like(input, dtype=dtype)`` (``input``'s
+    strides when it is dense, else dense strides in its dimension order, whatever the
+    dtype), filled in place by ``fill``: so the samples are drawn in PyTorch's order."""
     from . import _functional
 
     if device is not None:
         _functional.empty(0, device=device)  # checks the device as any factory does
-    if dtype is None or dtype == input.dtype:
-        with _no_grad():
-            result = input.detach().clone()
-    else:
-        result = _functional.empty(*tuple(input.shape), dtype=dtype)
+    result = _rustgrad._empty_like_preserve(input, dtype)
     fill(result)
     if requires_grad:
         result.requires_grad_(True)

@@ -1,5 +1,6 @@
 """Random masks and noise against PyTorch, bit for bit: ``bernoulli_``, ``bernoulli(x,
-p)``, the dropout family and ``rrelu`` in training, for the same seed, and the
+p)``, the ``*_like`` samplers, the dropout family and ``rrelu`` in training, for the same
+seed, and the
 generator's state after each op (tests/vectors/random_masks.json, written by
 tests/vectors/generate_random_masks.py with PyTorch); plus the default generator's
 per-process seed (Note [Random numbers])."""
@@ -33,6 +34,9 @@ DTYPES = {
 REQUIRED_OPS = {
     "bernoulli_",
     "bernoulli_p",
+    "rand_like",
+    "randn_like",
+    "randint_like",
     "dropout",
     "dropout1d",
     "dropout2d",
@@ -99,6 +103,10 @@ def run(op: str, x: Any, kw: dict[str, Any]) -> Any:
         return x.bernoulli_(p)
     if op == "bernoulli_p":
         return torch.bernoulli(x, p)
+    if op in ("rand_like", "randn_like", "randint_like"):
+        args = [10] if op == "randint_like" else []
+        dtype = DTYPES[kw["dtype"]] if "dtype" in kw else None
+        return getattr(torch, op)(x, *args, dtype=dtype)
     if op in ("dropout", "dropout1d", "dropout2d", "dropout3d"):
         return getattr(F, op)(x, p, training=True, inplace=inplace)
     if op in ("alpha_dropout", "feature_alpha_dropout"):
@@ -134,6 +142,8 @@ def test_mask_and_generator_state_match_pytorch(case):
     assert list(out.shape) == case["out_shape"]
     assert out.dtype == DTYPES[case["out_dtype"]]
     assert out.contiguous().flatten().tolist() == case["out"]
+    if "out_stride" in case:
+        assert list(out.stride()) == case["out_stride"]
     assert after == case["next"], "the op drew another amount of random numbers than PyTorch"
     if kw.get("inplace") or case["op"].endswith("_"):
         assert out is x

@@ -1,7 +1,8 @@
 """Generate tests/vectors/random_masks.json: PyTorch's random masks and noise for a seed,
 and the generator's state after them (Note [Random samplers], Note [Functional
 activations in Rust]): ``bernoulli_(p)`` on every kind of tensor, ``torch.bernoulli(x,
-p)``, ``F.dropout`` (also in place and as ``nn.Dropout``), the feature forms
+p)``, ``rand_like`` / ``randn_like`` / ``randint_like`` (with their result's strides),
+``F.dropout`` (also in place and as ``nn.Dropout``), the feature forms
 ``dropout1d/2d/3d`` (batched and unbatched), ``alpha_dropout``,
 ``feature_alpha_dropout`` and ``rrelu`` / ``rrelu_`` / ``nn.RReLU`` in training.
 
@@ -104,6 +105,10 @@ def run(op: str, x: torch.Tensor, kw: dict[str, Any]) -> torch.Tensor:
         return x.bernoulli_(p)
     if op == "bernoulli_p":
         return torch.bernoulli(x, p)
+    if op in ("rand_like", "randn_like", "randint_like"):
+        args = [10] if op == "randint_like" else []
+        dtype = DTYPES[kw["dtype"]] if "dtype" in kw else None
+        return getattr(torch, op)(x, *args, dtype=dtype)
     if op in ("dropout", "dropout1d", "dropout2d", "dropout3d"):
         return getattr(F, op)(x, p, training=True, inplace=inplace)
     if op in ("alpha_dropout", "feature_alpha_dropout"):
@@ -160,6 +165,8 @@ def case(name: str, op: str, inp: dict[str, Any], seed: int = 0, **kw: Any) -> d
         "next": nxt,
         "warnings": [str(w.message) for w in caught],
     }
+    if op.endswith("_like"):
+        result["out_stride"] = list(out.stride())
     if op in DIFFERENTIABLE and inp["dtype"] in ("float32", "float64"):
         leaf = make(inp).detach().requires_grad_(True)
         torch.manual_seed(seed)
@@ -190,6 +197,21 @@ def cases() -> list[dict[str, Any]]:
     # torch.bernoulli(x, p): a new contiguous tensor, whatever x's layout.
     out.append(case("bernoulli_p_float64", "bernoulli_p", spec([4, 5], "float64"), p=0.37))
     out.append(case("bernoulli_p_reversed", "bernoulli_p", spec([4, 5], layout="reversed"), p=0.37))
+    # rand_like / randn_like / randint_like fill empty_like(input, dtype=dtype): its
+    # layout sets the order of the draws.
+    for op in ("rand_like", "randn_like", "randint_like"):
+        for layout, shape in (("reversed", [4, 5]), ("reversed_strided", [5, 4])):
+            out.append(case(f"{op}_{layout}", op, spec(shape, layout=layout)))
+        out.append(
+            case(f"{op}_reversed_float64", op, spec([4, 5], layout="reversed"), dtype="float64")
+        )
+    out.append(
+        case(
+            "rand_like_expanded_transposed",
+            "rand_like",
+            spec([2, 3, 2], layout="expanded_transposed"),
+        )
+    )
     # dropout: empty_like(input).bernoulli_(1 - p), so the input's layout sets the order.
     for dt in floats:
         for p in (0.2, 0.5, 0.75):

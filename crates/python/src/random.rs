@@ -466,6 +466,21 @@ fn _bernoulli(
     crate::tensor::new_tensor(py, out)
 }
 
+/// Zeros laid out as `torch.empty_like(input, dtype=dtype)` lays out its result
+/// (`preserve_format`), for the `*_like` samplers.
+#[pyfunction]
+#[pyo3(signature = (input, dtype = None))]
+fn _empty_like_preserve(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    let template = input.get().var.tensor();
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(template.dtype());
+    let out = random::empty_like(&template, dtype).py()?;
+    crate::tensor::new_tensor(py, Variable::from_tensor(out))
+}
+
 /// `torch.multinomial(input, num_samples, replacement=False, generator=None)`.
 #[pyfunction]
 #[pyo3(signature = (input, num_samples, replacement = false, generator = None))]
@@ -503,5 +518,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cauchy_, m)?)?;
     m.add_function(wrap_pyfunction!(_bernoulli, m)?)?;
     m.add_function(wrap_pyfunction!(_multinomial, m)?)?;
+    m.add_function(wrap_pyfunction!(_empty_like_preserve, m)?)?;
     Ok(())
 }

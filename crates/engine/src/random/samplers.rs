@@ -113,6 +113,17 @@ pub fn bernoulli_like(template: &Tensor, p: f64, gen: &Generator) -> Result<Tens
     )
 }
 
+/// A tensor of zeros laid out as `torch.empty_like(template, dtype=dtype)` lays out its
+/// result (`preserve_format`: `template`'s strides when it is non-overlapping and dense,
+/// else dense strides in its dimension order). The target of `rand_like`,
+/// `randn_like` and `randint_like`, so that they draw in PyTorch's order.
+pub fn empty_like(template: &Tensor, dtype: DType) -> Result<Tensor> {
+    let order = MemoryOrder::like(template);
+    let numel = crate::shape::checked_numel(template.shape())?;
+    let zeros = Tensor::from_buffer(Buffer::F64(try_vec(numel, 0.0f64)?), &order.permuted_shape);
+    order.arrange_tensor(zeros.to_dtype(dtype)?)
+}
+
 /// `torch.empty(shape, dtype=dtype).bernoulli_(p, generator=gen)`: a new contiguous
 /// Bernoulli(`p`) tensor, drawn in row-major order by `bernoulli_`'s sampler. The noise of
 /// feature dropout and `torch.bernoulli(input, p)`.
