@@ -2555,6 +2555,34 @@ CASES.update(
     }
 )
 
+# Views of 2**40 elements over one stored element: ops that build a result, a mask or
+# an index table of the view's size once aborted in the allocator (issue 19);
+# tests/python/test_huge_views.py runs every op of docs/ops.md this way.
+_HUGE = torch.ones(1).expand(2**40)
+_HUGE_2D = torch.ones(1, 1).expand(2**20, 2**20)
+CASES.update(
+    {
+        "huge_view_flip": (lambda: _HUGE.flip(0), RT, OOM),
+        "huge_view_roll": (lambda: _HUGE.roll(1), RT, OOM),
+        "huge_view_roll_2d": (lambda: _HUGE_2D.roll(1, 1), RT, OOM),
+        "huge_view_repeat_interleave": (lambda: _HUGE.repeat_interleave(2), RT, OOM),
+        "huge_view_dropout": (lambda: F.dropout(_HUGE, 0.5), RT, OOM),
+        "huge_view_dropout1d": (lambda: F.dropout1d(_HUGE_2D, 0.5), RT, OOM),
+        "huge_view_alpha_dropout": (lambda: F.alpha_dropout(_HUGE, 0.5, True), RT, OOM),
+        "huge_view_feature_alpha_dropout": (
+            lambda: F.feature_alpha_dropout(_HUGE_2D, 0.5, True),
+            RT,
+            OOM,
+        ),
+        "huge_affine_grid": (
+            lambda: F.affine_grid(torch.zeros(1, 2, 3), (1, 1, 1, 2**40), align_corners=False),
+            RT,
+            OOM,
+        ),
+        "huge_one_operand_broadcast": (lambda: torch.ones(2**20, 1) * _HUGE_2D[:1], RT, OOM),
+    }
+)
+
 
 def test_every_nn_functional_has_a_bad_input_case():
     """A functional added to ``rustgrad.nn.functional.__all__`` without a bad-input case

@@ -38,10 +38,10 @@ impl Tensor {
         refuse_bool("linspace_cpu", dtype)?;
         crate::tensor::check_allocation(steps, dtype)?;
         if steps == 0 {
-            return Ok(Tensor::zeros(&[0], dtype));
+            return Tensor::zeros(&[0], dtype);
         }
         if steps == 1 {
-            return Ok(Tensor::full_scalar(&[1], start, dtype));
+            return Tensor::full_scalar(&[1], start, dtype);
         }
         if dtype.is_half() {
             // Computed in float32, rounded once (Note [Storage dtypes]).
@@ -90,11 +90,11 @@ impl Tensor {
         refuse_bool("logspace_cpu", dtype)?;
         crate::tensor::check_allocation(steps, dtype)?;
         if steps == 0 {
-            return Ok(Tensor::zeros(&[0], dtype));
+            return Tensor::zeros(&[0], dtype);
         }
         if steps == 1 {
             let v = base.powf(start.to_f64());
-            return Ok(Tensor::full_scalar(&[1], Scalar::Float(v), dtype));
+            return Tensor::full_scalar(&[1], Scalar::Float(v), dtype);
         }
         // The start and end in the result dtype, their difference taken there too.
         let (s, e, diff) = match dtype {
@@ -150,7 +150,7 @@ impl Tensor {
         })?;
         let numel = crate::shape::checked_numel(&[rows, cols])?;
         crate::tensor::check_allocation(numel, dtype)?;
-        let out = Tensor::zeros(&[rows, cols], dtype);
+        let out = Tensor::zeros(&[rows, cols], dtype)?;
         let diagonal = rows.min(cols);
         if diagonal > 0 {
             // The diagonal is the view with stride cols + 1.

@@ -10,7 +10,7 @@
 //! use rustgrad::{Tensor, Variable};
 //!
 //! // x = torch.ones(2, 2, requires_grad=True); out = ((x + 2) * (x + 2) * 3).mean()
-//! let x = Variable::new(Tensor::ones(&[2, 2], rustgrad::DType::F32), true)?;
+//! let x = Variable::new(Tensor::ones(&[2, 2], rustgrad::DType::F32)?, true)?;
 //! let y = x.add_scalar(2.0)?;
 //! let out = y.mul(&y)?.mul_scalar(3.0)?.mean()?;
 //! assert_eq!(out.to_string(), "tensor(27., grad_fn=<MeanBackward0>)");

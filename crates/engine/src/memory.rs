@@ -6,10 +6,11 @@
 //!
 //! memory::reset_peak();
 //! let before = memory::allocated();
-//! let t = Tensor::zeros(&[1000], DType::F32);
+//! let t = Tensor::zeros(&[1000], DType::F32)?;
 //! assert!(memory::allocated() >= before + 4000);
 //! drop(t);
 //! assert!(memory::peak() >= before + 4000);
+//! # Ok::<(), rustgrad::Error>(())
 //! ```
 
 use std::sync::atomic::{AtomicUsize, Ordering};

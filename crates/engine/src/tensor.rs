@@ -448,33 +448,37 @@ impl Tensor {
 
     /// A 0-d tensor holding `value` converted to `dtype`.
     pub fn scalar(value: f64, dtype: DType) -> Tensor {
-        Tensor::full(&[], value, dtype)
+        Tensor::from_scalar(Scalar::Float(value), dtype)
     }
 
-    /// A tensor of `shape` filled with `value` converted to `dtype`.
-    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Tensor {
+    /// A tensor of `shape` filled with `value` converted to `dtype`, or PyTorch's
+    /// allocator error (Note [Allocation failures]).
+    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
         Tensor::full_scalar(shape, Scalar::Float(value), dtype)
     }
 
     /// A tensor of `shape` filled with `value` converted to `dtype`; integers convert
-    /// exactly (Note [Exact scalars]).
-    pub fn full_scalar(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
-        let n = shape::numel(shape);
-        dispatch!(dtype, T => Tensor::from_buffer(T::into_buffer(vec![value.cast::<T>(); n]), shape))
+    /// exactly (Note [Exact scalars]). Fails with PyTorch's allocator error, or its
+    /// overflow error, when the elements cannot be had (Note [Allocation failures]).
+    pub fn full_scalar(shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
+        let n = shape::checked_numel(shape)?;
+        Ok(dispatch!(dtype, T => {
+            Tensor::from_buffer(T::into_buffer(crate::kernels::try_vec(n, value.cast::<T>())?), shape)
+        }))
     }
 
     /// A 0-d tensor holding `value` converted to `dtype` (exactly, for integers).
     pub fn from_scalar(value: Scalar, dtype: DType) -> Tensor {
-        Tensor::full_scalar(&[], value, dtype)
+        dispatch!(dtype, T => Tensor::from_buffer(T::into_buffer(vec![value.cast::<T>()]), &[]))
     }
 
-    /// A tensor of zeros.
-    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+    /// A tensor of zeros, or PyTorch's allocator error ([`Tensor::full`]).
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
         Tensor::full(shape, 0.0, dtype)
     }
 
-    /// A tensor of ones.
-    pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
+    /// A tensor of ones, or PyTorch's allocator error ([`Tensor::full`]).
+    pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
         Tensor::full(shape, 1.0, dtype)
     }
 

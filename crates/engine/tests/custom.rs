@@ -208,7 +208,7 @@ fn wrong_gradient_count_and_shape_are_pytorchs_errors() {
 #[test]
 fn a_broadcast_gradient_is_summed_and_another_dtype_cast() {
     let x = leaf(&[1.0, 2.0], true);
-    let wide = Variable::new(Tensor::ones(&[3, 2], DType::F32), false).unwrap();
+    let wide = Variable::new(Tensor::ones(&[3, 2], DType::F32).unwrap(), false).unwrap();
     let y = double_with(&x, Returns(vec![Some(wide)]));
     y.sum().unwrap().backward().unwrap();
     let g = x.grad().unwrap();

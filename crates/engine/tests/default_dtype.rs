@@ -34,7 +34,7 @@ fn the_default_float_dtype_is_global_and_drives_every_default() {
     );
     assert_eq!(ints.sqrt().unwrap().dtype(), DType::F64);
     // A float32 tensor keeps its dtype, and now prints it, as PyTorch's repr does.
-    let f32s = Tensor::ones(&[2], DType::F32);
+    let f32s = Tensor::ones(&[2], DType::F32).unwrap();
     assert_eq!(
         Variable::from_tensor(f32s.clone())
             .mul_scalar(2.5)
@@ -47,11 +47,11 @@ fn the_default_float_dtype_is_global_and_drives_every_default() {
         "tensor([1., 1.], dtype=torch.float32)"
     );
     assert_eq!(
-        repr_tensor(&Tensor::ones(&[2], DType::F64), None),
+        repr_tensor(&Tensor::ones(&[2], DType::F64).unwrap(), None),
         "tensor([1., 1.])"
     );
     assert_eq!(
-        repr_tensor(&Tensor::zeros(&[0], DType::F32), None),
+        repr_tensor(&Tensor::zeros(&[0], DType::F32).unwrap(), None),
         "tensor([], dtype=torch.float32)"
     );
 

@@ -85,7 +85,7 @@ fn long_chains_and_training_loops_release_every_node() -> Result<()> {
         rustgrad::random::randn(&[4, 8], DType::F32)?.mul_scalar_t(0.5),
         true,
     )?;
-    let b1 = Variable::new(Tensor::zeros(&[8], DType::F32), true)?;
+    let b1 = Variable::new(Tensor::zeros(&[8], DType::F32).unwrap(), true)?;
     let w2 = Variable::new(
         rustgrad::random::randn(&[8, 1], DType::F32)?.mul_scalar_t(0.5),
         true,

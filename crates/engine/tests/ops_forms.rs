@@ -108,7 +108,7 @@ fn index_copy_masked_scatter_and_put() {
 
 #[test]
 fn fill_diagonal_wraps_and_records_copy_slices() {
-    let z = Variable::from_tensor(Tensor::zeros(&[5, 2], rustgrad::DType::F64));
+    let z = Variable::from_tensor(Tensor::zeros(&[5, 2], rustgrad::DType::F64).unwrap());
     z.fill_diagonal_(Scalar::Float(1.0), true).unwrap();
     assert_eq!(
         values(&z),

@@ -9,7 +9,7 @@ use rustgrad::{DType, Tensor, Variable};
 fn exponential_is_the_transform_of_double_uniforms() -> rustgrad::Result<()> {
     // exponential_(3) draws one double uniform u per element: (-1/3) * log1p(-u).
     let uniforms = Generator::new(0).rand(&[50], DType::F64)?.to_vec::<f64>();
-    let v = Variable::from_tensor(Tensor::zeros(&[50], DType::F64));
+    let v = Variable::from_tensor(Tensor::zeros(&[50], DType::F64).unwrap());
     random::sample_(&v, Distribution::Exponential(3.0), &Generator::new(0))?;
     let want: Vec<f64> = uniforms
         .iter()
@@ -22,7 +22,7 @@ fn exponential_is_the_transform_of_double_uniforms() -> rustgrad::Result<()> {
 #[test]
 fn random_matches_pytorch() -> rustgrad::Result<()> {
     // torch.zeros(4, dtype=torch.int64).random_(10, generator=torch.Generator().manual_seed(0))
-    let v = Variable::from_tensor(Tensor::zeros(&[4], DType::I64));
+    let v = Variable::from_tensor(Tensor::zeros(&[4], DType::I64).unwrap());
     random::sample_(
         &v,
         Distribution::RandomFromTo(0, Some(10)),
@@ -30,7 +30,7 @@ fn random_matches_pytorch() -> rustgrad::Result<()> {
     )?;
     assert_eq!(v.to_vec::<i64>(), [4, 9, 3, 0]);
     // Bool: "to - 1 is out of bounds for bool".
-    let b = Variable::from_tensor(Tensor::zeros(&[2], DType::Bool));
+    let b = Variable::from_tensor(Tensor::zeros(&[2], DType::Bool).unwrap());
     let err = random::sample_(
         &b,
         Distribution::RandomFromTo(0, Some(3)),

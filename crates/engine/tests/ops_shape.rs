@@ -135,7 +135,7 @@ fn advanced_index_and_index_put() {
         .index(&[Some(index(&[1, 0], &[2])), Some(index(&[2, 2], &[2]))])
         .unwrap();
     assert_eq!(values(&picked), [6.0, 3.0]);
-    let buf = Variable::from_tensor(Tensor::zeros(&[2, 3], DType::F64));
+    let buf = Variable::from_tensor(Tensor::zeros(&[2, 3], DType::F64).unwrap());
     let v = Variable::from_tensor(Tensor::from_vec(vec![7.0, 8.0], &[2]).unwrap());
     buf.index_put_(&[None, Some(index(&[0, 2], &[2]))], &v, true)
         .unwrap();

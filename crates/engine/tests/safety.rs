@@ -10,7 +10,7 @@ use std::time::Duration;
 #[test]
 fn views_whose_element_count_overflows_are_errors() {
     // 1024 * 2^54 = 2^64 wraps to 0 == numel of zeros(0).
-    let empty = Tensor::zeros(&[0], DType::F32);
+    let empty = Tensor::zeros(&[0], DType::F32).unwrap();
     assert_eq!(
         empty.view(&[1024, 1 << 54]).err(),
         Some(Error::NumelOverflow)
@@ -19,7 +19,7 @@ fn views_whose_element_count_overflows_are_errors() {
         empty.reshape(&[1024, 1 << 54]).err(),
         Some(Error::NumelOverflow)
     );
-    let one = Tensor::ones(&[1], DType::F32);
+    let one = Tensor::ones(&[1], DType::F32).unwrap();
     assert_eq!(
         one.expand(&[1 << 32, 1 << 32]).err(),
         Some(Error::NumelOverflow)
@@ -74,7 +74,10 @@ fn kernels_reject_layouts_outside_their_storage() {
 #[test]
 fn empty_views_past_the_end_of_their_buffer_work() {
     // zeros(3, 0)[2]: offset 2 in an empty buffer.
-    let z = Tensor::zeros(&[3, 0], DType::F32).select(0, 2).unwrap();
+    let z = Tensor::zeros(&[3, 0], DType::F32)
+        .unwrap()
+        .select(0, 2)
+        .unwrap();
     assert_eq!(z.layout().offset(), 2);
     assert_eq!(z.try_to_vec::<f32>().unwrap(), Vec::<f32>::new());
     assert_eq!(z.deep_clone().unwrap().shape(), &[0]);
@@ -88,12 +91,12 @@ fn empty_views_past_the_end_of_their_buffer_work() {
         &[0]
     );
     z.copy_from(
-        &Tensor::ones(&[0], DType::F32),
+        &Tensor::ones(&[0], DType::F32).unwrap(),
         rustgrad::storage::WriteSite::External("t".into()),
     )
     .unwrap();
     assert_eq!(z.sum_dims(&[0], false).unwrap().to_vec::<f32>(), vec![0.0]);
-    let x = Variable::new(Tensor::zeros(&[3, 0], DType::F32), true).unwrap();
+    let x = Variable::new(Tensor::zeros(&[3, 0], DType::F32).unwrap(), true).unwrap();
     x.select(0, 2)
         .unwrap()
         .mul_scalar(2.0)
@@ -108,6 +111,7 @@ fn empty_views_past_the_end_of_their_buffer_work() {
 #[test]
 fn materialising_a_huge_view_is_an_allocation_error() {
     let v = Tensor::ones(&[1], DType::F32)
+        .unwrap()
         .expand(&[1 << 20, 1 << 20])
         .unwrap();
     assert!(matches!(v.deep_clone(), Err(Error::OutOfMemory { .. })));
@@ -131,13 +135,13 @@ fn materialising_a_huge_view_is_an_allocation_error() {
 
 #[test]
 fn overlapping_in_place_writes_are_refused() {
-    let a = Variable::from_tensor(Tensor::ones(&[1], DType::F32));
+    let a = Variable::from_tensor(Tensor::ones(&[1], DType::F32).unwrap());
     let one = Variable::from_tensor(Tensor::scalar(1.0, DType::F32));
     assert_eq!(
         a.expand(&[3]).unwrap().add_(&one).err(),
         Some(Error::InternalOverlap)
     );
-    let m = Variable::from_tensor(Tensor::ones(&[3, 3], DType::F32));
+    let m = Variable::from_tensor(Tensor::ones(&[3, 3], DType::F32).unwrap());
     assert_eq!(m.add_(&m.t().unwrap()).err(), Some(Error::PartialOverlap));
     let r = Variable::from_tensor(Tensor::arange(0.0, 4.0, 1.0, DType::F32).unwrap());
     let dst = r.slice(0, Some(1), None, 1).unwrap();
@@ -155,8 +159,8 @@ fn overlapping_in_place_writes_are_refused() {
 /// reader holds the other. Locks taken in one global order cannot deadlock.
 #[test]
 fn concurrent_cross_in_place_ops_do_not_deadlock() {
-    let a = Variable::from_tensor(Tensor::ones(&[64], DType::F32));
-    let b = Variable::from_tensor(Tensor::ones(&[64], DType::F32));
+    let a = Variable::from_tensor(Tensor::ones(&[64], DType::F32).unwrap());
+    let b = Variable::from_tensor(Tensor::ones(&[64], DType::F32).unwrap());
     let (done_tx, done_rx) = mpsc::channel();
     let threads = 4;
     for t in 0..threads {
@@ -175,4 +179,36 @@ fn concurrent_cross_in_place_ops_do_not_deadlock() {
             .recv_timeout(Duration::from_secs(30))
             .expect("in-place ops on two storages deadlocked");
     }
+}
+
+/// Every user-sized allocation is fallible (Note [Allocation failures]): a result of
+/// 2^40 elements, from a factory or from a view of one stored element, is PyTorch's
+/// allocator error, never an abort in the allocator.
+#[test]
+fn huge_results_are_allocation_errors() {
+    let oom = |r: rustgrad::Result<Variable>| matches!(r.err(), Some(Error::OutOfMemory { .. }));
+    assert!(matches!(
+        Tensor::zeros(&[1 << 20, 1 << 20], DType::F32).err(),
+        Some(Error::OutOfMemory { .. })
+    ));
+    assert!(matches!(
+        Tensor::full_scalar(&[1 << 40], rustgrad::tensor::Scalar::Int(7), DType::I64).err(),
+        Some(Error::OutOfMemory { .. })
+    ));
+    assert_eq!(
+        Tensor::ones(&[1 << 40, 1 << 40], DType::F32).err(),
+        Some(Error::NumelOverflow)
+    );
+    let one = Variable::from_tensor(Tensor::ones(&[1], DType::F32).unwrap());
+    let flat = one.expand(&[1 << 40]).unwrap();
+    let square = one.expand(&[1 << 20, 1 << 20]).unwrap();
+    for x in [&flat, &square] {
+        assert!(oom(x.flip(&[0])));
+        assert!(oom(x.roll(&[1], &[0])));
+        assert!(oom(x.roll(&[1], &[])));
+        assert!(oom(x.repeat_interleave(&[2], None)));
+    }
+    let theta = Variable::from_tensor(Tensor::zeros(&[1, 2, 3], DType::F32).unwrap());
+    assert!(oom(theta.affine_grid(&[1, 1, 1, 1 << 40], false)));
+    assert!(oom(theta.affine_grid(&[1, 1, 1 << 20, 1 << 20], true)));
 }

@@ -45,7 +45,7 @@ static GLOBAL: LiveBytes = LiveBytes;
 
 /// conv2d of a 16-sample batch, summed, backward: fills `weight.grad`.
 fn conv_backward(weight: &Variable) -> Result<()> {
-    let x = Variable::new(Tensor::ones(&[16, 16, 12, 12], DType::F32), false)?;
+    let x = Variable::new(Tensor::ones(&[16, 16, 12, 12], DType::F32).unwrap(), false)?;
     x.conv2d(weight, None, &[1], ConvPadding::Explicit(&[1]), &[1], 1)?
         .sum()?
         .backward()
@@ -55,11 +55,11 @@ fn conv_backward(weight: &Variable) -> Result<()> {
 fn a_weight_gradient_holds_only_its_own_bytes() -> Result<()> {
     let grad_bytes = 64 * 16 * 3 * 3 * 4;
     // Warm up: the thread pool, the graph arena and the first-use caches.
-    let warm = Variable::new(Tensor::ones(&[64, 16, 3, 3], DType::F32), true)?;
+    let warm = Variable::new(Tensor::ones(&[64, 16, 3, 3], DType::F32).unwrap(), true)?;
     conv_backward(&warm)?;
     drop(warm);
 
-    let weight = Variable::new(Tensor::ones(&[64, 16, 3, 3], DType::F32), true)?;
+    let weight = Variable::new(Tensor::ones(&[64, 16, 3, 3], DType::F32).unwrap(), true)?;
     let (live, counted) = (LIVE.load(Ordering::Relaxed), memory::allocated());
     conv_backward(&weight)?;
     let grad = weight.grad().expect("the weight requires grad");

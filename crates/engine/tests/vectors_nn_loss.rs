@@ -301,7 +301,7 @@ fn nn_loss_vectors_match_pytorch() {
 /// Out-of-range class indices are errors before any value is read.
 #[test]
 fn out_of_range_targets_are_errors() {
-    let x = Variable::new(Tensor::zeros(&[3, 5], DType::F64), true).unwrap();
+    let x = Variable::new(Tensor::zeros(&[3, 5], DType::F64).unwrap(), true).unwrap();
     for bad in [5i64, -1, i64::MAX, i64::MIN] {
         let t = Tensor::from_vec(vec![0i64, bad, 1], &[3]).unwrap();
         let err = x.nll_loss(&t, None, Reduction::Mean, -100).unwrap_err();
@@ -346,16 +346,16 @@ fn cross_entropy_is_deterministic_across_thread_counts() {
 /// PyTorch 2.x, as the pytest sweep), never panics.
 #[test]
 fn functional_argument_errors() {
-    let x = Variable::new(Tensor::zeros(&[3, 4], DType::F64), true).unwrap();
-    let w = Variable::new(Tensor::zeros(&[3, 4], DType::F64), true).unwrap();
+    let x = Variable::new(Tensor::zeros(&[3, 4], DType::F64).unwrap(), true).unwrap();
+    let w = Variable::new(Tensor::zeros(&[3, 4], DType::F64).unwrap(), true).unwrap();
     let err = |r: Result<Variable>| r.unwrap_err().to_string();
     assert!(err(x.glu(0)).contains("Halving dimension must be even"));
     assert!(err(x.glu(2)).contains("Dimension out of range"));
     assert!(err(x.softshrink(-1.0)).contains("lambda must be in range [0, 1.79769e+308]"));
-    assert!(
-        err(x.prelu(&Variable::from_tensor(Tensor::ones(&[5], DType::F64))))
-            .contains("Mismatch of parameter numbers and input channel size")
-    );
+    assert!(err(x.prelu(&Variable::from_tensor(
+        Tensor::ones(&[5], DType::F64).unwrap()
+    )))
+    .contains("Mismatch of parameter numbers and input channel size"));
     let gen = rustgrad::random::default_generator();
     assert!(err(x.rrelu(0.5, 0.1, true, &gen)).contains("Lower bound should be less"));
     let out_of_range = Tensor::from_vec(vec![0i64, 3], &[2]).unwrap();
@@ -381,11 +381,11 @@ fn functional_argument_errors() {
         feature: true,
         alpha: false,
     };
-    let v = Variable::from_tensor(Tensor::zeros(&[3], DType::F64));
+    let v = Variable::from_tensor(Tensor::zeros(&[3], DType::F64).unwrap());
     assert!(err(v.dropout(0.5, true, kind, false, &gen)).contains("Feature dropout requires"));
     assert!(err(x.dropout(1.5, true, kind, false, &gen)).contains("dropout probability"));
     assert!(err(x.rms_norm(&[5], None, None)).contains("Given normalized_shape=[5]"));
-    let a3 = Variable::from_tensor(Tensor::zeros(&[2, 3], DType::F64));
+    let a3 = Variable::from_tensor(Tensor::zeros(&[2, 3], DType::F64).unwrap());
     assert!(err(a3.triplet_margin_loss(
         &x.reshape(&[-1]).unwrap(),
         &a3,

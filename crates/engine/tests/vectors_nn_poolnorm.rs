@@ -354,7 +354,7 @@ fn nn_poolnorm_vectors() {
 /// never panics or out-of-bounds reads.
 #[test]
 fn bad_windows_are_errors() {
-    let x = Variable::from_tensor(Tensor::zeros(&[1, 2, 5, 5], DType::F32));
+    let x = Variable::from_tensor(Tensor::zeros(&[1, 2, 5, 5], DType::F32).unwrap());
     let big = i64::MAX;
     // (kernel_size, stride, padding, dilation, message)
     type Bad = ([i64; 2], [i64; 2], [i64; 2], [i64; 2], &'static str);
@@ -419,7 +419,7 @@ fn one_and_two_threads_agree_bitwise() {
             true,
         )
         .unwrap();
-        let w = Variable::new(Tensor::ones(&[8], DType::F32), true).unwrap();
+        let w = Variable::new(Tensor::ones(&[8], DType::F32).unwrap(), true).unwrap();
         let p = Pool2d {
             kernel_size: [3, 3],
             stride: [2, 2],

@@ -249,7 +249,9 @@ fn nn_spatial_engine_errors() {
             .as_array()
             .expect("shapes")
             .iter()
-            .map(|s| Variable::from_tensor(Tensor::ones(&usizes(s).expect("shape"), DType::F64)))
+            .map(|s| {
+                Variable::from_tensor(Tensor::ones(&usizes(s).expect("shape"), DType::F64).unwrap())
+            })
             .collect();
         let result = run(fun, kwargs, &xs);
         let message = spec["message"].as_str().unwrap_or("");

@@ -458,7 +458,7 @@ fn import_capsule(capsule: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let owner = Imported { managed, versioned };
     if numel == 0 {
         drop(owner);
-        return Ok(Tensor::zeros(&shape, dtype));
+        return Tensor::zeros(&shape, dtype).py();
     }
     let Some(ptr) = NonNull::new(data) else {
         return Err(PyRuntimeError::new_err("from_dlpack: null data pointer"));

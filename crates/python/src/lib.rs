@@ -89,9 +89,7 @@ fn zeros(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::zeros_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    sized_leaf(size, dtype, requires_grad, device, |s, d| {
-        Ok(Tensor::zeros(s, d))
-    })
+    sized_leaf(size, dtype, requires_grad, device, Tensor::zeros)
 }
 
 /// `empty(*size, dtype=None, device=None, requires_grad=False)`. PyTorch leaves the
@@ -105,9 +103,7 @@ fn empty(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::empty_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    sized_leaf(size, dtype, requires_grad, device, |s, d| {
-        Ok(Tensor::zeros(s, d))
-    })
+    sized_leaf(size, dtype, requires_grad, device, Tensor::zeros)
 }
 
 /// `ones(*size, dtype=None, requires_grad=False)`.
@@ -119,9 +115,7 @@ fn ones(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::ones_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    sized_leaf(size, dtype, requires_grad, device, |s, d| {
-        Ok(Tensor::ones(s, d))
-    })
+    sized_leaf(size, dtype, requires_grad, device, Tensor::ones)
 }
 
 /// `full(size, fill_value, dtype=None, requires_grad=False)`; the dtype follows the
@@ -142,7 +136,7 @@ fn full(
     value.check_fits(dtype).py()?;
     let size = PyTuple::new(size.py(), [size])?;
     leaf(
-        Tensor::full_scalar(&alloc_shape(&size, dtype)?, value, dtype),
+        Tensor::full_scalar(&alloc_shape(&size, dtype)?, value, dtype).py()?,
         requires_grad,
     )
 }

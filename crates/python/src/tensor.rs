@@ -519,14 +519,13 @@ impl PyTensor {
         let tensor = if let Some(src) = _share {
             src.get().var.tensor().clone()
         } else if args.is_empty() {
-            Tensor::zeros(&[0], dtype)
+            Tensor::zeros(&[0], dtype).py()?
         } else if args.len() == 1 && !args.get_item(0)?.is_instance_of::<pyo3::types::PyInt>() {
             convert::tensor_from_data(&args.get_item(0)?, Some(dtype))?
         } else {
             let sizes = rustgrad::shape::checked_shape(&extract_sizes(args)?).py()?;
             rustgrad::shape::checked_storage_bytes(&sizes, dtype.size_in_bytes()).py()?;
-            rustgrad::tensor::check_allocation(sizes.iter().product(), dtype).py()?;
-            Tensor::zeros(&sizes, dtype)
+            Tensor::zeros(&sizes, dtype).py()?
         };
         let var = if volatile {
             Variable::new_volatile(tensor)

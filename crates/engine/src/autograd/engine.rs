@@ -204,7 +204,7 @@ fn execute<V: Value>(
                 if rd.numel() != 1 {
                     return Err(Error::ImplicitGradNonScalar);
                 }
-                V::from_data(Tensor::ones(rd.shape(), rd.dtype()))
+                V::from_data(Tensor::ones(rd.shape(), rd.dtype())?)
             }
         };
         // Keep a reference so a leaf's AccumulateGrad node lives through the pass.

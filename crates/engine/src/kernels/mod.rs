@@ -24,11 +24,26 @@ use smallvec::SmallVec;
 /// huge result (e.g. materialising `ones(1).expand(2**20, 2**20)`) is an error, not
 /// an abort. See Note [Allocation failures].
 pub fn try_vec<T: Clone>(n: usize, value: T) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(n)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// An empty vector with room for `n` elements, or PyTorch's allocator error: the one
+/// fallible allocation [`try_vec`] and [`try_collect`] are built on.
+pub fn try_with_capacity<T>(n: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
         bytes: n.saturating_mul(std::mem::size_of::<T>()),
     })?;
-    v.resize(n, value);
+    Ok(v)
+}
+
+/// The items of `iter` (whose length is known up front: a mapped range) in a vector
+/// allocated fallibly, as [`try_vec`]: for user-sized tables (flip, roll, grids).
+pub fn try_collect<T>(iter: impl ExactSizeIterator<Item = T>) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(iter.len())?;
+    v.extend(iter);
     Ok(v)
 }
 

@@ -324,7 +324,7 @@ impl Rule {
                     None
                 },
                 if need(1) {
-                    Some(zeros_like(g).sum_to(b)?)
+                    Some(zeros_like(g)?.sum_to(b)?)
                 } else {
                     None
                 },
@@ -365,12 +365,12 @@ impl Rule {
             }
             Rule::DivRounding { a, b } => smallvec![
                 if need(0) {
-                    Some(zeros_like(g).sum_to(a)?)
+                    Some(zeros_like(g)?.sum_to(a)?)
                 } else {
                     None
                 },
                 if need(1) {
-                    Some(zeros_like(g).sum_to(b)?)
+                    Some(zeros_like(g)?.sum_to(b)?)
                 } else {
                     None
                 },

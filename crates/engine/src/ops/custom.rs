@@ -191,14 +191,14 @@ impl Rule {
             .enumerate()
             .map(
                 |(i, (dtype, shape))| match grads.get(i).cloned().flatten() {
-                    Some(g) => Some(g),
+                    Some(g) => Ok(Some(g)),
                     None if rule.materialize_grads => {
-                        Some(Variable::from_tensor(Tensor::zeros(shape, *dtype)))
+                        Ok(Some(Variable::from_tensor(Tensor::zeros(shape, *dtype)?)))
                     }
-                    None => None,
+                    None => Ok(None),
                 },
             )
-            .collect();
+            .collect::<Result<_>>()?;
         let out = match &rule.order {
             None => rule.backward.backward(&grads, saved, needs)?,
             Some(order) => {

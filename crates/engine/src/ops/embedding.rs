@@ -138,7 +138,7 @@ impl Rule {
                     g = g.mul(&Variable::from_tensor(freq.clone()))?;
                 }
                 let zeros =
-                    Variable::from_tensor(Tensor::zeros(&[e.num_weights, width], g.dtype()));
+                    Variable::from_tensor(Tensor::zeros(&[e.num_weights, width], g.dtype())?);
                 Ok(smallvec![Some(zeros.index_add(0, &e.rows, &g)?)])
             }
             Rule::Bag(b) => b.apply(saved, grad, needs),
@@ -152,7 +152,7 @@ impl BagGrad {
         if self.mode == BagMode::Max {
             let src = grad.reshape(&[-1])?.index_select(0, &self.max_from)?;
             let zeros =
-                Variable::from_tensor(Tensor::zeros(&[self.num_weights * self.width], dtype));
+                Variable::from_tensor(Tensor::zeros(&[self.num_weights * self.width], dtype)?);
             let g = zeros
                 .index_add(0, &self.max_to, &src)?
                 .reshape(&[self.num_weights as i64, self.width as i64])?;
@@ -169,7 +169,7 @@ impl BagGrad {
                 rows = rows.mul(&p.index_select(0, &self.positions)?.unsqueeze(1)?)?;
             }
             let zeros =
-                Variable::from_tensor(Tensor::zeros(&[self.num_weights, self.width], dtype));
+                Variable::from_tensor(Tensor::zeros(&[self.num_weights, self.width], dtype)?);
             Some(zeros.index_add(0, &self.rows, &rows)?)
         } else {
             None
@@ -179,7 +179,7 @@ impl BagGrad {
             let dots = per_entry
                 .mul(&weight.index_select(0, &self.rows)?)?
                 .sum_dims(&[1], false)?;
-            let zeros = Variable::from_tensor(Tensor::zeros(&[self.count], dtype));
+            let zeros = Variable::from_tensor(Tensor::zeros(&[self.count], dtype)?);
             Some(zeros.index_add(0, &self.positions, &dots)?)
         } else {
             None
@@ -481,7 +481,7 @@ impl Variable {
                 ));
             }
             shape.push(num_classes as usize);
-            return Ok(Variable::from_tensor(Tensor::zeros(&shape, DType::I64)));
+            return Ok(Variable::from_tensor(Tensor::zeros(&shape, DType::I64)?));
         }
         let (min, max) = values
             .iter()

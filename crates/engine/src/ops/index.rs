@@ -229,7 +229,7 @@ impl Variable {
         end: usize,
         step: usize,
     ) -> Result<Variable> {
-        let out = Tensor::zeros(shape, self.dtype());
+        let out = Tensor::zeros(shape, self.dtype())?;
         out.slice(
             dim as i64,
             Some(start as i64),
@@ -255,7 +255,7 @@ impl Variable {
         dim: usize,
         index: usize,
     ) -> Result<Variable> {
-        let out = Tensor::zeros(shape, self.dtype());
+        let out = Tensor::zeros(shape, self.dtype())?;
         out.select(dim as i64, index as i64)?
             .copy_from(&self.tensor(), WriteSite::Rust(Location::caller()))?;
         Ok(Variable::record(out, &[self], |_, _| {
@@ -283,19 +283,19 @@ impl Variable {
         value: Option<&Variable>,
     ) -> Result<Variable> {
         let shape = self.shape();
-        let mask = Tensor::zeros(&shape, DType::Bool);
+        let mask = Tensor::zeros(&shape, DType::Bool)?;
         mask.as_strided(layout)?
             .fill(1.0, WriteSite::Rust(Location::caller()))?;
         let inside = match value {
             Some(v) => v.as_strided_scatter(&shape, layout)?,
-            None => Variable::from_tensor(Tensor::zeros(&[], self.dtype())),
+            None => Variable::from_tensor(Tensor::scalar(0.0, self.dtype())),
         };
         Variable::where_cond(&mask, &inside, self)
     }
 
     /// Zeros of `shape` with `self` written at the elements `layout` selects.
     pub(crate) fn as_strided_scatter(&self, shape: &[usize], layout: &Layout) -> Result<Variable> {
-        let out = Tensor::zeros(shape, self.dtype());
+        let out = Tensor::zeros(shape, self.dtype())?;
         out.as_strided(layout)?
             .copy_from(&self.tensor(), WriteSite::Rust(Location::caller()))?;
         Ok(Variable::record(out, &[self], |_, _| {
@@ -436,6 +436,13 @@ pub(crate) struct ScatterInfo {
 
 fn take_tensor(t: &Tensor, map: &IndexMap) -> Result<Tensor> {
     fn go<T: Element>(t: &Tensor, map: &IndexMap) -> Result<Tensor> {
+        if !t.is_contiguous() && map.positions.len() < t.numel() {
+            // Fewer reads than the view has elements (`diag` of a huge expanded view):
+            // read them where they are stored, not from a materialised copy.
+            let out =
+                t.read(|s: &[T]| kernels::index::take_strided(s, t.layout(), &map.positions))?;
+            return Tensor::from_vec(out, &map.out);
+        }
         let v: Vec<T> = t.try_to_vec()?;
         Tensor::from_vec(kernels::index::take(&v, &map.positions)?, &map.out)
     }
@@ -565,7 +572,7 @@ impl Variable {
     /// Zeros of shape `map.src` with `self` (of shape `map.out`) added at the positions:
     /// the backward of [`Variable::take_map`].
     pub(crate) fn put_map(&self, map: Arc<IndexMap>) -> Result<Variable> {
-        let base = Tensor::zeros(&map.src, self.dtype());
+        let base = Tensor::zeros(&map.src, self.dtype())?;
         let result = put_tensor(&base, &self.tensor(), &map, true)?;
         Ok(Variable::record(result, &[self], |_, _| {
             (Rule::PutAdd { map }, smallvec![])
@@ -1884,7 +1891,7 @@ fn scatter_reduce_backward(
         None => src.clone(),
     };
     let dtype = g.dtype();
-    let all = Tensor::full(index.shape(), 1.0, DType::Bool);
+    let all = Tensor::full(index.shape(), 1.0, DType::Bool)?;
     let reduce_again = |s: &Variable, r: &Variable| {
         let info = ScatterReduceInfo {
             src_map: None,
@@ -1899,7 +1906,7 @@ fn scatter_reduce_backward(
                 &map.src,
                 if info.include_self { 1.0 } else { 0.0 },
                 DType::Bool,
-            );
+            )?;
             let n = count_at(map, &all, Some(&base), dtype)?;
             let one = Tensor::scalar(1.0, dtype);
             let n = Tensor::where_cond(

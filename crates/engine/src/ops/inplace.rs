@@ -45,9 +45,9 @@ impl Rule {
         let need = |i: usize| needs.get(i).copied().unwrap_or(false);
         let g = grad;
         Ok(match self {
-            Rule::Fill { .. } => smallvec![Some(zeros_like(g))],
+            Rule::Fill { .. } => smallvec![Some(zeros_like(g)?)],
             Rule::Copy { src, src_dtype } => smallvec![
-                if need(0) { Some(zeros_like(g)) } else { None },
+                if need(0) { Some(zeros_like(g)?) } else { None },
                 if need(1) {
                     Some(g.sum_to_size(src)?.to_dtype(*src_dtype)?)
                 } else {

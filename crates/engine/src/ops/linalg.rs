@@ -234,7 +234,7 @@ impl Rule {
                     None
                 } else if is_zero(s.beta) {
                     // Note [Zero gradients]: beta = 0 ignores the input entirely.
-                    Some(super::zeros_like(g).sum_to_size(&s.input)?)
+                    Some(super::zeros_like(g)?.sum_to_size(&s.input)?)
                 } else {
                     Some(scale(g.clone(), s.beta)?.sum_to_size(&s.input)?)
                 };

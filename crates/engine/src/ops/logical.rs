@@ -31,11 +31,11 @@ impl Tensor {
             DType::F64 => self.read(|s: &[f64]| elementwise::map1(s, self.layout(), test))?,
             DType::F16 | DType::BF16 => return self.via_f32(|t| t.is_class(class)),
             DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
-                return Ok(Tensor::full(
+                return Tensor::full(
                     self.shape(),
                     f64::from(u8::from(class.of_integers())),
                     DType::Bool,
-                ))
+                );
             }
         };
         Ok(Tensor::from_buffer(
@@ -60,7 +60,7 @@ impl Tensor {
                 let ints = self.to_dtype(DType::I64)?;
                 ints.read(|s: &[i64]| elementwise::map1(s, ints.layout(), |x| x < 0))?
             }
-            DType::U8 | DType::Bool => return Ok(Tensor::full(self.shape(), 0.0, DType::Bool)),
+            DType::U8 | DType::Bool => return Tensor::full(self.shape(), 0.0, DType::Bool),
         };
         Ok(Tensor::from_buffer(
             <bool as Element>::into_buffer(v),

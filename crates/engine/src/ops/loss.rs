@@ -216,7 +216,7 @@ impl ClassLoss {
             return Ok(Variable::from_tensor(Tensor::zeros(
                 &self.input_shape,
                 dtype,
-            )));
+            )?));
         }
         let (q, s) = kernel::class_loss_targets(target, self.block, opts)?;
         let q = Variable::from_tensor(Tensor::from_vec(q, &self.input_shape)?.to_dtype(dtype)?);
@@ -966,7 +966,7 @@ impl Variable {
         let mag1 = self.mul(self)?.sum_dims(&d, false)?.add_scalar(1e-12)?;
         let mag2 = other.mul(other)?.sum_dims(&d, false)?.add_scalar(1e-12)?;
         let cos = prod_sum.div(&mag1.mul(&mag2)?.sqrt()?)?;
-        let zeros = Variable::from_tensor(Tensor::zeros(&cos.shape(), cos.dtype()));
+        let zeros = Variable::from_tensor(Tensor::scalar(0.0, cos.dtype()));
         let pos = cos.rsub_scalar(1.0)?;
         let neg = cos.add_scalar(-margin)?.clamp_min(Scalar::Int(0))?;
         let t = target.tensor();

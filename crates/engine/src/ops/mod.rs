@@ -343,8 +343,11 @@ pub(crate) fn zero_like(grad: &Variable) -> Variable {
 
 /// A zero gradient of `grad`'s shape, for inputs that do not reach the output. Not
 /// `grad * 0`: that is NaN where the incoming gradient is infinite or NaN.
-pub(crate) fn zeros_like(grad: &Variable) -> Variable {
-    Variable::from_tensor(Tensor::zeros(&grad.shape(), grad.dtype()))
+pub(crate) fn zeros_like(grad: &Variable) -> Result<Variable> {
+    Ok(Variable::from_tensor(Tensor::zeros(
+        &grad.shape(),
+        grad.dtype(),
+    )?))
 }
 
 #[cfg(test)]

@@ -116,12 +116,17 @@ fn fused_backward(
     let wshape = weight.map(|w| w.shape());
     if x.numel() == 0 {
         // No elements: zero gradients (the kernels' geometry needs a non-empty input).
-        let zeros = |s: &[usize]| Variable::from_tensor(Tensor::zeros(s, dtype));
+        let zeros = |want: bool, s: &[usize]| -> Result<Option<Variable>> {
+            Ok(match want {
+                true => Some(Variable::from_tensor(Tensor::zeros(s, dtype)?)),
+                false => None,
+            })
+        };
         let ws = wshape.unwrap_or_else(|| Dims::from_slice(&[info.geom.weights()]));
         return Ok((
-            want[0].then(|| zeros(&shape)),
-            want[1].then(|| zeros(&ws)),
-            want[2].then(|| zeros(&ws)),
+            zeros(want[0], &shape)?,
+            zeros(want[1], &ws)?,
+            zeros(want[2], &ws)?,
         ));
     }
     let mean: Vec<f64> = mean.tensor().try_to_vec()?;
@@ -490,7 +495,7 @@ impl Variable {
             };
             if self.numel() == 0 {
                 let g = geom.groups;
-                (Tensor::zeros(&shape, dtype), vec![f64::NAN; g], vec![f64::NAN; g], vec![f64::NAN; g])
+                (Tensor::zeros(&shape, dtype)?, vec![f64::NAN; g], vec![f64::NAN; g], vec![f64::NAN; g])
             } else {
                 with_slice(&self.tensor(), |x: &[T]| {
                     let (mean, var): (Vec<f64>, Vec<f64>) = match &given {

@@ -460,7 +460,7 @@ fn norm_backward(
         Variable::where_cond(&zero_norm()?, &zero_like(&v), &v)
     };
     if ord == 0.0 {
-        return Ok(zeros_like(x));
+        return zeros_like(x);
     }
     if ord == 1.0 {
         return x.sign()?.mul(&g);

@@ -146,9 +146,11 @@ impl Rule {
                     "rustgrad internal error: a multi-output node ran without gradients".into(),
                 )
             })?;
-        let piece = |i: usize, shape: &[usize]| match grads.get(i).cloned().flatten() {
-            Some(g) => g,
-            None => Variable::from_tensor(Tensor::zeros(shape, dtype)),
+        let piece = |i: usize, shape: &[usize]| -> Result<Variable> {
+            Ok(match grads.get(i).cloned().flatten() {
+                Some(g) => g,
+                None => Variable::from_tensor(Tensor::zeros(shape, dtype)?),
+            })
         };
         Ok(match self {
             Rule::Split(info) => {
@@ -161,14 +163,16 @@ impl Rule {
                         shape[info.dim] = size;
                         piece(i, &shape)
                     })
-                    .collect();
+                    .collect::<Result<_>>()?;
                 smallvec![Some(Variable::cat(&pieces, info.dim as i64)?)]
             }
             Rule::Unbind(unbind) => {
                 let (input, dim) = &**unbind;
                 let mut shape = input.to_vec();
                 shape.remove(*dim);
-                let pieces: Vec<Variable> = (0..input[*dim]).map(|i| piece(i, &shape)).collect();
+                let pieces: Vec<Variable> = (0..input[*dim])
+                    .map(|i| piece(i, &shape))
+                    .collect::<Result<_>>()?;
                 smallvec![Some(Variable::stack(&pieces, *dim as i64)?)]
             }
             _ => {
@@ -213,7 +217,7 @@ impl Rule {
                         continue;
                     }
                     let part = match place {
-                        None => Variable::from_tensor(Tensor::zeros(&[0], dtype)),
+                        None => Variable::from_tensor(Tensor::zeros(&[0], dtype)?),
                         Some((start, _)) if info.stack => {
                             g.select(info.dim as i64, start as i64)?
                         }
@@ -487,7 +491,7 @@ impl Variable {
                 .iter()
                 .fold(first.dtype(), |a, t| DType::promote(a, t.dtype()));
             shape::wrap_dim(dim, 1)?;
-            return Variable::join(tensors, Tensor::zeros(&[0], dtype), 0, false);
+            return Variable::join(tensors, Tensor::zeros(&[0], dtype)?, 0, false);
         };
         for (i, t) in tensors.iter().enumerate() {
             if t.dim() == 0 {
@@ -525,7 +529,7 @@ impl Variable {
             out_shape[d] = out_shape[d].checked_add(s[d]).ok_or(Error::NumelOverflow)?;
         }
         crate::tensor::check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
-        Variable::join(tensors, Tensor::zeros(&out_shape, dtype), d, false)
+        Variable::join(tensors, Tensor::zeros(&out_shape, dtype)?, d, false)
     }
 
     /// Stacks equally shaped tensors along a new dim `dim`.
@@ -550,7 +554,7 @@ impl Variable {
             .iter()
             .fold(first.dtype(), |a, t| DType::promote(a, t.dtype()));
         crate::tensor::check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
-        Variable::join(tensors, Tensor::zeros(&out_shape, dtype), d, true)
+        Variable::join(tensors, Tensor::zeros(&out_shape, dtype)?, d, true)
     }
 
     /// Writes the inputs one after the other along `dim` of `out` (checked shapes) and
@@ -754,17 +758,19 @@ impl Variable {
             }
             flipped[d] = true;
         }
+        // The tables are user-sized (a dim of 2**40 of an expanded view): allocated
+        // fallibly (Note [Allocation failures]).
         let tables: Vec<Vec<usize>> = shape
             .iter()
             .zip(&flipped)
             .map(|(&n, &f)| {
                 if f {
-                    (0..n).rev().collect()
+                    crate::kernels::try_collect((0..n).rev())
                 } else {
-                    (0..n).collect()
+                    crate::kernels::try_collect(0..n)
                 }
             })
-            .collect();
+            .collect::<Result<_>>()?;
         self.take_map(IndexMap::separable(&shape, &tables)?, Taken::Flip)
     }
 
@@ -772,12 +778,12 @@ impl Variable {
     /// empty).
     pub fn roll(&self, shifts: &[i64], dims: &[i64]) -> Result<Variable> {
         let shape = self.shape();
-        let roll_table = |n: usize, shift: i64| -> Vec<usize> {
+        let roll_table = |n: usize, shift: i64| -> Result<Vec<usize>> {
             if n == 0 {
-                return vec![];
+                return Ok(vec![]);
             }
             let s = shift.rem_euclid(n as i64) as usize;
-            (0..n).map(|i| (i + n - s) % n).collect()
+            crate::kernels::try_collect((0..n).map(|i| (i + n - s) % n))
         };
         if dims.is_empty() {
             if shifts.len() != 1 {
@@ -786,7 +792,7 @@ impl Variable {
                     shifts.len()
                 )));
             }
-            let flat = roll_table(self.numel(), shifts[0]);
+            let flat = roll_table(self.numel(), shifts[0])?;
             let map = IndexMap::new(shape.clone(), shape, flat)?;
             return self.take_map(map, Taken::Roll);
         }
@@ -807,7 +813,7 @@ impl Variable {
             .iter()
             .enumerate()
             .map(|(d, &n)| roll_table(n, total[d]))
-            .collect();
+            .collect::<Result<_>>()?;
         self.take_map(IndexMap::separable(&shape, &tables)?, Taken::Roll)
     }
 
@@ -862,7 +868,7 @@ impl Variable {
             }
         }
         let mask = Tensor::from_vec(mask, &[rows, cols])?;
-        let zero = Tensor::zeros(&[], self.dtype());
+        let zero = Tensor::scalar(0.0, self.dtype());
         let result = Tensor::where_cond(&mask, &self.tensor(), &zero)?;
         Ok(Variable::record(result, &[self], |_, _| {
             (Rule::Tril { diagonal, upper }, smallvec![])
@@ -929,7 +935,7 @@ impl Variable {
             self.clone()
         };
         let map = IndexMap::of_layout(&out_shape, &within)?;
-        let zeros = Variable::from_tensor(Tensor::zeros(&out_shape, self.dtype()));
+        let zeros = Variable::from_tensor(Tensor::zeros(&out_shape, self.dtype())?);
         zeros.scatter_map(&source, map, None, true, Scattered::DiagEmbed)
     }
 
@@ -1066,27 +1072,31 @@ impl Variable {
                 "Repeats must be non-negative".into(),
             ));
         }
-        let mut table = Vec::new();
+        let repeat = |i: usize| repeats[if repeats.len() == 1 { 0 } else { i }] as usize;
+        // The output length first, so that a huge one is refused before the table is
+        // built (Note [Allocation failures]).
+        let total = if repeats.len() == 1 {
+            n.saturating_mul(repeat(0))
+        } else {
+            repeats
+                .iter()
+                .fold(0usize, |t, &r| t.saturating_add(r as usize))
+        };
+        let mut out = shape.clone();
+        out[d] = total;
+        crate::tensor::check_allocation(shape::checked_numel(&out)?, DType::I64)?;
+        let mut table = crate::kernels::try_with_capacity(total)?;
         for i in 0..n {
-            let r = if repeats.len() == 1 {
-                repeats[0]
-            } else {
-                repeats[i]
-            } as usize;
-            crate::tensor::check_allocation(table.len().saturating_add(r), DType::I64)?;
-            table.extend(std::iter::repeat_n(i, r));
+            table.extend(std::iter::repeat_n(i, repeat(i)));
         }
-        let tables: Vec<Vec<usize>> = shape
-            .iter()
-            .enumerate()
-            .map(|(k, &s)| {
-                if k == d {
-                    table.clone()
-                } else {
-                    (0..s).collect()
-                }
-            })
-            .collect();
+        let mut tables: Vec<Vec<usize>> = Vec::with_capacity(shape.len());
+        for (k, &s) in shape.iter().enumerate() {
+            tables.push(if k == d {
+                std::mem::take(&mut table)
+            } else {
+                crate::kernels::try_collect(0..s)?
+            });
+        }
         src.take_map(IndexMap::separable(&shape, &tables)?, Taken::IndexSelect)
     }
 }

@@ -995,7 +995,7 @@ fn grid_sample_backward(
     };
     let grad_grid = if needs.get(1).copied().unwrap_or(false) {
         Some(match &s.weights {
-            None => Variable::from_tensor(Tensor::zeros(&grid.shape(), grid.dtype())),
+            None => Variable::from_tensor(Tensor::zeros(&grid.shape(), grid.dtype())?),
             Some([ax, bx, ay, by]) => {
                 let v = &s.values;
                 let dx = v[1].sub(&v[0])?.mul(ay)?.add(&v[3].sub(&v[2])?.mul(by)?)?;
@@ -1113,38 +1113,37 @@ impl Variable {
 
 /// `linspace(-1, 1, steps)`, scaled by `(steps - 1) / steps` unless `align_corners`
 /// (PyTorch's `linspace_from_neg_one`).
-fn neg_one_to_one(steps: usize, align_corners: bool) -> Vec<f64> {
+fn neg_one_to_one(steps: usize, align_corners: bool) -> Result<Vec<f64>> {
     if steps <= 1 {
-        return vec![0.0; steps];
+        return Ok(vec![0.0; steps]);
     }
     let step = 2.0 / (steps as f64 - 1.0);
     let half = steps / 2;
-    (0..steps)
-        .map(|i| {
-            let v = if i < half {
-                -1.0 + step * i as f64
-            } else {
-                1.0 - step * (steps - 1 - i) as f64
-            };
-            if align_corners {
-                v
-            } else {
-                v * (steps as f64 - 1.0) / steps as f64
-            }
-        })
-        .collect()
+    crate::kernels::try_collect((0..steps).map(|i| {
+        let v = if i < half {
+            -1.0 + step * i as f64
+        } else {
+            1.0 - step * (steps - 1 - i) as f64
+        };
+        if align_corners {
+            v
+        } else {
+            v * (steps as f64 - 1.0) / steps as f64
+        }
+    }))
 }
 
 /// The base grid `(D·H·W, k + 1)`: each point's (x, y[, z], 1).
 fn base_grid(spatial: &[usize], align_corners: bool, dtype: DType) -> Result<Tensor> {
+    let count = shape::checked_numel(spatial)?;
+    let k = spatial.len();
+    // Built in float64, then converted: refused before any table is built.
+    crate::tensor::check_allocation(count.saturating_mul(k + 1), DType::F64)?;
     let axes: Vec<Vec<f64>> = spatial
         .iter()
         .map(|&s| neg_one_to_one(s, align_corners))
-        .collect();
-    let count = shape::checked_numel(spatial)?;
-    let k = spatial.len();
-    crate::tensor::check_allocation(count.saturating_mul(k + 1), dtype)?;
-    let mut data = Vec::with_capacity(count * (k + 1));
+        .collect::<Result<_>>()?;
+    let mut data = crate::kernels::try_with_capacity(count * (k + 1))?;
     let mut coord = vec![0usize; k];
     for _ in 0..count {
         // x is the last spatial dim, then y, then z.

@@ -110,7 +110,7 @@ impl Rule {
             Rule::PowScalar { exponent } => {
                 let x = saved_at(saved, 0)?;
                 let ga = if *exponent == 0.0 {
-                    zeros_like(g)
+                    zeros_like(g)?
                 } else {
                     g.mul(&x.pow_scalar(exponent - 1.0)?.mul_scalar(*exponent)?)?
                 };
@@ -138,7 +138,7 @@ impl Rule {
                 smallvec![Some(Variable::where_cond(&blocked, &zero_like(g), g)?)]
             }
             Rule::Abs => smallvec![Some(g.mul(&saved_at(saved, 0)?.sign()?)?)],
-            Rule::Sign | Rule::Sgn => smallvec![Some(zeros_like(g))],
+            Rule::Sign | Rule::Sgn => smallvec![Some(zeros_like(g)?)],
             Rule::Clamp { .. } | Rule::ClampMin(_) | Rule::ClampMax(_) => {
                 let (min, max) = match self {
                     Rule::ClampMin(lo) => (Some(*lo), None),
@@ -149,7 +149,7 @@ impl Rule {
                 // PyTorch 2.x with number bounds: the gradient passes strictly inside
                 // (min < x < max); at a bound and outside it is 0, and so for NaN.
                 let x = saved_at(saved, 0)?.tensor();
-                let mut mask = Tensor::full(x.shape(), 1.0, DType::Bool);
+                let mut mask = Tensor::full(x.shape(), 1.0, DType::Bool)?;
                 if let Some(lo) = min {
                     mask = mask.binary(
                         &x.compare(&Tensor::scalar(lo, x.dtype()), CmpOp::Gt)?,
@@ -165,10 +165,10 @@ impl Rule {
                 smallvec![Some(Variable::where_cond(&mask, g, &zero_like(g))?)]
             }
             Rule::CompareInPlace { other, .. } => smallvec![
-                Some(zeros_like(g)),
+                Some(zeros_like(g)?),
                 match other {
                     Some(shape) if needs.get(1).copied().unwrap_or(false) =>
-                        Some(Variable::from_tensor(Tensor::zeros(shape, g.dtype())),),
+                        Some(Variable::from_tensor(Tensor::zeros(shape, g.dtype())?),),
                     _ => None,
                 },
             ],
@@ -354,7 +354,7 @@ fn math_backward(op: MathOp, saved: &[Option<Variable>], g: &Variable) -> Result
             let y = s()?;
             g.mul(&y.mul(y)?.exp()?.mul_scalar(0.5 * PI.sqrt())?)
         }
-        MathOp::Floor | MathOp::Ceil | MathOp::Round { .. } | MathOp::Trunc => Ok(zeros_like(g)),
+        MathOp::Floor | MathOp::Ceil | MathOp::Round { .. } | MathOp::Trunc => zeros_like(g),
         MathOp::Frac => Ok(g.clone()),
         MathOp::LogSigmoid => g.mul(&s()?.neg()?.sigmoid()?),
         MathOp::Silu => {

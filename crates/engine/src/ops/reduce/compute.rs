@@ -417,7 +417,7 @@ impl Tensor {
                 self.shape()
             )));
         }
-        let target = Tensor::zeros(shape, self.dtype());
+        let target = Tensor::zeros(shape, self.dtype())?;
         target.check_lane_index("scatter_add", dim, index)?;
         let lane = target.lane(dim);
         let n: usize = lane.iter().map(|&d| shape[d]).product();
