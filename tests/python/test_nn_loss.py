@@ -254,6 +254,20 @@ ERRORS: list[tuple[Callable[[], Any], type[Exception], str]] = [
         "is not differentiable with respect to argument 'weight'",
     ),
     (
+        lambda: F.cross_entropy(
+            rustgrad.randn(3, 5, dtype=rustgrad.float64), _idx([0, 1, 2]), weight=rustgrad.ones(5)
+        ),
+        RuntimeError,
+        "expected scalar type Double but found Float",
+    ),
+    (
+        lambda: F.nll_loss(
+            rustgrad.randn(3, 5), _idx([0, 1, 2]), weight=rustgrad.ones(5, dtype=rustgrad.int64)
+        ),
+        RuntimeError,
+        "expected scalar type Float but found Long",
+    ),
+    (
         lambda: F.binary_cross_entropy(rustgrad.tensor([0.5, 1.5]), rustgrad.tensor([0.0, 1.0])),
         RuntimeError,
         "all elements of input should be between 0 and 1",
@@ -341,9 +355,11 @@ def test_nan_propagates() -> None:
     assert np.isnan(F.mse_loss(x, rustgrad.zeros(2, 2)).item())
 
 
-def test_all_ignored_mean_is_nan_with_zero_gradient() -> None:
+@pytest.mark.parametrize("fn", [F.cross_entropy, F.nll_loss])
+def test_all_ignored_mean_is_nan_with_zero_gradient(fn: Callable[..., Any]) -> None:
+    # nll_loss's first-order backward gave G / 0 * 0 = NaN where PyTorch writes zeros.
     x = rustgrad.randn(2, 3, requires_grad=True)
-    loss = F.cross_entropy(x, _idx([-100, -100]))
+    loss = fn(x, _idx([-100, -100]))
     assert np.isnan(loss.item())
     loss.backward()
     assert x.grad.abs().sum().item() == 0.0
@@ -421,3 +437,25 @@ def test_bce_weights_that_require_grad_are_refused_as_pytorch() -> None:
     pv, tv, wv = (a.detach().numpy().astype(np.float64) for a in (p, t, w))
     want = np.mean(-wv * (tv * np.log(pv) + (1 - tv) * np.log(1 - pv)))
     assert got.item() == pytest.approx(want, rel=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("fn", [F.cross_entropy, F.nll_loss])
+def test_class_losses_of_half_inputs(fn: Callable[..., Any], dtype: str) -> None:
+    """PyTorch computes cross_entropy and nll_loss of float16 / bfloat16 inputs (rustgrad
+    refused them); the values of a float32 computation, rounded to the half dtype
+    (PyTorch's own values: tests/python/test_loss_slices.py)."""
+    half = getattr(rustgrad, dtype)
+    rustgrad.manual_seed(0)
+    x32 = rustgrad.randn(4, 3, 2).to(half).float().requires_grad_()
+    x = x32.detach().to(half).requires_grad_()
+    w = rustgrad.tensor([0.5, 2.0, 1.0])
+    t = _idx([[0, 2], [1, 1], [2, 0], [0, 1]])
+    loss = fn(x, t, weight=w.to(half))
+    want = fn(x32, t, weight=w)
+    assert loss.dtype == half
+    assert loss.item() == want.to(half).item()
+    loss.backward()
+    want.backward()
+    assert x.grad.dtype == half
+    np.testing.assert_array_equal(x.grad.float().numpy(), x32.grad.to(half).float().numpy())

@@ -6,7 +6,7 @@ view or a slice of ``log_softmax``'s output. Each case holds the base tensors (l
 and target), a recipe naming the view taken of each, the loss's keyword arguments, and
 PyTorch's loss and the gradient of ``(loss * w).sum()`` with respect to the logits'
 base (``w`` recorded), so a reader checks the values and that nothing outside the view
-gets a gradient. float64 and float32. Read by tests/python/test_loss_slices.py (the
+gets a gradient. float64, float32, float16 and bfloat16. Read by tests/python/test_loss_slices.py (the
 generic vector readers skip nn_*.json).
 
 Run with PyTorch installed (never a test dependency):
@@ -119,7 +119,7 @@ def main() -> None:
     torch.set_num_threads(1)
     cases = [
         c
-        for dtype in (torch.float64, torch.float32)
+        for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16)
         for name, recipe in RECIPES.items()
         for kw in KWARGS
         if (c := case(name, recipe, kw, dtype)) is not None

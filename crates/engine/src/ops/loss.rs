@@ -145,6 +145,13 @@ impl ClassLoss {
         target: &[i64],
         opts: &ClassOptions<'_>,
     ) -> Result<Variable> {
+        if self.reduction == Reduction::Mean && self.total_weight == 0.0 {
+            // Every row ignored: PyTorch writes no gradient anywhere (not G / 0 * 0).
+            return Ok(Variable::from_tensor(Tensor::zeros(
+                &self.input_shape,
+                grad.dtype(),
+            )?));
+        }
         let g = grad.tensor().contiguous()?.try_to_vec::<f64>()?;
         let per_row = self.reduction == Reduction::None;
         let divisor = if self.reduction == Reduction::Mean {
@@ -155,7 +162,7 @@ impl ClassLoss {
         let scale = |r: usize| if per_row { g[r] } else { g[0] / divisor };
         let dtype = grad.dtype();
         if self.log_softmax {
-            let x = saved_at(saved, 2)?.tensor();
+            let x = compute_input(&saved_at(saved, 2)?.tensor())?;
             let values = match x.dtype() {
                 DType::F32 => Tensor::from_vec(
                     with_slice(&x, |s: &[f32]| {
@@ -349,6 +356,13 @@ impl Variable {
         }
         check_weight(weight, block.classes)?;
         if let Some(w) = weight {
+            if w.dtype() != self.dtype() {
+                return Err(Error::InvalidArgument(format!(
+                    "expected scalar type {} but found {}",
+                    self.dtype().scalar_type_name(),
+                    w.dtype().scalar_type_name()
+                )));
+            }
             if w.requires_grad() && grad_mode::is_grad_enabled() {
                 return Err(Error::InvalidArgument(
                     "The function 'nll_loss_forward' is not differentiable with respect to \
@@ -363,7 +377,7 @@ impl Variable {
         } else {
             "nll_loss_forward_out_frame"
         };
-        if !matches!(dtype, DType::F32 | DType::F64) {
+        if !dtype.is_floating_point() {
             return Err(Error::unsupported_dtype(op, dtype));
         }
         let targets = target.contiguous()?.try_to_vec::<i64>()?;
@@ -379,12 +393,12 @@ impl Variable {
         };
         // The view's own elements (a slice of a larger tensor starts at its offset):
         // `with_slice` hands the kernel exactly `numel` contiguous values.
-        let x = self.tensor();
-        let forward = match dtype {
-            DType::F32 => with_slice(&x, |s: &[f32]| {
+        let x = compute_input(&self.tensor())?;
+        let forward = match x.dtype() {
+            DType::F64 => with_slice(&x, |s: &[f64]| {
                 kernel::class_loss_forward(s, &targets, block, &opts)
             }),
-            _ => with_slice(&x, |s: &[f64]| {
+            _ => with_slice(&x, |s: &[f32]| {
                 kernel::class_loss_forward(s, &targets, block, &opts)
             }),
         }?;
@@ -425,6 +439,17 @@ impl Variable {
                 ],
             )
         }))
+    }
+}
+
+/// The input of a class-index kernel: float32 and float64 as they are, float16 and
+/// bfloat16 converted to float32 (the kernels accumulate in f64 and the result is
+/// rounded to the input's dtype, where ATen computes in float32 and rounds its
+/// log-softmax to the half dtype first: within the half dtype's precision).
+fn compute_input(x: &Tensor) -> Result<Tensor> {
+    match x.dtype() {
+        DType::F16 | DType::BF16 => x.to_dtype(DType::F32),
+        _ => Ok(x.clone()),
     }
 }
 
