@@ -1061,3 +1061,54 @@ impl Variable {
         reduce(loss, reduction)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The loss of a view of a larger tensor (a slice at a storage offset, a slice of
+    /// `log_softmax`'s output) and its gradient equal those of a contiguous copy: the
+    /// kernels got the whole storage and raised "class loss operands do not match their
+    /// block" (issue 19).
+    #[test]
+    fn class_losses_of_views_match_contiguous_copies() -> Result<()> {
+        let values: Vec<f64> = (0..20).map(|i| ((i * 7) % 11) as f64 * 0.3 - 1.2).collect();
+        let target = Tensor::from_vec(vec![2i64, 0, 3], &[3])?;
+        for log_softmax in [true, false] {
+            let base = Variable::new(Tensor::from_vec(values.clone(), &[5, 4])?, true)?;
+            let view = if log_softmax {
+                base.narrow(0, 2, 3)?
+            } else {
+                base.log_softmax(1)?.narrow(0, 2, 3)?
+            };
+            let copy = Variable::new(Tensor::from_vec(values[8..].to_vec(), &[3, 4])?, true)?;
+            let copy_in = if log_softmax {
+                copy.clone()
+            } else {
+                copy.log_softmax(1)?
+            };
+            let loss = |x: &Variable| {
+                if log_softmax {
+                    x.cross_entropy(
+                        &Variable::from_tensor(target.clone()),
+                        None,
+                        Reduction::Sum,
+                        -100,
+                        0.1,
+                    )
+                } else {
+                    x.nll_loss(&target, None, Reduction::Mean, -100)
+                }
+            };
+            let (got, want) = (loss(&view)?, loss(&copy_in)?);
+            assert_eq!(got.tensor().to_vec::<f64>(), want.tensor().to_vec::<f64>());
+            got.backward()?;
+            want.backward()?;
+            let g = base.grad().expect("a gradient").tensor().to_vec::<f64>();
+            let w = copy.grad().expect("a gradient").tensor().to_vec::<f64>();
+            assert!(g[..8].iter().all(|&v| v == 0.0), "rows outside the view");
+            assert_eq!(&g[8..], w.as_slice());
+        }
+        Ok(())
+    }
+}
