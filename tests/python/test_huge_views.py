@@ -53,14 +53,21 @@ hd = torch.ones(1, 1, dtype=torch.float64).expand(G, G)
 i0 = torch.tensor([0])
 zl = torch.zeros(2, G, dtype=torch.int64)
 """
+
+
 # Every case starts from fresh tensors (an in-place view op such as `unsqueeze_` changes
 # `h` itself).
-PRELUDE = (
-    IMPORTS
-    + "def _fresh():\n    global "
-    + ", ".join(re.findall(r"^(\w+) =", TENSORS, re.M))
-    + "\n"
-    + "".join(f"    {line}\n" for line in TENSORS.strip().splitlines())
+def _prelude(tensors: str) -> str:
+    names = ", ".join(re.findall(r"^(\w+) =", tensors, re.M))
+    body = "".join(f"    {line}\n" for line in tensors.strip().splitlines())
+    return IMPORTS + f"def _fresh():\n    global {names}\n" + body
+
+
+PRELUDE = _prelude(TENSORS)
+# The same with float leaves that require grad: recording the backward builds index
+# maps and saves tensors of the huge size too.
+GRAD_PRELUDE = _prelude(
+    re.sub(r"torch\.ones\(([\d, ]+|G)\)", r"torch.ones(\1, requires_grad=True)", TENSORS)
 )
 
 # Calls by op name (binding ops: `{x}` is the op's name) or by form (Python-level ops and
@@ -387,6 +394,11 @@ ONE_D = [
     "v[:, None] + v",
     "torch.where(hb, 1.0, 0.0)",
     "hcol - hrow",
+    # Index tables of a huge dim that is not the indexed one.
+    "torch.ones(1, 1).expand(2**40, 1).index_select(1, i0)",
+    "torch.ones(1, 1).expand(2**40, 1).index_add(1, i0, torch.ones(1, 1).expand(2**40, 1))",
+    # Recording a backward: the map of an as_strided view of a huge input.
+    "torch.ones(1, requires_grad=True).expand(2**40).as_strided((3,), (0,))",
 ]
 
 
@@ -435,11 +447,11 @@ def _is_expression(call: str) -> bool:
     return True
 
 
-def _child(cases: list[tuple[str, str]], timeout: float) -> dict[str, str]:
+def _child(cases: list[tuple[str, str]], timeout: float, prelude: str) -> dict[str, str]:
     """Runs `cases` in one child process, in order: case id -> 'ok', 'exc Type: msg',
     'died rc=...' (the case the child was running when it ended) or 'hung'. Cases after
     a death or a hang are left out."""
-    body = [PRELUDE]
+    body = [prelude]
     for key, call in cases:
         stmt = f"_r = {call}" if _is_expression(call) else call
         stmt = stmt.replace("\n", "\n    ")
@@ -500,7 +512,9 @@ def _child(cases: list[tuple[str, str]], timeout: float) -> dict[str, str]:
     return out
 
 
-def _run_all(cases: dict[str, str], batch: int = 60, timeout: float = 30.0) -> dict[str, str]:
+def _run_all(
+    cases: dict[str, str], batch: int = 60, timeout: float = 30.0, prelude: str = PRELUDE
+) -> dict[str, str]:
     """Outcome per case id: batches of cases per child; after a child dies or hangs, the
     case it was running is re-run alone (to name it without doubt) and the rest of its
     batch continues in a new child."""
@@ -509,12 +523,13 @@ def _run_all(cases: dict[str, str], batch: int = 60, timeout: float = 30.0) -> d
     while items:
         chunk, items = items[:batch], items[batch:]
         while chunk:
-            out = _child(chunk, timeout)
+            out = _child(chunk, timeout, prelude)
             results.update(out)
             done = [k for k, _ in chunk if k in out]
             bad = [k for k in done if out[k].startswith(("died", "hung"))]
             for key in bad:
-                results[key] = _child([(key, cases[key])], timeout).get(key, "died (alone)")
+                alone = _child([(key, cases[key])], timeout, prelude)
+                results[key] = alone.get(key, "died (alone)")
             chunk = [(k, c) for k, c in chunk if k not in out]
             if chunk and not bad:
                 # The child ended without starting the rest: an interpreter failure.
@@ -575,6 +590,28 @@ def test_every_op_refuses_a_huge_result_with_the_allocator_error(doc_results):
         if not ok:
             wrong[key] = outcome
     assert not wrong, "\n".join(f"{k}: {cases[k]} -> {o}" for k, o in wrong.items())
+
+
+def test_no_op_aborts_on_a_huge_view_that_requires_grad():
+    """The sweep again on leaves that require grad (any ordinary exception is fine: an
+    in-place write into a view of such a leaf is refused before anything else)."""
+    cases = _doc_cases()
+    results = _run_all(cases, prelude=GRAD_PRELUDE)
+    crashed = {k: results[k] for k in cases if _bad(results[k])}
+    assert not crashed, "\n".join(f"{k}: {cases[k]} -> {o}" for k, o in crashed.items())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int64"])
+def test_no_op_aborts_on_a_huge_view_of_another_dtype(dtype):
+    """The sweep on half and integer inputs (their kernels convert or dispatch on other
+    paths); any ordinary exception is fine."""
+    tensors = re.sub(
+        r"torch\.ones\(([\d, ]+|G)\)", rf"torch.ones(\1, dtype=torch.{dtype})", TENSORS
+    )
+    cases = _doc_cases()
+    results = _run_all(cases, prelude=_prelude(tensors))
+    crashed = {k: results[k] for k in cases if _bad(results[k])}
+    assert not crashed, "\n".join(f"{k}: {cases[k]} -> {o}" for k, o in crashed.items())
 
 
 def test_more_huge_inputs_are_refused_with_the_allocator_error():

@@ -381,7 +381,7 @@ impl Variable {
         };
         let w = self.tensor().to_dtype(DType::F64)?.try_to_vec::<f64>()?;
         let bags = bounds.len();
-        let mut out = vec![0.0f64; bags * width];
+        let mut out = crate::kernels::try_vec(bags.saturating_mul(width), 0.0f64)?;
         let (mut rows, mut bag_of, mut positions, mut scale) = (vec![], vec![], vec![], vec![]);
         let (mut max_from, mut max_to) = (vec![], vec![]);
         for (b, &(start, end)) in bounds.iter().enumerate() {

@@ -350,7 +350,7 @@ impl IndexMap {
         crate::tensor::check_allocation(n, DType::I64)?;
         let mut positions = vec![0usize];
         for (table, &stride) in tables.iter().zip(&strides) {
-            let mut next = Vec::with_capacity(positions.len() * table.len());
+            let mut next = crate::kernels::try_with_capacity(positions.len() * table.len())?;
             for &p in &positions {
                 next.extend(table.iter().map(|&t| p + t * stride));
             }
@@ -364,7 +364,7 @@ impl IndexMap {
     pub(crate) fn of_layout(src: &[usize], layout: &Layout) -> Result<Arc<IndexMap>> {
         let n = layout.numel();
         crate::tensor::check_allocation(n, DType::I64)?;
-        let mut positions = vec![0usize; n];
+        let mut positions = crate::kernels::try_vec(n, 0usize)?;
         crate::kernels::for_each_strided(
             layout.shape(),
             [layout.strides()],
@@ -534,10 +534,10 @@ fn along_dim_map(
         .iter()
         .enumerate()
         .map(|(k, &n)| match k == dim {
-            true => table.take().unwrap_or_default(),
-            false => (0..n).collect(),
+            true => Ok(table.take().unwrap_or_default()),
+            false => crate::kernels::try_collect(0..n),
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let m = IndexMap::separable(this, &tables)?;
     IndexMap::new(dst.into(), src.into(), m.positions.clone())
 }
@@ -799,12 +799,12 @@ fn select_map(src: &[usize], dim: usize, index: &Tensor, op: &str) -> Result<Arc
         .enumerate()
         .map(|(k, &n)| {
             if k == dim {
-                table.clone()
+                Ok(table.clone())
             } else {
-                (0..n).collect()
+                crate::kernels::try_collect(0..n)
             }
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let m = IndexMap::separable(&sshape, &tables)?;
     let out: Dims = if src.is_empty() && index.dim() == 0 {
         Dims::new()
@@ -996,8 +996,11 @@ impl Variable {
         }
         // Storage position → the element of `self` that views it.
         let n = self.numel();
-        let mut owner: std::collections::HashMap<usize, usize> =
-            std::collections::HashMap::with_capacity(n);
+        let mut owner: std::collections::HashMap<usize, usize> = Default::default();
+        // User-sized (a huge expanded view): fallible, Note [Allocation failures].
+        owner.try_reserve(n).map_err(|_| Error::OutOfMemory {
+            bytes: n.saturating_mul(3 * std::mem::size_of::<usize>()),
+        })?;
         let mut overlapping = false;
         crate::kernels::for_each_strided(
             t.shape(),
@@ -1007,7 +1010,7 @@ impl Variable {
             n,
             |i, [p]| overlapping |= owner.insert(p, i).is_some(),
         );
-        let mut positions = Vec::with_capacity(layout.numel());
+        let mut positions = crate::kernels::try_with_capacity(layout.numel())?;
         let mut outside = false;
         crate::kernels::for_each_strided(
             layout.shape(),

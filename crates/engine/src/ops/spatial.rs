@@ -13,6 +13,7 @@ use super::{saved_at, Grads};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::spatial::{self as kernel, Planes, NONE};
+use crate::kernels::{try_vec, try_with_capacity};
 use crate::shape::{self, Dims};
 use crate::tensor::Tensor;
 use crate::variable::{SavedTensor, Variable};
@@ -844,10 +845,10 @@ fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<Gri
         GridSampleMode::Bilinear => &[(0, 0), (1, 0), (0, 1), (1, 1)],
         GridSampleMode::Nearest => &[(0, 0)],
     };
-    let mut base = vec![(0i64, 0i64); points];
+    let mut base = try_vec(points, (0i64, 0i64))?;
     let (mut scale, mut shift) = (
-        [vec![0.0; points], vec![0.0; points]],
-        [vec![0.0; points], vec![0.0; points]],
+        [try_vec(points, 0.0)?, try_vec(points, 0.0)?],
+        [try_vec(points, 0.0)?, try_vec(points, 0.0)?],
     );
     for p in 0..points {
         let (gx, gy) = (values[2 * p], values[2 * p + 1]);
@@ -881,8 +882,8 @@ fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<Gri
     let mut maps = Vec::with_capacity(corners.len());
     let mut inside = Vec::with_capacity(corners.len());
     for &(cx, cy) in corners {
-        let mut positions = Vec::with_capacity(count);
-        let mut mask = Vec::with_capacity(points);
+        let mut positions = try_with_capacity(count)?;
+        let mut mask = try_with_capacity(points)?;
         for &(bx, by) in &base {
             let (x, y) = (bx + cx as i64, by + cy as i64);
             mask.push(x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h);
