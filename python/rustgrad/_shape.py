@@ -358,6 +358,14 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     if isinstance(input, Tensor):
         return input.where(condition, other)
     if isinstance(other, Tensor):
+        if (
+            isinstance(input, (builtins.bool, int, float))
+            and isinstance(condition, Tensor)
+            and condition.dtype == _bool
+        ):
+            # The number joins as a wrapped number, with its range check (Note
+            # [Wrapped scalars]): `where(c, 300, uint8_tensor)` is PyTorch's error.
+            return other.where(condition.logical_not(), input)
         return _wrap_number(input, other).where(condition, other)
     if not isinstance(input, (builtins.bool, int, float)) or not isinstance(
         other, (builtins.bool, int, float)

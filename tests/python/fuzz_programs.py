@@ -520,7 +520,7 @@ class _ShapeSteps:
         kinds = ["create", "view", "index", "binary", "unary", "reduce", "inplace", "copy"]
         kinds += ["functional"]
         if not self.grad:
-            kinds += ["convert", "clone"]
+            kinds += ["convert", "clone", "narrow_scalar"]
         else:
             kinds += ["clone"]
         if len(self.m.entries) < 2 or len(self.m.entries) < MAX_POOL and self.d(st.booleans()):
@@ -929,7 +929,321 @@ FUNCTIONAL = {
 ROUNDING = {"floor", "ceil", "trunc"}
 
 
-class Generator(_ShapeSteps):
+# ----- narrow dtypes with wrapped numbers (Note [Wrapped scalars]) ---------------------
+#
+# Self-contained steps: a fresh uint8 ... int64 or bool tensor with a Python number
+# (often outside the dtype's range), or a float16 / bfloat16 tensor with a 0-d float
+# tensor or a Python float; the result is checked against the model right away (the
+# pool keeps only the four dtypes above).
+
+INT_RANGE = {
+    "uint8": (0, 255),
+    "int8": (-128, 127),
+    "int16": (-32768, 32767),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "bool": (0, 1),
+}
+OVERFLOW_TYPE = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int"}
+OVERFLOW_TYPE |= {"int64": "int64_t"}
+NARROW_INTS = [300, -1, -300, 256, 200, 32768, 70000, 2**31 + 5, -(2**63), 2**63 - 1, 2, 0]
+NARROW_FLOATS = [2.5, -1e10, 1e39]
+NARROW_OPS = ["add", "sub", "mul", "div", "rdiv", "radd", "rsub", "rmul", "floordiv"]
+NARROW_OPS += ["remainder", "fmod", "eq", "lt", "ge", "and", "or", "xor", "pow", "rpow"]
+NARROW_OPS += ["clamp_min", "clamp_max", "where", "where_r", "add_"]
+HALF_VALUES = [0.0, 1.0, -3.5, 5.28125, 100.0, 0.375, -0.001, 7.0]
+HALF_SCALARS = [5.2922, 0.3337, -1.23456, 257.0, 1e-3, 3.0]
+HALF_OPS = ["add", "sub", "mul", "div", "remainder", "eq", "le", "rsub", "radd", "rmul"]
+HALF_OPS += ["rdiv"]
+
+
+def wrap_int(v: int, dtype: str) -> int:
+    """``v`` converted to an integer dtype as a C cast does (two's complement)."""
+    if dtype == "bool":
+        return int(v != 0)
+    lo, hi = INT_RANGE[dtype]
+    span = hi - lo + 1
+    return (v - lo) % span + lo
+
+
+def overflows(v: Any, dtype: str) -> bool:
+    """c10's ``overflows<dtype>(v)`` (uint8 also takes -255..-1)."""
+    if dtype == "float32":
+        return isinstance(v, float) and math.isfinite(v) and abs(v) > 3.4028234663852886e38
+    if dtype in ("bool", "float64") or isinstance(v, bool):
+        return False
+    lo, hi = INT_RANGE[dtype]
+    if dtype == "uint8" and isinstance(v, int):
+        return abs(v) > 255
+    return not lo <= math.floor(v) <= hi
+
+
+def round_half(x: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 values rounded to float16 / bfloat16 (to nearest even), as float32."""
+    x = np.asarray(x, dtype=np.float32)
+    if dtype == "float16":
+        return x.astype(np.float16).astype(np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    return np.where(np.isnan(x), x, rounded.view(np.float32))
+
+
+def _narrow_int_model(op: str, dtype: str, a: list[int], s: Any) -> tuple[str, list] | str:
+    """PyTorch's result (dtype, values) of ``op`` on an integer or bool tensor ``a`` and
+    a Python number ``s``, or the reason it raises."""
+    if isinstance(s, float):
+        if op in ("clamp_min", "clamp_max", "where", "where_r") and overflows(s, "float32"):
+            return "value cannot be converted to type float without overflow"
+        if op == "add_":
+            return "result type Float can't be cast"
+        f32 = np.float32
+        x, y = np.asarray(a, dtype=f32), f32(s)
+        table = {
+            "add": lambda: x + y,
+            "radd": lambda: x + y,
+            "mul": lambda: x * y,
+            "rmul": lambda: x * y,
+            "div": lambda: x / y,
+            "lt": lambda: x < y,
+            "eq": lambda: x == y,
+            "ge": lambda: x >= y,
+            "clamp_min": lambda: np.maximum(x, y),
+            "clamp_max": lambda: np.minimum(x, y),
+            "where": lambda: np.where(x == x[0], x, y),
+            "where_r": lambda: np.where(x == x[0], y, x),
+        }
+        if op not in table or (op in ("sub", "rsub") and dtype == "bool"):
+            return "not modelled"
+        out = table[op]()
+        return ("bool" if out.dtype == np.bool_ else "float32", out.tolist())
+    if op in ("sub", "rsub") and (dtype == "bool" or isinstance(s, bool)):
+        return "Subtraction, the `-` operator, with "
+    if dtype == "bool" and isinstance(s, bool):
+        return "not modelled"
+    s = int(s)
+    # An int joins a bool tensor as int64, an integer tensor in its dtype.
+    res = dtype if dtype != "bool" else "int64"
+    w = wrap_int(s, res)
+    cast = lambda v: wrap_int(v, res)  # noqa: E731
+    if op == "div":
+        return ("float32", (np.asarray(a, np.float32) / np.float32(s)).tolist())
+    if op == "rdiv":
+        with np.errstate(all="ignore"):
+            r = np.float32(1) / np.asarray(a, np.float32)
+        return ("float32", (r * np.float32(s)).tolist())
+    if op in ("floordiv", "remainder", "fmod"):
+        if w == 0 or (dtype == "bool" and op != "floordiv"):
+            return "ZeroDivisionError" if w == 0 else "not modelled"
+        if op == "floordiv":
+            return (res, [cast(x // w) for x in a])
+        if op == "remainder":
+            return (res, [cast(x % w) for x in a])
+        return (res, [cast(_fmod_int(x, w)) for x in a])
+    if op in ("eq", "lt", "ge"):
+        f = {"eq": lambda x: x == w, "lt": lambda x: x < w, "ge": lambda x: x >= w}[op]
+        return ("bool", [f(x) for x in a])
+    if op in ("and", "or", "xor"):
+        f = {"and": lambda x: x & w, "or": lambda x: x | w, "xor": lambda x: x ^ w}[op]
+        return (res, [cast(f(x)) for x in a])
+    if op in ("add", "radd", "add_"):
+        if op == "add_" and dtype == "bool":
+            return "result type Long can't be cast"
+        return (res, [cast(x + w) for x in a])
+    if op in ("mul", "rmul"):
+        return (res, [cast(x * w) for x in a])
+    if op == "sub":
+        return (res, [cast(x - w) for x in a])
+    if op == "rsub":
+        return (res, [cast(w - x) for x in a])
+    if op == "pow":
+        if s < 0:
+            return "Integers to negative integer powers are not allowed."
+        if dtype != "bool" and overflows(s, dtype):
+            return f"value cannot be converted to type {OVERFLOW_TYPE[dtype]} without overflow"
+        return (res, [cast(pow(x, s, 2**64)) for x in a])
+    if op == "rpow":
+        if dtype == "bool":
+            return "not modelled"
+        out = []
+        for e in a:
+            if e >= 0:
+                out.append(cast(pow(w, e, 2**64)))
+            else:
+                out.append(cast(1 if w == 1 else (-1 if e % 2 else 1) if w == -1 else 0))
+        return (res, out)
+    if op in ("clamp_min", "clamp_max"):
+        if dtype == "bool":
+            return "not modelled"
+        lo, hi = INT_RANGE[dtype]
+        if op == "clamp_min":
+            if s > hi:
+                return "is outside the representable range"
+            return (dtype, [max(x, max(s, lo)) for x in a])
+        if s < lo:
+            return "is outside the representable range"
+        return (dtype, [min(x, min(s, hi)) for x in a])
+    if op in ("where", "where_r"):
+        if dtype == "bool":
+            return ("int64", [x if (c == a[0]) == (op == "where") else s for c, x in zip(a, a)])
+        if overflows(s, dtype):
+            return f"value cannot be converted to type {OVERFLOW_TYPE[dtype]} without overflow"
+        return (dtype, [x if (x == a[0]) == (op == "where") else w for x in a])
+    return "not modelled"
+
+
+def _fmod_int(x: int, y: int) -> int:
+    """C's ``x % y`` on integers (the dividend's sign), exactly."""
+    r = abs(x) % abs(y)
+    return r if x >= 0 else -r
+
+
+def _half_model(op: str, dtype: str, a: list[float], s: float, zero_dim: bool) -> list[float]:
+    """PyTorch's values of ``op`` on a float16 / bfloat16 tensor ``a`` and a 0-d float
+    tensor or Python float ``s``: the operand is rounded to ``dtype`` first, except as
+    the second operand of mul and div (and ``s / a`` is ``a.reciprocal() * s``)."""
+    x = round_half(np.asarray(a, dtype=np.float32), dtype)
+    exact = np.float32(s)
+    rounded = round_half(np.float32(s), dtype)[()]
+    second = exact if op in ("mul", "div", "rmul") and not (zero_dim and op == "rmul") else rounded
+    with np.errstate(all="ignore"):
+        if op == "rdiv":
+            if zero_dim:
+                out = rounded / x
+            else:
+                out = round_half(np.float32(1) / x, dtype) * exact
+        else:
+            out = {
+                "add": lambda: x + second,
+                "radd": lambda: second + x,
+                "sub": lambda: x - second,
+                "rsub": lambda: second - x,
+                "mul": lambda: x * second,
+                "rmul": lambda: second * x,
+                "div": lambda: x / second,
+                "remainder": lambda: np.remainder(x, second),
+                "eq": lambda: x == second,
+                "le": lambda: x <= second,
+            }[op]()
+    if out.dtype == np.bool_:
+        return out.tolist()
+    return round_half(out, dtype).tolist()
+
+
+class _NarrowScalarSteps:
+    """Steps over dtypes outside the pool, checked against the model at once."""
+
+    def narrow_scalar(self) -> None:
+        if self.d(st.integers(0, 2)) == 0:
+            return self._half_scalar()
+        m = self.m
+        dtype = self.choice(list(INT_RANGE))
+        lo, hi = INT_RANGE[dtype]
+        n = self.d(st.integers(1, 4))
+        pool = [lo, hi, 0, 1, 2, 7, -7, 100, -100]
+        a = [v for v in self.d(st.lists(st.sampled_from(pool), min_size=n, max_size=n))]
+        a = [wrap_int(v, dtype) for v in a] if dtype != "bool" else [bool(v) for v in a]
+        op = self.choice(NARROW_OPS)
+        s = self.choice(NARROW_INTS + NARROW_FLOATS + [True])
+        if op == "rpow" and any(v < 0 for v in a):
+            a = [abs(int(v)) % 5 for v in a]
+            a = [wrap_int(v, dtype) for v in a] if dtype != "bool" else [bool(v) for v in a]
+        ints = [int(v) for v in a]
+        with np.errstate(all="ignore"):
+            expect = _narrow_int_model(op, dtype, ints, s)
+        if expect == "not modelled":
+            return None
+        name = m.fresh_name()
+        t = f"torch.tensor({a!r}, dtype=torch.{dtype})"
+        code = {
+            "add": f"{t} + {s!r}",
+            "sub": f"{t} - {s!r}",
+            "mul": f"{t} * {s!r}",
+            "div": f"{t} / {s!r}",
+            "rdiv": f"{s!r} / {t}",
+            "radd": f"{s!r} + {t}",
+            "rsub": f"{s!r} - {t}",
+            "rmul": f"{s!r} * {t}",
+            "floordiv": f"{t} // {s!r}",
+            "remainder": f"{t} % {s!r}",
+            "fmod": f"torch.fmod({t}, {s!r})",
+            "eq": f"{t} == {s!r}",
+            "lt": f"{t} < {s!r}",
+            "ge": f"{t} >= {s!r}",
+            "and": f"{t} & {s!r}",
+            "or": f"{t} | {s!r}",
+            "xor": f"{t} ^ {s!r}",
+            "pow": f"{t} ** {s!r}",
+            "rpow": f"({s!r}) ** {t}",
+            "clamp_min": f"{t}.clamp(min={s!r})",
+            "clamp_max": f"{t}.clamp(max={s!r})",
+            "where": f"torch.where({t} == {t}[0], {t}, {s!r})",
+            "where_r": f"torch.where({t} == {t}[0], {s!r}, {t})",
+            "add_": f"{t}.add_({s!r})",
+        }[op]
+        self._run_checked(f"{name} = {code}", name, expect)
+
+    def _half_scalar(self) -> None:
+        m = self.m
+        dtype = self.choice(["float16", "bfloat16"])
+        n = self.d(st.integers(1, 4))
+        a = self.d(st.lists(st.sampled_from(HALF_VALUES), min_size=n, max_size=n))
+        op = self.choice(HALF_OPS)
+        s = self.choice(HALF_SCALARS)
+        kind = self.choice(["number", "float32", "float64"])
+        zero_dim = kind != "number"
+        b = repr(s) if not zero_dim else f"torch.tensor({s!r}, dtype=torch.{kind})"
+        t = f"torch.tensor({a!r}, dtype=torch.{dtype})"
+        sym = {"add": "+", "sub": "-", "mul": "*", "div": "/", "remainder": "%"}
+        sym |= {"eq": "==", "le": "<="}
+        if op.startswith("r") and op != "remainder":
+            code = f"{b} {sym[op[1:]]} {t}"
+        else:
+            code = f"{t} {sym[op]} {b}"
+        with np.errstate(all="ignore"):
+            values = _half_model(op, dtype, a, s, zero_dim)
+        out = "bool" if op in ("eq", "le") else dtype
+        name = m.fresh_name()
+        self._run_checked(f"{name} = {code}", name, (out, values))
+
+    def _run_checked(self, code: str, name: str, expect: tuple[str, list] | str) -> None:
+        """Runs ``code`` and compares ``name`` with the model's (dtype, values), or
+        expects an error whose message contains ``expect``."""
+        m = self.m
+        if isinstance(expect, str):
+            m.run(code, expect)
+            error = self._last_error(code)
+            if expect not in str(error):
+                raise Crash(f"raised {error!r}, not PyTorch's {expect!r}:\n{m.program.code()}")
+            return
+
+        def commit() -> None:
+            got = m.env.pop(name)
+            dtype, values = expect
+            if str(got.dtype) != f"torch.{dtype}":
+                raise Crash(f"dtype {got.dtype} != torch.{dtype} of {name}:\n{m.program.code()}")
+            actual = got.double().tolist() if got.dtype.is_floating_point else got.tolist()
+            want = [float(v) if isinstance(v, float) else v for v in values]
+            same = all(
+                (isinstance(w, float) and math.isnan(w) and math.isnan(g)) or g == w
+                for g, w in zip(actual, want, strict=True)
+            )
+            if not same:
+                raise Crash(
+                    f"wrong values of {name}: rustgrad {actual}, expected {want}:\n"
+                    + m.program.code()
+                )
+
+        m.run(code, None, commit=commit, replay="")
+
+    def _last_error(self, code: str) -> Exception | None:
+        try:
+            exec(code, dict(self.m.env))
+        except Exception as e:  # noqa: BLE001
+            return e
+        return None
+
+
+class Generator(_ShapeSteps, _NarrowScalarSteps):
     """Adds compute and write steps; draws one whole step at a time."""
 
     def result_entry(self, name, values, dtype, operands, op) -> Entry:

@@ -248,11 +248,36 @@ impl DType {
     /// 0-d operand only decides the dtype when it is of a higher category (so
     /// `float32_vector + float64_scalar_tensor` stays float32).
     pub fn result_type(a: DType, a_0d: bool, b: DType, b_0d: bool) -> DType {
-        match (a_0d, b_0d) {
-            (true, false) if a.category() <= b.category() => b,
-            (false, true) if b.category() <= a.category() => a,
-            _ => DType::promote(a, b),
+        let tier = |zero_dim| if zero_dim { Tier::ZeroDim } else { Tier::Dim };
+        DType::result_type_of(&[(a, tier(a_0d)), (b, tier(b_0d))])
+    }
+
+    /// PyTorch's `result_type` over operands of three tiers (Note [Wrapped scalars]):
+    /// each tier promotes within itself (a wrapped float counts as the default float
+    /// dtype), then a lower tier decides only when it is of a higher category than
+    /// every higher tier (`uint8_vector + 300` is uint8, `0-d uint8 + 300` too,
+    /// `0-d float16 + 2.5` float16, `int_vector + 0-d float64` float64).
+    pub fn result_type_of(operands: &[(DType, Tier)]) -> DType {
+        let mut tiers: [Option<DType>; 3] = [None; 3];
+        for &(dtype, tier) in operands {
+            let dtype = match (tier, dtype.is_floating_point()) {
+                (Tier::Wrapped, true) => DType::default_float(),
+                _ => dtype,
+            };
+            let slot = &mut tiers[tier as usize];
+            *slot = Some(slot.map_or(dtype, |d| DType::promote(d, dtype)));
         }
+        // c10's `combine_categories(higher, lower)`.
+        let combine = |higher: Option<DType>, lower: Option<DType>| match (higher, lower) {
+            (None, l) => l,
+            (h, None) => h,
+            (Some(h), Some(_)) if h.is_floating_point() => Some(h),
+            (Some(h), Some(l)) if h == DType::Bool || l.is_floating_point() => {
+                Some(DType::promote(h, l))
+            }
+            (h, Some(_)) => h,
+        };
+        combine(tiers[0], combine(tiers[1], tiers[2])).unwrap_or(DType::Bool)
     }
 
     /// The result dtype of a binary op between two tensors (PyTorch's `promote_types`):
@@ -282,6 +307,19 @@ impl DType {
             _ => from == DType::Bool,
         }
     }
+}
+
+/// How an operand takes part in type promotion (PyTorch's three `ResultTypeState`
+/// tiers): a tensor with dims, a 0-d tensor, or a wrapped Python number
+/// (Note [Wrapped scalars]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// A tensor with at least one dim.
+    Dim = 0,
+    /// A 0-d tensor.
+    ZeroDim = 1,
+    /// A Python number wrapped as a 0-d tensor (`Tensor::wrapped_number`).
+    Wrapped = 2,
 }
 
 /// A value type that a tensor can hold.
@@ -643,5 +681,37 @@ mod tanh_tests {
         assert_eq!(tanh_f32(f32::INFINITY), 1.0);
         assert_eq!(tanh_f32(f32::NEG_INFINITY), -1.0);
         assert!(tanh_f32(f32::NAN).is_nan());
+    }
+}
+
+#[cfg(test)]
+mod promotion_tests {
+    use super::{DType, Tier};
+
+    /// PyTorch's three tiers (Note [Wrapped scalars]): a wrapped number decides only
+    /// across categories, even beside a 0-d tensor, and counts as the default float.
+    #[test]
+    fn wrapped_numbers_rank_below_zero_dim_tensors() {
+        use DType::*;
+        use Tier::*;
+        let rt = DType::result_type_of;
+        assert_eq!(rt(&[(U8, Dim), (I64, Wrapped)]), U8);
+        assert_eq!(rt(&[(U8, ZeroDim), (I64, Wrapped)]), U8);
+        assert_eq!(rt(&[(F16, ZeroDim), (F64, Wrapped)]), F16);
+        assert_eq!(rt(&[(I32, Dim), (F64, Wrapped)]), DType::default_float());
+        assert_eq!(rt(&[(Bool, Dim), (I64, Wrapped)]), I64);
+        assert_eq!(rt(&[(Bool, Dim), (Bool, Wrapped)]), Bool);
+        assert_eq!(rt(&[(I64, Dim), (F64, ZeroDim)]), F64);
+        assert_eq!(rt(&[(F32, Dim), (F64, ZeroDim)]), F32);
+        assert_eq!(rt(&[(BF16, Dim), (F32, ZeroDim)]), BF16);
+        assert_eq!(rt(&[(U8, ZeroDim), (I8, ZeroDim)]), I16);
+        assert_eq!(
+            rt(&[(U8, Dim), (I64, ZeroDim), (F64, Wrapped)]),
+            DType::default_float()
+        );
+        assert_eq!(
+            rt(&[(I64, Wrapped), (F64, Wrapped)]),
+            DType::default_float()
+        );
     }
 }

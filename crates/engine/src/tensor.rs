@@ -2,7 +2,7 @@
 //! that lives in `Variable`. Views share the storage (and so the version counter);
 //! compute ops return new contiguous tensors.
 
-use crate::dtype::{DType, Element, Float, Num};
+use crate::dtype::{DType, Element, Float, Num, Tier};
 use crate::error::{Error, Result};
 use crate::kernels::{elementwise, matmul, reduce};
 use crate::layout::Layout;
@@ -20,6 +20,9 @@ pub struct Tensor {
     /// The version counter, when it is not the storage's (`x.data`, `x.data = src`);
     /// shared by views of this tensor. See Note [Version counters].
     own_counter: Option<CounterRef>,
+    /// Whether this is a Python number wrapped by [`Tensor::wrapped_number`]: it takes
+    /// part in type promotion below 0-d tensors (Note [Wrapped scalars]).
+    wrapped: bool,
 }
 
 /// A single element read out of a tensor.
@@ -141,11 +144,16 @@ impl Scalar {
     /// wrapped-number rule, under which a scalar never widens a tensor of its own
     /// category (Note [Wrapped scalars]).
     pub fn result_type_with(self, tensor: DType) -> DType {
-        match (tensor, self) {
-            (d, _) if d.is_floating_point() => d,
-            (_, Scalar::Float(_)) => DType::default_float(),
-            (DType::Bool, Scalar::Int(_)) => DType::I64,
-            (d, _) => d,
+        DType::result_type_of(&[(tensor, Tier::Dim), (self.wide_dtype(), Tier::Wrapped)])
+    }
+
+    /// The dtype that holds this value exactly: int64, float64 or bool (that of
+    /// [`Tensor::wrapped_number`]).
+    pub fn wide_dtype(self) -> DType {
+        match self {
+            Scalar::Float(_) => DType::F64,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Bool(_) => DType::Bool,
         }
     }
 }
@@ -413,6 +421,7 @@ impl Tensor {
             layout: Layout::contiguous(shape),
             dtype,
             own_counter: None,
+            wrapped: false,
         }
     }
 
@@ -443,6 +452,7 @@ impl Tensor {
             layout,
             dtype,
             own_counter: None,
+            wrapped: false,
         })
     }
 
@@ -470,6 +480,53 @@ impl Tensor {
     /// A 0-d tensor holding `value` converted to `dtype` (exactly, for integers).
     pub fn from_scalar(value: Scalar, dtype: DType) -> Tensor {
         dispatch!(dtype, T => Tensor::from_buffer(T::into_buffer(vec![value.cast::<T>()]), &[]))
+    }
+
+    /// A Python number as an operand (PyTorch's `wrapped_scalar_tensor`): a 0-d tensor
+    /// that keeps the value exactly (int64 for ints, float64 for floats, bool) and is
+    /// marked as wrapped, so that it decides the result dtype only below 0-d tensors and
+    /// counts as the default float dtype when a float (Note [Wrapped scalars]). Ops cast
+    /// it to the result dtype (wrapping, as PyTorch: `uint8 + 300` adds 44) or straight
+    /// to a float compute dtype (`int16 / 32768` is exact).
+    pub fn wrapped_number(value: Scalar) -> Tensor {
+        let mut t = Tensor::from_scalar(value, value.wide_dtype());
+        t.wrapped = true;
+        t
+    }
+
+    /// Whether this tensor is a wrapped Python number ([`Tensor::wrapped_number`]).
+    pub fn is_wrapped_number(&self) -> bool {
+        self.wrapped
+    }
+
+    /// This tensor's promotion tier: dims, 0-d, or a wrapped number.
+    pub fn tier(&self) -> Tier {
+        match (self.wrapped, self.dim()) {
+            (true, _) => Tier::Wrapped,
+            (false, 0) => Tier::ZeroDim,
+            _ => Tier::Dim,
+        }
+    }
+
+    /// The result dtype of an elementwise op of `a` and `b` (PyTorch's `result_type`
+    /// with its three tiers, [`DType::result_type_of`]).
+    pub fn result_type(a: &Tensor, b: &Tensor) -> DType {
+        DType::result_type_of(&[(a.dtype, a.tier()), (b.dtype, b.tier())])
+    }
+
+    /// This operand converted for a kernel whose result dtype is `dtype` and that
+    /// computes in `compute`: first to `dtype` (PyTorch's TensorIterator casts inputs to
+    /// the common dtype, so `uint8 + 300` adds 44 and `bfloat16 - tensor(5.2922)`
+    /// subtracts 5.28125), then to `compute` (float32 for the 16-bit floats, int64 for
+    /// the rarer integer kernels). A cast straight to a float `compute` keeps the value
+    /// when `dtype` is not a float (`int16 / 32768` divides by 32768, not -32768), and
+    /// `exact` skips the first step (PyTorch's `original_scalar_value` of a 0-d second
+    /// operand of mul and div on 16-bit floats).
+    pub(crate) fn cast_operand(&self, dtype: DType, compute: DType, exact: bool) -> Result<Tensor> {
+        if exact || (compute.is_floating_point() && !dtype.is_floating_point()) {
+            return self.to_dtype(compute);
+        }
+        self.to_dtype(dtype)?.to_dtype(compute)
     }
 
     /// A tensor of zeros, or PyTorch's allocator error ([`Tensor::full`]).
@@ -615,6 +672,7 @@ impl Tensor {
             layout: self.layout.clone(),
             dtype: self.dtype,
             own_counter: Some(CounterRef::Own(Arc::new(VersionCounter::default()))),
+            wrapped: false,
         }
     }
 
@@ -630,6 +688,7 @@ impl Tensor {
             layout: self.layout.clone(),
             dtype: self.dtype,
             own_counter: Some(counter),
+            wrapped: false,
         }
     }
 
@@ -650,6 +709,7 @@ impl Tensor {
             layout,
             dtype: self.dtype,
             own_counter: self.own_counter.clone(),
+            wrapped: false,
         }
     }
 
@@ -1196,6 +1256,8 @@ impl Tensor {
                     "Integers to negative integer powers are not allowed.".into(),
                 ));
             }
+            // PyTorch converts the exponent to the result dtype with its range check.
+            exponent.check_fits(dtype)?;
             // Computed in int64 and truncated: the same bits as wrapping in the dtype.
             let ints = self.to_dtype(DType::I64)?;
             let v =
@@ -1203,6 +1265,20 @@ impl Tensor {
             return Tensor::from_buffer(Buffer::I64(v), ints.shape()).to_dtype(dtype);
         }
         if dtype.is_half() {
+            // The 16-bit floats check the exponent's range too (`float16 ** 70000` is
+            // an error); float32 and float64 take any exponent.
+            exponent.check_fits(dtype)?;
+            // ... and PyTorch's kernel takes it in the tensor's dtype: `bfloat16 ** 257`
+            // raises to the 256th power.
+            let rounded = match dtype {
+                DType::F16 => exponent.cast::<crate::dtype::f16>().to_f64(),
+                _ => exponent.cast::<crate::dtype::bf16>().to_f64(),
+            };
+            let exponent = if exponent.to_f64() == rounded {
+                exponent
+            } else {
+                Scalar::Float(rounded)
+            };
             return self.to_dtype(dtype)?.via_f32(|t| t.pow_scalar(exponent));
         }
         let src = self.to_dtype(dtype)?;
@@ -1215,10 +1291,14 @@ impl Tensor {
 
     /// The dtype a binary op computes in (PyTorch's promotion; `/` makes integers float).
     pub fn result_dtype(a: &Tensor, b: &Tensor, op: BinaryOp) -> DType {
-        let promoted = DType::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
+        let promoted = Tensor::result_type(a, b);
         match (op, promoted) {
             (BinaryOp::Div, d) if !d.is_floating_point() => DType::default_float(),
-            (_, DType::Bool) if op != BinaryOp::Add && op != BinaryOp::Mul => DType::I64,
+            (_, DType::Bool)
+                if op != BinaryOp::Add && op != BinaryOp::Mul && op != BinaryOp::Pow =>
+            {
+                DType::I64
+            }
             _ => promoted,
         }
     }
@@ -1228,6 +1308,10 @@ impl Tensor {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
         let dtype = Tensor::result_dtype(self, other, op);
         check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
+        if op == BinaryOp::Pow && dtype == DType::Bool {
+            // PyTorch has no bool pow kernel (`bool_tensor ** True` is `pow_scalar`).
+            return Err(Error::unsupported_dtype("pow", DType::Bool));
+        }
         if op == BinaryOp::Sub {
             match (self.dtype, other.dtype) {
                 (DType::Bool, DType::Bool) => return Err(Error::not_implemented_for_dtype(
@@ -1246,8 +1330,11 @@ impl Tensor {
         } else {
             dtype.compute_dtype()
         };
-        let a = self.to_dtype(compute)?;
-        let b = other.to_dtype(compute)?;
+        // A 0-d second operand of mul and div keeps its value on the 16-bit floats.
+        let exact =
+            dtype.is_half() && other.dim() == 0 && matches!(op, BinaryOp::Mul | BinaryOp::Div);
+        let a = self.cast_operand(dtype, compute, false)?;
+        let b = other.cast_operand(dtype, compute, exact)?;
         let la = a.layout.broadcast_to(&out_shape)?;
         let lb = b.layout.broadcast_to(&out_shape)?;
         let err = || Error::unsupported_dtype(op.name(), compute);
@@ -1292,7 +1379,7 @@ impl Tensor {
     #[allow(clippy::bool_comparison)]
     pub fn compare(&self, other: &Tensor, op: CmpOp) -> Result<Tensor> {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
-        let dtype = DType::result_type(self.dtype, self.dim() == 0, other.dtype, other.dim() == 0);
+        let dtype = Tensor::result_type(self, other);
         check_allocation(shape::checked_numel(&out_shape)?, dtype)?;
         let a = self.to_dtype(dtype)?;
         let b = other.to_dtype(dtype)?;
@@ -1324,8 +1411,15 @@ impl Tensor {
             &shape::broadcast_shapes(cond.shape(), a.shape())?,
             b.shape(),
         )?;
-        let dtype = DType::result_type(a.dtype, a.dim() == 0, b.dtype, b.dim() == 0);
+        let dtype = Tensor::result_type(a, b);
         check_allocation(shape::checked_numel(&shape)?, dtype)?;
+        // A wrapped number must fit the result dtype (PyTorch's "value cannot be
+        // converted to type uint8_t without overflow"); the 16-bit floats round instead.
+        for t in [a, b] {
+            if t.wrapped && !dtype.is_half() {
+                t.item()?.check_fits(dtype)?;
+            }
+        }
         let (a, b) = (a.to_dtype(dtype)?, b.to_dtype(dtype)?);
         let (lc, la, lb) = (
             cond.layout.broadcast_to(&shape)?,
@@ -1361,10 +1455,12 @@ impl Tensor {
                 "torch.clamp: At least one of 'min' or 'max' must not be None".into(),
             ));
         }
-        let mut dtype = self.dtype;
+        let mut operands: SmallVec<[(DType, Tier); 3]> = SmallVec::new();
+        operands.push((self.dtype, Tier::Dim));
         for bound in [min, max].into_iter().flatten() {
-            dtype = DType::promote(dtype, bound.result_type_with(self.dtype));
+            operands.push((bound.wide_dtype(), Tier::Wrapped));
         }
+        let dtype = DType::result_type_of(&operands);
         if dtype == DType::Bool {
             let name = if min.is_some() {
                 "clamp_min_scalar_cpu"
@@ -1373,6 +1469,10 @@ impl Tensor {
             };
             return Err(Error::unsupported_dtype(name, DType::Bool));
         }
+        let (min, max) = (
+            clamp_bound(min, dtype, true)?,
+            clamp_bound(max, dtype, false)?,
+        );
         if dtype.is_half() {
             return self.to_dtype(dtype)?.via_f32(|t| t.clamp(min, max));
         }
@@ -1793,4 +1893,102 @@ fn slice_bounds(size: usize, start: Option<i64>, end: Option<i64>) -> (usize, us
     let s = start.map_or(0, clamp);
     let e = end.map_or(size, clamp);
     (s, e.max(s))
+}
+
+/// A scalar bound of `clamp` for a result of `dtype`, as PyTorch 2.15 takes it: on an
+/// integer result an integer bound beyond the dtype's range saturates where it clamps
+/// nothing (`uint8.clamp(min=-1)`, `int8.clamp(max=1000)`) and is an error where it
+/// would clamp everything ("Clamp min value 300 is outside the representable range of
+/// Byte"); on a float result other than float64 an out-of-range finite bound is the
+/// conversion error ("value cannot be converted to type c10::Half without overflow").
+fn clamp_bound(bound: Option<Scalar>, dtype: DType, is_min: bool) -> Result<Option<Scalar>> {
+    let Some(b) = bound else { return Ok(None) };
+    if dtype.is_floating_point() {
+        b.check_fits(dtype)?;
+        return Ok(Some(b));
+    }
+    let Scalar::Int(v) = b else {
+        return Ok(Some(b));
+    };
+    let (lo, hi) = dtype.int_range();
+    let (clamps_nothing, clamps_all) = if is_min {
+        (v < lo, v > hi)
+    } else {
+        (v > hi, v < lo)
+    };
+    if clamps_all {
+        return Err(Error::InvalidArgument(format!(
+            "Clamp {} value {} is outside the representable range of {}",
+            if is_min { "min" } else { "max" },
+            format_g(v as f64),
+            dtype.scalar_type_name()
+        )));
+    }
+    Ok(Some(if clamps_nothing {
+        Scalar::Int(if is_min { lo } else { hi })
+    } else {
+        b
+    }))
+}
+
+/// `v` as C++'s default stream output (`printf("%g")`: six significant digits, the
+/// exponent form below 1e-4 and from 1e6), which PyTorch's messages print doubles with.
+pub(crate) fn format_g(v: f64) -> String {
+    if !v.is_finite() {
+        return if v.is_nan() {
+            "nan".into()
+        } else if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let sci = format!("{v:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    } else {
+        let decimals = (5 - exp).max(0) as usize;
+        trim(&format!("{v:.decimals$}"))
+    }
+}
+
+#[cfg(test)]
+mod format_g_tests {
+    use super::format_g;
+
+    /// As C's `printf("%g")` (and Python's `'%g'`), which PyTorch's clamp message uses.
+    #[test]
+    fn format_g_is_printf_g() {
+        for (v, want) in [
+            (300.0, "300"),
+            (-1.0, "-1"),
+            (999_999.0, "999999"),
+            (1e6, "1e+06"),
+            (1_234_567.0, "1.23457e+06"),
+            (2_147_483_653.0, "2.14748e+09"),
+            (-9.223_372_036_854_776e18, "-9.22337e+18"),
+            (0.5, "0.5"),
+            (1e-5, "1e-05"),
+            (0.000_123_456_7, "0.000123457"),
+        ] {
+            assert_eq!(format_g(v), want, "{v}");
+        }
+    }
 }

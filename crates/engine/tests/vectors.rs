@@ -1465,6 +1465,9 @@ fn vector_files_are_all_covered() {
                 // models_resnet.json (torchvision's ResNet names and outputs, its own
                 // schema): the models exist only in Python, tests/python/test_models.py.
                 && n != "models_resnet.json"
+                // scalar_promotion.json (Python expressions with numbers, its own
+                // schema): tests/python/test_scalar_promotion.py.
+                && n != "scalar_promotion.json"
         })
         .collect();
     // Each nn functional family's file has its own Rust reader, tests/vectors_<stem>.rs

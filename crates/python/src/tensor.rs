@@ -433,7 +433,7 @@ pub(crate) fn scaled_operand(
                 .unwrap_or_default()
         ))
     })?;
-    let result = DType::result_type(this.dtype(), this.dim() == 0, b.dtype(), b.dim() == 0);
+    let result = rustgrad::Tensor::result_type(&this.tensor(), &b.tensor());
     match a {
         Scalar::Float(_) if !result.is_floating_point() => Err(PyRuntimeError::new_err(
             "For integral input tensors, argument alpha must not be a floating point number.",
@@ -448,6 +448,12 @@ pub(crate) fn scaled_operand(
         },
         Scalar::Int(1) | Scalar::Bool(true) => Ok(b),
         Scalar::Float(1.0) => Ok(b),
+        // `other` joins in the result dtype before it is scaled, as in PyTorch's kernel
+        // (`bfloat16.add(257, alpha=3)` adds 3 * 256; Note [Wrapped scalars]).
+        _ if b.dtype() != result && b.dtype() != DType::Bool => {
+            let b = b.to_dtype(result).py()?;
+            b.mul(&b.wrap_scalar(a)).py()
+        }
         _ => b.mul(&b.wrap_scalar(a)).py(),
     }
 }

@@ -191,7 +191,20 @@ def mse_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     _size_warning(input, target)
+    input, target = _promoted(input, target)
     return _pointwise_loss(input, target, "mse", 0.0, weight, None, reduction)
+
+
+def _promoted(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """``input`` and ``target`` in their promoted dtype, in which PyTorch's elementwise
+    losses compute (``mse_loss(float32, int64)`` is float32, ``(float16, float32)``
+    float32; two integer tensors stay integers and meet the kernel's dtype error)."""
+    if not isinstance(input, Tensor) or not isinstance(target, Tensor):
+        return input, target
+    if input.dtype == target.dtype:
+        return input, target
+    dtype = (_rustgrad.empty(0, dtype=input.dtype) + _rustgrad.empty(0, dtype=target.dtype)).dtype
+    return input.to(dtype), target.to(dtype)
 
 
 def smooth_l1_loss(
@@ -218,6 +231,7 @@ def smooth_l1_loss(
     if beta == 0:
         # PyTorch's smooth_l1_loss is the l1_loss composite there.
         return _rustgrad._l1_loss(input, target, reduction)
+    input, target = _promoted(input, target)
     return _pointwise_loss(input, target, "smooth_l1", float(beta), None, None, reduction)
 
 
@@ -241,7 +255,15 @@ def huber_loss(
     _size_warning(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    return _pointwise_loss(input, target, "huber", float(delta), weight, None, reduction)
+    dtype = input.dtype if isinstance(input, Tensor) else None
+    input, target = _promoted(input, target)
+    if dtype is None or input.dtype == dtype:
+        return _pointwise_loss(input, target, "huber", float(delta), weight, None, reduction)
+    # PyTorch's huber_loss writes into a tensor of the input's dtype: first its cast
+    # error (an integer input with a float target), then the result rounded to it.
+    _rustgrad.empty(0, dtype=dtype).add_(_rustgrad.empty(0, dtype=input.dtype))
+    out = _pointwise_loss(input, target, "huber", float(delta), weight, None, reduction)
+    return out.to(dtype)
 
 
 def _check_not_differentiable(function: str, **arguments: Tensor | None) -> None:

@@ -494,12 +494,7 @@ impl Tensor {
     /// is PyTorch's "ZeroDivisionError").
     pub fn math_binary(&self, other: &Tensor, op: MathBinaryOp) -> Result<Tensor> {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
-        let promoted = DType::result_type(
-            self.dtype(),
-            self.dim() == 0,
-            other.dtype(),
-            other.dim() == 0,
-        );
+        let promoted = Tensor::result_type(self, other);
         let dtype = if op.promotes_integers() && !promoted.is_floating_point() {
             DType::default_float()
         } else {
@@ -525,7 +520,17 @@ impl Tensor {
             (d, _) if d.is_integer() => DType::I64,
             (d, _) => d.compute_dtype(),
         };
-        let (a, b) = (self.to_dtype(compute)?, other.to_dtype(compute)?);
+        // Operands go to the result dtype first, then to the compute dtype (Note
+        // [Wrapped scalars]): `maximum(uint8, tensor(300))` compares with 44. A 0-d
+        // divisor of a rounding division on 16-bit floats keeps its value, as PyTorch's
+        // `original_scalar_value` does.
+        let exact = dtype.is_half()
+            && other.dim() == 0
+            && matches!(op, MathBinaryOp::DivTrunc | MathBinaryOp::DivFloor);
+        let (a, b) = (
+            self.cast_operand(dtype, compute, false)?,
+            other.cast_operand(dtype, compute, exact)?,
+        );
         let la = a.layout().broadcast_to(&out_shape)?;
         let lb = b.layout().broadcast_to(&out_shape)?;
         fn floats<T: MathFloat>(
@@ -615,18 +620,15 @@ impl Variable {
         self.binary(other, BinaryOp::Pow)
     }
 
-    /// A 0-d constant for a Python-style scalar operand, with PyTorch's "wrapped
-    /// number" promotion: a scalar never widens a tensor of its own kind, so
-    /// `float32_tensor * 2.5` stays float32 and `int_tensor * 2.5` becomes float32.
-    /// A bool stays a bool 0-d tensor, as PyTorch's wrapped number does: bool is the
-    /// lowest category, so it never changes the result type, and ops that refuse bool
-    /// operands (subtraction) still see one.
+    /// A Python-style scalar operand: a wrapped number ([`Tensor::wrapped_number`],
+    /// Note [Wrapped scalars]) that holds the value exactly and has PyTorch's
+    /// wrapped-number promotion: it never widens a tensor of its own kind, so
+    /// `float32_tensor * 2.5` stays float32, `uint8_tensor + 300` stays uint8 (adding
+    /// 44) and `int_tensor * 2.5` becomes float32; `int16_tensor / 32768` divides by
+    /// 32768. A bool stays bool, so ops that refuse bool operands (subtraction) still
+    /// see one. `self` is unused: the op decides how the number is converted.
     pub fn wrap_scalar(&self, value: Scalar) -> Variable {
-        let dtype = match value {
-            Scalar::Bool(_) => DType::Bool,
-            _ => value.result_type_with(self.dtype()),
-        };
-        Variable::from_tensor(Tensor::from_scalar(value, dtype))
+        Variable::from_tensor(Tensor::wrapped_number(value))
     }
 
     /// A [`MathBinaryOp`] of two tensors with broadcasting, recorded with its rule.

@@ -627,6 +627,9 @@ impl Variable {
                 value.dim()
             )));
         }
+        // PyTorch fills with `value.item()` converted with its range check ("value cannot
+        // be converted to type uint8_t without overflow"), a 0-d tensor value too.
+        value.tensor().item()?.check_fits(self.dtype())?;
         let v = value.tensor().to_dtype(self.dtype())?;
         let result = Tensor::where_cond(mask, &v, &self.tensor())?;
         if result.shape() != self.tensor().shape() {

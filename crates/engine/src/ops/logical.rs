@@ -109,12 +109,7 @@ impl Tensor {
     /// bool stays bool, with int64 gives int64; floating dtypes have no kernel.
     pub fn bitwise(&self, other: &Tensor, op: LogicalOp) -> Result<Tensor> {
         let out_shape = shape::broadcast_shapes(self.shape(), other.shape())?;
-        let dtype = DType::result_type(
-            self.dtype(),
-            self.dim() == 0,
-            other.dtype(),
-            other.dim() == 0,
-        );
+        let dtype = Tensor::result_type(self, other);
         if dtype.is_floating_point() {
             return Err(Error::unsupported_dtype(op.bitwise_kernel_name(), dtype));
         }

@@ -269,12 +269,19 @@ impl Tensor {
     /// `minimum(maximum(self, min), max)`, so a NaN anywhere gives NaN and `min > max`
     /// gives `max`, as in PyTorch.
     pub fn clamp_tensor(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-        let mut out = self.clone();
         if min.is_none() && max.is_none() {
             return Err(Error::InvalidArgument(
                 "torch.clamp: At least one of 'min' or 'max' must not be None".into(),
             ));
         }
+        // One result dtype for all three, to which every operand is converted first
+        // (`uint8.clamp(max=tensor(-1))` compares with 255, as PyTorch's TensorIterator).
+        let operands: SmallVec<[(DType, crate::dtype::Tier); 3]> = [Some(self), min, max]
+            .into_iter()
+            .flatten()
+            .map(|t| (t.dtype(), t.tier()))
+            .collect();
+        let mut out = self.to_dtype(DType::result_type_of(&operands))?;
         if let Some(lo) = min {
             out = out.math_binary(lo, MathBinaryOp::Maximum)?;
         }
@@ -288,9 +295,11 @@ impl Tensor {
 /// The result dtype of three operands (PyTorch's promotion, 0-d operands deciding only
 /// across categories).
 fn promote3(a: &Tensor, b: &Tensor, c: &Tensor) -> DType {
-    let ab = DType::result_type(a.dtype(), a.dim() == 0, b.dtype(), b.dim() == 0);
-    let ab_zero_dim = a.dim() == 0 && b.dim() == 0;
-    DType::result_type(ab, ab_zero_dim, c.dtype(), c.dim() == 0)
+    DType::result_type_of(&[
+        (a.dtype(), a.tier()),
+        (b.dtype(), b.tier()),
+        (c.dtype(), c.tier()),
+    ])
 }
 
 impl Variable {

@@ -179,8 +179,10 @@ impl PyTensor {
         binary(py, &self.var, other, |a, b| a.div(b))
     }
 
+    /// `number / self`: PyTorch's `__rdiv__`, `self.reciprocal() * number` (MulBackward0),
+    /// whose bits differ from a true division's (`3 / tensor([7.])` is 0.42857146).
     fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        reflected(py, &self.var, other, |a, b| a.div(b))
+        binary(py, &self.var, other, |a, b| a.reciprocal()?.mul(b))
     }
 
     fn __pow__(
@@ -258,7 +260,13 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         alpha: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let b = scaled_operand(&self.var, other, alpha)?;
+        // A bool operand is refused before `alpha` scales it into an integer.
+        let raw = operand_var(other, &self.var)?;
+        let b = if raw.dtype() == rustgrad::DType::Bool {
+            raw
+        } else {
+            scaled_operand(&self.var, other, alpha)?
+        };
         new_tensor(
             py,
             maybe_detach(py, self.var.numel(), || self.var.sub(&b)).py()?,
