@@ -332,7 +332,7 @@ SUCCEED = {
     *"view transpose t permute expand unsqueeze squeeze squeeze_ unsqueeze_".split(),
     *"reshape flatten t.reshape_as +a fill_diagonal_".split(),
     *"transpose_ t_ split split_with_sizes chunk unbind narrow select diagonal".split(),
-    *"movedim moveaxis as_strided as_strided_ zero_ fill_ diag float".split(),
+    *"movedim moveaxis unfold as_strided as_strided_ zero_ fill_ diag float".split(),
     *"b@a".split(),
     *"torch.meshgrid torch.broadcast_to t.broadcast_to torch.swapaxes t.swapaxes".split(),
     *"torch.swapdims t.swapdims t.T t.mT t.expand_as t.view_as torch.unflatten".split(),
@@ -340,8 +340,6 @@ SUCCEED = {
     *"torch.vsplit t.vsplit torch.dsplit".split(),
     # Reads one pixel per channel of a huge expanded input, in place.
     "F.grid_sample",
-    # (`unfold` is a view in PyTorch too, but rustgrad builds the positions of its
-    # backward with it, so a huge one is refused: Note [Allocation failures].)
 }
 
 # Refusals with another message than the allocator's (PyTorch: "can't allocate memory").

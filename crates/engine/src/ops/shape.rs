@@ -1038,9 +1038,21 @@ impl Variable {
         };
         let layout = make(shape.clone(), strides, t.layout().offset());
         let result = t.strided_view(layout)?;
-        let src = self.shape();
-        let within = make(shape.clone(), contiguous_strides(&shape), 0);
-        let map = IndexMap::of_layout(&src, &within)?;
+        // The backward's positions (one per element of the view) only when the view can
+        // be recorded (`record` needs grad mode and an input that requires grad): an
+        // unfold of a huge expanded view is a view, as in PyTorch, unless it records
+        // (Note [Allocation failures]).
+        let map = if crate::autograd::grad_mode::is_grad_enabled() && self.requires_grad() {
+            let within = make(shape.clone(), contiguous_strides(&shape), 0);
+            IndexMap::of_layout(&self.shape(), &within)?
+        } else {
+            // Never read: `record` does not build the node without the conditions above.
+            std::sync::Arc::new(IndexMap {
+                src: Dims::new(),
+                out: Dims::new(),
+                positions: Vec::new(),
+            })
+        };
         Ok(self.record_view(result, || index::Rule::Take {
             name: Taken::Unfold,
             map,
