@@ -52,6 +52,7 @@ vl = torch.ones(G, dtype=torch.int64)
 hd = torch.ones(1, 1, dtype=torch.float64).expand(G, G)
 i0 = torch.tensor([0])
 zl = torch.zeros(2, G, dtype=torch.int64)
+x1 = torch.ones(1, requires_grad=True)
 """
 
 
@@ -397,6 +398,17 @@ ONE_D = [
     "torch.ones(1, 1).expand(2**40, 1).index_add(1, i0, torch.ones(1, 1).expand(2**40, 1))",
     # Recording a backward: the map of an as_strided view of a huge input.
     "torch.ones(1, requires_grad=True).expand(2**40).as_strided((3,), (0,))",
+    # Backward through a small piece of a huge view: the gradient of the view is
+    # huge (zeros with the piece written in), as in PyTorch.
+    "x1.expand(2**40)[:: 2**20].sum().backward()",
+    "x1.expand(G, G)[3].sum().backward()",
+    "x1.expand(G, G).diag().sum().backward()",
+    "x1.expand(2**40).unfold(0, 2, 2**39).sum().backward()",
+    "x1.expand(G, G).gather(1, torch.zeros(2, 1, dtype=torch.int64)).sum().backward()",
+    "x1.expand(G, G)[:, [0, 1]].sum().backward()",
+    "x1.expand(2**40).split(2**39)[0][:3].sum().backward()",
+    "x1.expand(G, G)[:2].max().backward()",
+    "torch.autograd.grad(x1.expand(2**40)[:3].sum(), x1)",
 ]
 
 
