@@ -74,8 +74,42 @@ macro_rules! exact_optim_element {
 exact_optim_element!(f32);
 exact_optim_element!(f64);
 
+/// `v` rounded to float16 (to nearest, ties to even; float16's subnormals; infinity past
+/// its largest finite value), as an f32: `f16::from_f32(v).to_f32()` without the
+/// software conversions, since an update rounds several times per element.
+#[inline(always)]
+pub(crate) fn round_f16(v: f32) -> f32 {
+    let a = v.abs();
+    if a.is_nan() {
+        return v;
+    }
+    if a >= 65520.0 {
+        // Infinity, or past the midpoint above float16's largest finite 65504.
+        return f32::INFINITY.copysign(v);
+    }
+    if a < 6.103_515_6e-5 {
+        // Below 2^-14: float16's subnormals, multiples of 2^-24 (exact in f32).
+        return (v * 16_777_216.0).round_ties_even() * 5.960_464_5e-8;
+    }
+    // Keep 10 of the 23 mantissa bits, rounding to nearest even (a carry into the
+    // exponent is the right result).
+    let b = v.to_bits();
+    f32::from_bits((b + 0xFFF + ((b >> 13) & 1)) & !0x1FFF)
+}
+
+/// `v` rounded to bfloat16 (to nearest, ties to even), as an f32:
+/// `bf16::from_f32(v).to_f32()` as bit arithmetic.
+#[inline(always)]
+pub(crate) fn round_bf16(v: f32) -> f32 {
+    if v.is_nan() {
+        return v;
+    }
+    let b = v.to_bits();
+    f32::from_bits(b.wrapping_add(0x7FFF + ((b >> 16) & 1)) & 0xFFFF_0000)
+}
+
 macro_rules! half_optim_element {
-    ($t:ty) => {
+    ($t:ty, $round:ident) => {
         impl OptimElement for $t {
             type C = f32;
             #[inline(always)]
@@ -88,7 +122,7 @@ macro_rules! half_optim_element {
             }
             #[inline(always)]
             fn q(v: f32) -> f32 {
-                <$t>::from_f32(v).to_f32()
+                $round(v)
             }
             #[inline(always)]
             fn mul_add(a: f32, b: f32, c: f32) -> f32 {
@@ -97,8 +131,8 @@ macro_rules! half_optim_element {
         }
     };
 }
-half_optim_element!(f16);
-half_optim_element!(bf16);
+half_optim_element!(f16, round_f16);
+half_optim_element!(bf16, round_bf16);
 
 /// The scalars of one parameter's step that come from its state.
 pub(crate) struct StepScalars {
@@ -526,5 +560,59 @@ fn adadelta<S: OptimElement>(o: &AdadeltaOptions, p: &mut [S], g: &[S], bufs: &m
         let delta = q(q(q(q(acc + eps).sqrt()) / std) * d);
         acc_delta[i] = S::store(q(addcmul::<S>(q(acc * rho), one_minus_rho, delta, delta)));
         p[i] = S::store(q(pv + neg_lr * delta));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bit-arithmetic roundings agree with the `half` crate's conversions on edge
+    /// cases and on a sweep of f32 bit patterns (every 4099th, both signs).
+    #[test]
+    fn fast_roundings_match_the_half_crate() {
+        let check = |v: f32| {
+            let (want16, got16) = (f16::from_f32(v).to_f32(), round_f16(v));
+            assert!(
+                want16.to_bits() == got16.to_bits() || (want16.is_nan() && got16.is_nan()),
+                "f16 {v:e} ({:#x}): {want16:e} vs {got16:e}",
+                v.to_bits()
+            );
+            let (want, got) = (bf16::from_f32(v).to_f32(), round_bf16(v));
+            assert!(
+                want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                "bf16 {v:e}: {want:e} vs {got:e}"
+            );
+        };
+        for v in [
+            0.0,
+            -0.0,
+            1.0,
+            65504.0,
+            65519.99,
+            65520.0,
+            65536.0,
+            6.103_515_6e-5,
+            6.103_515e-5,
+            5.960_464_5e-8,
+            2.980_232_2e-8,
+            2.980_233e-8,
+            1e-8,
+            -1e-8,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            1e-40,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ] {
+            check(v);
+            check(-v);
+        }
+        let mut bits = 0u32;
+        while let Some(next) = bits.checked_add(4099) {
+            check(f32::from_bits(next));
+            bits = next;
+        }
     }
 }
