@@ -157,3 +157,21 @@ def test_half_state_buffers_keep_the_parameter_dtype(dtype: str) -> None:
     assert p.dtype == getattr(rustgrad, dtype)
     # Adam's first step moves every element by lr (m / sqrt(v) = sign(g)).
     np.testing.assert_allclose(p.detach().float().numpy(), [-0.1] * 3, rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_transposed_half_parameter_steps_like_a_contiguous_one(dtype: str) -> None:
+    half = getattr(rustgrad, dtype)
+    rng = np.random.default_rng(7)
+    values, grads = rng.standard_normal((4, 6)), rng.standard_normal((4, 6))
+    results = []
+    for transposed in (False, True):
+        base = rustgrad.tensor(values.T if transposed else values).to(half)
+        p = (base.t() if transposed else base).detach().requires_grad_()
+        assert p.is_contiguous() != transposed
+        opt = optim.Adam([p], lr=0.1)
+        for _ in range(3):
+            p.grad = rustgrad.tensor(grads).to(half)
+            opt.step()
+        results.append(p.detach().float().numpy())
+    np.testing.assert_array_equal(results[0], results[1])
