@@ -122,3 +122,63 @@ def test_fuzzer_steps_with_numbers_on_narrow_dtypes_match_its_model(data):
     gen = Generator(data.draw, model)
     for _ in range(4):
         gen.narrow_scalar()
+
+
+def test_a_saved_number_stays_a_wrapped_number_outside_the_hooks():
+    # PyTorch: `(x * 2.5).grad_fn._saved_other` is tensor(2.5, dtype=torch.float64),
+    # which still promotes as a number, and saved-tensor hooks never see it.
+    x = torch.ones(2, requires_grad=True)
+    other = (x * 2.5).grad_fn._saved_other
+    assert other.dtype == torch.float64 and other.item() == 2.5
+    assert (other * torch.ones(2)).dtype == torch.float32
+    assert (torch.tensor(1.0, dtype=torch.float16) + other).dtype == torch.float16
+    packed = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
+        (x * 2.5).sum().backward()
+    assert packed == []
+    assert x.grad.tolist() == [2.5, 2.5]
+
+
+def test_issue_examples():
+    # Issue 19 items 4, 5 and 9, with PyTorch 2.15's results.
+    i16 = torch.tensor([16384, -8192, 32767], dtype=torch.int16)
+    assert (i16 / 32768).tolist() == [0.5, -0.25, 0.999969482421875]
+    assert (torch.tensor([128, 255], dtype=torch.uint8) / 256).tolist() == [0.5, 0.99609375]
+    u8 = torch.tensor([1, 2], dtype=torch.uint8)
+    assert u8.clamp(min=-1).tolist() == [1, 2]
+    assert u8.clamp(max=300).tolist() == [1, 2]
+    assert (-3 / u8).tolist() == [-3.0, -1.5]
+    assert torch.tensor([1, -2], dtype=torch.int8).clamp(-1000, 1000).tolist() == [1, -2]
+    with pytest.raises(RuntimeError, match="cannot be converted to type uint8_t without overflow"):
+        u8**300
+    with pytest.raises(RuntimeError, match="cannot be converted to type uint8_t without overflow"):
+        torch.where(torch.tensor([True, False]), u8, 300)
+    bf = torch.tensor([5.28125, 100.0], dtype=torch.bfloat16)
+    assert (bf - torch.tensor(5.2922)).tolist() == [0.0, 94.5]
+    assert (bf % torch.tensor(5.2922)).tolist() == [0.0, 4.9375]
+    loss = torch.nn.functional.mse_loss(torch.tensor([1.0, 2.0]), torch.tensor([1, 3]))
+    assert loss.dtype == torch.float32 and loss.item() == 0.5
+    b = torch.tensor([True, False])
+    with pytest.raises(NotImplementedError, match="\"pow\" not implemented for 'Bool'"):
+        b**b
+
+
+def test_an_int_beyond_int64_is_an_overflow_error():
+    # PyTorch 2.15 raises OverflowError ("int too big to convert") for a Python int that
+    # int64 cannot hold, where it expects a number (not TypeError / NotImplemented).
+    u = torch.tensor([1, 2], dtype=torch.uint8)
+    m = torch.tensor([True, False])
+    for f in (
+        lambda: u + 2**64,
+        lambda: 2**64 - u,
+        lambda: u == 2**70,
+        lambda: u.clamp(min=2**64),
+        lambda: torch.where(m, u, 2**64),
+        lambda: u.mul(2**64),
+        lambda: u / 2**64,
+        lambda: u**2**64,
+    ):
+        with pytest.raises(OverflowError, match="int too big to convert"):
+            f()
+    with pytest.raises(OverflowError):
+        u.add(-(2**63) - 1)

@@ -4,7 +4,7 @@
 use crate::errors::IntoPyResult;
 use numpy::ndarray::ShapeBuilder;
 use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple};
 use rustgrad::{DType, Scalar, Tensor};
@@ -12,6 +12,16 @@ use rustgrad::{DType, Scalar, Tensor};
 /// A Python number as an engine scalar (bool before int: Python bools are ints).
 pub fn extract_scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
     extract_element(obj).map(|(s, _)| s)
+}
+
+/// PyTorch's OverflowError for a Python int outside int64 given as a number operand
+/// (`uint8_tensor + 2**70`: "int too big to convert"), where [`extract_scalar`] gives
+/// `None`; `None` for anything else.
+pub fn int_overflow(obj: &Bound<'_, PyAny>) -> Option<PyErr> {
+    let too_big = obj.is_instance_of::<PyInt>()
+        && !obj.is_instance_of::<PyBool>()
+        && obj.extract::<i64>().is_err();
+    too_big.then(|| PyOverflowError::new_err("int too big to convert"))
 }
 
 /// A number with the dtype it carries in `tensor()` data: `None` for Python numbers

@@ -248,6 +248,9 @@ pub(crate) fn binary(
     f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send,
 ) -> PyResult<Py<PyAny>> {
     let Some(op) = Operand::extract(other) else {
+        if let Some(e) = crate::convert::int_overflow(other) {
+            return Err(e);
+        }
         return Ok(py.NotImplemented());
     };
     let b = op.to_var(a);
@@ -263,6 +266,9 @@ pub(crate) fn reflected(
     f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send,
 ) -> PyResult<Py<PyAny>> {
     let Some(op) = Operand::extract(other) else {
+        if let Some(e) = crate::convert::int_overflow(other) {
+            return Err(e);
+        }
         return Ok(py.NotImplemented());
     };
     let b = op.to_var(a);
@@ -271,6 +277,9 @@ pub(crate) fn reflected(
 }
 
 pub(crate) fn operand_var(obj: &Bound<'_, PyAny>, like: &Variable) -> PyResult<Variable> {
+    if let Some(e) = crate::convert::int_overflow(obj) {
+        return Err(e);
+    }
     Operand::extract(obj)
         .map(|o| o.to_var(like))
         .ok_or_else(|| {

@@ -183,6 +183,11 @@ impl<V: Value> SavedTensor<V> {
         let Some(hooks) = current_hooks::<V>() else {
             return self;
         };
+        if variable.data().is_wrapped_number() {
+            // PyTorch's SavedVariable keeps a wrapped number (`x * 2.5` saves 2.5) as it
+            // is, without the hooks (Note [Wrapped scalars]).
+            return self;
+        }
         if has_deferred_error() {
             return self;
         }

@@ -57,6 +57,9 @@ fn clamp_bounds(
     let is_tensor = |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| o.cast::<PyTensor>().is_ok());
     let is_number = |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| extract_scalar(o).is_some());
     for o in [min, max].into_iter().flatten() {
+        if let Some(e) = crate::convert::int_overflow(o) {
+            return Err(e);
+        }
         if !is_tensor(Some(o)) && !is_number(Some(o)) {
             return Err(PyTypeError::new_err(format!(
                 "clamp(): argument 'min' and 'max' must be Tensor or Number, not {}",
@@ -298,6 +301,9 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let cond = tensor_arg(condition, "where", "condition", 1)?;
+        if let Some(e) = crate::convert::int_overflow(other) {
+            return Err(e);
+        }
         let other = match Operand::extract(other) {
             Some(o) => o.to_var(&self.var),
             None => tensor_arg(other, "where", "other", 2)?,
