@@ -214,7 +214,7 @@ def cases() -> list[dict[str, Any]]:
     )
     # dropout: empty_like(input).bernoulli_(1 - p), so the input's layout sets the order.
     for dt in floats:
-        for p in (0.2, 0.5, 0.75):
+        for p in (0.2, 0.3, 0.5, 0.75):
             out.append(case(f"dropout_{dt}_p{p:g}", "dropout", spec([20], dt), p=p))
     for p in (0.0, 1.0):
         out.append(case(f"dropout_p{p:g}", "dropout", spec([6]), p=p))
@@ -256,6 +256,7 @@ def cases() -> list[dict[str, Any]]:
     out.append(case("Dropout1d", "Dropout1d", spec([2, 3, 4], "float64"), p=0.25))
     for dt in floats:
         out.append(case(f"dropout2d_{dt}", "dropout2d", spec([2, 3, 2, 2], dt), p=0.5))
+        out.append(case(f"dropout2d_{dt}_p0.3", "dropout2d", spec([2, 3, 2, 2], dt), p=0.3))
     out.append(case("dropout2d_unbatched", "dropout2d", spec([3, 2, 2])))
     out.append(
         case("dropout2d_channels_last", "dropout2d", spec([2, 3, 2, 2], layout="channels_last"))
@@ -267,8 +268,8 @@ def cases() -> list[dict[str, Any]]:
     out.append(case("dropout3d_unbatched", "dropout3d", spec([3, 2, 2, 2])))
     out.append(case("Dropout3d", "Dropout3d", spec([2, 3, 2, 1, 2], "float64")))
     # Alpha dropout: the same mask, then a * (x * mask + alpha' * (1 - mask)) + b.
-    for dt in ("float32", "float64", "bfloat16"):
-        for p in (0.2, 0.5):
+    for dt in floats:
+        for p in (0.2, 0.3, 0.5):
             out.append(case(f"alpha_dropout_{dt}_p{p:g}", "alpha_dropout", spec([20], dt), p=p))
     out.append(case("alpha_dropout_p1", "alpha_dropout", spec([6]), p=1.0))
     out.append(case("alpha_dropout_reversed", "alpha_dropout", spec([3, 5], layout="reversed")))
