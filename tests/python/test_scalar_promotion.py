@@ -182,3 +182,12 @@ def test_an_int_beyond_int64_is_an_overflow_error():
             f()
     with pytest.raises(OverflowError):
         u.add(-(2**63) - 1)
+
+
+def test_subtracting_a_bool_with_alpha_is_refused():
+    # PyTorch refuses the bool operand before alpha scales it (also in place).
+    u = torch.tensor([1, 2], dtype=torch.uint8)
+    for f in (lambda: u.sub(True, alpha=2), lambda: u.clone().sub_(True, alpha=2)):
+        with pytest.raises(NotImplementedError, match="Subtraction, the `-` operator"):
+            f()
+    assert u.add(True, alpha=2).tolist() == [3, 4]

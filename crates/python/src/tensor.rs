@@ -467,6 +467,21 @@ pub(crate) fn scaled_operand(
     }
 }
 
+/// `alpha * other` for `sub` / `sub_`: a bool `other` is passed on unscaled, so that the
+/// subtraction refuses it with PyTorch's error before `alpha` could make it an integer
+/// (`uint8.sub(True, alpha=2)`).
+pub(crate) fn subtrahend(
+    this: &Variable,
+    other: &Bound<'_, PyAny>,
+    alpha: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Variable> {
+    let raw = operand_var(other, this)?;
+    if raw.dtype() == DType::Bool {
+        return Ok(raw);
+    }
+    scaled_operand(this, other, alpha)
+}
+
 /// A comparison method (`eq`, `lt`, ...): unlike the operators, which return
 /// NotImplemented so Python can try the other operand, the methods raise TypeError.
 pub(crate) fn compare_method(

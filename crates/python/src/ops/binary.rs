@@ -12,6 +12,7 @@ use crate::tensor::new_tensor;
 use crate::tensor::operand_var;
 use crate::tensor::reflected;
 use crate::tensor::scaled_operand;
+use crate::tensor::subtrahend;
 use crate::tensor::written;
 use crate::tensor::Operand;
 use crate::PyTensor;
@@ -260,13 +261,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         alpha: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        // A bool operand is refused before `alpha` scales it into an integer.
-        let raw = operand_var(other, &self.var)?;
-        let b = if raw.dtype() == rustgrad::DType::Bool {
-            raw
-        } else {
-            scaled_operand(&self.var, other, alpha)?
-        };
+        let b = subtrahend(&self.var, other, alpha)?;
         new_tensor(
             py,
             maybe_detach(py, self.var.numel(), || self.var.sub(&b)).py()?,

@@ -6,6 +6,7 @@ use crate::errors::IntoPyResult;
 use crate::tensor::mark_python_site;
 use crate::tensor::operand_var;
 use crate::tensor::scaled_operand;
+use crate::tensor::subtrahend;
 use crate::tensor::written;
 use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
@@ -35,7 +36,7 @@ impl PyTensor {
         alpha: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
-        let b = scaled_operand(v, other, alpha)?;
+        let b = subtrahend(v, other, alpha)?;
         v.sub_(&b).py()?;
         mark_python_site(slf.py(), v);
         Ok(slf)
