@@ -18,12 +18,9 @@ CASES: list[dict[str, Any]] = json.loads(
     (Path(__file__).resolve().parents[1] / "vectors" / "nn_loss.json").read_text()
 )["cases"]
 
-# PyTorch's C++ composites divide by a C++ Scalar (DivBackward1); rustgrad's division by a
-# number is DivBackward0, as PyTorch's for a Python number (`x / 2`).
 # PyTorch's pairwise_distance calls the legacy at::norm (NormBackward1); rustgrad's is
 # linalg.vector_norm.
 GRAD_FN_DIVERGENCES = {
-    "DivBackward1": "DivBackward0",
     "NormBackward1": "LinalgVectorNormBackward0",
 }
 

@@ -49,7 +49,7 @@ pub use ops::conv::ConvPadding;
 pub use ops::custom::{intern_name, CustomBackward, CustomOptions, SavedValues};
 pub use ops::dropout::DropoutKind;
 pub use ops::embedding::{BagMode, BagOptions};
-pub use ops::loss::{KlReduction, PointwiseLoss, Reduction};
+pub use ops::loss::{KlReduction, PointwiseLoss, Reduction, WeightedMean};
 pub use ops::pool::Pool2d;
 pub use ops::shape::Squeeze;
 pub use ops::spatial::{GridPaddingMode, GridSampleMode, PadMode, UpsampleMode};

@@ -1468,6 +1468,9 @@ fn vector_files_are_all_covered() {
                 // scalar_promotion.json (Python expressions with numbers, its own
                 // schema): tests/python/test_scalar_promotion.py.
                 && n != "scalar_promotion.json"
+                // weighted_losses.json (the losses' weight= paths, its own schema):
+                // tests/python/test_weighted_losses.py.
+                && n != "weighted_losses.json"
         })
         .collect();
     // Each nn functional family's file has its own Rust reader, tests/vectors_<stem>.rs

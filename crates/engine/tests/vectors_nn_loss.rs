@@ -222,13 +222,10 @@ fn assert_close(what: &str, actual: &Variable, expected: &Value) {
     }
 }
 
-/// PyTorch's C++ composites divide by a C++ Scalar (DivBackward1); the engine's
-/// `div_scalar` is DivBackward0, as PyTorch's `x / 2` from Python. PyTorch's
-/// `pairwise_distance` calls the legacy `at::norm` (NormBackward1); the engine's norm is
-/// `vector_norm`.
+/// PyTorch's `pairwise_distance` calls the legacy `at::norm` (NormBackward1); the
+/// engine's norm is `vector_norm`.
 fn expected_name(name: &str) -> &str {
     match name {
-        "DivBackward1" => "DivBackward0",
         "NormBackward1" => "LinalgVectorNormBackward0",
         other => other,
     }

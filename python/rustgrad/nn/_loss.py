@@ -182,6 +182,8 @@ def mse_loss(
 ) -> Tensor:
     """The mean squared error ``(input - target) ** 2``, reduced (grad_fn
     ``MseLossBackward0``). Shapes that differ are broadcast, with PyTorch's warning.
+    ``weight`` (the input's shape, differentiable) multiplies the squared errors; its
+    mean divides by ``weight.sum()`` (Note [Weighted elementwise losses]).
 
     Example:
         >>> import rustgrad
@@ -191,8 +193,16 @@ def mse_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     _size_warning(input, target)
+    _check_weight(input, weight)
     input, target = _promoted(input, target)
     return _pointwise_loss(input, target, "mse", 0.0, weight, None, reduction)
+
+
+def _check_weight(input: Tensor, weight: Tensor | None) -> None:
+    """PyTorch 2.15's check of the ``weight`` of ``mse_loss``, ``l1_loss`` and
+    ``huber_loss``: the input's shape exactly (it then broadcasts with the loss)."""
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
 
 
 def _promoted(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
@@ -243,7 +253,8 @@ def huber_loss(
     weight: Tensor | None = None,
 ) -> Tensor:
     """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``, with
-    ``d = input - target`` (grad_fn ``HuberLossBackward0``).
+    ``d = input - target`` (grad_fn ``HuberLossBackward0``). ``weight`` (the input's
+    shape, differentiable) multiplies the unreduced loss before a plain mean or sum.
 
     Example:
         >>> import rustgrad
@@ -253,17 +264,24 @@ def huber_loss(
     """
     reduction = _reduction(None, None, reduction)
     _size_warning(input, target)
+    _check_weight(input, weight)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     dtype = input.dtype if isinstance(input, Tensor) else None
     input, target = _promoted(input, target)
+    # With a weight, PyTorch weights the unreduced loss (in the input's dtype).
+    unweighted = reduction if weight is None else "none"
     if dtype is None or input.dtype == dtype:
-        return _pointwise_loss(input, target, "huber", float(delta), weight, None, reduction)
-    # PyTorch's huber_loss writes into a tensor of the input's dtype: first its cast
-    # error (an integer input with a float target), then the result rounded to it.
-    _rustgrad.empty(0, dtype=dtype).add_(_rustgrad.empty(0, dtype=input.dtype))
-    out = _pointwise_loss(input, target, "huber", float(delta), weight, None, reduction)
-    return out.to(dtype)
+        out = _pointwise_loss(input, target, "huber", float(delta), None, None, unweighted)
+    else:
+        # PyTorch's huber_loss writes into a tensor of the input's dtype: first its cast
+        # error (an integer input with a float target), then the result rounded to it.
+        _rustgrad.empty(0, dtype=dtype).add_(_rustgrad.empty(0, dtype=input.dtype))
+        out = _pointwise_loss(input, target, "huber", float(delta), None, None, unweighted)
+        out = out.to(dtype)
+    if weight is None:
+        return out
+    return _rustgrad._weighted_loss(out, weight, reduction, False)
 
 
 def _check_not_differentiable(function: str, **arguments: Tensor | None) -> None:
@@ -351,7 +369,8 @@ def l1_loss(
     weight: Tensor | None = None,
 ) -> Tensor:
     """``|input - target|``, reduced (composite, as PyTorch's: grad_fn ``MeanBackward0``,
-    ``SumBackward0`` or ``AbsBackward0``).
+    ``SumBackward0`` or ``AbsBackward0``). ``weight`` (the input's shape,
+    differentiable) multiplies the errors; its mean divides by ``weight.sum()``.
 
     Example:
         >>> import rustgrad
@@ -361,6 +380,7 @@ def l1_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     _size_warning(input, target)
+    _check_weight(input, weight)
     return _rustgrad._l1_loss(input, target, reduction, weight)
 
 

@@ -331,8 +331,9 @@ impl Variable {
             Reduction::None => product.sum_dims(&[cdim as i64], false)?.neg(),
             Reduction::Sum => product.sum()?.neg(),
             Reduction::Mean => {
+                // ATen divides by the C++ integer `numel / n_classes` (DivBackward1).
                 let rows = self.numel() / classes.max(1);
-                product.sum()?.neg()?.div_scalar(rows as f64)
+                product.sum()?.neg()?.div_number(Scalar::Int(rows as i64))
             }
         }
     }
@@ -725,6 +726,11 @@ impl Variable {
     /// weighted (`weight`, broadcast) and, for `BinaryCrossEntropyWithLogits`, with a
     /// positive-class weight; reduced by `reduction`. One node with PyTorch's grad_fn
     /// name (MseLossBackward0, ...) whose backward is written with differentiable ops.
+    ///
+    /// A weighted `Mse` or `Huber` loss is instead PyTorch's functional composite (its
+    /// weight is differentiable): `pow(self - target, 2) * weight` with the mean divided
+    /// by `weight.sum()`, and the unweighted Huber loss times `weight` with a plain mean
+    /// (see [`Variable::weighted_loss`]).
     pub fn pointwise_loss(
         &self,
         target: &Variable,
@@ -733,6 +739,17 @@ impl Variable {
         pos_weight: Option<&Variable>,
         reduction: Reduction,
     ) -> Result<Variable> {
+        match (kind, weight) {
+            (PointwiseLoss::Mse, Some(w)) => {
+                let squared = self.sub(target)?.pow_scalar_value(Scalar::Int(2))?;
+                return squared.weighted_loss(w, reduction, WeightedMean::ByWeightSum);
+            }
+            (PointwiseLoss::Huber { .. }, Some(w)) => {
+                let loss = self.pointwise_loss(target, kind, None, None, Reduction::None)?;
+                return loss.weighted_loss(w, reduction, WeightedMean::ByCount);
+            }
+            _ => {}
+        }
         for operand in [self, target] {
             if !operand.dtype().is_floating_point() {
                 return Err(Error::unsupported_dtype(
@@ -808,6 +825,35 @@ fn reduce(loss: Variable, reduction: Reduction) -> Result<Variable> {
     }
 }
 
+/// What the `"mean"` of a weighted elementwise loss divides by (PyTorch 2.15's
+/// `torch.nn.functional` weighted paths differ per loss).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum WeightedMean {
+    /// `sum(loss * weight) / sum(weight)` (`mse_loss`, `l1_loss`).
+    ByWeightSum,
+    /// `mean(loss * weight)` (`huber_loss`).
+    ByCount,
+}
+
+impl Variable {
+    /// The weighted path of PyTorch's elementwise losses, on the unweighted elementwise
+    /// loss `self`: `self * weight` (broadcast, both differentiable), then summed, or
+    /// averaged as `mean` says (MulBackward0 / SumBackward0 / DivBackward0 or
+    /// MeanBackward0, as PyTorch's).
+    pub fn weighted_loss(
+        &self,
+        weight: &Variable,
+        reduction: Reduction,
+        mean: WeightedMean,
+    ) -> Result<Variable> {
+        let loss = self.mul(weight)?;
+        match (reduction, mean) {
+            (Reduction::Mean, WeightedMean::ByWeightSum) => loss.sum()?.div(&weight.sum()?),
+            _ => reduce(loss, reduction),
+        }
+    }
+}
+
 /// How `kl_div` reduces: PyTorch's reductions plus `"batchmean"` (the sum divided by
 /// the batch size).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -830,8 +876,9 @@ impl KlReduction {
 }
 
 impl Variable {
-    /// `l1_loss(input, target, reduction, weight)`: `|input - target|` (times `weight`),
-    /// reduced (AbsBackward0 / MeanBackward0 / SumBackward0, as PyTorch's composite).
+    /// `l1_loss(input, target, reduction, weight)`: `|input - target|`, reduced
+    /// (AbsBackward0 / MeanBackward0 / SumBackward0, as PyTorch's composite); with a
+    /// weight, [`Variable::weighted_loss`] (the mean divided by `weight.sum()`).
     pub fn l1_loss(
         &self,
         target: &Variable,
@@ -839,11 +886,10 @@ impl Variable {
         reduction: Reduction,
     ) -> Result<Variable> {
         let loss = self.sub(target)?.abs()?;
-        let loss = match weight {
-            Some(w) => loss.mul(w)?,
-            None => loss,
-        };
-        reduce(loss, reduction)
+        match weight {
+            Some(w) => loss.weighted_loss(w, reduction, WeightedMean::ByWeightSum),
+            None => reduce(loss, reduction),
+        }
     }
 
     /// `kl_div(input, target, reduction, log_target)`: `target * (log(target) - input)`

@@ -27,6 +27,9 @@ use std::panic::Location;
 pub(crate) enum Rule {
     /// `a ** exponent`; saved `[a]`.
     PowScalar { exponent: f64 },
+    /// `a / number` as ATen's `div.Scalar` overload (DivBackward1): what PyTorch's C++
+    /// composites record when they divide by a number.
+    DivScalar { divisor: f64 },
     /// `-a`.
     Neg,
     /// `exp(a)`; saved `[out]`.
@@ -72,6 +75,7 @@ impl Rule {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Rule::PowScalar { .. } => "PowBackward0",
+            Rule::DivScalar { .. } => "DivBackward1",
             Rule::Neg => "NegBackward0",
             Rule::Exp => "ExpBackward0",
             Rule::Log => "LogBackward0",
@@ -116,6 +120,7 @@ impl Rule {
                 };
                 smallvec![Some(ga)]
             }
+            Rule::DivScalar { divisor } => smallvec![Some(g.div_scalar(*divisor)?)],
             Rule::Neg => smallvec![Some(g.neg()?)],
             Rule::Exp => smallvec![Some(g.mul(saved_at(saved, 0)?)?)],
             Rule::Log => smallvec![Some(g.div(saved_at(saved, 0)?)?)],
@@ -580,6 +585,21 @@ impl Variable {
                 Rule::PowScalar { exponent },
                 smallvec![Some(SavedTensor::input(self))],
             )
+        }))
+    }
+
+    /// `self / divisor` as ATen's `div(Tensor, Scalar)` overload, recorded as
+    /// DivBackward1: what PyTorch's C++ composites (`cross_entropy` of class
+    /// probabilities, ...) record when they divide by a number. Python's
+    /// `tensor / number` wraps the number into a tensor (DivBackward0): that is
+    /// [`Variable::div_scalar`]. See Note [Wrapped scalars].
+    pub fn div_number(&self, divisor: Scalar) -> Result<Variable> {
+        let result = self
+            .tensor()
+            .binary(&Tensor::wrapped_number(divisor), BinaryOp::Div)?;
+        let divisor = divisor.to_f64();
+        Ok(Variable::record(result, &[self], |_, _| {
+            (Rule::DivScalar { divisor }, smallvec![])
         }))
     }
 

@@ -7,7 +7,7 @@ use crate::tensor::{maybe_detach, new_tensor};
 use crate::PyTensor;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use rustgrad::{KlReduction, PointwiseLoss, Reduction, Result, Variable};
+use rustgrad::{KlReduction, PointwiseLoss, Reduction, Result, Variable, WeightedMean};
 
 /// `nll_loss` of log-probabilities `input` at class indices `target`.
 #[pyfunction]
@@ -119,6 +119,28 @@ fn _l1_loss(
     let w: Option<Variable> = weight.map(|w| w.get().var.clone());
     run(py, &[input, target], |v| {
         v[0].l1_loss(&v[1], w.as_ref(), reduction)
+    })
+}
+
+/// The weighted path of an elementwise loss on its unweighted elementwise `loss`:
+/// `loss * weight`, reduced; the mean divides by `weight.sum()` when `by_weight_sum`
+/// (`mse_loss`, `l1_loss`), else by the count (`huber_loss`).
+#[pyfunction]
+fn _weighted_loss(
+    py: Python<'_>,
+    loss: &Bound<'_, PyTensor>,
+    weight: &Bound<'_, PyTensor>,
+    reduction: &str,
+    by_weight_sum: bool,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = Reduction::from_name(reduction).py()?;
+    let mean = if by_weight_sum {
+        WeightedMean::ByWeightSum
+    } else {
+        WeightedMean::ByCount
+    };
+    run(py, &[loss, weight], |v| {
+        v[0].weighted_loss(&v[1], reduction, mean)
     })
 }
 
@@ -239,6 +261,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(_pointwise_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_l1_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_weighted_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_kl_div, m)?)?;
     m.add_function(wrap_pyfunction!(_poisson_nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_cosine_similarity, m)?)?;
