@@ -529,9 +529,17 @@ _native_setitem = Tensor.__setitem__
 
 
 def _advanced(item: Any) -> builtins.bool:
-    if isinstance(item, list):
+    if isinstance(item, (list, tuple)):
         return True
     return isinstance(item, Tensor) and item.dim() >= 1
+
+
+def _scalar_mask(item: Any) -> builtins.bool:
+    """A 0-d bool or uint8 tensor: PyTorch's mask over a new dim of size 1 or 0, like a
+    Python bool (a 0-d tensor of another integer dtype is an int)."""
+    from . import uint8
+
+    return isinstance(item, Tensor) and item.dim() == 0 and item.dtype in (_bool_dtype(), uint8)
 
 
 def _int64() -> Any:
@@ -556,11 +564,11 @@ def _split_index(self: Tensor, index: Any) -> tuple[Tensor, list[Any]] | None:
     adv: list[tuple[int, Tensor]] = []
     consumed = 0
     for i in items:
-        if isinstance(i, list):
+        if isinstance(i, (list, tuple)):
             consumed += 1
         elif isinstance(i, Tensor) and i.dim() >= 1 and i.dtype == _bool_dtype():
             consumed += i.dim()
-        elif i is None or i is Ellipsis or isinstance(i, builtins.bool):
+        elif i is None or i is Ellipsis or isinstance(i, builtins.bool) or _scalar_mask(i):
             continue
         else:
             consumed += 1
@@ -575,17 +583,23 @@ def _split_index(self: Tensor, index: Any) -> tuple[Tensor, list[Any]] | None:
         elif isinstance(i, slice):
             out = _native_getitem(out, (slice(None),) * dim + (i,))
             dim += 1
-        elif isinstance(i, (list, Tensor)) and _advanced(i):
+        elif isinstance(i, (list, tuple, Tensor)) and _advanced(i):
             t_ = i if isinstance(i, Tensor) else _tensor(i) if i else _tensor(i, dtype=_int64())
             if t_.dtype != _bool_dtype() and t_.is_floating_point():
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             adv.append((dim, t_))
             dim += t_.dim() if t_.dtype == _bool_dtype() else 1
+        elif isinstance(i, builtins.bool) or _scalar_mask(i):
+            # Beside other advanced items, a bool or 0-d mask is one of them (PyTorch's
+            # boolToIndexingTensor): a 1-element mask over a new dim of size 1, which
+            # broadcasts with the others (as index [0] or []).
+            out = out.unsqueeze(dim)
+            mask = i if isinstance(i, Tensor) else _tensor(i)
+            adv.append((dim, mask.reshape(1).to(_bool_dtype())))
+            dim += 1
         else:
-            # An int selects (the dim goes); a bool adds a dim of size 1 or 0.
+            # An int or a 0-d integer tensor selects (the dim goes).
             out = _native_getitem(out, (slice(None),) * dim + (i,))
-            if isinstance(i, builtins.bool) or (isinstance(i, Tensor) and i.dtype == _bool_dtype()):
-                dim += 1
     indices: list[Any] = []
     covered = 0  # dims of `out` the list reaches (a mask covers t_.dim() of them)
     for d, t_ in adv:
@@ -602,11 +616,11 @@ def _consumed_before(items: Sequence[Any], stop: Any) -> int:
     for i in items:
         if i is stop:
             break
-        if isinstance(i, list):
+        if isinstance(i, (list, tuple)):
             n += 1
         elif isinstance(i, Tensor) and i.dim() >= 1 and i.dtype == _bool_dtype():
             n += i.dim()
-        elif i is None or isinstance(i, builtins.bool):
+        elif i is None or isinstance(i, builtins.bool) or _scalar_mask(i):
             continue
         else:
             n += 1

@@ -18,6 +18,7 @@ impl PyTensor {
     /// them, as views; an index with integer tensors, lists or bool masks (advanced
     /// indexing) goes to `rustgrad._shape._getitem_advanced`.
     fn __getitem__(slf: &Bound<'_, Self>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let index = &sequence_as_tuple(index)?;
         if has_advanced_item(index) {
             return Ok(advanced_hook(slf.py(), "_getitem_advanced")?
                 .call1((slf, index))?
@@ -36,6 +37,7 @@ impl PyTensor {
         index: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        let index = &sequence_as_tuple(index)?;
         if has_advanced_item(index) {
             advanced_hook(slf.py(), "_setitem_advanced")?.call1((slf, index, value))?;
             return Ok(());
@@ -48,7 +50,44 @@ impl PyTensor {
     }
 }
 
-/// Whether an index holds a list or a tensor with dims (PyTorch's advanced indexing).
+/// PyTorch's warning for a list index it reads as a tuple.
+const SEQUENCE_AS_TUPLE: &str = "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error or a different result";
+
+/// PyTorch's `treatSequenceAsTuple`: a list index of fewer than 32 items of which one
+/// is a tensor, a list or tuple, a slice, `...` or `None` is read as the tuple of its
+/// items, with PyTorch's deprecation warning (`x[[i]]` with a 0-d tensor `i` is `x[i]`,
+/// `x[[0, None]]` is `x[0, None]`); other indices are returned as they are.
+fn sequence_as_tuple<'py>(index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let Ok(list) = index.cast::<pyo3::types::PyList>() else {
+        return Ok(index.clone());
+    };
+    if list.len() >= 32 {
+        return Ok(index.clone());
+    }
+    let structural = |item: &Bound<'_, PyAny>| {
+        item.is_none()
+            || item.is_instance_of::<PyEllipsis>()
+            || item.is_instance_of::<PySlice>()
+            || item.is_instance_of::<pyo3::types::PyList>()
+            || item.is_instance_of::<PyTuple>()
+            || item.cast::<PyTensor>().is_ok()
+    };
+    if !list.iter().any(|item| structural(&item)) {
+        return Ok(index.clone());
+    }
+    let py = index.py();
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    PyErr::warn(
+        py,
+        &category,
+        &std::ffi::CString::new(SEQUENCE_AS_TUPLE)?,
+        1,
+    )?;
+    Ok(PyTuple::new(py, list.iter())?.into_any())
+}
+
+/// Whether an index holds a list (or, inside a tuple index, a tuple) or a tensor with
+/// dims (PyTorch's advanced indexing).
 fn has_advanced_item(index: &Bound<'_, PyAny>) -> bool {
     let advanced = |item: &Bound<'_, PyAny>| {
         item.is_instance_of::<pyo3::types::PyList>()
@@ -57,7 +96,9 @@ fn has_advanced_item(index: &Bound<'_, PyAny>) -> bool {
                 .is_ok_and(|t| t.get().var.dim() >= 1)
     };
     match index.cast::<PyTuple>() {
-        Ok(t) => t.iter().any(|i| advanced(&i)),
+        Ok(t) => t
+            .iter()
+            .any(|i| advanced(&i) || i.is_instance_of::<PyTuple>()),
         Err(_) => advanced(index),
     }
 }
@@ -123,19 +164,27 @@ impl IndexItem {
         }
         if let Ok(t) = item.cast::<PyTensor>() {
             let t = &t.get().var;
-            return match (t.dtype(), t.dim(), t.numel()) {
-                (DType::F32 | DType::F64, _, _) => Err(PyIndexError::new_err(
+            // PyTorch's applySlicing: a 0-d bool or uint8 (byte) tensor is a mask over a
+            // new dim, a 0-d tensor of another integer dtype an int; every float dtype
+            // is refused (`tensors used as indices ...`).
+            let as_int = |t: &Variable| match t.item().py()? {
+                Scalar::Int(i) => Ok(i),
+                _ => Err(PyRuntimeError::new_err(
+                    "rustgrad internal error: int tensor item",
+                )),
+            };
+            let dtype = t.dtype();
+            return match (dtype, t.dim(), t.numel()) {
+                _ if dtype.is_floating_point() => Err(PyIndexError::new_err(
                     "tensors used as indices must be long, int, byte or bool tensors",
                 )),
                 (DType::Bool, 0, _) => Ok(IndexItem::Mask(t.item().py()? == Scalar::Bool(true))),
-                (DType::I64 | DType::I32, 0, _) => match t.item().py()? {
-                    Scalar::Int(i) => Ok(IndexItem::Int(i)),
-                    _ => Err(PyRuntimeError::new_err("rustgrad internal error: int tensor item")),
-                },
-                (DType::I64 | DType::I32, 1, 1) => match t.item().py()? {
-                    Scalar::Int(i) => Ok(IndexItem::Tensor1(i)),
-                    _ => Err(PyRuntimeError::new_err("rustgrad internal error: int tensor item")),
-                },
+                (DType::U8, 0, _) => Ok(IndexItem::Mask(as_int(t)? != 0)),
+                (DType::U8, _, _) => Err(PyRuntimeError::new_err(
+                    "rustgrad does not support advanced indexing with index tensors of several elements or bool mask tensors yet",
+                )),
+                (_, 0, _) => Ok(IndexItem::Int(as_int(t)?)),
+                (_, 1, 1) => Ok(IndexItem::Tensor1(as_int(t)?)),
                 _ => Err(PyRuntimeError::new_err(
                     "rustgrad does not support advanced indexing with index tensors of several elements or bool mask tensors yet",
                 )),
