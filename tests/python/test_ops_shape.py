@@ -340,6 +340,24 @@ ERRORS = [
         RuntimeError,
         "requiring a storage size of 88 are out of bounds for storage of size 48",
     ),
+    # Sizes whose storage bytes overflow an int64 name the layout, as PyTorch's
+    # computeStorageNbytes (not a capped byte count).
+    (
+        lambda: torch.empty(2).as_strided((2**31, 2**31), (2**31, 1)),
+        RuntimeError,
+        "Storage size calculation overflowed with sizes=[2147483648, 2147483648] and "
+        "strides=[2147483648, 1]",
+    ),
+    (
+        lambda: torch.empty(2).as_strided((2**61,), (2,)),
+        RuntimeError,
+        "Storage size calculation overflowed with sizes=[2305843009213693952] and strides=[2]",
+    ),
+    (
+        lambda: torch.empty(2).as_strided_((2,), (1,), 2**62),
+        RuntimeError,
+        "Storage size calculation overflowed with sizes=[2] and strides=[1]",
+    ),
     (lambda: torch.zeros(3).as_strided((1,), (1,), -1), RuntimeError, "invalid storage offset -1"),
     (
         lambda: torch.zeros(3, requires_grad=True).scatter(

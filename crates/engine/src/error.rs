@@ -105,6 +105,15 @@ pub enum Error {
         /// The requested sizes.
         sizes: Vec<usize>,
     },
+    /// A strided layout whose storage size in bytes (offset + 1 + Σ (size−1)·stride, times
+    /// the item size) does not fit in an `i64` (PyTorch's `computeStorageNbytes`).
+    #[error("Storage size calculation overflowed with sizes={sizes:?} and strides={strides:?}")]
+    StridedStorageSizeOverflow {
+        /// The layout's sizes.
+        sizes: Vec<usize>,
+        /// The layout's strides.
+        strides: Vec<usize>,
+    },
     /// A layout that reaches outside the storage it is applied to. Unreachable through
     /// the tensor API; kernels report it instead of reading out of bounds.
     #[error("setStorage: sizes {sizes:?}, strides {strides:?}, storage offset {offset} require a storage of {needed} elements, but the storage has {len}")]

@@ -136,6 +136,32 @@ impl Layout {
             .ok_or(Error::NumelOverflow)
     }
 
+    /// The bytes a storage needs for this layout with `itemsize`-byte elements:
+    /// PyTorch's `computeStorageNbytes` (0 when empty; `(offset + 1 + Σ (size−1)·stride)
+    /// · itemsize` otherwise), with its "Storage size calculation overflowed with
+    /// sizes=[..] and strides=[..]" when that does not fit in an `i64`, so the message
+    /// names the layout instead of a capped byte count. See Note [Checked size
+    /// arithmetic].
+    pub fn storage_nbytes(&self, itemsize: usize) -> Result<usize> {
+        let overflow = || Error::StridedStorageSizeOverflow {
+            sizes: self.shape.to_vec(),
+            strides: self.strides.to_vec(),
+        };
+        if self.shape.contains(&0) {
+            return Ok(0);
+        }
+        let mut size = self.offset.checked_add(1).ok_or_else(overflow)?;
+        for (&n, &stride) in self.shape.iter().zip(&self.strides) {
+            size = (n - 1)
+                .checked_mul(stride)
+                .and_then(|reach| size.checked_add(reach))
+                .ok_or_else(overflow)?;
+        }
+        size.checked_mul(itemsize)
+            .filter(|&bytes| bytes <= shape::MAX_NUMEL)
+            .ok_or_else(overflow)
+    }
+
     /// Checks that every element this layout addresses lies inside a storage of `len`
     /// elements (always true when empty). O(ndim), no allocation: kernels call it at
     /// entry. See Note [Checked size arithmetic].
@@ -376,6 +402,45 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_nbytes_is_computestoragenbytes() {
+        // PyTorch: (offset + 1 + sum (size - 1) * stride) * itemsize; 0 when empty.
+        assert_eq!(
+            Layout::new(Dims::from_slice(&[2, 3]), Dims::from_slice(&[3, 1]), 2)
+                .storage_nbytes(4)
+                .unwrap(),
+            32
+        );
+        assert_eq!(
+            Layout::new(
+                Dims::from_slice(&[0, 3]),
+                Dims::from_slice(&[1 << 62, 1]),
+                9
+            )
+            .storage_nbytes(8)
+            .unwrap(),
+            0
+        );
+        // The element reach fits, the bytes do not: the error names the layout
+        // (PyTorch's message for `as_strided((2**61,), (2,))` of float32).
+        let err = Layout::new(Dims::from_slice(&[1 << 61]), Dims::from_slice(&[2]), 0)
+            .storage_nbytes(4)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Storage size calculation overflowed with sizes=[2305843009213693952] and strides=[2]"
+        );
+        let l = Layout::new(
+            Dims::from_slice(&[1 << 31, 1 << 31]),
+            Dims::from_slice(&[1 << 31, 1]),
+            0,
+        );
+        assert!(matches!(
+            l.storage_nbytes(4),
+            Err(Error::StridedStorageSizeOverflow { .. })
+        ));
+    }
 
     #[test]
     fn transpose_is_not_contiguous_and_views_back() {

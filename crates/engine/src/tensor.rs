@@ -1176,6 +1176,7 @@ impl Tensor {
     /// A view of this tensor's elements (made contiguous first) through `layout`.
     pub fn as_strided(&self, layout: &Layout) -> Result<Tensor> {
         let t = self.contiguous()?;
+        layout.storage_nbytes(self.dtype().size_in_bytes())?;
         if layout.storage_extent()? > t.numel() {
             return Err(Error::InvalidArgument(format!(
                 "setStorage: sizes {:?}, strides {:?}, storage offset {} require more elements than the {} available",

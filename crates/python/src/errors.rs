@@ -40,6 +40,7 @@ pub fn to_py(err: Error) -> PyErr {
         | Error::OutOfMemory { .. }
         | Error::NumelOverflow
         | Error::StorageSizeOverflow { .. }
+        | Error::StridedStorageSizeOverflow { .. }
         | Error::OutOfBounds { .. }
         | Error::InternalOverlap
         | Error::PartialOverlap

@@ -980,15 +980,13 @@ impl Variable {
         shape::checked_numel(layout.shape())?;
         let len = t.storage().read().len();
         let item = self.dtype().size_in_bytes();
-        match layout.storage_extent() {
-            Ok(needed) if needed <= len => {}
-            extent => {
-                return Err(Error::InvalidArgument(format!(
-                    "setStorage: sizes {size:?}, strides {stride:?}, storage offset {offset}, and itemsize {item} requiring a storage size of {} are out of bounds for storage of size {}",
-                    extent.map_or(usize::MAX, |e| e.saturating_mul(item)),
-                    len.saturating_mul(item)
-                )));
-            }
+        // PyTorch's computeStorageNbytes: an overflow names the layout.
+        let needed = layout.storage_nbytes(item)?;
+        if needed > len.saturating_mul(item) {
+            return Err(Error::InvalidArgument(format!(
+                "setStorage: sizes {size:?}, strides {stride:?}, storage offset {offset}, and itemsize {item} requiring a storage size of {needed} are out of bounds for storage of size {}",
+                len.saturating_mul(item)
+            )));
         }
         let result = t.strided_view(layout.clone())?;
         let recording = crate::autograd::grad_mode::is_grad_enabled()
