@@ -443,6 +443,15 @@ pub(crate) fn scaled_operand(
         ))
     })?;
     let result = rustgrad::Tensor::result_type(&this.tensor(), &b.tensor());
+    // PyTorch's add kernel takes alpha in the result dtype and computes in it: on float16
+    // / bfloat16 `alpha * other` is rounded before the sum (`alpha=5.2922` scales by
+    // 5.28125 in bfloat16), unlike the op-math fused ops (lerp, addcmul).
+    let a = match a {
+        Scalar::Float(_) | Scalar::Int(_) if result.is_half() => {
+            rustgrad::Tensor::from_scalar(a, result).item().py()?
+        }
+        _ => a,
+    };
     match a {
         Scalar::Float(_) if !result.is_floating_point() => Err(PyRuntimeError::new_err(
             "For integral input tensors, argument alpha must not be a floating point number.",

@@ -410,12 +410,6 @@ fn check_mv(op: &'static str, input: Option<&Variable>, m: &Variable, v: &Variab
     Ok(())
 }
 
-/// A variable sharing `v`'s data without its history (for computing forwards that a
-/// node of this family records as a whole).
-fn data(v: &Variable) -> Variable {
-    Variable::from_tensor((*v.tensor()).clone())
-}
-
 /// Saved slots for a two-factor product whose factors are inputs `first` and
 /// `first + 1`: each factor is saved when the other needs a gradient.
 fn save_factors(
@@ -729,7 +723,13 @@ impl Variable {
                 ),
             ));
         }
-        let (da, db) = (data(a), data(b));
+        // float16 / bfloat16 compute `beta * input + alpha * product` in float32 with
+        // `beta` and `alpha` in float32 and round once, as ATen's gemm for them.
+        let compute = self.dtype().compute_dtype();
+        let op_math = |v: &Variable| -> Result<Variable> {
+            Ok(Variable::from_tensor(v.tensor().to_dtype(compute)?))
+        };
+        let (da, db) = (op_math(a)?, op_math(b)?);
         let prod = match product {
             Product::Mm | Product::Bmm => da.matmul(&db)?,
             Product::Mv => da.matmul(&db.unsqueeze(1)?)?.squeeze_dim(1)?,
@@ -737,12 +737,15 @@ impl Variable {
         };
         let sizes: Vec<i64> = prod.shape().iter().map(|&s| s as i64).collect();
         check_expand(&self.shape(), &prod.shape())?;
-        let input = data(self).expand(&sizes)?;
+        let input = op_math(self)?.expand(&sizes)?;
         let prod = scale(prod, alpha)?;
         let result: Tensor = if is_zero(beta) {
-            (*prod.tensor()).clone()
+            prod.tensor().to_dtype(self.dtype())?
         } else {
-            (*scale(input, beta)?.add(&prod)?.tensor()).clone()
+            scale(input, beta)?
+                .add(&prod)?
+                .tensor()
+                .to_dtype(self.dtype())?
         };
         Ok(Variable::record(result, &[self, a, b], |needs, _| {
             let rule = Rule::Scaled(Box::new(ScaledProduct {

@@ -604,8 +604,7 @@ impl Variable {
         }
         let wrapped = self.reduce_dims(dims)?;
         let count: usize = wrapped.iter().map(|&d| self.shape()[d]).product();
-        let sum = self.tensor().sum_dims(&wrapped, keepdim)?;
-        let result = sum.binary(&Tensor::scalar(count as f64, self.dtype()), BinaryOp::Div)?;
+        let result = self.tensor().mean_dims(&wrapped, keepdim)?;
         Ok(Variable::record(result, &[self], |_, _| {
             let reduction = Reduction {
                 input: self.shape(),
@@ -928,7 +927,7 @@ impl Variable {
     /// Variance over `dims` (all when `None` or empty) with `correction` (1: unbiased, 0:
     /// population); `sum((x - mean)^2) / max(0, N - correction)`.
     pub fn var(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Variable> {
-        let (wrapped, result) = self.var_forward(dims, correction, keepdim)?;
+        let (wrapped, result) = self.var_forward(dims, correction, keepdim, false)?;
         Ok(Variable::record(result, &[self], |_, _| {
             (
                 Rule::Var(Reduced::new(self, &wrapped, keepdim), correction),
@@ -940,8 +939,7 @@ impl Variable {
     /// Standard deviation, the square root of [`Variable::var`]; its gradient is 0
     /// where it is 0 (PyTorch).
     pub fn std(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Variable> {
-        let (wrapped, var) = self.var_forward(dims, correction, keepdim)?;
-        let result = var.unary(UnaryOp::Sqrt)?;
+        let (wrapped, result) = self.var_forward(dims, correction, keepdim, true)?;
         Ok(Variable::record(result, &[self], |_, out| {
             (
                 Rule::Std(Reduced::new(self, &wrapped, keepdim), correction),
@@ -961,8 +959,8 @@ impl Variable {
         correction: f64,
         keepdim: bool,
     ) -> Result<(Variable, Variable)> {
-        let (wrapped, var) = self.var_forward(dims, correction, keepdim)?;
-        let mean = self.mean_tensor(&wrapped, keepdim)?;
+        let (wrapped, var) = self.var_forward(dims, correction, keepdim, false)?;
+        let mean = self.tensor().mean_dims(&wrapped, keepdim)?;
         let mut outs = Variable::record_multi(vec![var, mean], &[self], |_, _| {
             (
                 Rule::VarMean(Reduced::new(self, &wrapped, keepdim), correction),
@@ -986,9 +984,8 @@ impl Variable {
         correction: f64,
         keepdim: bool,
     ) -> Result<(Variable, Variable)> {
-        let (wrapped, var) = self.var_forward(dims, correction, keepdim)?;
-        let std = var.unary(UnaryOp::Sqrt)?;
-        let mean = self.mean_tensor(&wrapped, keepdim)?;
+        let (wrapped, std) = self.var_forward(dims, correction, keepdim, true)?;
+        let mean = self.tensor().mean_dims(&wrapped, keepdim)?;
         let mut outs = Variable::record_multi(vec![std, mean], &[self], |_, outs| {
             (
                 Rule::StdMean(Reduced::new(self, &wrapped, keepdim), correction),
@@ -1008,33 +1005,20 @@ impl Variable {
         }
     }
 
-    /// The mean over the wrapped `dims`, as a tensor (`sum / count`, as `mean`).
-    fn mean_tensor(&self, dims: &[usize], keepdim: bool) -> Result<Tensor> {
-        let count: usize = dims.iter().map(|&d| self.shape()[d]).product();
-        let sum = self.tensor().sum_dims(dims, keepdim)?;
-        sum.binary(&Tensor::scalar(count as f64, self.dtype()), BinaryOp::Div)
-    }
-
+    /// The variance over `dims` (its square root when `sqrt`), checked and computed by
+    /// [`Tensor::var_dims`].
     fn var_forward(
         &self,
         dims: Option<&[i64]>,
         correction: f64,
         keepdim: bool,
+        sqrt: bool,
     ) -> Result<(Dims, Tensor)> {
         self.check_float(|_| "std and var only support floating point and complex dtypes".into())?;
         let wrapped = self.reduce_dims(dims)?;
-        let count: usize = wrapped.iter().map(|&d| self.shape()[d]).product();
-        let x = self.tensor();
-        let dtype = x.dtype();
-        let mean = x
-            .sum_dims(&wrapped, true)?
-            .binary(&Tensor::scalar(count as f64, dtype), BinaryOp::Div)?;
-        let deviation = x.binary(&mean, BinaryOp::Sub)?;
-        let squares = deviation.binary(&deviation, BinaryOp::Mul)?;
-        let denominator = (count as f64 - correction).max(0.0);
-        let result = squares
-            .sum_dims(&wrapped, keepdim)?
-            .binary(&Tensor::scalar(denominator, dtype), BinaryOp::Div)?;
+        let result = self
+            .tensor()
+            .var_dims(&wrapped, correction, keepdim, sqrt)?;
         Ok((wrapped, result))
     }
 
@@ -1065,28 +1049,7 @@ impl Variable {
                 )));
             }
         }
-        let x = self.tensor();
-        let dtype = x.dtype();
-        let abs = x.unary(UnaryOp::Abs)?;
-        let result = if ord == 2.0 {
-            x.binary(&x, BinaryOp::Mul)?
-                .sum_dims(&wrapped, keepdim)?
-                .unary(UnaryOp::Sqrt)?
-        } else if ord == 1.0 {
-            abs.sum_dims(&wrapped, keepdim)?
-        } else if ord == f64::INFINITY {
-            abs.extremum_dims(&wrapped, keepdim, Extremum::Max)?
-        } else if ord == f64::NEG_INFINITY {
-            abs.extremum_dims(&wrapped, keepdim, Extremum::Min)?
-        } else if ord == 0.0 {
-            x.compare(&Tensor::scalar(0.0, dtype), CmpOp::Ne)?
-                .to_dtype(dtype)?
-                .sum_dims(&wrapped, keepdim)?
-        } else {
-            abs.pow_scalar(Scalar::Float(ord))?
-                .sum_dims(&wrapped, keepdim)?
-                .pow_scalar(Scalar::Float(1.0 / ord))?
-        };
+        let result = self.tensor().norm_dims(ord, &wrapped, keepdim)?;
         Ok(Variable::record(result, &[self], |_, out| {
             (
                 Rule::Norm(Reduced::new(self, &wrapped, keepdim), ord),

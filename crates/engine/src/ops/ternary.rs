@@ -206,8 +206,23 @@ fn c_type_name(dtype: DType) -> &'static str {
 impl Tensor {
     /// `self + weight * (end - self)`, computed as PyTorch does (from `end` when
     /// `|weight| >= 0.5`, so that `weight == 1` gives `end` exactly). Float only; `end`
-    /// (and a weight with dims) must have `self`'s dtype.
+    /// (and a weight with dims) must have `self`'s dtype; a 0-d weight is converted to
+    /// it. float16 / bfloat16 compute in float32 and round once.
     pub fn lerp(&self, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+        self.check_lerp(end, weight)?;
+        self.lerp_op_math(end, &weight.to_dtype(self.dtype())?)
+    }
+
+    /// [`Tensor::lerp`] with a number weight, which PyTorch's kernel takes in the
+    /// op-math type (float32 for float16 / bfloat16), not rounded to `self`'s dtype:
+    /// `bfloat16([5.28125]).lerp(bfloat16([1]), 0.3337)` is 3.859375.
+    pub fn lerp_number(&self, end: &Tensor, weight: f64) -> Result<Tensor> {
+        let w = Tensor::scalar(weight, self.dtype().compute_dtype());
+        self.check_lerp(end, &w)?;
+        self.lerp_op_math(end, &w)
+    }
+
+    fn check_lerp(&self, end: &Tensor, weight: &Tensor) -> Result<()> {
         let scalar_weight = weight.dim() == 0;
         if !self.dtype().is_floating_point() {
             let name = if scalar_weight {
@@ -229,7 +244,18 @@ impl Tensor {
                 ));
             }
         }
-        let w = weight.to_dtype(self.dtype())?;
+        Ok(())
+    }
+
+    /// The lerp formula on checked operands: in float32 for float16 / bfloat16 (the
+    /// weight as given: already in `self`'s dtype or the op-math type), rounded once.
+    fn lerp_op_math(&self, end: &Tensor, w: &Tensor) -> Result<Tensor> {
+        if self.dtype().is_half() {
+            let c = self.dtype().compute_dtype();
+            let (a, e, w) = (self.to_dtype(c)?, end.to_dtype(c)?, w.to_dtype(c)?);
+            return a.lerp_op_math(&e, &w)?.to_dtype(self.dtype());
+        }
+        let w = w.to_dtype(self.dtype())?;
         let diff = end.binary(self, BinaryOp::Sub)?;
         // |w| < 0.5 (as w * w < 0.25, exact at the boundary): self + w * diff; else
         // end - diff * (1 - w). A NaN weight takes the second form, as in PyTorch.
@@ -244,22 +270,30 @@ impl Tensor {
 
     /// `self + value * t1 * t2` (`value` converted to the promoted dtype, as PyTorch
     /// does: an int64 addcmul with `value=0.5` adds nothing). Bool is refused.
+    /// float16 / bfloat16 compute in float32 with `value` in float32 and round once.
     pub fn addcmul(&self, t1: &Tensor, t2: &Tensor, value: Scalar) -> Result<Tensor> {
         let dtype = promote3(self, t1, t2);
         if dtype == DType::Bool {
             return Err(Error::unsupported_dtype("addcmul_cpu_out", DType::Bool));
+        }
+        if dtype.is_half() {
+            return op_math3(self, t1, t2, dtype, |a, b, c| a.addcmul(b, c, value));
         }
         let v = Tensor::from_scalar(value, dtype);
         let prod = v.binary(t1, BinaryOp::Mul)?.binary(t2, BinaryOp::Mul)?;
         self.binary(&prod, BinaryOp::Add)?.to_dtype(dtype)
     }
 
-    /// `self + value * t1 / t2`; integer `t1` and `t2` are PyTorch's error.
+    /// `self + value * t1 / t2`; integer `t1` and `t2` are PyTorch's error. float16 /
+    /// bfloat16 compute in float32 with `value` in float32 and round once.
     pub fn addcdiv(&self, t1: &Tensor, t2: &Tensor, value: Scalar) -> Result<Tensor> {
         if !t1.dtype().is_floating_point() && !t2.dtype().is_floating_point() {
             return Err(Error::InvalidArgument("Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.".into()));
         }
         let dtype = promote3(self, t1, t2);
+        if dtype.is_half() {
+            return op_math3(self, t1, t2, dtype, |a, b, c| a.addcdiv(b, c, value));
+        }
         let v = Tensor::from_scalar(value, dtype);
         let quot = v.binary(t1, BinaryOp::Mul)?.binary(t2, BinaryOp::Div)?;
         self.binary(&quot, BinaryOp::Add)?.to_dtype(dtype)
@@ -292,6 +326,21 @@ impl Tensor {
     }
 }
 
+/// A fused op of three operands whose result dtype is float16 / bfloat16, as PyTorch's
+/// kernels compute it: each operand cast to `dtype` and then to float32 (the op-math
+/// type), `f` on those, the result rounded to `dtype` once.
+fn op_math3(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    dtype: DType,
+    f: impl FnOnce(&Tensor, &Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let compute = dtype.compute_dtype();
+    let cast = |t: &Tensor| t.cast_operand(dtype, compute, false);
+    f(&cast(a)?, &cast(b)?, &cast(c)?)?.to_dtype(dtype)
+}
+
 /// The result dtype of three operands (PyTorch's promotion, 0-d operands deciding only
 /// across categories).
 fn promote3(a: &Tensor, b: &Tensor, c: &Tensor) -> DType {
@@ -305,8 +354,7 @@ fn promote3(a: &Tensor, b: &Tensor, c: &Tensor) -> DType {
 impl Variable {
     /// `self + weight * (end - self)` for a number `weight` (LerpBackward0).
     pub fn lerp_scalar(&self, end: &Variable, weight: f64) -> Result<Variable> {
-        let w = Tensor::scalar(weight, self.dtype());
-        let result = self.tensor().lerp(&end.tensor(), &w)?;
+        let result = self.tensor().lerp_number(&end.tensor(), weight)?;
         Ok(Variable::record(result, &[self, end], |_, out| {
             let shapes = Shapes::of(&[self, end], out);
             (Rule::LerpScalar { shapes, weight }, smallvec![])

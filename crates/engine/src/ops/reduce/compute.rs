@@ -7,7 +7,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::lanes::{fold_rows, map_rows};
 use crate::shape::Dims;
-use crate::tensor::Tensor;
+use crate::tensor::{BinaryOp, CmpOp, Scalar, Tensor, UnaryOp};
 use smallvec::smallvec;
 use std::cmp::Ordering;
 
@@ -202,6 +202,79 @@ impl Tensor {
                 Tensor::from_vec(indices, &out_shape)?,
             ))
         })
+    }
+
+    /// The mean over `dims` (sorted or not, distinct): the sum divided by the number of
+    /// elements reduced into each output. float16 / bfloat16 sum and divide in float32
+    /// (their op-math type) and round once, as PyTorch's `mean`, so a mean of large
+    /// values does not overflow through a rounded sum (Note [Reductions, scans and sorts]).
+    pub fn mean_dims(&self, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+        if self.dtype().is_half() {
+            return self.via_f32(|t| t.mean_dims(dims, keepdim));
+        }
+        let count: usize = dims.iter().map(|&d| self.shape()[d]).product();
+        self.sum_dims(dims, keepdim)?
+            .binary(&Tensor::scalar(count as f64, self.dtype()), BinaryOp::Div)
+    }
+
+    /// The variance over `dims` with `correction` (its square root, the standard
+    /// deviation, when `sqrt`), two-pass: `sum((x - mean)^2) / max(0, N - correction)`.
+    /// float16 / bfloat16 compute every step in float32 and round once, as PyTorch's
+    /// `var` / `std` (a std whose variance overflows float16 is still finite).
+    pub fn var_dims(
+        &self,
+        dims: &[usize],
+        correction: f64,
+        keepdim: bool,
+        sqrt: bool,
+    ) -> Result<Tensor> {
+        if self.dtype().is_half() {
+            return self.via_f32(|t| t.var_dims(dims, correction, keepdim, sqrt));
+        }
+        let dtype = self.dtype();
+        let count: usize = dims.iter().map(|&d| self.shape()[d]).product();
+        let mean = self.mean_dims(dims, true)?;
+        let deviation = self.binary(&mean, BinaryOp::Sub)?;
+        let squares = deviation.binary(&deviation, BinaryOp::Mul)?;
+        let denominator = (count as f64 - correction).max(0.0);
+        let var = squares
+            .sum_dims(dims, keepdim)?
+            .binary(&Tensor::scalar(denominator, dtype), BinaryOp::Div)?;
+        if sqrt {
+            var.unary(UnaryOp::Sqrt)
+        } else {
+            Ok(var)
+        }
+    }
+
+    /// `sum(|x|^ord)^(1/ord)` over `dims` (`ord` 0 counts nonzeros, ±inf is the largest
+    /// / smallest `|x|`). float16 / bfloat16 compute in float32 and round once, as
+    /// PyTorch's `linalg.vector_norm` (the squares of a 2-norm do not overflow).
+    pub fn norm_dims(&self, ord: f64, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+        if self.dtype().is_half() {
+            return self.via_f32(|t| t.norm_dims(ord, dims, keepdim));
+        }
+        let (x, dtype) = (self, self.dtype());
+        let abs = x.unary(UnaryOp::Abs)?;
+        if ord == 2.0 {
+            x.binary(x, BinaryOp::Mul)?
+                .sum_dims(dims, keepdim)?
+                .unary(UnaryOp::Sqrt)
+        } else if ord == 1.0 {
+            abs.sum_dims(dims, keepdim)
+        } else if ord == f64::INFINITY {
+            abs.extremum_dims(dims, keepdim, Extremum::Max)
+        } else if ord == f64::NEG_INFINITY {
+            abs.extremum_dims(dims, keepdim, Extremum::Min)
+        } else if ord == 0.0 {
+            x.compare(&Tensor::scalar(0.0, dtype), CmpOp::Ne)?
+                .to_dtype(dtype)?
+                .sum_dims(dims, keepdim)
+        } else {
+            abs.pow_scalar(Scalar::Float(ord))?
+                .sum_dims(dims, keepdim)?
+                .pow_scalar(Scalar::Float(1.0 / ord))
+        }
     }
 
     /// The product over `dims` (every dim for a full reduction). float32 multiplies in
