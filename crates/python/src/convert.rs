@@ -9,19 +9,26 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple};
 use rustgrad::{DType, Scalar, Tensor};
 
-/// A Python number as an engine scalar (bool before int: Python bools are ints).
-pub fn extract_scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
-    extract_element(obj).map(|(s, _)| s)
-}
-
-/// PyTorch's OverflowError for a Python int outside int64 given as a number operand
-/// (`uint8_tensor + 2**70`: "int too big to convert"), where [`extract_scalar`] gives
-/// `None`; `None` for anything else.
-pub fn int_overflow(obj: &Bound<'_, PyAny>) -> Option<PyErr> {
-    let too_big = obj.is_instance_of::<PyInt>()
-        && !obj.is_instance_of::<PyBool>()
-        && obj.extract::<i64>().is_err();
-    too_big.then(|| PyOverflowError::new_err("int too big to convert"))
+/// A Python number as an engine scalar (bool before int: Python bools are ints);
+/// `Ok(None)` for anything that is not a number. A Python int outside int64 is
+/// PyTorch's OverflowError, "int too big to convert" or, below int64, "can't convert
+/// negative int to unsigned" (its argument parser's, for every op that takes a Number:
+/// `uint8_tensor + 2**70`, `x.fmod(2**70)`, `clamp_min`, `fill_`), so every caller
+/// refuses it the same way (Note [Wrapped scalars]). PyTorch takes `2**63 ..
+/// 2**64 - 1` as a uint64 Scalar; rustgrad, without one, refuses those too.
+pub fn extract_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    match extract_element(obj) {
+        Some((s, _)) => Ok(Some(s)),
+        None if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() => {
+            // c10 tries uint64 after int64, hence its message for a negative int.
+            Err(PyOverflowError::new_err(if obj.lt(0)? {
+                "can't convert negative int to unsigned"
+            } else {
+                "int too big to convert"
+            }))
+        }
+        None => Ok(None),
+    }
 }
 
 /// A number with the dtype it carries in `tensor()` data: `None` for Python numbers
@@ -171,7 +178,7 @@ fn data_shape(data: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     let mut shape = vec![];
     let mut cur = data.clone();
     loop {
-        if extract_scalar(&cur).is_some() {
+        if extract_element(&cur).is_some() {
             return Ok(shape);
         }
         if let Ok(t) = cur.cast::<crate::tensor::PyTensor>() {

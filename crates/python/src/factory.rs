@@ -21,7 +21,7 @@ fn bound(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
         }
         return var.item().py();
     }
-    extract_scalar(obj).ok_or_else(|| {
+    extract_scalar(obj)?.ok_or_else(|| {
         PyTypeError::new_err(format!(
             "linspace(): argument '{name}' must be Number, not {}",
             obj.get_type()

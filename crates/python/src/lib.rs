@@ -130,7 +130,7 @@ fn full(
     #[pyo3(from_py_with = crate::flag::full_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     device::check_device(device)?;
-    let value = convert::extract_scalar(fill_value)
+    let value = convert::extract_scalar(fill_value)?
         .ok_or_else(|| PyValueError::new_err("fill_value must be a number"))?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(value.natural_dtype());
     value.check_fits(dtype).py()?;
@@ -154,7 +154,7 @@ fn arange(
     let nums = args
         .iter()
         .map(|a| {
-            convert::extract_scalar(&a)
+            convert::extract_scalar(&a)?
                 .ok_or_else(|| PyValueError::new_err("arange() bounds must be numbers"))
         })
         .collect::<PyResult<Vec<_>>>()?;

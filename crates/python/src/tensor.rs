@@ -125,11 +125,11 @@ pub enum Operand {
 
 impl Operand {
     /// Reads an operand; `None` when the type is not supported (→ NotImplemented).
-    pub fn extract(obj: &Bound<'_, PyAny>) -> Option<Operand> {
+    pub fn extract(obj: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
         if let Ok(t) = obj.cast::<PyTensor>() {
-            return Some(Operand::Tensor(t.get().var.clone()));
+            return Ok(Some(Operand::Tensor(t.get().var.clone())));
         }
-        extract_scalar(obj).map(Operand::Scalar)
+        Ok(extract_scalar(obj)?.map(Operand::Scalar))
     }
 
     /// The operand as a variable; scalars are wrapped relative to `like`.
@@ -247,10 +247,7 @@ pub(crate) fn binary(
     other: &Bound<'_, PyAny>,
     f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send,
 ) -> PyResult<Py<PyAny>> {
-    let Some(op) = Operand::extract(other) else {
-        if let Some(e) = crate::convert::int_overflow(other) {
-            return Err(e);
-        }
+    let Some(op) = Operand::extract(other)? else {
         return Ok(py.NotImplemented());
     };
     let b = op.to_var(a);
@@ -265,10 +262,7 @@ pub(crate) fn reflected(
     other: &Bound<'_, PyAny>,
     f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send,
 ) -> PyResult<Py<PyAny>> {
-    let Some(op) = Operand::extract(other) else {
-        if let Some(e) = crate::convert::int_overflow(other) {
-            return Err(e);
-        }
+    let Some(op) = Operand::extract(other)? else {
         return Ok(py.NotImplemented());
     };
     let b = op.to_var(a);
@@ -277,10 +271,7 @@ pub(crate) fn reflected(
 }
 
 pub(crate) fn operand_var(obj: &Bound<'_, PyAny>, like: &Variable) -> PyResult<Variable> {
-    if let Some(e) = crate::convert::int_overflow(obj) {
-        return Err(e);
-    }
-    Operand::extract(obj)
+    Operand::extract(obj)?
         .map(|o| o.to_var(like))
         .ok_or_else(|| {
             PyTypeError::new_err(format!(
@@ -411,7 +402,7 @@ pub(crate) fn opt_scalar(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scal
     match obj {
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
-        Some(o) => match extract_scalar(o) {
+        Some(o) => match extract_scalar(o)? {
             Some(s) => Ok(Some(s)),
             None => match o.cast::<PyTensor>() {
                 Ok(t) => Ok(Some(t.get().var.item().py()?)),
@@ -432,7 +423,7 @@ pub(crate) fn scaled_operand(
     let Some(alpha) = alpha.filter(|a| !a.is_none()) else {
         return Ok(b);
     };
-    let a = extract_scalar(alpha).ok_or_else(|| {
+    let a = extract_scalar(alpha)?.ok_or_else(|| {
         PyTypeError::new_err(format!(
             "alpha must be a number, not {}",
             alpha
@@ -499,7 +490,7 @@ pub(crate) fn compare_method(
     other: &Bound<'_, PyAny>,
     op: CmpOp,
 ) -> PyResult<Py<PyAny>> {
-    let Some(b) = Operand::extract(other).map(|o| o.to_var(a)) else {
+    let Some(b) = Operand::extract(other)?.map(|o| o.to_var(a)) else {
         let name = match op {
             CmpOp::Eq => "eq",
             CmpOp::Ne => "ne",

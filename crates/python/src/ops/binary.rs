@@ -65,7 +65,7 @@ impl PyTensor {
         op: MathBinaryOp,
     ) -> PyResult<Py<PyTensor>> {
         let v = &self.var;
-        let out = match scalar_overload(other, op) {
+        let out = match scalar_overload(other, op)? {
             Some(s) => maybe_detach(py, v.numel(), || v.math_binary_scalar(s, op)),
             None => {
                 let b = tensor_operand(other, op)?;
@@ -82,7 +82,7 @@ impl PyTensor {
         op: MathBinaryOp,
     ) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
-        match scalar_overload(other, op) {
+        match scalar_overload(other, op)? {
             Some(s) => v.math_binary_scalar_(s, op).py()?,
             None => v.math_binary_(&tensor_operand(other, op)?, op).py()?,
         }
@@ -122,14 +122,17 @@ impl PyTensor {
 }
 
 /// A number operand of an op that has PyTorch's `.Scalar` overload.
-fn scalar_overload(other: &Bound<'_, PyAny>, op: MathBinaryOp) -> Option<rustgrad::Scalar> {
+fn scalar_overload(
+    other: &Bound<'_, PyAny>,
+    op: MathBinaryOp,
+) -> PyResult<Option<rustgrad::Scalar>> {
     match op {
         MathBinaryOp::Fmod
         | MathBinaryOp::Remainder
         | MathBinaryOp::Copysign
         | MathBinaryOp::Xlogy
         | MathBinaryOp::Xlog1py => extract_scalar(other),
-        _ => None,
+        _ => Ok(None),
     }
 }
 
@@ -139,7 +142,7 @@ fn float_power_exponent(obj: &Bound<'_, PyAny>) -> PyResult<Operand> {
     if let Ok(t) = obj.cast::<PyTensor>() {
         return Ok(Operand::Tensor(t.get().var.clone()));
     }
-    extract_scalar(obj).map(Operand::Scalar).ok_or_else(|| {
+    extract_scalar(obj)?.map(Operand::Scalar).ok_or_else(|| {
         PyTypeError::new_err(format!(
             "float_power() received an invalid combination of arguments - got ({}), but expected (Tensor exponent) or (Number exponent)",
             obj.get_type()
@@ -193,7 +196,7 @@ impl PyTensor {
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let _ = modulo;
-        match extract_scalar(other) {
+        match extract_scalar(other)? {
             Some(e) => Ok(new_tensor(py, self.var.pow_scalar_value(e).py()?)?.into_any()),
             None => binary(py, &self.var, other, |a, b| a.pow(b)),
         }
@@ -206,7 +209,7 @@ impl PyTensor {
         modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let _ = modulo;
-        if let Some(base) = extract_scalar(other) {
+        if let Some(base) = extract_scalar(other)? {
             let v = &self.var;
             let out = maybe_detach(py, v.numel(), || v.pow_scalar_base(base)).py()?;
             return Ok(new_tensor(py, out)?.into_any());
@@ -333,7 +336,7 @@ impl PyTensor {
 
     /// `self ** exponent` (scalar or tensor exponent).
     fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let out = match extract_scalar(exponent) {
+        let out = match extract_scalar(exponent)? {
             Some(s) => self.var.pow_scalar_value(s),
             None => self.var.pow(&operand_var(exponent, &self.var)?),
         };
@@ -411,7 +414,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let v = &self.var;
         let name = if log1p { "special_xlog1py" } else { "xlogy" };
-        let value = extract_scalar(value).ok_or_else(|| {
+        let value = extract_scalar(value)?.ok_or_else(|| {
             PyTypeError::new_err(format!(
                 "{name}() received an invalid combination of arguments - argument 'self' must be Number or Tensor"
             ))
@@ -447,7 +450,7 @@ impl PyTensor {
         base: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let v = &self.var;
-        let base = extract_scalar(base).ok_or_else(|| {
+        let base = extract_scalar(base)?.ok_or_else(|| {
             PyTypeError::new_err(
                 "float_power() received an invalid combination of arguments - argument 'self' must be Number or Tensor",
             )
@@ -491,7 +494,7 @@ impl PyTensor {
 
     /// `self % other` (Python's remainder: the divisor's sign).
     fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        if Operand::extract(other).is_none() {
+        if Operand::extract(other)?.is_none() {
             return Ok(py.NotImplemented());
         }
         Ok(self

@@ -690,7 +690,7 @@ impl PyTensor {
         fill_value: &Bound<'py, PyAny>,
         #[pyo3(from_py_with = crate::flag::fill_diagonal_inplace_wrap)] wrap: bool,
     ) -> PyResult<Bound<'py, Self>> {
-        let value = crate::convert::extract_scalar(fill_value).ok_or_else(|| {
+        let value = crate::convert::extract_scalar(fill_value)?.ok_or_else(|| {
             pyo3::exceptions::PyTypeError::new_err(format!(
                 "fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not {}",
                 fill_value
@@ -811,7 +811,11 @@ fn index_add_any<'py>(
 ) -> PyResult<Py<PyAny>> {
     let (d, idx) = (extract_int(dim)?, index_tensor(index, "index")?);
     let src = source.get().var.clone();
-    let src = match alpha.and_then(crate::convert::extract_scalar) {
+    let src = match alpha
+        .map(crate::convert::extract_scalar)
+        .transpose()?
+        .flatten()
+    {
         None => src,
         Some(a) if a.to_f64() == 1.0 => src,
         Some(a) => src.mul(&src.wrap_scalar(a)).py()?,

@@ -90,7 +90,7 @@ impl PyTensor {
     /// Fills with `value`.
     fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let v = &slf.get().var;
-        let value = match extract_scalar(value) {
+        let value = match extract_scalar(value)? {
             Some(s) => s,
             None => match value.cast::<PyTensor>() {
                 Ok(t) => t.get().var.item().py()?,

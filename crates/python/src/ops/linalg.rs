@@ -30,7 +30,7 @@ fn product(
 fn coefficient(name: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Scalar> {
     match obj {
         None => Ok(Scalar::Int(1)),
-        Some(o) => extract_scalar(o).ok_or_else(|| {
+        Some(o) => extract_scalar(o)?.ok_or_else(|| {
             PyTypeError::new_err(format!(
                 "{name} must be a number, not {}",
                 o.get_type()

@@ -294,7 +294,7 @@ impl PyTensor {
         name: &str,
     ) -> PyResult<Bound<'py, Self>> {
         written(slf, |_, v| {
-            match extract_scalar(other) {
+            match extract_scalar(other)? {
             Some(s) => v.compare_scalar_(s, op).py(),
             None => match other.cast::<PyTensor>() {
                 Ok(t) => v.compare_(&t.get().var, op).py(),

@@ -104,7 +104,7 @@ fn correction_of(
             )))
         }
         (Some(u), _) => u as u8 as f64,
-        (None, Some(c)) if !c.is_none() => extract_scalar(c)
+        (None, Some(c)) if !c.is_none() => extract_scalar(c)?
             .filter(|s| !matches!(s, rustgrad::Scalar::Bool(_)))
             .ok_or_else(|| {
                 PyTypeError::new_err(format!(
@@ -134,7 +134,7 @@ fn norm_order(p: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
                 "rustgrad: the matrix norm {other:?} is not implemented (only vector norms)"
             ))),
         },
-        Some(p) => match extract_scalar(p) {
+        Some(p) => match extract_scalar(p)? {
             Some(rustgrad::Scalar::Bool(_)) | None => Err(PyTypeError::new_err(format!(
                 "norm(): argument 'p' must be Number, not {}",
                 p.get_type()

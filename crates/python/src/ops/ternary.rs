@@ -29,7 +29,7 @@ fn tensor_arg(obj: &Bound<'_, PyAny>, op: &str, name: &str, pos: usize) -> PyRes
 fn value_arg(value: Option<&Bound<'_, PyAny>>, op: &str) -> PyResult<Scalar> {
     match value {
         None => Ok(Scalar::Int(1)),
-        Some(v) => extract_scalar(v).ok_or_else(|| {
+        Some(v) => extract_scalar(v)?.ok_or_else(|| {
             PyTypeError::new_err(format!(
                 "{op}(): argument 'value' must be Number, not {}",
                 v.get_type()
@@ -41,8 +41,9 @@ fn value_arg(value: Option<&Bound<'_, PyAny>>, op: &str) -> PyResult<Scalar> {
     }
 }
 
-/// The bounds of `clamp`: both numbers (or None), or both tensors (or None); a mix is
-/// PyTorch's TypeError.
+/// The bounds of `clamp`: both numbers (or None), or both tensors (or None); a number
+/// with a tensor is a pair of numbers when the tensor is 0-d and does not require grad
+/// (PyTorch takes such a tensor as a Number), otherwise PyTorch's TypeError.
 enum ClampBounds {
     Numbers(Option<Scalar>, Option<Scalar>),
     Tensors(Option<Variable>, Option<Variable>),
@@ -55,11 +56,10 @@ fn clamp_bounds(
     let min = min.filter(|m| !m.is_none());
     let max = max.filter(|m| !m.is_none());
     let is_tensor = |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| o.cast::<PyTensor>().is_ok());
-    let is_number = |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| extract_scalar(o).is_some());
+    let is_number =
+        |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| matches!(extract_scalar(o), Ok(Some(_))));
     for o in [min, max].into_iter().flatten() {
-        if let Some(e) = crate::convert::int_overflow(o) {
-            return Err(e);
-        }
+        extract_scalar(o)?;
         if !is_tensor(Some(o)) && !is_number(Some(o)) {
             return Err(PyTypeError::new_err(format!(
                 "clamp(): argument 'min' and 'max' must be Tensor or Number, not {}",
@@ -68,6 +68,25 @@ fn clamp_bounds(
         }
     }
     if (is_tensor(min) && is_number(max)) || (is_number(min) && is_tensor(max)) {
+        // PyTorch's argument parser takes a 0-d tensor that does not require grad as a
+        // Number, so the pair matches the Number overload (ClampBackward1).
+        let as_number = |o: Option<&Bound<'_, PyAny>>| -> PyResult<Option<Option<Scalar>>> {
+            let Some(o) = o else { return Ok(Some(None)) };
+            match o.cast::<PyTensor>() {
+                Ok(t) => {
+                    let v = &t.get().var;
+                    if v.dim() == 0 && !v.requires_grad() {
+                        Ok(Some(Some(v.item().py()?)))
+                    } else {
+                        Ok(None)
+                    }
+                }
+                Err(_) => Ok(Some(opt_scalar(Some(o))?)),
+            }
+        };
+        if let (Some(lo), Some(hi)) = (as_number(min)?, as_number(max)?) {
+            return Ok(ClampBounds::Numbers(lo, hi));
+        }
         return Err(PyTypeError::new_err(
             "clamp() received an invalid combination of arguments: min and max must both be \
              Tensors or both be Numbers",
@@ -126,7 +145,7 @@ impl PyTensor {
         let op = if in_place { "lerp_" } else { "lerp" };
         let v = &slf.get().var;
         let end = tensor_arg(end, op, "end", 1)?;
-        let weight = match extract_scalar(weight) {
+        let weight = match extract_scalar(weight)? {
             Some(w) => Operand::Scalar(w),
             None => Operand::Tensor(tensor_arg(weight, op, "weight", 2)?),
         };
@@ -301,10 +320,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let cond = tensor_arg(condition, "where", "condition", 1)?;
-        if let Some(e) = crate::convert::int_overflow(other) {
-            return Err(e);
-        }
-        let other = match Operand::extract(other) {
+        let other = match Operand::extract(other)? {
             Some(o) => o.to_var(&self.var),
             None => tensor_arg(other, "where", "other", 2)?,
         };

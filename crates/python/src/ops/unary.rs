@@ -296,7 +296,7 @@ impl PyTensor {
         slf: Bound<'py, Self>,
         exponent: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, Self>> {
-        written(slf, |_, v| match extract_scalar(exponent) {
+        written(slf, |_, v| match extract_scalar(exponent)? {
             Some(e) => v.pow_scalar_(e).py(),
             None => v.pow_(&operand_var(exponent, v)?).py(),
         })
@@ -305,7 +305,7 @@ impl PyTensor {
     /// `max(self, min)`: a number (ClampMinBackward0) or a tensor bound.
     fn clamp_min(&self, py: Python<'_>, min: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let v = &self.var;
-        let out = match extract_scalar(min) {
+        let out = match extract_scalar(min)? {
             Some(m) => maybe_detach(py, v.numel(), || v.clamp_min(m)),
             None => v.clamp_tensor(Some(&clamp_tensor_bound(min, "clamp_min")?), None),
         };
@@ -315,7 +315,7 @@ impl PyTensor {
     /// `min(self, max)`: a number (ClampMaxBackward0) or a tensor bound.
     fn clamp_max(&self, py: Python<'_>, max: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let v = &self.var;
-        let out = match extract_scalar(max) {
+        let out = match extract_scalar(max)? {
             Some(m) => maybe_detach(py, v.numel(), || v.clamp_max(m)),
             None => v.clamp_tensor(None, Some(&clamp_tensor_bound(max, "clamp_max")?)),
         };
@@ -327,7 +327,7 @@ impl PyTensor {
         slf: Bound<'py, Self>,
         min: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, Self>> {
-        written(slf, |_, v| match extract_scalar(min) {
+        written(slf, |_, v| match extract_scalar(min)? {
             Some(m) => v.clamp_min_(m).py(),
             None => v
                 .clamp_tensor_(Some(&clamp_tensor_bound(min, "clamp_min_")?), None)
@@ -340,7 +340,7 @@ impl PyTensor {
         slf: Bound<'py, Self>,
         max: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, Self>> {
-        written(slf, |_, v| match extract_scalar(max) {
+        written(slf, |_, v| match extract_scalar(max)? {
             Some(m) => v.clamp_max_(m).py(),
             None => v
                 .clamp_tensor_(None, Some(&clamp_tensor_bound(max, "clamp_max_")?))
