@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from . import _rustgrad
 from ._rustgrad import Tensor, empty, full, rand, randn
 
 
@@ -148,13 +149,20 @@ def _like(
     requires_grad: builtins.bool,
 ) -> Tensor:
     """``make(shape, dtype=..., device=..., requires_grad=...)`` with ``input``'s shape,
-    and its dtype unless one is given (``device`` is checked like any ``device=``)."""
-    return make(
+    and its dtype unless one is given (``device`` is checked like any ``device=``), laid
+    out as PyTorch's ``preserve_format``: ``input``'s strides when it is non-overlapping
+    and dense, else dense strides in its dims' memory order (Note [Preserved strides])."""
+    result = make(
         tuple(_t(input).shape),
         dtype=input.dtype if dtype is None else dtype,
         device=device,
         requires_grad=requires_grad,
     )
+    laid_out = _rustgrad._empty_like_preserve(input, result.dtype)
+    if laid_out.stride() == result.stride():
+        return result
+    laid_out.copy_(result.detach())
+    return laid_out.requires_grad_(requires_grad)
 
 
 def zeros_like(

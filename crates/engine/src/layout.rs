@@ -136,6 +136,64 @@ impl Layout {
             .ok_or(Error::NumelOverflow)
     }
 
+    /// The dims from outermost to innermost in PyTorch's memory order of this layout
+    /// (`infer_dense_strides`, whose sort is TensorIterator's: dims by stride, a stride
+    /// of 0 compares as "ambiguous" and keeps the row-major order, equal strides put the
+    /// smaller size inside). The order `preserve_format` lays a new tensor out in.
+    pub fn dense_order(&self) -> Vec<usize> {
+        let (shape, strides) = (&self.shape, &self.strides);
+        let ndim = shape.len();
+        // perm[0] is the innermost dim; start from row-major.
+        let mut perm: Vec<usize> = (0..ndim).rev().collect();
+        let should_swap = |d0: usize, d1: usize| -> std::cmp::Ordering {
+            use std::cmp::Ordering::{Equal, Greater, Less};
+            let (s0, s1) = (strides[d0], strides[d1]);
+            if s0 == 0 || s1 == 0 {
+                Equal
+            } else if s0 < s1 {
+                Less
+            } else if s0 > s1 || shape[d0] > shape[d1] {
+                Greater
+            } else {
+                Equal
+            }
+        };
+        // TensorIterator's insertion sort (stable, ambiguous pairs are skipped).
+        for i in 1..ndim {
+            let mut dim1 = i;
+            for dim0 in (0..i).rev() {
+                match should_swap(perm[dim0], perm[dim1]) {
+                    std::cmp::Ordering::Greater => {
+                        perm.swap(dim0, dim1);
+                        dim1 = dim0;
+                    }
+                    std::cmp::Ordering::Less => break,
+                    std::cmp::Ordering::Equal => {}
+                }
+            }
+        }
+        perm.reverse();
+        perm
+    }
+
+    /// The strides of a new tensor made from this layout with PyTorch's
+    /// `memory_format=torch.preserve_format` (`clone`, `empty_like` and the other `*_like`
+    /// factories): these strides when the layout is non-overlapping and dense, else
+    /// dense strides in [`Layout::dense_order`] (`infer_dense_strides`: a size of 0 or
+    /// 1 does not grow the stride), so `b[:, :3].t()` of a 4×4 `b` gives `(1, 3)`.
+    pub fn preserved_strides(&self) -> Dims {
+        if self.is_non_overlapping_and_dense() {
+            return self.strides.clone();
+        }
+        let mut strides: Dims = SmallVec::from_elem(1, self.ndim());
+        let mut step = 1usize;
+        for &d in self.dense_order().iter().rev() {
+            strides[d] = step;
+            step = step.saturating_mul(self.shape[d].max(1));
+        }
+        strides
+    }
+
     /// The bytes a storage needs for this layout with `itemsize`-byte elements:
     /// PyTorch's `computeStorageNbytes` (0 when empty; `(offset + 1 + Σ (size−1)·stride)
     /// · itemsize` otherwise), with its "Storage size calculation overflowed with

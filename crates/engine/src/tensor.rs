@@ -534,6 +534,22 @@ impl Tensor {
         Tensor::full(shape, 0.0, dtype)
     }
 
+    /// Zeros of `dtype` shaped and laid out as PyTorch's `torch.empty_like(self,
+    /// dtype=dtype)` (`preserve_format`, [`Layout::preserved_strides`]): the strides of a
+    /// non-overlapping and dense `self`, else dense strides in its dims' memory order.
+    /// The target of `empty_like`, `zeros_like`, `ones_like`, `full_like` and the `*_like`
+    /// samplers.
+    pub fn zeros_like_preserving(&self, dtype: DType) -> Result<Tensor> {
+        let strides = self.layout.preserved_strides();
+        // Dense strides over `numel` elements: a buffer of `numel` covers the layout.
+        let flat = Tensor::zeros(&[shape::checked_numel(self.shape())?], dtype)?;
+        Ok(flat.with_layout(Layout::new(
+            self.shape().iter().copied().collect(),
+            strides,
+            0,
+        )))
+    }
+
     /// A tensor of ones, or PyTorch's allocator error ([`Tensor::full`]).
     pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
         Tensor::full(shape, 1.0, dtype)
@@ -850,13 +866,31 @@ impl Tensor {
         })
     }
 
-    /// A copy with PyTorch's `memory_format=torch.preserve_format`: a non-overlapping
-    /// and dense tensor keeps its strides (`x.t().clone()` is still transposed), any
-    /// other is copied contiguous. Dense elements fill the storage range
-    /// `offset..offset + numel` exactly once, so that range is copied as it is.
+    /// A copy with PyTorch's `memory_format=torch.preserve_format`
+    /// ([`Layout::preserved_strides`]): a non-overlapping and dense tensor keeps its
+    /// strides (`x.t().clone()` is still transposed), any other gets dense strides in its
+    /// dims' memory order (`b[:, :3].t().clone()` of a 4×4 `b` has strides `(1, 3)`).
+    /// Dense elements fill the storage range `offset..offset + numel` exactly once, so
+    /// that range is copied as it is; otherwise the view permuted to memory order is
+    /// copied row-major and permuted back.
     pub fn clone_preserving_strides(&self) -> Result<Tensor> {
-        if self.is_contiguous() || !self.layout.is_non_overlapping_and_dense() {
+        // Not `is_contiguous()`, which ignores the strides of size-1 dims: PyTorch keeps
+        // them (`zeros(4, 4)[:1, :3].t().clone().stride()` is `(1, 4)`).
+        if self.strides() == crate::layout::contiguous_strides(self.shape()).as_slice() {
             return self.deep_clone();
+        }
+        if !self.layout.is_non_overlapping_and_dense() {
+            let order: Vec<i64> = self
+                .layout
+                .dense_order()
+                .iter()
+                .map(|&d| d as i64)
+                .collect();
+            let mut inverse = vec![0i64; order.len()];
+            for (k, &d) in order.iter().enumerate() {
+                inverse[d as usize] = k as i64;
+            }
+            return self.permute(&order)?.deep_clone()?.permute(&inverse);
         }
         let (start, n) = (self.layout.offset(), self.numel());
         self.layout.check_in_bounds(self.storage.read().len())?;

@@ -1474,6 +1474,9 @@ fn vector_files_are_all_covered() {
                 // index_scalars.json (Python index expressions, its own schema):
                 // tests/python/test_index_scalars.py.
                 && n != "index_scalars.json"
+                // preserved_strides.json (strides of clone and the *_like factories, its
+                // own schema): tests/python/test_preserved_strides.py.
+                && n != "preserved_strides.json"
                 // half_op_math.json (float16 / bfloat16 Python expressions, its own
                 // schema): tests/python/test_half_op_math.py.
                 && n != "half_op_math.json"

@@ -531,44 +531,13 @@ impl MemoryOrder {
         }
     }
 
-    /// The order of `torch.empty_like(tensor)` (`preserve_format`): the tensor's strides
-    /// when it is non-overlapping and dense, else dense strides in the same dimension
-    /// order (PyTorch's `infer_dense_strides`, whose sort is TensorIterator's: dims by
-    /// stride, a stride of 0 compares as "ambiguous" and keeps the row-major order,
-    /// equal strides put the smaller size inside).
+    /// The memory order of `torch.empty_like(tensor)` (`preserve_format`):
+    /// [`crate::layout::Layout::dense_order`], PyTorch's `infer_dense_strides` order (see
+    /// Note [Preserved strides]).
     fn like(tensor: &Tensor) -> MemoryOrder {
-        let (shape, strides) = (tensor.shape(), tensor.strides());
+        let shape = tensor.shape();
         let ndim = shape.len();
-        // perm[0] is the innermost dim; start from row-major.
-        let mut perm: Vec<usize> = (0..ndim).rev().collect();
-        let should_swap = |d0: usize, d1: usize| -> std::cmp::Ordering {
-            use std::cmp::Ordering::{Equal, Greater, Less};
-            let (s0, s1) = (strides[d0], strides[d1]);
-            if s0 == 0 || s1 == 0 {
-                Equal
-            } else if s0 < s1 {
-                Less
-            } else if s0 > s1 || shape[d0] > shape[d1] {
-                Greater
-            } else {
-                Equal
-            }
-        };
-        // TensorIterator's insertion sort (stable, ambiguous pairs are skipped).
-        for i in 1..ndim {
-            let mut dim1 = i;
-            for dim0 in (0..i).rev() {
-                match should_swap(perm[dim0], perm[dim1]) {
-                    std::cmp::Ordering::Greater => {
-                        perm.swap(dim0, dim1);
-                        dim1 = dim0;
-                    }
-                    std::cmp::Ordering::Less => break,
-                    std::cmp::Ordering::Equal => {}
-                }
-            }
-        }
-        let dims: Vec<usize> = perm.into_iter().rev().collect();
+        let dims = tensor.layout().dense_order();
         let mut inverse = vec![0i64; ndim];
         for (k, &d) in dims.iter().enumerate() {
             inverse[d] = k as i64;

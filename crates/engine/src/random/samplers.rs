@@ -118,10 +118,7 @@ pub fn bernoulli_like(template: &Tensor, p: f64, gen: &Generator) -> Result<Tens
 /// else dense strides in its dimension order). The target of `rand_like`,
 /// `randn_like` and `randint_like`, so that they draw in PyTorch's order.
 pub fn empty_like(template: &Tensor, dtype: DType) -> Result<Tensor> {
-    let order = MemoryOrder::like(template);
-    let numel = crate::shape::checked_numel(template.shape())?;
-    let zeros = Tensor::from_buffer(Buffer::F64(try_vec(numel, 0.0f64)?), &order.permuted_shape);
-    order.arrange_tensor(zeros.to_dtype(dtype)?)
+    template.zeros_like_preserving(dtype)
 }
 
 /// `torch.empty(shape, dtype=dtype).bernoulli_(p, generator=gen)`: a new contiguous
