@@ -248,6 +248,14 @@ FACTORIES: dict[str, Args] = {
 # form -> sample arguments as a function of (torch module, `a`). The sample's first
 # tensor is `a` or built from it, so its dtype is the one being probed.
 _ONE_D: Args = lambda t, a: (a.reshape(-1)[:3],)  # noqa: E731
+# The type-promotion functions, each called with one dtype (`torch.result_type` with a
+# tensor of it and a Python number).
+PROMOTION: dict[str, Callable[[Any, Any], Any]] = {
+    "result_type": lambda torch, d: torch.result_type(torch.ones(2, dtype=d), 1),
+    "promote_types": lambda torch, d: torch.promote_types(d, torch.int64),
+    "can_cast": lambda torch, d: torch.can_cast(d, torch.float32),
+}
+
 PYTHON_OPS: dict[str, Args] = {
     # shape (python/rustgrad/_shape.py)
     "torch.cat": lambda t, a: ([a, a],),
@@ -591,6 +599,25 @@ def render() -> str:
         for dtype in DTYPES:
             try:
                 getattr(torch, name)(*args(torch), dtype=getattr(torch, dtype))
+            except (RuntimeError, TypeError, ValueError, NotImplementedError):
+                continue
+            accepted.append(dtype)
+        lines.append(f"| {name} | `torch.{name}` | {', '.join(accepted) or 'none'} |")
+    lines.append("")
+    lines += [
+        "## type promotion",
+        "",
+        "Module-level functions over dtypes (Note [Wrapped scalars]): they make no tensor.",
+        "Dtypes: those a call with a tensor (or dtype) of that dtype accepts.",
+        "",
+        "| op | forms | dtypes |",
+        "| --- | --- | --- |",
+    ]
+    for name, call in PROMOTION.items():
+        accepted = []
+        for dtype in DTYPES:
+            try:
+                call(torch, getattr(torch, dtype))
             except (RuntimeError, TypeError, ValueError, NotImplementedError):
                 continue
             accepted.append(dtype)

@@ -1480,6 +1480,9 @@ fn vector_files_are_all_covered() {
                 // half_op_math.json (float16 / bfloat16 Python expressions, its own
                 // schema): tests/python/test_half_op_math.py.
                 && n != "half_op_math.json"
+                // type_promotion.json (promote_types / can_cast / result_type tables,
+                // its own schema): tests/python/test_type_promotion.py.
+                && n != "type_promotion.json"
         })
         .collect();
     // Each nn functional family's file has its own Rust reader, tests/vectors_<stem>.rs

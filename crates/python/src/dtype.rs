@@ -4,6 +4,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
+use rustgrad::dtype::Tier;
 use rustgrad::DType;
 
 /// A tensor element type, `rustgrad.float32` etc. Its repr is PyTorch's (`torch.float32`),
@@ -95,5 +96,79 @@ pub fn extract_opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DTyp
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
         Some(o) => extract_dtype(o).map(Some),
+    }
+}
+
+/// A dtype argument of `promote_types` / `can_cast`, with PyTorch's TypeError.
+fn dtype_arg(obj: &Bound<'_, PyAny>, op: &str, name: &str, pos: usize) -> PyResult<DType> {
+    extract_dtype(obj).map_err(|_| {
+        let got = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        PyTypeError::new_err(format!(
+            "{op}(): argument '{name}' (position {pos}) must be torch.dtype, not {got}"
+        ))
+    })
+}
+
+/// `torch.promote_types(type1, type2)`: the dtype two tensors with dims promote to
+/// (`DType::promote`, PyTorch's table).
+#[pyfunction]
+pub fn promote_types<'py>(
+    py: Python<'py>,
+    type1: &Bound<'py, PyAny>,
+    type2: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDType>> {
+    let a = dtype_arg(type1, "promote_types", "type1", 1)?;
+    let b = dtype_arg(type2, "promote_types", "type2", 2)?;
+    dtype_object(py, DType::promote(a, b))
+}
+
+/// `torch.can_cast(from_, to)`: whether an in-place op may write a `from_` result into
+/// a `to` tensor (no float into an integer, nothing but bool into bool).
+#[pyfunction]
+pub fn can_cast(from_: &Bound<'_, PyAny>, to: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let from = dtype_arg(from_, "can_cast", "from_", 1)?;
+    let to = dtype_arg(to, "can_cast", "to", 2)?;
+    Ok(to.can_cast_from(from))
+}
+
+/// `torch.result_type(tensor, other)`: the dtype an arithmetic op of the two operands
+/// (tensors or Python numbers) gives, by the wrapped-number promotion of Note [Wrapped
+/// scalars] (`DType::result_type_of`): `result_type(uint8_tensor, 300)` is uint8.
+#[pyfunction]
+pub fn result_type<'py>(
+    py: Python<'py>,
+    tensor: &Bound<'py, PyAny>,
+    other: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDType>> {
+    let operand = |o: &Bound<'py, PyAny>| -> PyResult<Option<(DType, Tier)>> {
+        if let Ok(t) = o.cast::<crate::PyTensor>() {
+            let t = t.get().var.tensor();
+            return Ok(Some((t.dtype(), t.tier())));
+        }
+        Ok(crate::convert::extract_scalar(o)?.map(|s| (s.natural_dtype(), Tier::Wrapped)))
+    };
+    match (operand(tensor)?, operand(other)?) {
+        (Some(a), Some(b)) => dtype_object(py, DType::result_type_of(&[a, b])),
+        _ => {
+            let name = |o: &Bound<'py, PyAny>| -> String {
+                match o.cast::<crate::PyTensor>() {
+                    Ok(_) => "Tensor".into(),
+                    Err(_) => o
+                        .get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default(),
+                }
+            };
+            Err(PyTypeError::new_err(format!(
+                "result_type() received an invalid combination of arguments - got ({}, {}), but expected one of:\n * (Tensor tensor, Tensor other)\n * (Number scalar, Tensor tensor)\n * (Tensor tensor, Number other)\n * (Number scalar1, Number scalar2)\n",
+                name(tensor),
+                name(other)
+            )))
+        }
     }
 }

@@ -476,6 +476,9 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     ops::loss::register(m)?;
     m.add_function(wrap_pyfunction!(tensor_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::dtype::result_type, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::dtype::promote_types, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::dtype::can_cast, m)?)?;
     m.add_function(wrap_pyfunction!(serialize::_safetensors_serialize, m)?)?;
     m.add_function(wrap_pyfunction!(serialize::_safetensors_deserialize, m)?)?;
     m.add_function(wrap_pyfunction!(serialize::_storage_info, m)?)?;
