@@ -2583,6 +2583,45 @@ CASES.update(
     }
 )
 
+# A Python int beyond int64 as a number argument: PyTorch's OverflowError from its
+# argument parser, on every path (the binding's one extract_scalar; issue 19).
+CASES.update(
+    {
+        "int_too_big_fmod": (lambda: x.fmod(2**70), OverflowError, "int too big to convert"),
+        "int_too_big_clamp_min_": (
+            lambda: x.clone().clamp_min_(2**70),
+            OverflowError,
+            "int too big to convert",
+        ),
+        "int_too_big_eq_": (lambda: x.clone().eq_(2**70), OverflowError, "int too big"),
+        "int_too_big_negative_fill_": (
+            lambda: x.clone().fill_(-(2**70)),
+            OverflowError,
+            "can't convert negative int to unsigned",
+        ),
+        "int_too_big_addcmul_value": (
+            lambda: x.addcmul(x, x, value=2**70),
+            OverflowError,
+            "int too big to convert",
+        ),
+        "result_type_not_a_number": (
+            lambda: torch.result_type("a", x),
+            TE,
+            "result_type() received an invalid combination of arguments",
+        ),
+        "promote_types_not_a_dtype": (
+            lambda: torch.promote_types(torch.int8, "a"),
+            TE,
+            "must be torch.dtype, not str",
+        ),
+        "clamp_bound_with_dims_beside_number": (
+            lambda: x.clamp(torch.zeros(4), 1),
+            TE,
+            "clamp",
+        ),
+    }
+)
+
 
 def test_every_nn_functional_has_a_bad_input_case():
     """A functional added to ``rustgrad.nn.functional.__all__`` without a bad-input case
