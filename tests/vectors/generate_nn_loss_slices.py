@@ -6,8 +6,8 @@ view or a slice of ``log_softmax``'s output. Each case holds the base tensors (l
 and target), a recipe naming the view taken of each, the loss's keyword arguments, and
 PyTorch's loss and the gradient of ``(loss * w).sum()`` with respect to the logits'
 base (``w`` recorded), so a reader checks the values and that nothing outside the view
-gets a gradient. float64, float32, float16 and bfloat16. Read by tests/python/test_loss_slices.py (the
-generic vector readers skip nn_*.json).
+gets a gradient. float64, float32, float16 and bfloat16. Read by
+tests/python/test_loss_slices.py (the generic vector readers skip nn_*.json).
 
 Run with PyTorch installed (never a test dependency):
     /work/main/.torch-venv/bin/python tests/vectors/generate_nn_loss_slices.py
