@@ -87,6 +87,8 @@ DEFAULTS = {
     "unary": "h.{x}()",
     "python-level ops": "{x}(h)",
     "factories": "{x}(2**40)",
+    # Functions over dtypes: a huge view's dtype is read, nothing is allocated.
+    "type promotion": "torch.{x}(h, v)",
 }
 
 CALLS = {
@@ -97,6 +99,9 @@ CALLS = {
     "__getitem__": "h1[hl]",
     "__setitem__": "h[0] = 1",
     "index_select": "h1.index_select(0, hl1)",
+    # type promotion: over dtypes
+    "promote_types": "torch.promote_types(h.dtype, v.dtype)",
+    "can_cast": "torch.can_cast(h.dtype, v.dtype)",
     "gather": "h.gather(1, hl)",
     "scatter": "h.scatter(1, hl, 1.0)",
     "scatter_": "h.scatter_(1, hl, 1.0)",
@@ -341,6 +346,8 @@ SUCCEED = {
     *"torch.vsplit t.vsplit torch.dsplit".split(),
     # Reads one pixel per channel of a huge expanded input, in place.
     "F.grid_sample",
+    # Type promotion reads dtypes only.
+    *"result_type promote_types can_cast".split(),
 }
 
 # Refusals with another message than the allocator's (PyTorch: "can't allocate memory").
