@@ -225,11 +225,9 @@ def bernoulli(
         result = _rustgrad._bernoulli(input, generator)
     else:
         # PyTorch: empty_like(input, LEGACY_CONTIGUOUS_MEMORY_FORMAT).bernoulli_(p), so
-        # the draws fill a contiguous result in row-major order whatever input's strides.
-        from . import _functional
-
-        result = _functional.empty(*tuple(input.shape), dtype=input.dtype)
-        result.bernoulli_(float(p), generator=generator)
+        # the draws fill a contiguous result in row-major order whatever input's strides;
+        # recorded with PyTorch's "NotImplemented" node when input requires grad.
+        result = _rustgrad._bernoulli_p(input, float(p), generator)
     if out is not None:
         return _write_out(out, result)
     return result

@@ -249,6 +249,19 @@ def test_normal_and_bernoulli_record_zero_gradients() -> None:
     assert not torch.multinomial(p.detach(), 2).requires_grad
 
 
+def test_bernoulli_with_p_records_pytorchs_not_implemented_node() -> None:
+    # PyTorch 2.15: torch.bernoulli(x, 0.5) with x requiring grad requires grad, its
+    # grad_fn is "NotImplemented", and backward raises this RuntimeError.
+    x = torch.rand(3, requires_grad=True)
+    y = torch.bernoulli(x, 0.5)
+    assert y.requires_grad and y.grad_fn.name() == "NotImplemented"
+    with pytest.raises(RuntimeError, match="derivative for aten::bernoulli is not implemented"):
+        y.sum().backward()
+    with torch.no_grad():
+        assert not torch.bernoulli(x, 0.5).requires_grad
+    assert not torch.bernoulli(x.detach(), 0.5).requires_grad
+
+
 @pytest.mark.parametrize(
     "call, exc, phrase",
     [

@@ -466,6 +466,20 @@ fn _bernoulli(
     crate::tensor::new_tensor(py, out)
 }
 
+/// `torch.bernoulli(input, p, generator=None)`: 1 with probability `p` everywhere.
+#[pyfunction]
+#[pyo3(signature = (input, p, generator = None))]
+fn _bernoulli_p(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    p: f64,
+    generator: Option<&Bound<'_, PyGenerator>>,
+) -> PyResult<Py<PyTensor>> {
+    let gen = generator_or_default(generator);
+    let out = random::bernoulli_p(&input.get().var, p, &gen).py()?;
+    crate::tensor::new_tensor(py, out)
+}
+
 /// Zeros laid out as `torch.empty_like(input, dtype=dtype)` lays out its result
 /// (`preserve_format`), for the `*_like` samplers.
 #[pyfunction]
@@ -517,6 +531,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_log_normal_, m)?)?;
     m.add_function(wrap_pyfunction!(_cauchy_, m)?)?;
     m.add_function(wrap_pyfunction!(_bernoulli, m)?)?;
+    m.add_function(wrap_pyfunction!(_bernoulli_p, m)?)?;
     m.add_function(wrap_pyfunction!(_multinomial, m)?)?;
     m.add_function(wrap_pyfunction!(_empty_like_preserve, m)?)?;
     Ok(())

@@ -62,8 +62,9 @@ pub(crate) enum Rule {
     Logaddexp2 { a: InputShape, b: InputShape },
     /// `div(a, b, rounding_mode=...)` (DivBackward2): zero gradients.
     DivRounding { a: InputShape, b: InputShape },
-    /// `floor_divide(a, b)`: PyTorch has no derivative (its node is "NotImplemented").
-    FloorDivide,
+    /// An op PyTorch records without a derivative (its node is "NotImplemented"):
+    /// backward fails with the message held (`floor_divide`, `bernoulli(input, p)`).
+    NotImplemented(&'static str),
     /// `fmod(a, number)`, `remainder(a, number)` (FmodBackward0, RemainderBackward0):
     /// the gradient passes unchanged.
     FmodScalar { remainder: bool },
@@ -106,7 +107,7 @@ impl Rule {
             Rule::Logaddexp { .. } => "LogaddexpBackward0",
             Rule::Logaddexp2 { .. } => "Logaddexp2Backward0",
             Rule::DivRounding { .. } => "DivBackward2",
-            Rule::FloorDivide => "NotImplemented",
+            Rule::NotImplemented(_) => "NotImplemented",
             Rule::FmodScalar { remainder: false } => "FmodBackward0",
             Rule::FmodScalar { remainder: true } => "RemainderBackward0",
             Rule::CopysignScalar => "CopysignBackward1",
@@ -375,11 +376,7 @@ impl Rule {
                     None
                 },
             ],
-            Rule::FloorDivide => {
-                return Err(Error::NotImplemented(
-                    "the derivative for 'floor_divide' is not implemented.".into(),
-                ))
-            }
+            Rule::NotImplemented(message) => return Err(Error::NotImplemented((*message).into())),
             Rule::FmodScalar { .. } => smallvec![Some(g.clone())],
             Rule::CopysignScalar => smallvec![Some(g.mul(&copysign_ratio(saved)?)?)],
             Rule::PowScalarBase { base } => {
@@ -734,8 +731,23 @@ impl Variable {
             .tensor()
             .math_binary(&other.tensor(), MathBinaryOp::DivFloor)?;
         Ok(Variable::record(result, &[self, other], |_, _| {
-            (Rule::FloorDivide, smallvec![])
+            (
+                Rule::NotImplemented("the derivative for 'floor_divide' is not implemented."),
+                smallvec![],
+            )
         }))
+    }
+
+    /// `result` recorded over `inputs` with PyTorch's "NotImplemented" node: it
+    /// requires grad when an input does, and its backward fails with `message`.
+    pub(crate) fn record_not_differentiable(
+        result: Tensor,
+        inputs: &[&Variable],
+        message: &'static str,
+    ) -> Variable {
+        Variable::record(result, inputs, |_, _| {
+            (Rule::NotImplemented(message), smallvec![])
+        })
     }
 
     /// [`Variable::floor_divide`] in place.

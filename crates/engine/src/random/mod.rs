@@ -22,8 +22,8 @@ mod samplers;
 mod state;
 
 pub use samplers::{
-    bernoulli, bernoulli_like, bernoulli_scalar, bernoulli_tensor_, empty_like, multinomial,
-    rrelu_noise, sample_, Distribution,
+    bernoulli, bernoulli_like, bernoulli_p, bernoulli_scalar, bernoulli_tensor_, empty_like,
+    multinomial, rrelu_noise, sample_, Distribution,
 };
 pub use state::STATE_BYTES;
 

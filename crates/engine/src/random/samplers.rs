@@ -99,6 +99,19 @@ pub fn bernoulli(input: &Variable, gen: &Generator) -> Result<Variable> {
     Ok(out)
 }
 
+/// `torch.bernoulli(input, p, generator=gen)`: a new contiguous Bernoulli(`p`) tensor
+/// of `input`'s shape and dtype ([`bernoulli_scalar`]). When `input` requires grad the
+/// result records PyTorch's "NotImplemented" node: it requires grad, and its backward
+/// fails with "derivative for aten::bernoulli is not implemented".
+pub fn bernoulli_p(input: &Variable, p: f64, gen: &Generator) -> Result<Variable> {
+    let samples = bernoulli_scalar(&input.shape(), input.dtype(), p, gen)?;
+    Ok(Variable::record_not_differentiable(
+        samples,
+        &[input],
+        "derivative for aten::bernoulli is not implemented",
+    ))
+}
+
 /// `torch.empty_like(template).bernoulli_(p, generator=gen)`: a Bernoulli(`p`) tensor
 /// of `template`'s shape and dtype, drawn in the memory order `empty_like` gives it
 /// (`template`'s strides when it is non-overlapping and dense, else dense strides in
