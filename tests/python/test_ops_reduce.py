@@ -469,3 +469,38 @@ def test_results_are_bitwise_identical_for_any_thread_count():
     finally:
         torch.set_num_threads(original)
     assert results[1] == results[4]
+
+
+@pytest.mark.parametrize(
+    "dtype, prod_all, prod_1, prod_0, cumprod_1",
+    [
+        (
+            "float16",
+            math.inf,
+            [math.inf, 0.0],
+            [0.029998779296875, 0.029998779296875, 10.0078125],
+            [
+                [300.0, math.inf, 90.0625],
+                [0.00010001659393310547, 0.0, 0.00010001659393310547],
+            ],
+        ),
+        (
+            "bfloat16",
+            0.009033203125,
+            [90.0, 0.00010013580322265625],
+            [0.030029296875, 0.030029296875, 10.0],
+            [
+                [300.0, 90112.0, 90.0],
+                [0.00010013580322265625, 1.0011717677116394e-08, 0.00010013580322265625],
+            ],
+        ),
+    ],
+)
+def test_half_prod_multiplies_in_the_half_dtype(dtype, prod_all, prod_1, prod_0, cumprod_1):
+    """PyTorch 2.15's values: `prod` rounds each product to the half dtype (300 * 300
+    overflows float16), while `cumprod` accumulates in float and rounds each output."""
+    a = torch.tensor([[300.0, 300.0, 0.001], [1e-4, 1e-4, 1e4]], dtype=getattr(torch, dtype))
+    assert a.prod().item() == prod_all
+    assert a.prod(1).tolist() == prod_1
+    assert a.prod(0).tolist() == prod_0
+    assert a.cumprod(1).tolist() == cumprod_1

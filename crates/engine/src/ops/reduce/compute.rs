@@ -278,12 +278,19 @@ impl Tensor {
     }
 
     /// The product over `dims` (every dim for a full reduction). float32 multiplies in
-    /// float64; int64 and bool give int64 with wrapping, as PyTorch's.
+    /// float64; float16 and bfloat16 multiply in their own dtype, each step rounded
+    /// (PyTorch's `prod` kernel has no wider accumulator for them, so `300 * 300`
+    /// overflows float16); int64 and bool give int64 with wrapping, as PyTorch's.
     pub fn prod_dims(&self, dims: &[usize], keepdim: bool) -> Result<Tensor> {
-        if self.dtype().is_half() {
-            return self.via_f32(|t| t.prod_dims(dims, keepdim));
-        }
         let out_shape = reduced_shape(self.shape(), dims, keepdim);
+        macro_rules! half_prod {
+            ($T:ty) => {{
+                let (v, outer, inner) = self.rows::<$T>(dims)?;
+                let one = <$T>::ONE;
+                let r = fold_rows(&v, outer, inner, one, |a, _, x| a * x, |a, b| a * b)?;
+                Tensor::from_vec(r, &out_shape)
+            }};
+        }
         match self.dtype() {
             DType::F32 => {
                 let (v, outer, inner) = self.rows::<f32>(dims)?;
@@ -302,7 +309,8 @@ impl Tensor {
                 let r = fold_rows(&v, outer, inner, 1.0f64, |a, _, x| a * x, |a, b| a * b)?;
                 Tensor::from_vec(r, &out_shape)
             }
-            DType::F16 | DType::BF16 => unreachable!("rustgrad internal error: half prod"),
+            DType::F16 => half_prod!(half::f16),
+            DType::BF16 => half_prod!(half::bf16),
             DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => {
                 let (v, outer, inner) = self.rows::<i64>(dims)?;
                 let r = fold_rows(
