@@ -57,6 +57,8 @@ def isclose(
         )
     if input.dtype != other.dtype:
         raise RuntimeError(f"{_scalar_name(input)} did not match {_scalar_name(other)}")
+    # `double` parameters in PyTorch: any number a float holds (2**70 included).
+    rtol, atol = builtins.float(rtol), builtins.float(atol)
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
     if atol < 0:

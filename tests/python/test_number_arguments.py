@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import rustgrad as torch
+import rustgrad.nn.functional as F
 
 BIG = 2**70
 
@@ -57,6 +58,18 @@ NUMBER_OPS: dict[str, Callable[[int], Any]] = {
     "mul_": lambda n: x.clone().mul_(n),
     "div rounding_mode": lambda n: x.div(n, rounding_mode="floor"),
     "where": lambda n: torch.where(x > 1, x, n),
+    # Activation parameters that PyTorch's signatures type as Scalar.
+    "threshold": lambda n: F.threshold(x, n, 1.0),
+    "threshold value": lambda n: F.threshold(x, 1.0, n),
+    "hardtanh": lambda n: F.hardtanh(x, min(n, 0), max(n, 0)),
+    "leaky_relu": lambda n: F.leaky_relu(x, n),
+    "softplus beta": lambda n: F.softplus(x, n),
+    "softplus threshold": lambda n: F.softplus(x, 1, n),
+    "elu": lambda n: F.elu(x, n),
+    "celu": lambda n: F.celu(x, n),
+    "hardshrink": lambda n: F.hardshrink(x, n),
+    "softshrink": lambda n: F.softshrink(x, n),
+    "rrelu": lambda n: F.rrelu(x, n, n),
 }
 
 
@@ -130,3 +143,10 @@ def test_clamp_mixed_bounds_grad_fn_and_refusals() -> None:
         y.clamp(torch.tensor(2.0, requires_grad=True), 3)
     with pytest.raises(OverflowError, match="int too big to convert"):
         y.clamp(torch.tensor(2.0), BIG)
+
+
+def test_double_parameters_take_any_int_a_float_holds() -> None:
+    # isclose/allclose's rtol and atol are `double` in PyTorch 2.15: 2**70 is accepted.
+    assert x.isclose(x, BIG).tolist() == [True, True]
+    assert x.isclose(x + 1, 0, BIG).tolist() == [True, True]
+    assert x.allclose(x, BIG)

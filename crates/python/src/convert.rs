@@ -31,6 +31,23 @@ pub fn extract_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     }
 }
 
+/// [`scalar_f64`] of an optional argument, `default` when it is absent.
+pub fn opt_scalar_f64(obj: Option<&Bound<'_, PyAny>>, default: f64) -> PyResult<f64> {
+    obj.map_or(Ok(default), scalar_f64)
+}
+
+/// A float parameter that PyTorch's signature types as `Scalar` (`threshold`,
+/// `hardtanh`'s bounds, `leaky_relu`'s slope, `softplus`, `elu`, ...), as f64: a Python
+/// int outside int64 is [`extract_scalar`]'s OverflowError, whereas a `double`
+/// parameter (plain `f64`) takes any int a float can hold. Called in the function body,
+/// not through `from_py_with`, so the error carries no "while processing" note.
+pub fn scalar_f64(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
+    match extract_scalar(obj)? {
+        Some(s) => Ok(s.to_f64()),
+        None => obj.extract::<f64>(),
+    }
+}
+
 /// A number with the dtype it carries in `tensor()` data: `None` for Python numbers
 /// (whose dtype follows from their kind), a numpy scalar's own dtype otherwise
 /// (`np.float64` is float64 and `np.float32` float32 even beside Python numbers, as in

@@ -53,7 +53,7 @@ def hardshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
         >>> F.hardshrink(rustgrad.tensor([-1.0, 0.2, 0.7])).tolist()
         [-1.0, 0.0, 0.699999988079071]
     """
-    return _rustgrad._hardshrink(input, float(lambd))
+    return _rustgrad._hardshrink(input, lambd)
 
 
 def softshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
@@ -65,7 +65,7 @@ def softshrink(input: Tensor, lambd: builtins.float = 0.5) -> Tensor:
         >>> F.softshrink(rustgrad.tensor([-1.0, 0.2, 1.5])).tolist()
         [-0.5, 0.0, 1.0]
     """
-    return _rustgrad._softshrink(input, float(lambd))
+    return _rustgrad._softshrink(input, lambd)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -95,10 +95,10 @@ def threshold(
         [9.0, 2.0]
     """
     if not inplace:
-        return _rustgrad._threshold(input, float(threshold), float(value))
+        return _rustgrad._threshold(input, threshold, value)
     # The node saves its input: give it a copy, so writing the result back into `input`
     # does not invalidate the graph.
-    return _write_back(input, _rustgrad._threshold(input.clone(), float(threshold), float(value)))
+    return _write_back(input, _rustgrad._threshold(input.clone(), threshold, value))
 
 
 def threshold_(input: Tensor, threshold: builtins.float, value: builtins.float) -> Tensor:
@@ -137,7 +137,7 @@ def rrelu(
         >>> F.rrelu(rustgrad.tensor([-2.0, 3.0]), 0.25, 0.75).tolist()
         [-1.0, 3.0]
     """
-    result = _rustgrad._rrelu(input, float(lower), float(upper), builtins.bool(training), generator)
+    result = _rustgrad._rrelu(input, lower, upper, builtins.bool(training), generator)
     return _write_back(input, result) if inplace else result
 
 

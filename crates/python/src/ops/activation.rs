@@ -28,13 +28,23 @@ fn _glu(py: Python<'_>, input: &Bound<'_, PyTensor>, dim: i64) -> PyResult<Py<Py
 
 /// `hardshrink(input, lambd)`.
 #[pyfunction]
-fn _hardshrink(py: Python<'_>, input: &Bound<'_, PyTensor>, lambd: f64) -> PyResult<Py<PyTensor>> {
+fn _hardshrink(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    lambd: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyTensor>> {
+    let lambd = crate::convert::scalar_f64(lambd)?;
     unary(py, input, |x| x.hardshrink(lambd))
 }
 
 /// `softshrink(input, lambd)`.
 #[pyfunction]
-fn _softshrink(py: Python<'_>, input: &Bound<'_, PyTensor>, lambd: f64) -> PyResult<Py<PyTensor>> {
+fn _softshrink(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    lambd: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyTensor>> {
+    let lambd = crate::convert::scalar_f64(lambd)?;
     unary(py, input, |x| x.softshrink(lambd))
 }
 
@@ -49,9 +59,11 @@ fn _tanhshrink(py: Python<'_>, input: &Bound<'_, PyTensor>) -> PyResult<Py<PyTen
 fn _threshold(
     py: Python<'_>,
     input: &Bound<'_, PyTensor>,
-    threshold: f64,
-    value: f64,
+    threshold: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
 ) -> PyResult<Py<PyTensor>> {
+    let threshold = crate::convert::scalar_f64(threshold)?;
+    let value = crate::convert::scalar_f64(value)?;
     unary(py, input, |x| x.threshold(threshold, value))
 }
 
@@ -72,11 +84,13 @@ fn _prelu(
 fn _rrelu(
     py: Python<'_>,
     input: &Bound<'_, PyTensor>,
-    lower: f64,
-    upper: f64,
+    lower: &Bound<'_, PyAny>,
+    upper: &Bound<'_, PyAny>,
     training: bool,
     generator: Option<&Bound<'_, PyGenerator>>,
 ) -> PyResult<Py<PyTensor>> {
+    let lower = crate::convert::scalar_f64(lower)?;
+    let upper = crate::convert::scalar_f64(upper)?;
     let gen = generator_or_default(generator);
     unary(py, input, |x| x.rrelu(lower, upper, training, &gen))
 }

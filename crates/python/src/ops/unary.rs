@@ -468,12 +468,13 @@ impl PyTensor {
         Self::activation(slf, selu_op(), inplace)
     }
 
-    #[pyo3(signature = (alpha = 1.0, inplace = false))]
+    #[pyo3(signature = (alpha = None, inplace = false))]
     fn _celu(
         slf: Bound<'_, Self>,
-        alpha: f64,
+        alpha: Option<&Bound<'_, PyAny>>,
         #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
     ) -> PyResult<Py<PyAny>> {
+        let alpha = crate::convert::opt_scalar_f64(alpha, 1.0)?;
         if alpha == 0.0 {
             return Err(PyRuntimeError::new_err(
                 "ZeroDivisionError: alpha cannot be 0 for CELU",
@@ -486,12 +487,13 @@ impl PyTensor {
         Self::activation(slf, op, inplace)
     }
 
-    #[pyo3(signature = (alpha = 1.0, inplace = false))]
+    #[pyo3(signature = (alpha = None, inplace = false))]
     fn _elu(
         slf: Bound<'_, Self>,
-        alpha: f64,
+        alpha: Option<&Bound<'_, PyAny>>,
         #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
     ) -> PyResult<Py<PyAny>> {
+        let alpha = crate::convert::opt_scalar_f64(alpha, 1.0)?;
         let op = MathOp::Elu {
             alpha,
             kind: rustgrad::kernels::math::EluKind::Elu,
@@ -499,22 +501,25 @@ impl PyTensor {
         Self::activation(slf, op, inplace)
     }
 
-    #[pyo3(signature = (negative_slope = 0.01, inplace = false))]
+    #[pyo3(signature = (negative_slope = None, inplace = false))]
     fn _leaky_relu(
         slf: Bound<'_, Self>,
-        negative_slope: f64,
+        negative_slope: Option<&Bound<'_, PyAny>>,
         #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
     ) -> PyResult<Py<PyAny>> {
+        let negative_slope = crate::convert::opt_scalar_f64(negative_slope, 0.01)?;
         Self::activation(slf, MathOp::LeakyRelu { negative_slope }, inplace)
     }
 
-    #[pyo3(signature = (min_val = -1.0, max_val = 1.0, inplace = false))]
+    #[pyo3(signature = (min_val = None, max_val = None, inplace = false))]
     fn _hardtanh(
         slf: Bound<'_, Self>,
-        min_val: f64,
-        max_val: f64,
+        min_val: Option<&Bound<'_, PyAny>>,
+        max_val: Option<&Bound<'_, PyAny>>,
         #[pyo3(from_py_with = crate::flag::truthy)] inplace: bool,
     ) -> PyResult<Py<PyAny>> {
+        let min_val = crate::convert::opt_scalar_f64(min_val, -1.0)?;
+        let max_val = crate::convert::opt_scalar_f64(max_val, 1.0)?;
         Self::activation(slf, MathOp::Hardtanh { min_val, max_val }, inplace)
     }
 
@@ -564,8 +569,15 @@ impl PyTensor {
         )
     }
 
-    #[pyo3(signature = (beta = 1.0, threshold = 20.0))]
-    fn _softplus(&self, py: Python<'_>, beta: f64, threshold: f64) -> PyResult<Py<PyTensor>> {
+    #[pyo3(signature = (beta = None, threshold = None))]
+    fn _softplus(
+        &self,
+        py: Python<'_>,
+        beta: Option<&Bound<'_, PyAny>>,
+        threshold: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let beta = crate::convert::opt_scalar_f64(beta, 1.0)?;
+        let threshold = crate::convert::opt_scalar_f64(threshold, 20.0)?;
         self.math(py, MathOp::Softplus { beta, threshold })
     }
 
