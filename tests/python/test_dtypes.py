@@ -263,6 +263,49 @@ BAD = {
         RT,
         "result type Float can't be cast to the desired output type Byte",
     ),
+    # PyTorch 2.15 checks the in-place cast before the kernel refuses Float.
+    "int32_bitwise_and_float_inplace": (
+        lambda: torch.ones(2, dtype=torch.int32).bitwise_and_(2.5),
+        RT,
+        "result type Float can't be cast to the desired output type Int",
+    ),
+    "int32_bitwise_xor_float_tensor_inplace": (
+        lambda: torch.ones(2, dtype=torch.int32).bitwise_xor_(torch.ones(2)),
+        RT,
+        "result type Float can't be cast to the desired output type Int",
+    ),
+    "int32_iand_float": (
+        lambda: torch.ones(2, dtype=torch.int32).__iand__(2.5),
+        RT,
+        "result type Float can't be cast to the desired output type Int",
+    ),
+    # clamp_ with number bounds names the destination by its C++ type in PyTorch 2.15;
+    # the tensor-bound form and other in-place ops use "Short".
+    "int16_clamp_float_inplace": (
+        lambda: torch.ones(2, dtype=torch.int16).clamp_(min=0.5),
+        RT,
+        "result type Float can't be cast to the desired output type short int",
+    ),
+    "bool_clamp_float_inplace": (
+        lambda: torch.ones(2, dtype=torch.bool).clamp_(min=0.5),
+        RT,
+        "result type Float can't be cast to the desired output type bool",
+    ),
+    "uint8_clamp_max_float_inplace": (
+        lambda: torch.ones(2, dtype=torch.uint8).clamp_(max=0.5),
+        RT,
+        "result type Float can't be cast to the desired output type unsigned char",
+    ),
+    "int8_clamp_min_float_inplace": (
+        lambda: torch.ones(2, dtype=torch.int8).clamp_min_(0.5),
+        RT,
+        "result type Float can't be cast to the desired output type signed char",
+    ),
+    "int16_clamp_tensor_bound_inplace": (
+        lambda: torch.ones(2, dtype=torch.int16).clamp_(torch.tensor(0.5)),
+        RT,
+        "result type Float can't be cast to the desired output type Short",
+    ),
     "bool_matmul": (
         lambda: torch.ones(2, 2, dtype=torch.bool) @ torch.ones(2, 2, dtype=torch.bool),
         NIE,

@@ -1435,13 +1435,22 @@ impl Variable {
                 ),
             });
         }
-        if !self.dtype().can_cast_from(out.dtype()) {
+        self.check_in_place_cast(out.dtype())?;
+        self.tensor().copy_from(&out.tensor(), site)
+    }
+
+    /// PyTorch's in-place cast check ("result type Float can't be cast to the desired
+    /// output type Int"): a `result` dtype that this variable cannot hold is refused.
+    /// An op whose kernel may refuse the result dtype (`bitwise_and_` of an int tensor
+    /// and a float) checks this first, as PyTorch's TensorIterator does.
+    pub(crate) fn check_in_place_cast(&self, result: DType) -> Result<()> {
+        if !self.dtype().can_cast_from(result) {
             return Err(Error::CastError {
-                from: out.dtype().scalar_type_name(),
+                from: result.scalar_type_name(),
                 to: self.dtype().scalar_type_name(),
             });
         }
-        self.tensor().copy_from(&out.tensor(), site)
+        Ok(())
     }
 
     /// Makes this fresh alias of `input` (an input a custom Function returned as-is) a

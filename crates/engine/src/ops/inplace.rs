@@ -97,9 +97,29 @@ impl Variable {
     /// dtype (a float bound on an int64 tensor) is PyTorch's cast error.
     #[track_caller]
     pub fn clamp_scalar_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<()> {
+        self.check_clamp_scalar_cast(&[min, max])?;
         self.in_place(None, WriteSite::Rust(Location::caller()), |s| {
             s.clamp_scalar(min, max)
         })
+    }
+
+    /// PyTorch's cast check of `clamp_` / `clamp_min_` / `clamp_max_` with number bounds,
+    /// done before anything is computed: its message names the destination by its C++
+    /// type ("result type Float can't be cast to the desired output type short int"),
+    /// where the tensor-bound form and other in-place ops say "Short".
+    pub(crate) fn check_clamp_scalar_cast(&self, bounds: &[Option<Scalar>]) -> Result<()> {
+        let dtype = self.dtype();
+        let result = bounds
+            .iter()
+            .flatten()
+            .fold(dtype, |r, s| s.result_type_with(r));
+        if !dtype.can_cast_from(result) {
+            return Err(Error::CastError {
+                from: result.scalar_type_name(),
+                to: dtype.cpp_type_name(),
+            });
+        }
+        Ok(())
     }
 
     /// In-place relu.

@@ -290,6 +290,7 @@ impl Variable {
     /// `bitwise_*_` in place; the result must fit `self`'s dtype (bool |= int fails).
     #[track_caller]
     pub fn bitwise_(&self, other: &Variable, op: LogicalOp) -> Result<()> {
+        self.check_in_place_cast(Tensor::result_type(&self.tensor(), &other.tensor()))?;
         let site = WriteSite::Rust(Location::caller());
         self.in_place(Some(other), site, |s| s.bitwise(other, op))
     }

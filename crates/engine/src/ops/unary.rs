@@ -1006,12 +1006,14 @@ impl Variable {
     /// [`Variable::clamp_min`] in place.
     #[track_caller]
     pub fn clamp_min_(&self, min: Scalar) -> Result<()> {
+        self.check_clamp_scalar_cast(&[Some(min)])?;
         self.unary_(|s| s.clamp_min(min))
     }
 
     /// [`Variable::clamp_max`] in place.
     #[track_caller]
     pub fn clamp_max_(&self, max: Scalar) -> Result<()> {
+        self.check_clamp_scalar_cast(&[Some(max)])?;
         self.unary_(|s| s.clamp_max(max))
     }
 }
