@@ -276,6 +276,57 @@ fn sgd<S: OptimElement>(
     }
 }
 
+/// The part of an update that Adam, NAdam and RAdam share: decoupled weight decay of the
+/// parameter, the effective gradient, then `exp_avg.lerp_(d, 1 - beta1)` and
+/// `exp_avg_sq.mul_(beta2).addcmul_(d, d, value=1 - beta2)`, each rounded as ATen rounds
+/// its ops in the parameter's dtype.
+struct Moments<S: OptimElement> {
+    l2: Option<S::C>,
+    decay: Option<S::C>,
+    maximize: bool,
+    w1: S::C,
+    small1: bool,
+    b2: S::C,
+    one_minus_b2: S::C,
+}
+
+impl<S: OptimElement> Moments<S> {
+    fn new(betas: (f64, f64), lr: f64, weight_decay: f64, decoupled: bool, maximize: bool) -> Self {
+        let (w1, small1) = lerp_weight::<S::C>(1.0 - betas.0);
+        Moments {
+            l2: l2::<S>(weight_decay, decoupled),
+            decay: decoupled_decay::<S::C>(weight_decay, decoupled, lr),
+            maximize,
+            w1,
+            small1,
+            b2: S::C::c(betas.1),
+            one_minus_b2: S::C::c(1.0 - betas.1),
+        }
+    }
+
+    /// Updates element `i`'s moments; returns the (decayed) parameter, the effective
+    /// gradient and the new first and second moments.
+    #[inline(always)]
+    fn update(&self, p: S, g: S, exp_avg: &mut S, exp_avg_sq: &mut S) -> (S::C, S::C, S::C, S::C) {
+        let q = S::q;
+        let mut pv = p.load();
+        if let Some(decay) = self.decay {
+            pv = q(pv * decay);
+        }
+        let d = effective_grad::<S>(g.load(), pv, self.maximize, self.l2);
+        let m = q(lerp::<S>(exp_avg.load(), d, self.w1, self.small1));
+        *exp_avg = S::store(m);
+        let v = q(addcmul::<S>(
+            q(exp_avg_sq.load() * self.b2),
+            self.one_minus_b2,
+            d,
+            d,
+        ));
+        *exp_avg_sq = S::store(v);
+        (pv, d, m, v)
+    }
+}
+
 fn adam<S: OptimElement>(
     o: &AdamOptions,
     s: &StepScalars,
@@ -286,10 +337,13 @@ fn adam<S: OptimElement>(
     type C<S> = <S as OptimElement>::C;
     let q = S::q;
     let (beta1, beta2) = o.betas;
-    let l2 = l2::<S>(o.weight_decay, o.decoupled_weight_decay);
-    let decay = decoupled_decay::<C<S>>(o.weight_decay, o.decoupled_weight_decay, o.lr);
-    let (w1, small1) = lerp_weight::<C<S>>(1.0 - beta1);
-    let (b2, one_minus_b2) = (C::<S>::c(beta2), C::<S>::c(1.0 - beta2));
+    let moments = Moments::new(
+        o.betas,
+        o.lr,
+        o.weight_decay,
+        o.decoupled_weight_decay,
+        o.maximize,
+    );
     let bias_correction1 = 1.0 - beta1.powf(s.step);
     let bias_correction2 = 1.0 - beta2.powf(s.step);
     let neg_step_size = C::<S>::c(-(o.lr / bias_correction1));
@@ -303,20 +357,7 @@ fn adam<S: OptimElement>(
         .expect("rustgrad internal error: Adam buffers");
     let mut max_sq = rest.first_mut();
     for i in 0..p.len() {
-        let mut pv = p[i].load();
-        if let Some(decay) = decay {
-            pv = q(pv * decay);
-        }
-        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
-        let m = q(lerp::<S>(exp_avg[i].load(), d, w1, small1));
-        exp_avg[i] = S::store(m);
-        let v = q(addcmul::<S>(
-            q(exp_avg_sq[i].load() * b2),
-            one_minus_b2,
-            d,
-            d,
-        ));
-        exp_avg_sq[i] = S::store(v);
+        let (pv, _, m, v) = moments.update(p[i], g[i], &mut exp_avg[i], &mut exp_avg_sq[i]);
         let second = match max_sq.as_deref_mut() {
             Some(mx) => {
                 let v = maximum(mx[i].load(), v);
@@ -368,34 +409,24 @@ fn nadam<S: OptimElement>(
     type C<S> = <S as OptimElement>::C;
     let q = S::q;
     let (beta1, beta2) = o.betas;
-    let l2 = l2::<S>(o.weight_decay, o.decoupled_weight_decay);
-    let decay = decoupled_decay::<C<S>>(o.weight_decay, o.decoupled_weight_decay, o.lr);
+    let moments = Moments::new(
+        o.betas,
+        o.lr,
+        o.weight_decay,
+        o.decoupled_weight_decay,
+        o.maximize,
+    );
     let bias_correction2 = C::<S>::c(1.0 - beta2.powf(s.step));
     let mu_next = beta1 * (1.0 - 0.5 * 0.96f64.powf((s.step + 1.0) * o.momentum_decay));
     let mu_product_next = s.mu_product * mu_next;
     let grad_scale = C::<S>::c(-o.lr * (1.0 - s.mu) / (1.0 - s.mu_product));
     let avg_scale = C::<S>::c((-o.lr * mu_next) / (1.0 - mu_product_next));
-    let (w1, small1) = lerp_weight::<C<S>>(1.0 - beta1);
-    let (b2, one_minus_b2) = (C::<S>::c(beta2), C::<S>::c(1.0 - beta2));
     let eps = S::scalar(o.eps);
     let [exp_avg, exp_avg_sq] = bufs else {
         unreachable!("rustgrad internal error: NAdam has two buffers")
     };
     for i in 0..p.len() {
-        let mut pv = p[i].load();
-        if let Some(decay) = decay {
-            pv = q(pv * decay);
-        }
-        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
-        let m = q(lerp::<S>(exp_avg[i].load(), d, w1, small1));
-        exp_avg[i] = S::store(m);
-        let v = q(addcmul::<S>(
-            q(exp_avg_sq[i].load() * b2),
-            one_minus_b2,
-            d,
-            d,
-        ));
-        exp_avg_sq[i] = S::store(v);
+        let (mut pv, d, m, v) = moments.update(p[i], g[i], &mut exp_avg[i], &mut exp_avg_sq[i]);
         let denom = q(q(q(v / bias_correction2).sqrt()) + eps);
         pv = q(pv + grad_scale * d / denom);
         p[i] = S::store(q(pv + avg_scale * m / denom));
@@ -412,10 +443,13 @@ fn radam<S: OptimElement>(
     type C<S> = <S as OptimElement>::C;
     let q = S::q;
     let (beta1, beta2) = o.betas;
-    let l2 = l2::<S>(o.weight_decay, o.decoupled_weight_decay);
-    let decay = decoupled_decay::<C<S>>(o.weight_decay, o.decoupled_weight_decay, o.lr);
-    let (w1, small1) = lerp_weight::<C<S>>(1.0 - beta1);
-    let (b2, one_minus_b2) = (C::<S>::c(beta2), C::<S>::c(1.0 - beta2));
+    let moments = Moments::new(
+        o.betas,
+        o.lr,
+        o.weight_decay,
+        o.decoupled_weight_decay,
+        o.maximize,
+    );
     let eps = S::scalar(o.eps);
     let bias_correction1 = 1.0 - beta1.powf(s.step);
     let bias_correction2 = 1.0 - beta2.powf(s.step);
@@ -433,20 +467,7 @@ fn radam<S: OptimElement>(
         unreachable!("rustgrad internal error: RAdam has two buffers")
     };
     for i in 0..p.len() {
-        let mut pv = p[i].load();
-        if let Some(decay) = decay {
-            pv = q(pv * decay);
-        }
-        let d = effective_grad::<S>(g[i].load(), pv, o.maximize, l2);
-        let m = q(lerp::<S>(exp_avg[i].load(), d, w1, small1));
-        exp_avg[i] = S::store(m);
-        let v = q(addcmul::<S>(
-            q(exp_avg_sq[i].load() * b2),
-            one_minus_b2,
-            d,
-            d,
-        ));
-        exp_avg_sq[i] = S::store(v);
+        let (pv, _, m, v) = moments.update(p[i], g[i], &mut exp_avg[i], &mut exp_avg_sq[i]);
         let corrected = q(m / bc1);
         let update = match rectified {
             Some((bc2_sqrt, rect)) => {
