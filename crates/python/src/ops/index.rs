@@ -18,7 +18,7 @@ impl PyTensor {
     /// them, as views; an index with integer tensors, lists or bool masks (advanced
     /// indexing) goes to `rustgrad._shape._getitem_advanced`.
     fn __getitem__(slf: &Bound<'_, Self>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let index = &sequence_as_tuple(index)?;
+        let index = &normalize_index(index)?;
         if has_advanced_item(index) {
             return Ok(advanced_hook(slf.py(), "_getitem_advanced")?
                 .call1((slf, index))?
@@ -37,7 +37,7 @@ impl PyTensor {
         index: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let index = &sequence_as_tuple(index)?;
+        let index = &normalize_index(index)?;
         if has_advanced_item(index) {
             advanced_hook(slf.py(), "_setitem_advanced")?.call1((slf, index, value))?;
             return Ok(());
@@ -50,11 +50,116 @@ impl PyTensor {
     }
 }
 
+/// The one entry of every Python index (`__getitem__` and `__setitem__`): a sequence
+/// index that is not a list, tuple or tensor (a `range`, a numpy array with dims, a
+/// `deque`, ...) becomes the list (numpy: the tensor) of its items, at the top level and
+/// as an item of a tuple, as PyTorch's `applySlicing` reads any `PySequence` as
+/// `torch.tensor(seq)` (advanced indexing); then a list may be read as a tuple
+/// (`sequence_as_tuple`). Other indices are returned as they are.
+fn normalize_index<'py>(index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let index = match sequence_index(index)? {
+        Some(seq) => seq,
+        None => index.clone(),
+    };
+    let index = sequence_as_tuple(&index)?;
+    let Ok(tuple) = index.cast::<PyTuple>() else {
+        return Ok(index);
+    };
+    let mut items = Vec::with_capacity(tuple.len());
+    let mut changed = false;
+    for item in tuple.iter() {
+        match sequence_index(&item)? {
+            Some(seq) => {
+                items.push(seq);
+                changed = true;
+            }
+            None => items.push(item),
+        }
+    }
+    if !changed {
+        return Ok(index);
+    }
+    Ok(PyTuple::new(index.py(), items)?.into_any())
+}
+
+/// A sequence index item other than a list, tuple or tensor, as the list of its items
+/// (a `range`, a `deque`, an `array.array`, ...) or, for a numpy array with dims, the
+/// tensor of it (`rustgrad.as_tensor`: a bool array is a mask); `None` for every other
+/// item (ints, numpy scalars and 0-d arrays, slices, ...). `str` and `bytes` are
+/// PyTorch's TypeError (`torch.tensor("ab")`).
+fn sequence_index<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    use pyo3::types::{PyByteArray, PyBytes, PyInt, PyList, PyRange, PySequence, PyString};
+    if item.is_none()
+        || item.is_instance_of::<PyInt>()
+        || item.is_instance_of::<PySlice>()
+        || item.is_instance_of::<PyList>()
+        || item.is_instance_of::<PyTuple>()
+        || item.is_instance_of::<PyEllipsis>()
+        || item.cast::<PyTensor>().is_ok()
+    {
+        return Ok(None);
+    }
+    let py = item.py();
+    if item.is_instance_of::<PyRange>() {
+        return Ok(Some(as_list(item)?));
+    }
+    for (is, name) in [
+        (item.is_instance_of::<PyString>(), "str"),
+        (item.is_instance_of::<PyBytes>(), "bytes"),
+        (item.is_instance_of::<PyByteArray>(), "bytearray"),
+    ] {
+        if is {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "new(): invalid data type '{name}'"
+            )));
+        }
+    }
+    if item.hasattr(pyo3::intern!(py, "__array_interface__"))? {
+        // numpy: an array with dims is a tensor index; scalars and 0-d arrays are ints.
+        let ndim: i64 = item.getattr(pyo3::intern!(py, "ndim"))?.extract()?;
+        if ndim == 0 {
+            return Ok(None);
+        }
+        let rustgrad = py.import("rustgrad")?;
+        return Ok(Some(rustgrad.getattr("as_tensor")?.call1((item,))?));
+    }
+    if item.cast::<PySequence>().is_ok() {
+        return Ok(Some(as_list(item)?));
+    }
+    Ok(None)
+}
+
+/// The items of an iterable, as a list.
+fn as_list<'py>(item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let items = item.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+    Ok(pyo3::types::PyList::new(item.py(), items)?.into_any())
+}
+
+/// Whether a list item is a sequence other than a list or tuple (a `range`, a numpy
+/// array with dims, a `deque`, ...), which makes PyTorch read the list as a tuple.
+fn is_other_sequence(item: &Bound<'_, PyAny>) -> bool {
+    use pyo3::types::{PyBytes, PyInt, PyRange, PySequence, PyString};
+    if item.is_instance_of::<PyInt>()
+        || item.is_instance_of::<PyString>()
+        || item.is_instance_of::<PyBytes>()
+    {
+        return false;
+    }
+    if item.is_instance_of::<PyRange>() || item.cast::<PySequence>().is_ok() {
+        return true;
+    }
+    item.hasattr("__array_interface__").unwrap_or(false)
+        && item
+            .getattr("ndim")
+            .and_then(|n| n.extract::<i64>())
+            .is_ok_and(|n| n >= 1)
+}
+
 /// PyTorch's warning for a list index it reads as a tuple.
 const SEQUENCE_AS_TUPLE: &str = "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error or a different result";
 
 /// PyTorch's `treatSequenceAsTuple`: a list index of fewer than 32 items of which one
-/// is a tensor, a list or tuple, a slice, `...` or `None` is read as the tuple of its
+/// is a tensor, a sequence (list, tuple, range, numpy array, ...), a slice, `...` or `None` is read as the tuple of its
 /// items, with PyTorch's deprecation warning (`x[[i]]` with a 0-d tensor `i` is `x[i]`,
 /// `x[[0, None]]` is `x[0, None]`); other indices are returned as they are.
 fn sequence_as_tuple<'py>(index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -71,6 +176,7 @@ fn sequence_as_tuple<'py>(index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAn
             || item.is_instance_of::<pyo3::types::PyList>()
             || item.is_instance_of::<PyTuple>()
             || item.cast::<PyTensor>().is_ok()
+            || is_other_sequence(item)
     };
     if !list.iter().any(|item| structural(&item)) {
         return Ok(index.clone());
