@@ -2539,6 +2539,181 @@ NN_CASES = {
         "either size or scale_factor should be defined",
     ),
 }
+# margin, Gaussian and CTC losses (issue 21): PyTorch 2.15's exception types and messages.
+_LP = torch.randn(6, 2, 4).log_softmax(2)
+_TG = torch.tensor([[1, 2], [3, 3]])
+NN_CASES.update(
+    {
+        "ctc_loss/input_length_too_long": (
+            lambda: F.ctc_loss(_LP, _TG, (7, 5), (2, 2)),
+            RT,
+            "Expected input_lengths to have value at most 6, but got value 7",
+        ),
+        "ctc_loss/negative_target_length": (
+            lambda: F.ctc_loss(_LP, _TG, (6, 5), (-1, 2)),
+            RT,
+            "Expected target_lengths to have value at least 0, but got value -1",
+        ),
+        "ctc_loss/padded_targets_too_short": (
+            lambda: F.ctc_loss(_LP, _TG, (6, 5), (3, 2)),
+            RT,
+            "Expected tensor to have size at least 3 at dimension 1, but got size 2",
+        ),
+        "ctc_loss/concatenated_targets_wrong_size": (
+            lambda: F.ctc_loss(_LP, torch.tensor([1, 2, 3]), (6, 5), (2, 2)),
+            RT,
+            "Expected tensor to have size 4 at dimension 0, but got size 3",
+        ),
+        "ctc_loss/lengths_not_batch_size": (
+            lambda: F.ctc_loss(_LP, _TG, (6,), (2, 2)),
+            RT,
+            "input_lengths must be of size batch_size",
+        ),
+        "ctc_loss/blank_out_of_range": (
+            lambda: F.ctc_loss(_LP, _TG, (6, 5), (2, 2), blank=4),
+            RT,
+            "blank must be in label range",
+        ),
+        "ctc_loss/float_lengths": (
+            lambda: F.ctc_loss(_LP, _TG, torch.tensor([6.0, 5.0]), torch.tensor([2, 2])),
+            RT,
+            "input_lengths must be integral",
+        ),
+        "ctc_loss/three_dim_targets": (
+            lambda: F.ctc_loss(_LP, _TG[None], (6, 5), (2, 2)),
+            RT,
+            "Expected 1 to 2 dimensions, but got 3-dimensional tensor",
+        ),
+        "ctc_loss/integer_log_probs": (
+            lambda: F.ctc_loss(_LP.long(), _TG, (6, 5), (2, 2)),
+            NIE,
+            "\"ctc_loss_cpu\" not implemented for 'Long'",
+        ),
+        "ctc_loss/bad_reduction": (
+            lambda: F.ctc_loss(_LP, _TG, (6, 5), (2, 2), reduction="x"),
+            VE,
+            "x is not a valid value for reduction",
+        ),
+        "gaussian_nll_loss/var_wrong_size": (
+            lambda: F.gaussian_nll_loss(x, x, torch.ones(2, 4)),
+            VE,
+            "var is of incorrect size",
+        ),
+        "gaussian_nll_loss/negative_var": (
+            lambda: F.gaussian_nll_loss(x, x, -torch.ones(3, 4)),
+            VE,
+            "var has negative entry/entries",
+        ),
+        "gaussian_nll_loss/bad_reduction": (
+            lambda: F.gaussian_nll_loss(x, x, torch.ones(3, 4), reduction="x"),
+            VE,
+            "x is not valid",
+        ),
+        "hinge_embedding_loss/shapes_do_not_broadcast": (
+            lambda: F.hinge_embedding_loss(x, torch.ones(2, 4)),
+            RT,
+            "The size of tensor a (2) must match the size of tensor b (3) at",
+        ),
+        "hinge_embedding_loss/bad_reduction": (
+            lambda: F.hinge_embedding_loss(x, torch.ones(3, 4), reduction="x"),
+            VE,
+            "x is not a valid value for reduction",
+        ),
+        "soft_margin_loss/shapes_do_not_broadcast": (
+            lambda: F.soft_margin_loss(x, torch.ones(2, 4)),
+            RT,
+            "The size of tensor a (3) must match the size of tensor b (2) at",
+        ),
+        "soft_margin_loss/target_requires_grad": (
+            lambda: F.soft_margin_loss(x, torch.ones(3, 4, requires_grad=True)),
+            RT,
+            "The function 'soft_margin_loss' is not differentiable with respect to argument "
+            "'target'",
+        ),
+        "soft_margin_loss/integers": (
+            lambda: F.soft_margin_loss(x.long(), torch.ones(3, 4, dtype=torch.long)),
+            RT,
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        "multilabel_margin_loss/target_out_of_range": (
+            lambda: F.multilabel_margin_loss(x, torch.tensor([[1, 4, -1, 0]] * 3)),
+            RT,
+            "argument #2 'target' is out of range",
+        ),
+        "multilabel_margin_loss/inconsistent_target": (
+            lambda: F.multilabel_margin_loss(x, torch.tensor([[1, 2, -1]] * 3)),
+            RT,
+            "inconsistent target size: [3, 3] for input of size: [3, 4]",
+        ),
+        "multilabel_margin_loss/three_dim_input": (
+            lambda: F.multilabel_margin_loss(x3, torch.zeros(2, 3, 4, dtype=torch.long)),
+            RT,
+            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+            "[2, 3, 4]",
+        ),
+        "multilabel_margin_loss/float_target": (
+            lambda: F.multilabel_margin_loss(x, torch.zeros(3, 4)),
+            RT,
+            "expected scalar type Long but found Float",
+        ),
+        "multilabel_soft_margin_loss/bad_reduction": (
+            lambda: F.multilabel_soft_margin_loss(x, torch.ones(3, 4), reduction="x"),
+            VE,
+            "x is not valid",
+        ),
+        "multilabel_soft_margin_loss/shapes_do_not_broadcast": (
+            lambda: F.multilabel_soft_margin_loss(x, torch.ones(3, 3)),
+            RT,
+            "The size of tensor a (3) must match the size of tensor b (4) at",
+        ),
+        "multi_margin_loss/target_out_of_range": (
+            lambda: F.multi_margin_loss(x, torch.tensor([0, 1, 4])),
+            RT,
+            "target out of range",
+        ),
+        "multi_margin_loss/target_wrong_size": (
+            lambda: F.multi_margin_loss(x, torch.tensor([0, 1])),
+            RT,
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            "input samples (batch size). Expected target size [3], but got [2]. Input has "
+            "shape [3, 4].",
+        ),
+        "multi_margin_loss/bad_p": (
+            lambda: F.multi_margin_loss(x, torch.tensor([0, 1, 2]), p=3),
+            VE,
+            "only p == 1 and p == 2 supported",
+        ),
+        "multi_margin_loss/weight_wrong_size": (
+            lambda: F.multi_margin_loss(x, torch.tensor([0, 1, 2]), weight=torch.ones(3)),
+            RT,
+            "inconsistent weight size, expected 4 but got [3]",
+        ),
+        "multi_margin_loss/weight_requires_grad": (
+            lambda: F.multi_margin_loss(
+                x, torch.tensor([0, 1, 2]), weight=torch.ones(4, requires_grad=True)
+            ),
+            RT,
+            "The function 'multi_margin_loss' is not differentiable with respect to argument "
+            "'weight'",
+        ),
+        "multi_margin_loss/integer_input": (
+            lambda: F.multi_margin_loss(x.long(), torch.tensor([0, 1, 2])),
+            NIE,
+            "\"multi_margin_loss_cpu_kernel\" not implemented for 'Long'",
+        ),
+        "triplet_margin_with_distance_loss/wrong_ranks": (
+            lambda: F.triplet_margin_with_distance_loss(x, x, torch.randn(4)),
+            RT,
+            "The anchor, positive, and negative tensors are expected to have the same number "
+            "of dimensions, but got: anchor 2D, positive 2D, and negative 1D inputs",
+        ),
+        "triplet_margin_with_distance_loss/non_positive_margin": (
+            lambda: F.triplet_margin_with_distance_loss(x, x, x, margin=0.0),
+            VE,
+            "margin must be greater than 0, got 0.0",
+        ),
+    }
+)
 CASES.update({f"nn.functional.{name}": case for name, case in NN_CASES.items()})
 
 # Hostile checkpoints of tests/vectors/hostile_pickles (test_serialization_hostile.py

@@ -283,6 +283,35 @@ CASES: dict[str, Case] = {
     "triplet_margin_loss": Case(
         lambda a, p, n: F.triplet_margin_loss(a, p, n, 5.0), Fl(3, 4), Fl(3, 4), Fl(3, 4)
     ),
+    # margin, Gaussian and CTC losses (issue 21)
+    "ctc_loss": Case(
+        lambda x, t: F.ctc_loss(x, t, (5, 4), (2, 2), reduction="sum"),
+        Fl(5, 2, 4),
+        Ix([[1, 2], [3, 3]]),
+    ),
+    "gaussian_nll_loss": Case(F.gaussian_nll_loss, Fl(3, 4), Fl(3, 4), Fl(3, 4, dom=P)),
+    "hinge_embedding_loss": Case(
+        lambda x, y: F.hinge_embedding_loss(x, y, 0.5), Fl(3, 4), Fx([[1, -1, 1, -1]] * 3)
+    ),
+    "multi_margin_loss": Case(
+        lambda x, t, w: F.multi_margin_loss(x, t, p=2, weight=w),
+        Fl(4, 3),
+        Ix([0, 2, 1, 2]),
+        Fl(3, dom=P, grad=False),
+    ),
+    "multilabel_margin_loss": Case(
+        F.multilabel_margin_loss, Fl(2, 4), Ix([[3, 0, -1, 1], [1, 2, 0, 3]])
+    ),
+    "multilabel_soft_margin_loss": Case(
+        F.multilabel_soft_margin_loss, Fl(3, 4), Fx([[1, 0, 1, 0]] * 3), Fl(4, dom=P)
+    ),
+    "soft_margin_loss": Case(F.soft_margin_loss, Fl(3, 4), Fx([[1, -1, 1, -1]] * 3)),
+    "triplet_margin_with_distance_loss": Case(
+        lambda a, p, n: F.triplet_margin_with_distance_loss(a, p, n, swap=True),
+        Fl(3, 4),
+        Fl(3, 4),
+        Fl(3, 4),
+    ),
     # ---- spatial
     "affine_grid": Case(lambda t: F.affine_grid(t, [2, 1, 2, 3], align_corners=False), Fl(2, 2, 3)),
     "grid_sample": Case(

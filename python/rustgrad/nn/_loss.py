@@ -19,16 +19,24 @@ __all__ = [
     "cosine_embedding_loss",
     "cosine_similarity",
     "cross_entropy",
+    "ctc_loss",
+    "gaussian_nll_loss",
+    "hinge_embedding_loss",
     "huber_loss",
     "kl_div",
     "l1_loss",
     "margin_ranking_loss",
     "mse_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "multilabel_soft_margin_loss",
     "nll_loss",
     "pairwise_distance",
     "poisson_nll_loss",
     "smooth_l1_loss",
+    "soft_margin_loss",
     "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
 ]
 
 
@@ -560,4 +568,338 @@ def triplet_margin_loss(
         float(eps),
         builtins.bool(swap),
         reduction,
+    )
+
+
+# ------------------------------------------------- margin, Gaussian and CTC losses (issue 21)
+
+
+def _torch():  # noqa: ANN202
+    """The ``rustgrad`` package (imported late: it imports this module)."""
+    import rustgrad
+
+    return rustgrad
+
+
+def hinge_embedding_loss(
+    input: Tensor,
+    target: Tensor,
+    margin: builtins.float = 1.0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1 (ATen's
+    composition: ``where(target != 1, (margin - input).clamp_min_(0), 0) + where(target
+    != -1, input, 0)``), reduced.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x = rustgrad.tensor([0.3, 0.2])
+        >>> round(F.hinge_embedding_loss(x, rustgrad.tensor([1.0, -1.0])).item(), 4)
+        0.55
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    zeros = _torch().zeros_like(input)
+    margin_clamp = (margin - input).clamp_min_(0)
+    output_margin = _torch().where(target != 1, margin_clamp, zeros)
+    output_self = _torch().where(target != -1, input, zeros)
+    return _reduce(output_margin + output_self, reduction)
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    """ATen's ``apply_loss_reduction``."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``log(1 + exp(-target * input))``, reduced (grad_fn ``SoftMarginLossBackward0``;
+    the target is not differentiable).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> round(F.soft_margin_loss(rustgrad.zeros(2), rustgrad.ones(2)).item(), 4)
+        0.6931
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    input, target = _promoted(input, target)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type {_type_name(input)}"
+        )
+    return _pointwise_loss(input, target, "soft_margin", 0.0, None, None, reduction)
+
+
+def _type_name(t: Tensor) -> str:
+    """The C++ scalar type name of ``t``'s dtype (``Long`` for int64)."""
+    names = {
+        "torch.int64": "Long",
+        "torch.int32": "Int",
+        "torch.int16": "Short",
+        "torch.int8": "Char",
+        "torch.uint8": "Byte",
+        "torch.bool": "Bool",
+    }
+    return names.get(str(t.dtype), str(t.dtype))
+
+
+def multilabel_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Per sample, ``sum_{j, d} max(0, 1 - x[j] + x[d]) / C`` over the target classes
+    ``j`` (``target``'s entries up to the first -1) and the other classes ``d``; one
+    native node (grad_fn ``MultilabelMarginLossBackward0``).
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x = rustgrad.tensor([[0.1, 0.2, 0.4, 0.8]])
+        >>> y = rustgrad.tensor([[3, 0, -1, 1]])
+        >>> round(F.multilabel_margin_loss(x, y).item(), 4)
+        0.85
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    return _rustgrad._multilabel_margin_loss(input, target, reduction)
+
+
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``-(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))`` (times
+    ``weight``) averaged over the classes, then reduced, composed as PyTorch composes it.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x, y = rustgrad.zeros(1, 2), rustgrad.ones(1, 2)
+        >>> round(F.multilabel_soft_margin_loss(x, y).item(), 4)
+        0.6931
+    """
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    from .functional import logsigmoid
+
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    classes = input.size(class_dim)
+    loss = loss.sum(dim=class_dim) / classes
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(reduction + " is not valid")
+
+
+def multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: int = 1,
+    margin: builtins.float = 1.0,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Per sample, ``sum_{c != y} weight[y] * max(0, margin - x[y] + x[c]) ** p / C``
+    with ``y`` its class index; ``p`` is 1 or 2. One native node (grad_fn
+    ``MultiMarginLossBackward0``); ``weight`` is not differentiable.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x = rustgrad.tensor([[0.1, 0.2, 0.4, 0.8]])
+        >>> round(F.multi_margin_loss(x, rustgrad.tensor([3])).item(), 4)
+        0.325
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    return _rustgrad._multi_margin_loss(input, target, int(p), float(margin), weight, reduction)
+
+
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: Tensor | builtins.float,
+    full: builtins.bool = False,
+    eps: builtins.float = 1e-6,
+    reduction: str = "mean",
+) -> Tensor:
+    """The Gaussian negative log-likelihood ``0.5 * (log(var) + (input - target) ** 2 /
+    var)`` (plus ``0.5 * log(2 pi)`` when ``full``), with ``var`` clamped to ``eps``
+    without recording the clamp; ``var`` may lack the last dim or have one dim of size
+    1 (homoscedastic), as in PyTorch.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> x = rustgrad.zeros(3)
+        >>> F.gaussian_nll_loss(x, x, rustgrad.ones(3)).item()
+        0.0
+    """
+    import math
+
+    from .. import no_grad
+
+    if isinstance(var, builtins.float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * _torch().ones_like(input)
+    elif _torch().any(var < 0):
+        raise ValueError("var has negative entry/entries")
+    if var.size() != input.size():
+        if input.size()[:-1] == var.size():
+            var = _torch().unsqueeze(var, -1)
+        elif (
+            input.ndim == var.ndim
+            and builtins.sum(y for x, y in zip(input.size(), var.size(), strict=True) if x != y)
+            == 1
+        ):
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction != "none" and reduction != "mean" and reduction != "sum":
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (_torch().log(var) + (input - target) ** 2 / var)
+    if full:
+        loss += 0.5 * math.log(2 * math.pi)
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def triplet_margin_with_distance_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    *,
+    distance_function: object | None = None,
+    margin: builtins.float = 1.0,
+    swap: builtins.bool = False,
+    reduction: str = "mean",
+) -> Tensor:
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` for any distance
+    function ``d`` (default ``pairwise_distance``); ``swap`` takes the smaller of ``d(a,
+    n)`` and ``d(p, n)``.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> a = rustgrad.zeros(1, 2)
+        >>> F.triplet_margin_with_distance_loss(a, a, a + 3.0).item()
+        0.0
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
+    if not (a_dim == p_dim and p_dim == n_dim):
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have "
+            f"the same number of dimensions, but got: anchor {a_dim}D, "
+            f"positive {p_dim}D, and negative {n_dim}D inputs"
+        )
+    distance = pairwise_distance if distance_function is None else distance_function
+    dist_pos = distance(anchor, positive)  # type: ignore[operator]
+    dist_neg = distance(anchor, negative)  # type: ignore[operator]
+    if swap:
+        dist_swap = distance(positive, negative)  # type: ignore[operator]
+        dist_neg = _torch().minimum(dist_neg, dist_swap)
+    loss = _torch().clamp_min(margin + dist_pos - dist_neg, 0)
+    if reduction == "sum":
+        return _torch().sum(loss)
+    if reduction == "mean":
+        return _torch().mean(loss)
+    return loss
+
+
+def _ctc_lengths(name: str, lengths: object) -> list[int]:
+    """A length argument of ``ctc_loss`` as a list of ints: an integer tensor (0-d or
+    1-D) or a sequence of ints."""
+    if isinstance(lengths, Tensor):
+        if lengths.dtype.is_floating_point or str(lengths.dtype) == "torch.bool":
+            raise RuntimeError(f"{name} must be integral")
+        return [int(v) for v in lengths.reshape(-1).tolist()]
+    return [int(v) for v in lengths]  # type: ignore[attr-defined]
+
+
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Tensor | tuple[int, ...] | list[int],
+    target_lengths: Tensor | tuple[int, ...] | list[int],
+    blank: int = 0,
+    reduction: str = "mean",
+    zero_infinity: builtins.bool = False,
+) -> Tensor:
+    """The connectionist temporal classification loss of ``log_probs`` (``(T, N, C)``,
+    or ``(T, C)`` unbatched) against ``targets`` (padded ``(N, S)`` or the targets
+    concatenated, 1-D). One native node (grad_fn ``CtcLossBackward0``) computes the
+    per-sample negative log-likelihoods with the alpha / beta recursions in log space;
+    ``mean`` divides each by its target length (at least 1) and averages, as PyTorch.
+    The lengths are both integer tensors or both sequences of ints.
+
+    Example:
+        >>> import rustgrad
+        >>> import rustgrad.nn.functional as F
+        >>> lp = rustgrad.zeros(2, 1, 2).log_softmax(2)
+        >>> round(F.ctc_loss(lp, rustgrad.tensor([[1]]), (2,), (1,), reduction="sum").item(), 4)
+        0.2877
+    """
+    if isinstance(input_lengths, Tensor) != isinstance(target_lengths, Tensor):
+        raise TypeError(
+            "ctc_loss() received an invalid combination of arguments: input_lengths and "
+            "target_lengths must both be tensors or both be tuples of ints"
+        )
+    if not isinstance(input_lengths, Tensor) and (
+        isinstance(input_lengths, builtins.int) or isinstance(target_lengths, builtins.int)
+    ):
+        raise TypeError(
+            "ctc_loss() received an invalid combination of arguments: expected tuple of ints "
+            "input_lengths and target_lengths"
+        )
+    reduction = _reduction(None, None, reduction)
+    inputs = _ctc_lengths("input_lengths", input_lengths)
+    target = _ctc_lengths("target_lengths", target_lengths)
+    return _rustgrad._ctc_loss(
+        log_probs,
+        targets,
+        inputs,
+        target,
+        int(blank),
+        reduction,
+        builtins.bool(zero_infinity),
     )

@@ -73,17 +73,26 @@ from ._loss import (
     cosine_embedding_loss,
     cosine_similarity,
     cross_entropy,
+    ctc_loss,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
     huber_loss,
     kl_div,
     l1_loss,
     margin_ranking_loss,
     mse_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
     nll_loss,
     pairwise_distance,
     poisson_nll_loss,
     smooth_l1_loss,
+    soft_margin_loss,
     triplet_margin_loss,
+    triplet_margin_with_distance_loss,
 )
+from ._attention import scaled_dot_product_attention
 from ._norm import (
     batch_norm,
     group_norm,
@@ -221,6 +230,8 @@ __all__ += [
     "upsample_bilinear",
     "upsample_nearest",
 ]
+# Attention (nn/_attention.py).
+__all__ += ["scaled_dot_product_attention"]
 
 
 def dropout(
@@ -307,3 +318,16 @@ def log_softmax(input: Tensor, dim: Any = None, _stacklevel: int = 3, dtype: Any
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim())
     return input.log_softmax(dim, dtype)
+
+
+# margin, Gaussian and CTC losses (_loss.py, issue 21)
+__all__ += [
+    "ctc_loss",
+    "gaussian_nll_loss",
+    "hinge_embedding_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "multilabel_soft_margin_loss",
+    "soft_margin_loss",
+    "triplet_margin_with_distance_loss",
+]

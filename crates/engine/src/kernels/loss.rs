@@ -388,6 +388,389 @@ fn internal_lengths() -> Error {
     )
 }
 
+// ----- margin losses ---------------------------------------------------------------------
+//
+// `multi_margin_loss` and `multilabel_margin_loss` over `(frames, dim)` rows, as ATen's
+// CPU kernels compute them (serially per row, in f64), forward and backward. See Note
+// [Margin and CTC losses].
+
+/// The options of `multi_margin_loss`.
+#[derive(Copy, Clone, Debug)]
+pub struct MultiMargin<'a> {
+    /// The exponent: 1 or 2.
+    pub p: u8,
+    /// The margin.
+    pub margin: f64,
+    /// One weight per class, or `None` for ones.
+    pub weight: Option<&'a [f64]>,
+}
+
+/// Runs `f(row)` for every row, in parallel by whole rows when the problem is large;
+/// each row is computed serially, so the results do not depend on the thread count.
+fn per_row(rows: usize, work: usize, f: impl Fn(usize) -> f64 + Sync + Send) -> Result<Vec<f64>> {
+    let mut out = super::try_vec(rows, 0.0f64)?;
+    if work >= PARALLEL_MIN_ELEMENTS {
+        crate::parallel::fill_each(&mut out, f);
+    } else {
+        out.iter_mut().enumerate().for_each(|(r, v)| *v = f(r));
+    }
+    Ok(out)
+}
+
+/// Per-row `multi_margin_loss`: `sum_{d != y} w_y max(0, margin - x_y + x_d)^p / dim`.
+/// The targets must already be checked to lie in `[0, dim)`.
+pub fn multi_margin_forward(
+    x: &[f64],
+    targets: &[i64],
+    dim: usize,
+    opts: &MultiMargin<'_>,
+) -> Result<Vec<f64>> {
+    per_row(targets.len(), x.len(), |r| {
+        let row = &x[r * dim..(r + 1) * dim];
+        let y = targets[r] as usize;
+        let mut sum = 0.0;
+        for (d, &xd) in row.iter().enumerate() {
+            if d == y {
+                continue;
+            }
+            let z = opts.margin - row[y] + xd;
+            if z > 0.0 {
+                let h = if opts.p == 1 { z } else { z * z };
+                sum += opts.weight.map_or(h, |w| h * w[y]);
+            }
+        }
+        sum / dim as f64
+    })
+}
+
+/// The gradient of `multi_margin_loss` with respect to `x`, each row scaled by
+/// `row_scale(r)` (the incoming gradient over `dim`, and over the rows for `mean`).
+pub fn multi_margin_backward(
+    x: &[f64],
+    targets: &[i64],
+    dim: usize,
+    opts: &MultiMargin<'_>,
+    row_scale: &(dyn Fn(usize) -> f64 + Sync),
+) -> Result<Vec<f64>> {
+    let mut grad = super::try_vec(x.len(), 0.0f64)?;
+    let fill = |r: usize, out: &mut [f64]| {
+        let row = &x[r * dim..(r + 1) * dim];
+        let y = targets[r] as usize;
+        let g = row_scale(r);
+        let mut grad_target = 0.0;
+        for (d, &xd) in row.iter().enumerate() {
+            if d == y {
+                continue;
+            }
+            let z = opts.margin - row[y] + xd;
+            if z > 0.0 {
+                let h = if opts.p == 1 { g } else { 2.0 * g * z };
+                let h = opts.weight.map_or(h, |w| h * w[y]);
+                grad_target -= h;
+                out[d] = h;
+            }
+        }
+        out[y] = grad_target;
+    };
+    if x.len() >= PARALLEL_MIN_ELEMENTS {
+        for_each_chunk_mut(&mut grad, dim, fill);
+    } else {
+        grad.chunks_mut(dim.max(1))
+            .enumerate()
+            .for_each(|(r, c)| fill(r, c));
+    }
+    Ok(grad)
+}
+
+/// The classes a `multilabel_margin_loss` row targets: its target entries up to the
+/// first `-1`. The targets must already be checked to lie in `[-1, dim)`.
+fn multilabel_targets(targets: &[i64]) -> impl Iterator<Item = usize> + '_ {
+    targets.iter().take_while(|&&t| t >= 0).map(|&t| t as usize)
+}
+
+/// Per-row `multilabel_margin_loss`: `sum_{j target, d not target} max(0, 1 - x_j +
+/// x_d) / dim`.
+pub fn multilabel_margin_forward(x: &[f64], targets: &[i64], dim: usize) -> Result<Vec<f64>> {
+    let rows = if dim == 0 { 0 } else { x.len() / dim };
+    per_row(rows, x.len(), |r| {
+        let row = &x[r * dim..(r + 1) * dim];
+        let target = &targets[r * dim..(r + 1) * dim];
+        let mut is_target = vec![false; dim];
+        multilabel_targets(target).for_each(|j| is_target[j] = true);
+        let mut sum = 0.0;
+        for j in multilabel_targets(target) {
+            for (d, &xd) in row.iter().enumerate() {
+                if !is_target[d] {
+                    let z = 1.0 - row[j] + xd;
+                    if z > 0.0 {
+                        sum += z;
+                    }
+                }
+            }
+        }
+        sum / dim as f64
+    })
+}
+
+/// The gradient of `multilabel_margin_loss` with respect to `x`, each row scaled by
+/// `row_scale(r)`.
+pub fn multilabel_margin_backward(
+    x: &[f64],
+    targets: &[i64],
+    dim: usize,
+    row_scale: &(dyn Fn(usize) -> f64 + Sync),
+) -> Result<Vec<f64>> {
+    let mut grad = super::try_vec(x.len(), 0.0f64)?;
+    let fill = |r: usize, out: &mut [f64]| {
+        let row = &x[r * dim..(r + 1) * dim];
+        let target = &targets[r * dim..(r + 1) * dim];
+        let g = row_scale(r);
+        let mut is_target = vec![false; dim];
+        multilabel_targets(target).for_each(|j| is_target[j] = true);
+        for j in multilabel_targets(target) {
+            for (d, &xd) in row.iter().enumerate() {
+                if !is_target[d] && 1.0 - row[j] + xd > 0.0 {
+                    out[j] -= g;
+                    out[d] += g;
+                }
+            }
+        }
+    };
+    if x.len() >= PARALLEL_MIN_ELEMENTS {
+        for_each_chunk_mut(&mut grad, dim, fill);
+    } else {
+        grad.chunks_mut(dim.max(1))
+            .enumerate()
+            .for_each(|(r, c)| fill(r, c));
+    }
+    Ok(grad)
+}
+
+// ----- CTC ------------------------------------------------------------------------------
+//
+// The connectionist temporal classification loss as ATen's CPU kernel computes it: the
+// forward variables alpha in log space, the negative log-likelihood of each sample, and
+// in the backward the beta variables and the gradient with respect to the log-probabilities.
+
+/// A CTC problem: `log_probs` is `(time, batch, classes)` contiguous; sample `b`'s target
+/// labels are `targets[target_offsets[b] + k * target_stride]` for `k < target_lengths[b]`
+/// (checked to lie in `[0, classes)`), its input the first `input_lengths[b]` steps.
+#[derive(Clone, Debug)]
+pub struct Ctc<'a> {
+    /// The log-probabilities, `(time, batch, classes)`.
+    pub log_probs: &'a [f64],
+    /// The number of time steps.
+    pub time: usize,
+    /// The batch size.
+    pub batch: usize,
+    /// The number of classes (blank included).
+    pub classes: usize,
+    /// The target labels (concatenated or padded).
+    pub targets: &'a [i64],
+    /// Where each sample's labels start in `targets`.
+    pub target_offsets: &'a [usize],
+    /// The step between consecutive labels of one sample.
+    pub target_stride: usize,
+    /// Each sample's input length (at most `time`).
+    pub input_lengths: &'a [usize],
+    /// Each sample's target length.
+    pub target_lengths: &'a [usize],
+    /// The blank label.
+    pub blank: usize,
+}
+
+impl Ctc<'_> {
+    /// The number of extended labels (blank, l1, blank, ..., blank) of the longest target.
+    pub fn states(&self) -> usize {
+        2 * self.target_lengths.iter().copied().max().unwrap_or(0) + 1
+    }
+
+    /// Label `s` of sample `b`'s extended target: the blank at even `s`.
+    fn prime(&self, b: usize, s: usize) -> usize {
+        if s % 2 == 0 {
+            self.blank
+        } else {
+            self.targets[self.target_offsets[b] + (s / 2) * self.target_stride] as usize
+        }
+    }
+
+    fn lp(&self, t: usize, b: usize, c: usize) -> f64 {
+        self.log_probs[(t * self.batch + b) * self.classes + c]
+    }
+}
+
+/// `log(exp(a) + exp(b) + exp(c))` as ATen computes it (a max of `-inf` counts as 0).
+fn log_sum3(a: f64, b: f64, c: f64) -> f64 {
+    let mut m = a.max(b).max(c);
+    if m == f64::NEG_INFINITY {
+        m = 0.0;
+    }
+    ((a - m).exp() + (b - m).exp() + (c - m).exp()).ln() + m
+}
+
+/// The forward: each sample's negative log-likelihood and its log-alpha table
+/// (`(batch, time, states)`, `-inf` outside its lengths).
+pub fn ctc_forward(p: &Ctc<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
+    let states = p.states();
+    let per_sample = p.time * states;
+    let mut log_alpha = super::try_vec(p.batch * per_sample, f64::NEG_INFINITY)?;
+    let fill = |b: usize, la: &mut [f64]| {
+        let (il, tl) = (p.input_lengths[b], p.target_lengths[b]);
+        if il == 0 {
+            return;
+        }
+        la[0] = p.lp(0, b, p.blank);
+        if tl > 0 {
+            la[1] = p.lp(0, b, p.prime(b, 1));
+        }
+        for t in 1..il {
+            for s in 0..2 * tl + 1 {
+                let current = p.prime(b, s);
+                let prev = (t - 1) * states;
+                let la1 = la[prev + s];
+                let la2 = if s > 0 {
+                    la[prev + s - 1]
+                } else {
+                    f64::NEG_INFINITY
+                };
+                let la3 = if s > 1 && p.prime(b, s - 2) != current {
+                    la[prev + s - 2]
+                } else {
+                    f64::NEG_INFINITY
+                };
+                la[t * states + s] = log_sum3(la1, la2, la3) + p.lp(t, b, current);
+            }
+        }
+    };
+    let work = p.batch * per_sample;
+    if work >= PARALLEL_MIN_ELEMENTS {
+        for_each_chunk_mut(&mut log_alpha, per_sample.max(1), fill);
+    } else if per_sample > 0 {
+        log_alpha
+            .chunks_mut(per_sample)
+            .enumerate()
+            .for_each(|(b, c)| fill(b, c));
+    }
+    let nll = (0..p.batch)
+        .map(|b| {
+            let (il, tl) = (p.input_lengths[b], p.target_lengths[b]);
+            if il == 0 {
+                // No path through an empty input, except to an empty target.
+                return if tl == 0 { -0.0 } else { f64::INFINITY };
+            }
+            let last = &log_alpha[b * per_sample + (il - 1) * states..];
+            if tl == 0 {
+                -last[0]
+            } else {
+                -log_sum3(last[2 * tl], last[2 * tl - 1], f64::NEG_INFINITY)
+            }
+        })
+        .collect();
+    Ok((nll, log_alpha))
+}
+
+/// The gradient with respect to the log-probabilities (`(time, batch, classes)`), as
+/// ATen's CPU kernel computes it: `exp(lp) - exp(log(alpha beta) + nll - lp)` times the
+/// sample's incoming gradient `grad_out[b]` over its input length, 0 after it; a sample
+/// whose loss is infinite gets zeros when `zero_infinity`. (The `exp(lp)` term is the
+/// gradient through a log-softmax ATen assumes; it is what PyTorch returns.)
+pub fn ctc_backward(
+    p: &Ctc<'_>,
+    nll: &[f64],
+    log_alpha: &[f64],
+    grad_out: &[f64],
+    zero_infinity: bool,
+) -> Result<Vec<f64>> {
+    let states = p.states();
+    let per_sample = p.time * p.classes;
+    // Computed per sample as `(batch, time, classes)`, then transposed.
+    let mut by_sample = super::try_vec(p.batch * per_sample, 0.0f64)?;
+    let fill = |b: usize, out: &mut [f64]| {
+        let (il, tl) = (p.input_lengths[b], p.target_lengths[b]);
+        if (zero_infinity && nll[b] == f64::INFINITY) || il == 0 {
+            return;
+        }
+        let la = &log_alpha[b * p.time * states..(b + 1) * p.time * states];
+        let mut lb = vec![f64::NEG_INFINITY; il * states];
+        // log(sum over s with prime(s) = c of alpha beta), per (t, c).
+        let mut lcab = vec![f64::NEG_INFINITY; il * p.classes];
+        let add = |lcab: &mut [f64], at: usize, value: f64| {
+            let current = lcab[at];
+            lcab[at] = if current == f64::NEG_INFINITY {
+                value
+            } else {
+                let m = current.max(value);
+                ((current - m).exp() + (value - m).exp()).ln() + m
+            };
+        };
+        let last = il - 1;
+        lb[last * states + 2 * tl] = p.lp(last, b, p.blank);
+        add(
+            &mut lcab,
+            last * p.classes + p.blank,
+            la[last * states + 2 * tl] + lb[last * states + 2 * tl],
+        );
+        if tl > 0 {
+            let label = p.prime(b, 2 * tl - 1);
+            lb[last * states + 2 * tl - 1] = p.lp(last, b, label);
+            add(
+                &mut lcab,
+                last * p.classes + label,
+                la[last * states + 2 * tl - 1] + lb[last * states + 2 * tl - 1],
+            );
+        }
+        for t in (0..last).rev() {
+            for s in (0..2 * tl + 1).rev() {
+                let current = p.prime(b, s);
+                let next = (t + 1) * states;
+                let lb1 = lb[next + s];
+                let lb2 = if s < 2 * tl {
+                    lb[next + s + 1]
+                } else {
+                    f64::NEG_INFINITY
+                };
+                let lb3 = if s + 2 < 2 * tl + 1 && p.prime(b, s + 2) != current {
+                    lb[next + s + 2]
+                } else {
+                    f64::NEG_INFINITY
+                };
+                let beta = log_sum3(lb1, lb2, lb3) + p.lp(t, b, current);
+                lb[t * states + s] = beta;
+                add(
+                    &mut lcab,
+                    t * p.classes + current,
+                    la[t * states + s] + beta,
+                );
+            }
+        }
+        let g = grad_out[b];
+        for t in 0..il {
+            for c in 0..p.classes {
+                let lp = p.lp(t, b, c);
+                let res = lcab[t * p.classes + c];
+                out[t * p.classes + c] = (lp.exp() - (res + nll[b] - lp).exp()) * g;
+            }
+        }
+    };
+    if p.batch * per_sample >= PARALLEL_MIN_ELEMENTS {
+        for_each_chunk_mut(&mut by_sample, per_sample.max(1), fill);
+    } else if per_sample > 0 {
+        by_sample
+            .chunks_mut(per_sample)
+            .enumerate()
+            .for_each(|(b, c)| fill(b, c));
+    }
+    let mut grad = super::try_vec(p.batch * per_sample, 0.0f64)?;
+    for b in 0..p.batch {
+        for t in 0..p.time {
+            let from = (b * p.time + t) * p.classes;
+            let to = (t * p.batch + b) * p.classes;
+            grad[to..to + p.classes].copy_from_slice(&by_sample[from..from + p.classes]);
+        }
+    }
+    Ok(grad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

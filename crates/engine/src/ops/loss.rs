@@ -52,6 +52,10 @@ pub(crate) enum Rule {
     /// `binary_cross_entropy`, `binary_cross_entropy_with_logits`); saved `[input,
     /// target, weight or None, pos_weight or None]`.
     Pointwise(Box<Pointwise>),
+    /// `multi_margin_loss` or `multilabel_margin_loss`; saved `[input]`.
+    Margin(Box<MarginLoss>),
+    /// The per-sample negative log-likelihoods of `ctc_loss`; saved `[log_probs]`.
+    Ctc(Box<CtcLoss>),
 }
 
 /// What a class-index loss node keeps besides its saved tensors.
@@ -81,6 +85,8 @@ impl Rule {
         let c = match self {
             Rule::Class(c) => c,
             Rule::Pointwise(p) => return p.kind.name(),
+            Rule::Margin(m) => return m.name(),
+            Rule::Ctc(_) => return "CtcLossBackward0",
         };
         let ndim = c.input_shape.len();
         if c.label_smoothing > 0.0 {
@@ -104,6 +110,8 @@ impl Rule {
         let c = match self {
             Rule::Class(c) => c,
             Rule::Pointwise(p) => return p.apply(saved, grad, needs),
+            Rule::Margin(m) => return m.apply(saved, grad, needs),
+            Rule::Ctc(c) => return c.apply(saved, grad, needs),
         };
         if !needs.first().copied().unwrap_or(false) {
             return Ok(smallvec![None]);
@@ -541,6 +549,8 @@ pub enum PointwiseLoss {
     /// `w ((1 - y) x - (1 + (p - 1) y) log(sigmoid(x)))` with `p` the positive weight
     /// (`binary_cross_entropy_with_logits`).
     BinaryCrossEntropyWithLogits,
+    /// `log(1 + exp(-y x))` (`soft_margin_loss`; the target is not differentiable).
+    SoftMargin,
 }
 
 /// What a pointwise loss node keeps besides its saved tensors.
@@ -560,6 +570,7 @@ impl PointwiseLoss {
             PointwiseLoss::Huber { .. } => "HuberLossBackward0",
             PointwiseLoss::BinaryCrossEntropy => "BinaryCrossEntropyBackward0",
             PointwiseLoss::BinaryCrossEntropyWithLogits => "BinaryCrossEntropyWithLogitsBackward0",
+            PointwiseLoss::SoftMargin => "SoftMarginLossBackward0",
         }
     }
 
@@ -571,6 +582,7 @@ impl PointwiseLoss {
             PointwiseLoss::Huber { .. } => "huber_cpu",
             PointwiseLoss::BinaryCrossEntropy => "binary_cross_entropy",
             PointwiseLoss::BinaryCrossEntropyWithLogits => "log_sigmoid_cpu",
+            PointwiseLoss::SoftMargin => "exp_vml_cpu",
         }
     }
 
@@ -628,6 +640,7 @@ impl PointwiseLoss {
                 };
                 linear.sub(&soft)?
             }
+            PointwiseLoss::SoftMargin => x.neg()?.mul(y)?.exp()?.log1p()?,
         };
         match weight {
             Some(w) => loss.mul(w),
@@ -689,6 +702,12 @@ impl PointwiseLoss {
                     None => (x.sigmoid()?.sub(y)?, x.neg()?),
                 };
                 (gx.mul(&g)?, gy.mul(&g)?)
+            }
+            PointwiseLoss::SoftMargin => {
+                // d/dx log(1 + exp(-y x)) = -y exp(-y x) / (1 + exp(-y x)).
+                let z = x.neg()?.mul(y)?.exp()?;
+                let s = z.div(&z.add_scalar(1.0)?)?.mul(&g)?;
+                (y.mul(&s)?.neg()?, x.mul(&s)?.neg()?)
             }
         };
         Ok((gx, gy))
@@ -757,6 +776,16 @@ impl Variable {
                     operand.dtype(),
                 ));
             }
+        }
+        if kind == PointwiseLoss::SoftMargin
+            && target.requires_grad()
+            && grad_mode::is_grad_enabled()
+        {
+            return Err(Error::InvalidArgument(
+                "The function 'soft_margin_loss' is not differentiable with respect to argument \
+                 'target'. This input cannot have requires_grad True."
+                    .into(),
+            ));
         }
         let shape = crate::shape::broadcast_shapes(&self.shape(), &target.shape())?;
         let dims: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
@@ -1105,6 +1134,510 @@ impl Variable {
             .sub(&dist_neg)?
             .clamp_min(Scalar::Int(0))?;
         reduce(loss, reduction)
+    }
+}
+
+// ----- margin and CTC losses ---------------------------------------------------------------
+//
+// PyTorch has dedicated CPU kernels for these (`multi_margin_loss`,
+// `multilabel_margin_loss`, `_ctc_loss`); so does the engine (`kernels/loss.rs`). Their
+// backwards are kernels too, and, as in PyTorch, not differentiable again. See Note
+// [Margin and CTC losses].
+
+/// Which margin loss a [`MarginLoss`] node computes.
+#[derive(Clone, Debug)]
+enum MarginKind {
+    Multi {
+        p: u8,
+        margin: f64,
+        weight: Option<Box<[f64]>>,
+    },
+    Multilabel,
+}
+
+/// What a margin loss node keeps besides its saved input.
+#[derive(Clone, Debug)]
+pub(crate) struct MarginLoss {
+    kind: MarginKind,
+    reduction: Reduction,
+    targets: Box<[i64]>,
+    /// The classes per row.
+    dim: usize,
+    input_shape: Box<[usize]>,
+}
+
+/// What a CTC node keeps besides its saved log-probabilities.
+#[derive(Clone, Debug)]
+pub(crate) struct CtcLoss {
+    targets: Box<[i64]>,
+    target_offsets: Box<[usize]>,
+    target_stride: usize,
+    input_lengths: Box<[usize]>,
+    target_lengths: Box<[usize]>,
+    blank: usize,
+    zero_infinity: bool,
+    nll: Box<[f64]>,
+    log_alpha: Box<[f64]>,
+    /// `(time, batch, classes)`.
+    shape: [usize; 3],
+}
+
+impl CtcLoss {
+    fn problem<'a>(&'a self, log_probs: &'a [f64]) -> kernel::Ctc<'a> {
+        kernel::Ctc {
+            log_probs,
+            time: self.shape[0],
+            batch: self.shape[1],
+            classes: self.shape[2],
+            targets: &self.targets,
+            target_offsets: &self.target_offsets,
+            target_stride: self.target_stride,
+            input_lengths: &self.input_lengths,
+            target_lengths: &self.target_lengths,
+            blank: self.blank,
+        }
+    }
+
+    fn apply(&self, saved: &[Option<Variable>], grad: &Variable, needs: &[bool]) -> Result<Grads> {
+        if !needs.first().copied().unwrap_or(false) {
+            return Ok(smallvec![None]);
+        }
+        let x = saved_at(saved, 0)?;
+        let log_probs = x.tensor().try_to_vec::<f64>()?;
+        let grad_out = grad.tensor().try_to_vec::<f64>()?;
+        let values = kernel::ctc_backward(
+            &self.problem(&log_probs),
+            &self.nll,
+            &self.log_alpha,
+            &grad_out,
+            self.zero_infinity,
+        )?;
+        let result = Tensor::from_vec(values, &self.shape)?.to_dtype(x.dtype())?;
+        Ok(smallvec![Some(Variable::record_not_differentiable(
+            result,
+            &[x, grad],
+            "derivative for aten::_ctc_loss_backward is not implemented",
+        ))])
+    }
+}
+
+impl MarginLoss {
+    fn name(&self) -> &'static str {
+        match self.kind {
+            MarginKind::Multi { .. } => "MultiMarginLossBackward0",
+            MarginKind::Multilabel => "MultilabelMarginLossBackward0",
+        }
+    }
+
+    fn apply(&self, saved: &[Option<Variable>], grad: &Variable, needs: &[bool]) -> Result<Grads> {
+        if !needs.first().copied().unwrap_or(false) {
+            return Ok(smallvec![None]);
+        }
+        let x = saved_at(saved, 0)?;
+        let values = x.tensor().try_to_vec::<f64>()?;
+        let g = grad.tensor().try_to_vec::<f64>()?;
+        let rows = if self.dim == 0 {
+            0
+        } else {
+            values.len() / self.dim
+        };
+        let per_row = self.reduction == Reduction::None;
+        let divisor = match self.reduction {
+            Reduction::Mean => (rows * self.dim) as f64,
+            _ => self.dim as f64,
+        };
+        let scale = |r: usize| if per_row { g[r] } else { g[0] } / divisor;
+        let (result, message) = match &self.kind {
+            MarginKind::Multi { p, margin, weight } => {
+                let opts = kernel::MultiMargin {
+                    p: *p,
+                    margin: *margin,
+                    weight: weight.as_deref(),
+                };
+                (
+                    kernel::multi_margin_backward(&values, &self.targets, self.dim, &opts, &scale)?,
+                    "derivative for aten::multi_margin_loss_backward is not implemented",
+                )
+            }
+            MarginKind::Multilabel => (
+                kernel::multilabel_margin_backward(&values, &self.targets, self.dim, &scale)?,
+                "derivative for aten::multilabel_margin_loss_backward is not implemented",
+            ),
+        };
+        let result = Tensor::from_vec(result, &self.input_shape)?.to_dtype(x.dtype())?;
+        Ok(smallvec![Some(Variable::record_not_differentiable(
+            result,
+            &[x, grad],
+            message,
+        ))])
+    }
+}
+
+/// PyTorch's shape check of the margin losses: a non-empty vector or matrix, or a
+/// scalar; `(frames, dim)`.
+fn margin_frames(shape: &[usize]) -> Result<(usize, usize)> {
+    match shape {
+        [] => Ok((1, 1)),
+        [d] if *d != 0 => Ok((1, *d)),
+        [n, d] if *d != 0 => Ok((*n, *d)),
+        _ => Err(Error::InvalidArgument(format!(
+            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: {shape:?}"
+        ))),
+    }
+}
+
+/// PyTorch's "expected scalar type Long" check of a class-index target.
+fn check_long(target: &Tensor) -> Result<()> {
+    if target.dtype() != DType::I64 {
+        return Err(Error::InvalidArgument(format!(
+            "expected scalar type Long but found {}",
+            target.dtype().scalar_type_name()
+        )));
+    }
+    Ok(())
+}
+
+impl Variable {
+    fn record_margin(
+        &self,
+        losses: Vec<f64>,
+        out_shape: &[usize],
+        params: MarginLoss,
+    ) -> Result<Variable> {
+        let rows = losses.len();
+        let dtype = self.dtype();
+        let result = match params.reduction {
+            Reduction::None => Tensor::from_vec(losses, out_shape)?.to_dtype(dtype)?,
+            Reduction::Sum => Tensor::scalar(losses.iter().sum(), dtype),
+            Reduction::Mean => Tensor::scalar(losses.iter().sum::<f64>() / rows as f64, dtype),
+        };
+        Ok(Variable::record(result, &[self], |_, _| {
+            (
+                Rule::Margin(Box::new(params)),
+                smallvec![Some(SavedTensor::input(self))],
+            )
+        }))
+    }
+
+    /// `multi_margin_loss(input, target, p, margin, weight, reduction)`: per row of
+    /// `self` (`()`, `(C,)` or `(N, C)`), `sum_{c != y} w_y max(0, margin - x_y +
+    /// x_c)^p / C` with `y` the row's class index (`target` int64, `()` or `(N,)`).
+    /// `p` is 1 or 2; the weight is not differentiable.
+    pub fn multi_margin_loss(
+        &self,
+        target: &Tensor,
+        p: i64,
+        margin: f64,
+        weight: Option<&Variable>,
+        reduction: Reduction,
+    ) -> Result<Variable> {
+        if p != 1 && p != 2 {
+            return Err(Error::InvalidArgument(
+                "only p == 1 and p == 2 supported".into(),
+            ));
+        }
+        let shape = self.shape();
+        let (frames, dim) = margin_frames(&shape)?;
+        if target.dim() > 1 || target.numel() != frames {
+            return Err(Error::InvalidArgument(format!(
+                "multi_margin_loss: target tensor should be 1-D with size equal to the number \
+                 of input samples (batch size). Expected target size [{frames}], but got {:?}. \
+                 Input has shape {shape:?}.",
+                target.shape()
+            )));
+        }
+        let weights = match weight {
+            Some(w) => {
+                if w.dim() > 1 || w.numel() != dim {
+                    return Err(Error::InvalidArgument(format!(
+                        "inconsistent weight size, expected {dim} but got {:?}",
+                        w.shape()
+                    )));
+                }
+                if w.dtype() != self.dtype() {
+                    return Err(Error::InvalidArgument(format!(
+                        "expected scalar type {} but found {}",
+                        self.dtype().scalar_type_name(),
+                        w.dtype().scalar_type_name()
+                    )));
+                }
+                if w.requires_grad() && grad_mode::is_grad_enabled() {
+                    return Err(Error::InvalidArgument(
+                        "The function 'multi_margin_loss' is not differentiable with respect \
+                         to argument 'weight'. This input cannot have requires_grad True."
+                            .into(),
+                    ));
+                }
+                Some(w.tensor().try_to_vec::<f64>()?.into_boxed_slice())
+            }
+            None => None,
+        };
+        check_long(target)?;
+        if !matches!(self.dtype(), DType::F32 | DType::F64) {
+            return Err(Error::unsupported_dtype(
+                "multi_margin_loss_cpu_kernel",
+                self.dtype(),
+            ));
+        }
+        let targets = target.try_to_vec::<i64>()?;
+        if targets.iter().any(|&t| t < 0 || t as usize >= dim) {
+            return Err(Error::InvalidArgument("target out of range".into()));
+        }
+        let values = self.tensor().try_to_vec::<f64>()?;
+        let opts = kernel::MultiMargin {
+            p: p as u8,
+            margin,
+            weight: weights.as_deref(),
+        };
+        let losses = kernel::multi_margin_forward(&values, &targets, dim, &opts)?;
+        let out_shape: &[usize] = if target.dim() > 0 { &[frames] } else { &[] };
+        let params = MarginLoss {
+            kind: MarginKind::Multi {
+                p: p as u8,
+                margin,
+                weight: weights,
+            },
+            reduction,
+            targets: targets.into(),
+            dim,
+            input_shape: shape.as_slice().into(),
+        };
+        self.record_margin(losses, out_shape, params)
+    }
+
+    /// `multilabel_margin_loss(input, target, reduction)`: per row of `self` (`()`,
+    /// `(C,)` or `(N, C)`), `sum_{j, d} max(0, 1 - x_j + x_d) / C` over the row's target
+    /// classes `j` (the entries of `target`, int64 of `self`'s shape, up to the first
+    /// `-1`) and the classes `d` that are not targets.
+    pub fn multilabel_margin_loss(
+        &self,
+        target: &Tensor,
+        reduction: Reduction,
+    ) -> Result<Variable> {
+        let shape = self.shape();
+        let (frames, dim) = margin_frames(&shape)?;
+        let consistent = if shape.len() <= 1 {
+            target.dim() <= 1 && target.numel() == dim
+        } else {
+            target.shape() == [frames, dim]
+        };
+        if !consistent {
+            return Err(Error::InvalidArgument(format!(
+                "inconsistent target size: {:?} for input of size: {shape:?}",
+                target.shape()
+            )));
+        }
+        check_long(target)?;
+        if !matches!(self.dtype(), DType::F32 | DType::F64) {
+            return Err(Error::unsupported_dtype(
+                "multilabel_margin_loss_forward_out_frame",
+                self.dtype(),
+            ));
+        }
+        let targets = target.try_to_vec::<i64>()?;
+        if targets.iter().any(|&t| t < -1 || t >= dim as i64) {
+            return Err(Error::InvalidArgument(
+                "argument #2 'target' is out of range".into(),
+            ));
+        }
+        let values = self.tensor().try_to_vec::<f64>()?;
+        let losses = kernel::multilabel_margin_forward(&values, &targets, dim)?;
+        let out_shape: &[usize] = if target.dim() <= 1 { &[] } else { &[frames] };
+        let params = MarginLoss {
+            kind: MarginKind::Multilabel,
+            reduction,
+            targets: targets.into(),
+            dim,
+            input_shape: shape.as_slice().into(),
+        };
+        self.record_margin(losses, out_shape, params)
+    }
+
+    /// `ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+    /// zero_infinity)`: the connectionist temporal classification loss of
+    /// log-probabilities `self` (`(T, N, C)`, or `(T, C)` unbatched) against `targets`
+    /// (padded `(N, S)` or concatenated 1-D, integer). One CtcLossBackward0 node gives
+    /// each sample's negative log-likelihood; `zero_infinity`, `mean` (each loss over its
+    /// target length, clamped to 1, then averaged) and `sum` are composed on it as
+    /// ATen's `ctc_loss` composes them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn ctc_loss(
+        &self,
+        targets: &Tensor,
+        input_lengths: &[i64],
+        target_lengths: &[i64],
+        blank: i64,
+        reduction: Reduction,
+        zero_infinity: bool,
+    ) -> Result<Variable> {
+        let batched = self.dim() == 3;
+        let log_probs = if batched {
+            self.clone()
+        } else {
+            self.unsqueeze(1)?
+        };
+        let mut res =
+            log_probs.ctc_nll(targets, input_lengths, target_lengths, blank, zero_infinity)?;
+        if zero_infinity {
+            let inf = Tensor::scalar(f64::INFINITY, res.dtype());
+            let is_inf = res.tensor().compare(&inf, CmpOp::Eq)?;
+            let zero = Variable::from_tensor(Tensor::zeros(&[], res.dtype())?);
+            res = Variable::where_cond(&is_inf, &zero, &res)?;
+        }
+        match reduction {
+            Reduction::Mean => {
+                let lengths: Vec<f64> = target_lengths.iter().map(|&l| l as f64).collect();
+                let n = lengths.len();
+                let lengths =
+                    Variable::from_tensor(Tensor::from_vec(lengths, &[n])?.to_dtype(res.dtype())?)
+                        .clamp_min(Scalar::Int(1))?;
+                res.div(&lengths)?.mean()
+            }
+            Reduction::Sum => res.sum(),
+            Reduction::None if batched => Ok(res),
+            Reduction::None => res.squeeze_dim(0),
+        }
+    }
+
+    /// The per-sample negative log-likelihoods of [`Variable::ctc_loss`] (`self` is
+    /// `(T, N, C)`): ATen's `_ctc_loss`, with its checks and messages.
+    fn ctc_nll(
+        &self,
+        targets: &Tensor,
+        input_lengths: &[i64],
+        target_lengths: &[i64],
+        blank: i64,
+        zero_infinity: bool,
+    ) -> Result<Variable> {
+        const CHECKING: &str = "(while checking arguments for ctc_loss_allocate_outputs)";
+        let shape = self.shape();
+        if shape.len() != 3 {
+            return Err(Error::InvalidArgument(format!(
+                "ctc_loss: expected log_probs to be 2-D or 3-D, but got {}-D",
+                shape.len().saturating_sub(usize::from(shape.len() < 3))
+            )));
+        }
+        let (time, batch, classes) = (shape[0], shape[1], shape[2]);
+        if !matches!(self.dtype(), DType::F32 | DType::F64) {
+            return Err(Error::unsupported_dtype("ctc_loss_cpu", self.dtype()));
+        }
+        if blank < 0 || blank >= classes as i64 {
+            return Err(Error::InvalidArgument(
+                "blank must be in label range".into(),
+            ));
+        }
+        if input_lengths.len() != batch {
+            return Err(Error::InvalidArgument(
+                "input_lengths must be of size batch_size".into(),
+            ));
+        }
+        if target_lengths.len() != batch {
+            return Err(Error::InvalidArgument(
+                "target_lengths must be of size batch_size".into(),
+            ));
+        }
+        for &l in target_lengths {
+            if l < 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "Expected target_lengths to have value at least 0, but got value {l} {CHECKING}"
+                )));
+            }
+        }
+        let max_target = target_lengths.iter().copied().max().unwrap_or(0) as usize;
+        let tshape = targets.shape();
+        let (target_offsets, target_stride): (Vec<usize>, usize) = match tshape.len() {
+            1 => {
+                let mut pos = 0usize;
+                let offsets = target_lengths
+                    .iter()
+                    .map(|&l| {
+                        let start = pos;
+                        pos += l as usize;
+                        start
+                    })
+                    .collect();
+                if tshape[0] != pos {
+                    return Err(Error::InvalidArgument(format!(
+                        "Expected tensor to have size {pos} at dimension 0, but got size {} for \
+                         argument #2 'targets' {CHECKING}",
+                        tshape[0]
+                    )));
+                }
+                (offsets, 1)
+            }
+            2 => {
+                if tshape[0] != batch {
+                    return Err(Error::InvalidArgument(format!(
+                        "Expected tensor to have size {batch} at dimension 0, but got size {} \
+                         for argument #2 'targets' {CHECKING}",
+                        tshape[0]
+                    )));
+                }
+                if tshape[1] < max_target {
+                    return Err(Error::InvalidArgument(format!(
+                        "Expected tensor to have size at least {max_target} at dimension 1, but \
+                         got size {} for argument #2 'targets' {CHECKING}",
+                        tshape[1]
+                    )));
+                }
+                ((0..batch).map(|b| b * tshape[1]).collect(), 1)
+            }
+            n => {
+                return Err(Error::InvalidArgument(format!(
+                    "Expected 1 to 2 dimensions, but got {n}-dimensional tensor for argument \
+                     #2 'targets' {CHECKING}"
+                )))
+            }
+        };
+        for &l in input_lengths {
+            if l < 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "Expected input_lengths to have value at least 0, but got value {l} {CHECKING}"
+                )));
+            }
+            if l as usize > time {
+                return Err(Error::InvalidArgument(format!(
+                    "Expected input_lengths to have value at most {time}, but got value {l} \
+                     {CHECKING}"
+                )));
+            }
+        }
+        let target_values = targets.try_to_vec::<i64>()?;
+        for (b, &l) in target_lengths.iter().enumerate() {
+            for k in 0..l as usize {
+                let label = target_values[target_offsets[b] + k * target_stride];
+                if label < 0 || label >= classes as i64 {
+                    return Err(Error::Index(format!(
+                        "ctc_loss: target {label} is out of bounds for {classes} classes"
+                    )));
+                }
+            }
+        }
+        let log_probs = self.tensor().try_to_vec::<f64>()?;
+        let input_lengths: Vec<usize> = input_lengths.iter().map(|&l| l as usize).collect();
+        let target_lengths: Vec<usize> = target_lengths.iter().map(|&l| l as usize).collect();
+        let mut params = CtcLoss {
+            targets: target_values.into(),
+            target_offsets: target_offsets.into(),
+            target_stride,
+            input_lengths: input_lengths.into(),
+            target_lengths: target_lengths.into(),
+            blank: blank as usize,
+            zero_infinity,
+            nll: Box::new([]),
+            log_alpha: Box::new([]),
+            shape: [time, batch, classes],
+        };
+        let (nll, log_alpha) = kernel::ctc_forward(&params.problem(&log_probs))?;
+        let result = Tensor::from_vec(nll.clone(), &[batch])?.to_dtype(self.dtype())?;
+        params.nll = nll.into();
+        params.log_alpha = log_alpha.into();
+        Ok(Variable::record(result, &[self], |_, _| {
+            (
+                Rule::Ctc(Box::new(params)),
+                smallvec![Some(SavedTensor::input(self))],
+            )
+        }))
     }
 }
 

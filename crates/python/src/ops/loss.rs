@@ -75,6 +75,7 @@ fn _pointwise_loss(
         "huber" => PointwiseLoss::Huber { delta: param },
         "bce" => PointwiseLoss::BinaryCrossEntropy,
         "bce_logits" => PointwiseLoss::BinaryCrossEntropyWithLogits,
+        "soft_margin" => PointwiseLoss::SoftMargin,
         other => {
             return Err(PyValueError::new_err(format!(
                 "unknown pointwise loss {other}"
@@ -255,6 +256,67 @@ fn _triplet_margin_loss(
     })
 }
 
+/// `multi_margin_loss(input, target, p, margin, weight, reduction)`.
+#[pyfunction]
+#[pyo3(signature = (input, target, p, margin, weight, reduction))]
+fn _multi_margin_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    p: i64,
+    margin: f64,
+    weight: Option<Bound<'_, PyTensor>>,
+    reduction: &str,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = Reduction::from_name(reduction).py()?;
+    let t = target.get().var.tensor().clone();
+    let w: Option<Variable> = weight.map(|w| w.get().var.clone());
+    run(py, &[input], |v| {
+        v[0].multi_margin_loss(&t, p, margin, w.as_ref(), reduction)
+    })
+}
+
+/// `multilabel_margin_loss(input, target, reduction)`.
+#[pyfunction]
+fn _multilabel_margin_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    reduction: &str,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = Reduction::from_name(reduction).py()?;
+    let t = target.get().var.tensor().clone();
+    run(py, &[input], |v| v[0].multilabel_margin_loss(&t, reduction))
+}
+
+/// `ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+/// zero_infinity)` with the lengths as integer lists.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn _ctc_loss(
+    py: Python<'_>,
+    log_probs: &Bound<'_, PyTensor>,
+    targets: &Bound<'_, PyTensor>,
+    input_lengths: Vec<i64>,
+    target_lengths: Vec<i64>,
+    blank: i64,
+    reduction: &str,
+    zero_infinity: bool,
+) -> PyResult<Py<PyTensor>> {
+    let reduction = Reduction::from_name(reduction).py()?;
+    let t = targets.get().var.tensor().clone();
+    run(py, &[log_probs], |v| {
+        v[0].ctc_loss(
+            &t,
+            &input_lengths,
+            &target_lengths,
+            blank,
+            reduction,
+            zero_infinity,
+        )
+    })
+}
+
 /// Adds this family's functions to the extension module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nll_loss, m)?)?;
@@ -269,5 +331,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cosine_embedding_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_margin_ranking_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_triplet_margin_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_multi_margin_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_multilabel_margin_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_ctc_loss, m)?)?;
     Ok(())
 }
