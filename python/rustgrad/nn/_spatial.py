@@ -178,7 +178,14 @@ def interpolate(
         "trilinear": (5,),
         "bicubic": (4,),
     }
-    if mode in ("area", "lanczos") and input.dim() in ((3, 4, 5) if mode == "area" else (4,)):
+    if mode == "area" and input.dim() in (3, 4, 5):
+        # PyTorch's area interpolation is adaptive average pooling to the output size.
+        from . import _pool
+
+        assert output_size is not None
+        pool = (_pool.adaptive_avg_pool1d, _pool.adaptive_avg_pool2d, _pool.adaptive_avg_pool3d)
+        return pool[input.dim() - 3](input, output_size)
+    if mode == "lanczos" and input.dim() == 4:
         raise NotImplementedError(f"rustgrad: interpolate(mode='{mode}') is not implemented")
     if mode in supported and input.dim() in supported[mode]:
         if antialias:

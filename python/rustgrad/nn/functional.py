@@ -92,7 +92,7 @@ from ._loss import (
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
-from ._attention import scaled_dot_product_attention
+from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._norm import (
     batch_norm,
     group_norm,
@@ -105,15 +105,32 @@ from ._norm import (
 from ._pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
     adaptive_max_pool2d,
     adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
     max_pool1d,
     max_pool1d_with_indices,
     max_pool2d,
     max_pool2d_with_indices,
+    max_pool3d,
+    max_pool3d_with_indices,
+    max_unpool1d,
     max_unpool2d,
+    max_unpool3d,
 )
 from ._spatial import (
     affine_grid,
@@ -143,6 +160,23 @@ __all__ = [
     "max_pool2d",
     "max_pool2d_with_indices",
     "max_unpool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+    "avg_pool3d",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool3d",
     "normalize",
     "rms_norm",
     # activations and the rest
@@ -231,7 +265,7 @@ __all__ += [
     "upsample_nearest",
 ]
 # Attention (nn/_attention.py).
-__all__ += ["scaled_dot_product_attention"]
+__all__ += ["multi_head_attention_forward", "scaled_dot_product_attention"]
 
 
 def dropout(

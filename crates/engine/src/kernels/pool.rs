@@ -1,6 +1,8 @@
-//! Pooling kernels over contiguous `(planes, H, W)` data: max pooling with argmax
-//! indices, average pooling (fixed and adaptive windows), and the scatter / gather of
-//! values by per-plane flat indices that max pooling's backward and `max_unpool2d` use.
+//! Pooling kernels over contiguous `(planes, D, H, W)` data (a 2-d pool is `D = 1`, a
+//! 1-d pool `D = H = 1`): max pooling with argmax indices and average pooling over
+//! windows described per axis by [`Span`]s, so that fixed (kernel, stride, padding,
+//! dilation), adaptive and fractional windows share one kernel; and the scatter of values
+//! by per-plane flat indices that max pooling's backward and `max_unpool` use.
 //!
 //! Every output plane is computed by one thread, serially, from its own input plane, so
 //! results do not depend on the thread count (Note [Determinism]). Planes are handed
@@ -9,39 +11,200 @@
 use super::try_vec;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
-use crate::parallel::{self, CHUNK, PARALLEL_MIN_ELEMENTS};
+use crate::parallel::{self, CHUNK};
 
-/// The geometry of a 2-D pooling window sweep: input and output plane sizes, and the
-/// window's kernel size, stride, padding and dilation per spatial dim `(H, W)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Window2d {
-    /// Input plane size `(H, W)`.
-    pub input: [usize; 2],
-    /// Output plane size `(oH, oW)`.
-    pub output: [usize; 2],
-    /// Window size.
-    pub kernel: [usize; 2],
-    /// Step between windows.
-    pub stride: [usize; 2],
-    /// Implicit padding on both sides.
-    pub padding: [usize; 2],
-    /// Spacing between window elements.
-    pub dilation: [usize; 2],
+/// Pooling runs serially below this much work (input plus window reads, summed over
+/// the planes). Measured on the 2-core Zen 5 machine with `max_pool2d`/`avg_pool2d`
+/// forward and backward over `(N, C, H, W)` float32 planes, 1 vs 2 threads: the pool
+/// pays off from about 24k reads (1x16x40x40 k=2: 2 threads 0.80x of 1 thread at 32k,
+/// 1.0x at 16k), so the threshold sits just above 16k.
+pub const POOL_PARALLEL_MIN_WORK: usize = 1 << 15;
+
+/// One output position's window along one axis: the input positions
+/// `lo, lo + step, .. < hi` it reads, and `padded`, the number of positions it covers
+/// counting padding (PyTorch's average-pool divisor with `count_include_pad`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// First input position read.
+    pub lo: usize,
+    /// End (exclusive) of the positions read.
+    pub hi: usize,
+    /// Step between positions (the dilation).
+    pub step: usize,
+    /// Window size clipped to the padded input.
+    pub padded: usize,
 }
 
-impl Window2d {
+impl Span {
+    /// Positions read.
+    fn count(&self) -> usize {
+        if self.hi > self.lo {
+            (self.hi - self.lo).div_ceil(self.step)
+        } else {
+            0
+        }
+    }
+
+    /// A window of `kernel` positions `dilation` apart starting at `o * stride - padding`
+    /// over `size` inputs padded by `padding` on both sides.
+    pub fn fixed(
+        o: usize,
+        size: usize,
+        kernel: usize,
+        stride: usize,
+        padding: usize,
+        dilation: usize,
+    ) -> Span {
+        let start = (o * stride) as isize - padding as isize;
+        let end = (start + ((kernel - 1) * dilation) as isize + 1).min((size + padding) as isize);
+        let padded = if end > start {
+            ((end - start) as usize).div_ceil(dilation)
+        } else {
+            0
+        };
+        let mut lo = start;
+        if lo < 0 {
+            lo += (-lo as usize).div_ceil(dilation) as isize * dilation as isize;
+        }
+        let hi = end.min(size as isize).max(0) as usize;
+        Span {
+            lo: lo as usize,
+            hi,
+            step: dilation,
+            padded,
+        }
+    }
+
+    /// PyTorch's adaptive window: output `o` of `out` over `size` inputs covers
+    /// `floor(o * size / out) .. ceil((o + 1) * size / out)`.
+    pub fn adaptive(o: usize, out: usize, size: usize) -> Span {
+        let (lo, hi) = adaptive_range(o, out, size);
+        Span {
+            lo,
+            hi,
+            step: 1,
+            padded: hi - lo,
+        }
+    }
+
+    /// `kernel` consecutive positions from `start`.
+    pub fn at(start: usize, kernel: usize) -> Span {
+        Span {
+            lo: start,
+            hi: start + kernel,
+            step: 1,
+            padded: kernel,
+        }
+    }
+
+    /// The one-position axis a lower-rank pool has in front.
+    pub const UNIT: Span = Span {
+        lo: 0,
+        hi: 1,
+        step: 1,
+        padded: 1,
+    };
+}
+
+/// A pooling sweep over `(D, H, W)` planes: the input plane size, the output size, and
+/// per axis the window of each output position. `spans[a]` holds `output[a] * sets`
+/// spans: one set shared by every plane (`sets == 1`), or one per plane (fractional
+/// pooling's per-plane random windows).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Input plane size `(D, H, W)`.
+    pub input: [usize; 3],
+    /// Output plane size `(oD, oH, oW)`.
+    pub output: [usize; 3],
+    /// Window spans per axis (see the type's docs).
+    pub spans: [Vec<Span>; 3],
+    /// Number of span sets: 1, or the number of planes.
+    pub sets: usize,
+}
+
+impl Window {
+    /// A window from per-axis spans shared by every plane.
+    pub fn shared(input: [usize; 3], spans: [Vec<Span>; 3]) -> Window {
+        let output = [spans[0].len(), spans[1].len(), spans[2].len()];
+        Window {
+            input,
+            output,
+            spans,
+            sets: 1,
+        }
+    }
+
+    /// PyTorch's adaptive windows from `input` to `output`.
+    pub fn adaptive(input: [usize; 3], output: [usize; 3]) -> Window {
+        let spans = std::array::from_fn(|a| {
+            (0..output[a])
+                .map(|o| Span::adaptive(o, output[a], input[a]))
+                .collect()
+        });
+        Window::shared(input, spans)
+    }
+
     fn in_plane(&self) -> usize {
-        self.input[0] * self.input[1]
+        self.input.iter().product()
     }
 
     fn out_plane(&self) -> usize {
-        self.output[0] * self.output[1]
+        self.output.iter().product()
     }
 
-    /// The input positions (`start`, inclusive range end) a window covers along `axis`,
-    /// as signed coordinates that may fall in the padding.
-    fn start(&self, axis: usize, o: usize) -> isize {
-        (o * self.stride[axis]) as isize - self.padding[axis] as isize
+    /// The spans of plane `p` along `axis`.
+    fn axis(&self, p: usize, axis: usize) -> &[Span] {
+        let n = self.output[axis];
+        let set = if self.sets == 1 { 0 } else { p };
+        &self.spans[axis][set * n..(set + 1) * n]
+    }
+
+    /// Reads per plane: the input, or the windows' reads if more.
+    fn work(&self) -> usize {
+        let reads: usize = (0..3)
+            .map(|a| {
+                self.spans[a]
+                    .iter()
+                    .take(self.output[a])
+                    .map(Span::count)
+                    .sum::<usize>()
+            })
+            .product();
+        self.in_plane().max(reads).max(self.out_plane())
+    }
+
+    /// Calls `f(o, z, y, x, flat)` for each output position `o` of plane `p` with the
+    /// windows' spans along the three axes, in output order.
+    fn sweep(&self, p: usize, mut f: impl FnMut(usize, &Span, &Span, &Span)) {
+        let (sd, sh, sw) = (self.axis(p, 0), self.axis(p, 1), self.axis(p, 2));
+        let mut o = 0;
+        for d in sd {
+            for h in sh {
+                for w in sw {
+                    f(o, d, h, w);
+                    o += 1;
+                }
+            }
+        }
+    }
+
+    /// Calls `f(flat index)` for each input position of the window `(d, h, w)`.
+    fn each(&self, d: &Span, h: &Span, w: &Span, mut f: impl FnMut(usize)) {
+        let [_, ih, iw] = self.input;
+        let mut z = d.lo;
+        while z < d.hi {
+            let mut y = h.lo;
+            while y < h.hi {
+                let row = (z * ih + y) * iw;
+                let mut x = w.lo;
+                while x < w.hi {
+                    f(row + x);
+                    x += w.step;
+                }
+                y += h.step;
+            }
+            z += d.step;
+        }
     }
 }
 
@@ -60,7 +223,7 @@ fn for_planes2<A: Send, B: Send>(
     }
     let mut pairs: Vec<(&mut [A], &mut [B])> = a.chunks_mut(la).zip(b.chunks_mut(lb)).collect();
     let total = work_per_plane.saturating_mul(pairs.len());
-    if total < PARALLEL_MIN_ELEMENTS {
+    if total < POOL_PARALLEL_MIN_WORK {
         for (p, (x, y)) in pairs.iter_mut().enumerate() {
             f(p, x, y);
         }
@@ -85,7 +248,7 @@ fn for_planes<A: Send>(
         return;
     }
     let planes = out.len() / len;
-    if work_per_plane.saturating_mul(planes) < PARALLEL_MIN_ELEMENTS {
+    if work_per_plane.saturating_mul(planes) < POOL_PARALLEL_MIN_WORK {
         for (p, x) in out.chunks_mut(len).enumerate() {
             f(p, x);
         }
@@ -108,72 +271,59 @@ fn check_len(len: usize, planes: usize, per_plane: usize, what: &str) -> Result<
     Ok(())
 }
 
+fn check_window(win: &Window, planes: usize) -> Result<()> {
+    let sets_ok = win.sets == 1 || win.sets == planes;
+    let lens_ok = (0..3).all(|a| win.spans[a].len() == win.output[a] * win.sets);
+    let inside = (0..3).all(|a| {
+        win.spans[a]
+            .iter()
+            .all(|s| s.step > 0 && (s.hi <= s.lo || s.hi <= win.input[a]))
+    });
+    if sets_ok && lens_ok && inside {
+        Ok(())
+    } else {
+        Err(Error::NotImplemented(format!(
+            "rustgrad internal error: inconsistent pooling window {win:?} for {planes} planes"
+        )))
+    }
+}
+
 /// Max pooling of `planes` contiguous planes: the values and, per output element, the
-/// flat index `h * W + w` of its maximum within its input plane. As PyTorch: a NaN
-/// wins over any number (the last NaN of a window), ties keep the first maximum, and a
-/// window of only `-inf` points at its first element inside the input.
-pub fn max_pool2d<T: Element>(
-    x: &[T],
-    planes: usize,
-    win: &Window2d,
-) -> Result<(Vec<T>, Vec<i64>)> {
-    check_len(x.len(), planes, win.in_plane(), "max_pool2d input")?;
-    let out_plane = win.out_plane();
+/// flat index `(d * H + h) * W + w` of its maximum within its input plane. As PyTorch:
+/// a NaN wins over any number (the last NaN of a window), ties keep the first maximum,
+/// and a window of only `-inf` points at its first element inside the input.
+pub fn max_pool<T: Element>(x: &[T], planes: usize, win: &Window) -> Result<(Vec<T>, Vec<i64>)> {
+    check_len(x.len(), planes, win.in_plane(), "max pool input")?;
+    check_window(win, planes)?;
+    let (in_plane, out_plane) = (win.in_plane(), win.out_plane());
     let n = planes.checked_mul(out_plane).ok_or(Error::NumelOverflow)?;
     let mut values = try_vec(n, T::default())?;
     let mut indices = try_vec(n, 0i64)?;
-    let [ih, iw] = win.input;
-    let [oh, ow] = win.output;
     let lowest = T::from_f64(f64::NEG_INFINITY);
-    let work = win
-        .in_plane()
-        .max(out_plane.saturating_mul(win.kernel[0].saturating_mul(win.kernel[1])));
+    let [_, ih, iw] = win.input;
     for_planes2(
         &mut values,
         out_plane,
         &mut indices,
         out_plane,
-        work,
+        win.work(),
         |p, vals, idxs| {
-            let src = &x[p * ih * iw..(p + 1) * ih * iw];
-            for oy in 0..oh {
-                let mut hs = win.start(0, oy);
-                let he =
-                    (hs + ((win.kernel[0] - 1) * win.dilation[0]) as isize + 1).min(ih as isize);
-                while hs < 0 {
-                    hs += win.dilation[0] as isize;
-                }
-                for ox in 0..ow {
-                    let mut ws = win.start(1, ox);
-                    let we = (ws + ((win.kernel[1] - 1) * win.dilation[1]) as isize + 1)
-                        .min(iw as isize);
-                    while ws < 0 {
-                        ws += win.dilation[1] as isize;
+            let src = &x[p * in_plane..(p + 1) * in_plane];
+            win.sweep(p, |o, d, h, w| {
+                let mut best = lowest;
+                let mut best_at = (d.lo * ih + h.lo) * iw + w.lo;
+                win.each(d, h, w, |at| {
+                    let v = src[at];
+                    #[allow(clippy::eq_op)]
+                    let nan = v != v;
+                    if v > best || nan {
+                        best = v;
+                        best_at = at;
                     }
-                    let mut best = lowest;
-                    let mut best_at = hs.max(0) as usize * iw + ws.max(0) as usize;
-                    let mut y = hs;
-                    while y < he {
-                        let row = y as usize * iw;
-                        let mut xx = ws;
-                        while xx < we {
-                            let at = row + xx as usize;
-                            let v = src[at];
-                            #[allow(clippy::eq_op)]
-                            let nan = v != v;
-                            if v > best || nan {
-                                best = v;
-                                best_at = at;
-                            }
-                            xx += win.dilation[1] as isize;
-                        }
-                        y += win.dilation[0] as isize;
-                    }
-                    let o = oy * ow + ox;
-                    vals[o] = best;
-                    idxs[o] = best_at as i64;
-                }
-            }
+                });
+                vals[o] = best;
+                idxs[o] = best_at as i64;
+            });
         },
     );
     Ok((values, indices))
@@ -182,7 +332,7 @@ pub fn max_pool2d<T: Element>(
 /// Writes each value of `src` (`planes` planes of `src_plane` elements) to the position
 /// its index names within the same plane of a zero output of `out_plane` elements per
 /// plane: added when `accumulate` (max pooling's backward), else assigned (the last
-/// write wins: `max_unpool2d`). An index outside `0..out_plane` is an error that names
+/// write wins: `max_unpool`). An index outside `0..out_plane` is an error that names
 /// it, with `plane_desc` the plane's size as the message shows it (`6x6`), checked
 /// before anything is written.
 pub fn scatter_planes<T: Element + std::ops::Add<Output = T>>(
@@ -217,108 +367,71 @@ pub fn scatter_planes<T: Element + std::ops::Add<Output = T>>(
     Ok(out)
 }
 
-/// Average pooling of `planes` contiguous planes. The divisor is `divisor_override`
-/// when given, else the window's size clipped to the padded input
-/// (`count_include_pad`) or to the input itself; sums accumulate in f64.
-pub fn avg_pool2d<T: Element>(
+/// The divisor of an average-pooling window: `divisor_override` when given, else the
+/// window's size clipped to the padded input (`count_include_pad`) or to the input.
+fn divisor(d: &Span, h: &Span, w: &Span, count_include_pad: bool, over: Option<usize>) -> usize {
+    match over {
+        Some(v) => v,
+        None if count_include_pad => d.padded * h.padded * w.padded,
+        None => d.count() * h.count() * w.count(),
+    }
+}
+
+/// Average pooling of `planes` contiguous planes (the divisor as [`divisor`] says; a
+/// window entirely in the padding gives 0, as PyTorch). Sums accumulate in f64.
+pub fn avg_pool<T: Element>(
     x: &[T],
     planes: usize,
-    win: &Window2d,
+    win: &Window,
     count_include_pad: bool,
     divisor_override: Option<usize>,
 ) -> Result<Vec<T>> {
-    check_len(x.len(), planes, win.in_plane(), "avg_pool2d input")?;
-    let out_plane = win.out_plane();
+    check_len(x.len(), planes, win.in_plane(), "avg pool input")?;
+    check_window(win, planes)?;
+    let (in_plane, out_plane) = (win.in_plane(), win.out_plane());
     let n = planes.checked_mul(out_plane).ok_or(Error::NumelOverflow)?;
     let mut out = try_vec(n, T::default())?;
-    let [ih, iw] = win.input;
-    let [oh, ow] = win.output;
-    let work = win
-        .in_plane()
-        .max(out_plane.saturating_mul(win.kernel[0].saturating_mul(win.kernel[1])));
-    for_planes(&mut out, out_plane, work, |p, dst| {
-        let src = &x[p * ih * iw..(p + 1) * ih * iw];
-        for oy in 0..oh {
-            for ox in 0..ow {
-                let (h0, h1, w0, w1, pool) = avg_bounds(win, oy, ox);
-                if h0 >= h1 || w0 >= w1 {
-                    // A window entirely in the padding (ceil_mode): 0, as PyTorch.
-                    dst[oy * ow + ox] = T::from_f64(0.0);
-                    continue;
-                }
-                let mut sum = 0.0f64;
-                for y in h0..h1 {
-                    for v in &src[y * iw + w0..y * iw + w1] {
-                        sum += v.to_f64();
-                    }
-                }
-                let divisor = match divisor_override {
-                    Some(d) => d,
-                    None if count_include_pad => pool,
-                    None => (h1 - h0) * (w1 - w0),
-                };
-                dst[oy * ow + ox] = T::from_f64(sum / divisor as f64);
+    for_planes(&mut out, out_plane, win.work(), |p, dst| {
+        let src = &x[p * in_plane..(p + 1) * in_plane];
+        win.sweep(p, |o, d, h, w| {
+            if d.count() * h.count() * w.count() == 0 {
+                dst[o] = T::from_f64(0.0);
+                return;
             }
-        }
+            let mut sum = 0.0f64;
+            win.each(d, h, w, |at| sum += src[at].to_f64());
+            let div = divisor(d, h, w, count_include_pad, divisor_override);
+            dst[o] = T::from_f64(sum / div as f64);
+        });
     });
     Ok(out)
 }
 
-/// The input rows `h0..h1` and columns `w0..w1` an average-pooling window covers, and
-/// its size clipped to the padded input (PyTorch's `pool_size`).
-fn avg_bounds(win: &Window2d, oy: usize, ox: usize) -> (usize, usize, usize, usize, usize) {
-    let [ih, iw] = win.input;
-    let hs = win.start(0, oy);
-    let ws = win.start(1, ox);
-    let he = (hs + win.kernel[0] as isize).min((ih + win.padding[0]) as isize);
-    let we = (ws + win.kernel[1] as isize).min((iw + win.padding[1]) as isize);
-    let pool = ((he - hs) * (we - ws)).max(0) as usize;
-    let h0 = hs.max(0) as usize;
-    let w0 = ws.max(0) as usize;
-    let h1 = (he.min(ih as isize).max(0) as usize).max(h0);
-    let w1 = (we.min(iw as isize).max(0) as usize).max(w0);
-    (h0, h1, w0, w1, pool)
-}
-
-/// The adjoint of [`avg_pool2d`]: each input element receives the sum of
-/// `grad / divisor` over the windows that cover it. Computed per input plane (a gather
-/// over windows, no scatter), accumulating in f64 in a fixed window order.
-pub fn avg_pool2d_backward<T: Element>(
+/// The adjoint of [`avg_pool`]: each input element receives the sum of
+/// `grad / divisor` over the windows that cover it. Computed per input plane (no
+/// cross-plane writes), accumulating in f64 in a fixed window order.
+pub fn avg_pool_backward<T: Element>(
     grad: &[T],
     planes: usize,
-    win: &Window2d,
+    win: &Window,
     count_include_pad: bool,
     divisor_override: Option<usize>,
 ) -> Result<Vec<T>> {
-    let out_plane = win.out_plane();
-    check_len(grad.len(), planes, out_plane, "avg_pool2d gradient")?;
-    let in_plane = win.in_plane();
+    let (in_plane, out_plane) = (win.in_plane(), win.out_plane());
+    check_len(grad.len(), planes, out_plane, "avg pool gradient")?;
+    check_window(win, planes)?;
     let n = planes.checked_mul(in_plane).ok_or(Error::NumelOverflow)?;
     let mut acc = try_vec(n, 0.0f64)?;
-    let [oh, ow] = win.output;
-    let iw = win.input[1];
-    let work = in_plane.max(out_plane.saturating_mul(win.kernel[0].saturating_mul(win.kernel[1])));
-    for_planes(&mut acc, in_plane, work, |p, dst| {
+    for_planes(&mut acc, in_plane, win.work(), |p, dst| {
         let g = &grad[p * out_plane..(p + 1) * out_plane];
-        for oy in 0..oh {
-            for ox in 0..ow {
-                let (h0, h1, w0, w1, pool) = avg_bounds(win, oy, ox);
-                if h0 >= h1 || w0 >= w1 {
-                    continue;
-                }
-                let divisor = match divisor_override {
-                    Some(d) => d,
-                    None if count_include_pad => pool,
-                    None => (h1 - h0) * (w1 - w0),
-                };
-                let share = g[oy * ow + ox].to_f64() / divisor as f64;
-                for y in h0..h1 {
-                    for d in &mut dst[y * iw + w0..y * iw + w1] {
-                        *d += share;
-                    }
-                }
+        win.sweep(p, |o, d, h, w| {
+            if d.count() * h.count() * w.count() == 0 {
+                return;
             }
-        }
+            let share =
+                g[o].to_f64() / divisor(d, h, w, count_include_pad, divisor_override) as f64;
+            win.each(d, h, w, |at| dst[at] += share);
+        });
     });
     Ok(acc.into_iter().map(T::from_f64).collect())
 }
@@ -331,118 +444,28 @@ pub fn adaptive_range(o: usize, out: usize, size: usize) -> (usize, usize) {
     (start, end)
 }
 
-/// Adaptive average pooling of `planes` planes of `input` to `output`; f64 sums.
-pub fn adaptive_avg_pool2d<T: Element>(
-    x: &[T],
-    planes: usize,
-    input: [usize; 2],
-    output: [usize; 2],
-) -> Result<Vec<T>> {
-    let in_plane = input[0] * input[1];
-    check_len(x.len(), planes, in_plane, "adaptive_avg_pool2d input")?;
-    let out_plane = output[0] * output[1];
-    let n = planes.checked_mul(out_plane).ok_or(Error::NumelOverflow)?;
-    let mut out = try_vec(n, T::default())?;
-    for_planes(&mut out, out_plane, in_plane.max(out_plane), |p, dst| {
-        let src = &x[p * in_plane..(p + 1) * in_plane];
-        for oy in 0..output[0] {
-            let (h0, h1) = adaptive_range(oy, output[0], input[0]);
-            for ox in 0..output[1] {
-                let (w0, w1) = adaptive_range(ox, output[1], input[1]);
-                let mut sum = 0.0f64;
-                for y in h0..h1 {
-                    for v in &src[y * input[1] + w0..y * input[1] + w1] {
-                        sum += v.to_f64();
-                    }
-                }
-                dst[oy * output[1] + ox] = T::from_f64(sum / ((h1 - h0) * (w1 - w0)) as f64);
-            }
+/// PyTorch's fractional max-pool window starts along one axis (`generate_intervals`),
+/// computed in the element type `T` as PyTorch does: `output` starts of windows of
+/// `pool` over `input` positions, from the plane's uniform `sample` in `[0, 1)`.
+pub fn fractional_starts<T: Element>(
+    sample: f64,
+    input: usize,
+    output: usize,
+    pool: usize,
+) -> Vec<usize> {
+    let r = |v: f64| T::from_f64(v).to_f64();
+    let mut seq = vec![0usize; output];
+    if output > 1 {
+        let alpha = r(r((input - pool) as f64) / r((output - 1) as f64));
+        let sample = r(sample);
+        let base = r(sample * alpha).trunc() as i64;
+        for (i, s) in seq.iter_mut().enumerate().take(output - 1) {
+            let v = r(r(i as f64 + sample) * alpha).trunc() as i64 - base;
+            *s = v.max(0) as usize;
         }
-    });
-    Ok(out)
-}
-
-/// The adjoint of [`adaptive_avg_pool2d`], per input plane in a fixed window order.
-pub fn adaptive_avg_pool2d_backward<T: Element>(
-    grad: &[T],
-    planes: usize,
-    input: [usize; 2],
-    output: [usize; 2],
-) -> Result<Vec<T>> {
-    let out_plane = output[0] * output[1];
-    check_len(
-        grad.len(),
-        planes,
-        out_plane,
-        "adaptive_avg_pool2d gradient",
-    )?;
-    let in_plane = input[0] * input[1];
-    let n = planes.checked_mul(in_plane).ok_or(Error::NumelOverflow)?;
-    let mut acc = try_vec(n, 0.0f64)?;
-    for_planes(&mut acc, in_plane, in_plane.max(out_plane), |p, dst| {
-        let g = &grad[p * out_plane..(p + 1) * out_plane];
-        for oy in 0..output[0] {
-            let (h0, h1) = adaptive_range(oy, output[0], input[0]);
-            for ox in 0..output[1] {
-                let (w0, w1) = adaptive_range(ox, output[1], input[1]);
-                let share = g[oy * output[1] + ox].to_f64() / ((h1 - h0) * (w1 - w0)) as f64;
-                for y in h0..h1 {
-                    for d in &mut dst[y * input[1] + w0..y * input[1] + w1] {
-                        *d += share;
-                    }
-                }
-            }
-        }
-    });
-    Ok(acc.into_iter().map(T::from_f64).collect())
-}
-
-/// Adaptive max pooling: values and flat per-plane argmax indices (NaN wins, ties keep
-/// the first, as [`max_pool2d`]).
-pub fn adaptive_max_pool2d<T: Element>(
-    x: &[T],
-    planes: usize,
-    input: [usize; 2],
-    output: [usize; 2],
-) -> Result<(Vec<T>, Vec<i64>)> {
-    let in_plane = input[0] * input[1];
-    check_len(x.len(), planes, in_plane, "adaptive_max_pool2d input")?;
-    let out_plane = output[0] * output[1];
-    let n = planes.checked_mul(out_plane).ok_or(Error::NumelOverflow)?;
-    let mut values = try_vec(n, T::default())?;
-    let mut indices = try_vec(n, 0i64)?;
-    let lowest = T::from_f64(f64::NEG_INFINITY);
-    for_planes2(
-        &mut values,
-        out_plane,
-        &mut indices,
-        out_plane,
-        in_plane.max(out_plane),
-        |p, vals, idxs| {
-            let src = &x[p * in_plane..(p + 1) * in_plane];
-            for oy in 0..output[0] {
-                let (h0, h1) = adaptive_range(oy, output[0], input[0]);
-                for ox in 0..output[1] {
-                    let (w0, w1) = adaptive_range(ox, output[1], input[1]);
-                    let mut best = lowest;
-                    let mut best_at = h0 * input[1] + w0;
-                    for y in h0..h1 {
-                        for xx in w0..w1 {
-                            let at = y * input[1] + xx;
-                            let v = src[at];
-                            #[allow(clippy::eq_op)]
-                            let nan = v != v;
-                            if v > best || nan {
-                                best = v;
-                                best_at = at;
-                            }
-                        }
-                    }
-                    vals[oy * output[1] + ox] = best;
-                    idxs[oy * output[1] + ox] = best_at as i64;
-                }
-            }
-        },
-    );
-    Ok((values, indices))
+    }
+    if output > 0 {
+        seq[output - 1] = input - pool;
+    }
+    seq
 }

@@ -1,8 +1,11 @@
-//! Pooling: `max_pool2d` (with indices), `avg_pool2d`, `adaptive_avg_pool2d`,
-//! `adaptive_max_pool2d` and `max_unpool2d`, over `(N, C, H, W)` or unbatched
-//! `(C, H, W)` inputs (the 1-d forms are these on an unsqueezed input, as in PyTorch).
+//! Pooling: max pooling (with indices), average pooling, adaptive average and max
+//! pooling, `max_unpool` and fractional max pooling, in 2-d over `(N, C, H, W)` or
+//! unbatched `(C, H, W)` inputs and in 3-d over `(N, C, D, H, W)` or `(C, D, H, W)` (the
+//! 1-d forms are the 2-d ones on an unsqueezed input, as in PyTorch). Every form is one
+//! kernel over `(planes, D, H, W)` with per-axis window spans (`kernels/pool.rs`): a
+//! 2-d pool is a 3-d one with a unit depth axis.
 //!
-//! Forward and backward are single-pass kernels (`kernels/pool.rs`). Each backward is
+//! Forward and backward are single-pass kernels. Each backward is
 //! itself a recorded op, so double backward works: max pooling's backward scatters the
 //! gradient to the argmax and its own backward gathers by the same indices; the average
 //! pools are linear, so the backward of their backward is the forward again. See Note
@@ -11,7 +14,7 @@
 use super::{saved_at, Grads};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::pool::{self as kernel, Window2d};
+use crate::kernels::pool::{self as kernel, Span, Window};
 use crate::shape::Dims;
 use crate::tensor::{dispatch, Tensor};
 use crate::variable::{SavedTensor, Variable};
@@ -61,59 +64,129 @@ pub struct Pool2d {
     pub ceil_mode: bool,
 }
 
-/// What average pooling's backward needs (boxed in the rule).
+/// The arguments of a 3-d pooling window as the user gives them (before checks):
+/// `(D, H, W)` triples of kernel size, stride, padding and dilation, and `ceil_mode`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pool3d {
+    /// Window size.
+    pub kernel_size: [i64; 3],
+    /// Step between windows (PyTorch's default is the kernel size: pass it).
+    pub stride: [i64; 3],
+    /// Implicit negative-infinity (max) or zero (avg) padding on both sides.
+    pub padding: [i64; 3],
+    /// Spacing between window elements (1 for average pooling).
+    pub dilation: [i64; 3],
+    /// Round the output size up instead of down.
+    pub ceil_mode: bool,
+}
+
+/// A pooling window's arguments in three axes: a 2-d pool's with a unit depth axis in
+/// front. `rank` is the pool's own rank (2 or 3), for its messages and names.
+#[derive(Clone, Debug)]
+struct Args {
+    rank: usize,
+    kernel: [i64; 3],
+    stride: [i64; 3],
+    padding: [i64; 3],
+    dilation: [i64; 3],
+    ceil_mode: bool,
+}
+
+impl From<&Pool2d> for Args {
+    fn from(p: &Pool2d) -> Args {
+        let lift = |a: [i64; 2], unit: i64| [unit, a[0], a[1]];
+        Args {
+            rank: 2,
+            kernel: lift(p.kernel_size, 1),
+            stride: lift(p.stride, 1),
+            padding: lift(p.padding, 0),
+            dilation: lift(p.dilation, 1),
+            ceil_mode: p.ceil_mode,
+        }
+    }
+}
+
+impl From<&Pool3d> for Args {
+    fn from(p: &Pool3d) -> Args {
+        Args {
+            rank: 3,
+            kernel: p.kernel_size,
+            stride: p.stride,
+            padding: p.padding,
+            dilation: p.dilation,
+            ceil_mode: p.ceil_mode,
+        }
+    }
+}
+
+/// What average pooling (fixed or adaptive) and its backward need (boxed in the rule).
 #[derive(Clone, Debug)]
 pub(crate) struct AvgInfo {
     input: Dims,
-    win: Window2d,
+    rank: usize,
+    adaptive: bool,
+    win: Window,
     count_include_pad: bool,
     divisor: Option<usize>,
 }
 
-/// The backward rules of this family; saved tensors in the order each variant says.
-#[derive(Clone, Debug)]
-pub(crate) enum Rule {
-    /// `max_pool2d` of an input of this shape; saved `[indices]`.
-    MaxPool2d(Box<Dims>),
-    /// `adaptive_max_pool2d` of an input of this shape; saved `[indices]`.
-    AdaptiveMaxPool2d(Box<Dims>),
-    /// A max pool's backward: the gradient scattered to the argmax in a zero tensor of
-    /// the input's shape. Its backward gathers by the same indices (output shape kept);
-    /// saved `[indices]`.
-    MaxPoolBackward(Box<Dims>, MaxKind),
-    /// `max_unpool2d` of an input of this shape; saved `[indices]`.
-    MaxUnpool2d(Box<Dims>),
-    /// `avg_pool2d`.
-    AvgPool2d(Box<AvgInfo>),
-    /// `avg_pool2d`'s backward (its backward is `avg_pool2d` again).
-    AvgPool2dBackward(Box<AvgInfo>),
-    /// `adaptive_avg_pool2d` of an input of this shape.
-    AdaptiveAvgPool2d(Box<Dims>),
-    /// Its backward, of a gradient of this (pooled) shape; its backward is the forward
-    /// again, to that size.
-    AdaptiveAvgPool2dBackward(Box<Dims>),
-}
-
-/// Which max pool a [`Rule::MaxPoolBackward`] belongs to (its name).
+/// Which max pool a rule belongs to (its name).
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum MaxKind {
     Fixed,
     Adaptive,
+    Fractional,
+}
+
+/// The backward rules of this family; saved tensors in the order each variant says.
+/// The `u8` is the pool's rank (2 or 3), for the names.
+#[derive(Clone, Debug)]
+pub(crate) enum Rule {
+    /// A max pool of an input of this shape; saved `[indices]`.
+    MaxPool(Box<Dims>, MaxKind, u8),
+    /// A max pool's backward: the gradient scattered to the argmax in a zero tensor of
+    /// the input's shape. Its backward gathers by the same indices (output shape kept);
+    /// saved `[indices]`.
+    MaxPoolBackward(Box<Dims>, MaxKind, u8),
+    /// `max_unpool` of an input of this shape; saved `[indices]`.
+    MaxUnpool(Box<Dims>, u8),
+    /// Average pooling, fixed or adaptive.
+    AvgPool(Box<AvgInfo>),
+    /// Its backward (its backward is the forward again).
+    AvgPoolBackward(Box<AvgInfo>),
 }
 
 impl Rule {
     /// PyTorch's grad_fn class name.
     pub(crate) fn name(&self) -> &'static str {
+        use MaxKind::*;
         match self {
-            Rule::MaxPool2d(_) => "MaxPool2DWithIndicesBackward0",
-            Rule::AdaptiveMaxPool2d(_) => "AdaptiveMaxPool2DBackward0",
-            Rule::MaxPoolBackward(_, MaxKind::Fixed) => "MaxPool2DWithIndicesBackwardBackward0",
-            Rule::MaxPoolBackward(_, MaxKind::Adaptive) => "AdaptiveMaxPool2DBackwardBackward0",
-            Rule::MaxUnpool2d(_) => "MaxUnpool2DBackward0",
-            Rule::AvgPool2d(_) => "AvgPool2DBackward0",
-            Rule::AvgPool2dBackward(_) => "AvgPool2DBackwardBackward0",
-            Rule::AdaptiveAvgPool2d(_) => "AdaptiveAvgPool2DBackward0",
-            Rule::AdaptiveAvgPool2dBackward(_) => "AdaptiveAvgPool2DBackwardBackward0",
+            Rule::MaxPool(_, Fixed, 2) => "MaxPool2DWithIndicesBackward0",
+            Rule::MaxPool(_, Fixed, _) => "MaxPool3DWithIndicesBackward0",
+            Rule::MaxPool(_, Adaptive, 2) => "AdaptiveMaxPool2DBackward0",
+            Rule::MaxPool(_, Adaptive, _) => "AdaptiveMaxPool3DBackward0",
+            Rule::MaxPool(_, Fractional, 2) => "FractionalMaxPool2DBackward0",
+            Rule::MaxPool(_, Fractional, _) => "FractionalMaxPool3DBackward0",
+            Rule::MaxPoolBackward(_, Fixed, 2) => "MaxPool2DWithIndicesBackwardBackward0",
+            Rule::MaxPoolBackward(_, Fixed, _) => "MaxPool3DWithIndicesBackwardBackward0",
+            Rule::MaxPoolBackward(_, Adaptive, 2) => "AdaptiveMaxPool2DBackwardBackward0",
+            Rule::MaxPoolBackward(_, Adaptive, _) => "AdaptiveMaxPool3DBackwardBackward0",
+            Rule::MaxPoolBackward(_, Fractional, 2) => "FractionalMaxPool2DBackwardBackward0",
+            Rule::MaxPoolBackward(_, Fractional, _) => "FractionalMaxPool3DBackwardBackward0",
+            Rule::MaxUnpool(_, 2) => "MaxUnpool2DBackward0",
+            Rule::MaxUnpool(_, _) => "MaxUnpool3DBackward0",
+            Rule::AvgPool(i) => match (i.adaptive, i.rank) {
+                (false, 2) => "AvgPool2DBackward0",
+                (false, _) => "AvgPool3DBackward0",
+                (true, 2) => "AdaptiveAvgPool2DBackward0",
+                (true, _) => "AdaptiveAvgPool3DBackward0",
+            },
+            Rule::AvgPoolBackward(i) => match (i.adaptive, i.rank) {
+                (false, 2) => "AvgPool2DBackwardBackward0",
+                (false, _) => "AvgPool3DBackwardBackward0",
+                (true, 2) => "AdaptiveAvgPool2DBackwardBackward0",
+                (true, _) => "AdaptiveAvgPool3DBackwardBackward0",
+            },
         }
     }
 
@@ -125,35 +198,33 @@ impl Rule {
         _needs: &[bool],
     ) -> Result<Grads> {
         let g = match self {
-            Rule::MaxPool2d(input) => {
-                grad.max_pool_backward(saved_at(saved, 0)?, input, MaxKind::Fixed)?
+            Rule::MaxPool(input, kind, rank) => {
+                grad.max_pool_backward(saved_at(saved, 0)?, input, *kind, *rank)?
             }
-            Rule::AdaptiveMaxPool2d(input) => {
-                grad.max_pool_backward(saved_at(saved, 0)?, input, MaxKind::Adaptive)?
+            Rule::MaxPoolBackward(output, _, rank) | Rule::MaxUnpool(output, rank) => {
+                gather_planes(grad, saved_at(saved, 0)?, output, *rank as usize)?
             }
-            Rule::MaxPoolBackward(output, _) | Rule::MaxUnpool2d(output) => {
-                gather_planes(grad, saved_at(saved, 0)?, output)?
-            }
-            Rule::AvgPool2d(info) => grad.avg_pool2d_backward(info)?,
-            Rule::AvgPool2dBackward(info) => grad.avg_pool2d_with(info)?,
-            Rule::AdaptiveAvgPool2d(input) => grad.adaptive_avg_pool2d_backward(input)?,
-            Rule::AdaptiveAvgPool2dBackward(pooled) => {
-                let n = pooled.len();
-                grad.adaptive_avg_pool2d(&[pooled[n - 2] as i64, pooled[n - 1] as i64])?
-            }
+            Rule::AvgPool(info) => grad.avg_pool_backward(info)?,
+            Rule::AvgPoolBackward(info) => grad.avg_pool_with(info)?,
         };
         Ok(smallvec![Some(g)])
     }
 }
 
-/// `values[..., i]` gathered at `indices` per plane: the values of `src` (of shape
-/// `(lead..., H, W)`) at the flat plane positions `indices` (of shape `output`).
-fn gather_planes(src: &Variable, indices: &Variable, output: &[usize]) -> Result<Variable> {
+/// Values of `src` (of shape `(lead..., *spatial)`, `rank` spatial dims) gathered per
+/// plane at the flat plane positions `indices` (of shape `output`).
+fn gather_planes(
+    src: &Variable,
+    indices: &Variable,
+    output: &[usize],
+    rank: usize,
+) -> Result<Variable> {
     let shape = src.shape();
     let n = shape.len();
-    let planes: usize = shape[..n - 2].iter().product();
-    let out_plane: usize = output[output.len() - 2..].iter().product();
-    let flat = src.reshape(&[planes as i64, (shape[n - 2] * shape[n - 1]) as i64])?;
+    let planes: usize = shape[..n - rank].iter().product();
+    let in_plane: usize = shape[n - rank..].iter().product();
+    let out_plane: usize = output[output.len() - rank..].iter().product();
+    let flat = src.reshape(&[planes as i64, in_plane as i64])?;
     let idx = indices
         .tensor()
         .reshape(&[planes as i64, out_plane as i64])?;
@@ -221,108 +292,155 @@ fn pooling_output_size(
     Ok(out.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
 }
 
-/// The leading dims and `(H, W)` of a 3-d or 4-d pooling input, after PyTorch's checks.
-fn split_planes(shape: &[usize]) -> Result<(usize, [usize; 2])> {
+/// The number of planes and the `(D, H, W)` plane of a pooling input of `rank` spatial
+/// dims (a 2-d pool's plane has `D = 1`), after PyTorch's dimension check.
+fn split_planes(shape: &[usize], rank: usize) -> Result<(usize, [usize; 3])> {
     let n = shape.len();
-    if n != 3 && n != 4 {
-        return Err(Error::InvalidArgument(
-            "non-empty 3D or 4D (batch mode) tensor expected for input".into(),
-        ));
+    if n != rank + 1 && n != rank + 2 {
+        return Err(Error::InvalidArgument(format!(
+            "non-empty {}D or {}D (batch mode) tensor expected for input",
+            rank + 1,
+            rank + 2
+        )));
     }
-    Ok((
-        shape[..n - 2].iter().product(),
-        [shape[n - 2], shape[n - 1]],
-    ))
+    Ok((shape[..n - rank].iter().product(), plane_of(shape, rank)))
 }
 
-fn nonzero_dims(shape: &[usize]) -> Result<()> {
-    // The batch dim (of a 4-d input) may be empty; the others may not.
+/// The last `rank` dims of `shape` as a `(D, H, W)` plane with unit leading axes.
+fn plane_of(shape: &[usize], rank: usize) -> [usize; 3] {
     let n = shape.len();
-    if shape[n - 3..].contains(&0) {
-        return Err(Error::InvalidArgument(format!(
-            "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, \
-             but got:{shape:?}"
-        )));
-    }
-    Ok(())
+    std::array::from_fn(|a| if a + rank < 3 { 1 } else { shape[n + a - 3] })
 }
 
-/// The checked window of a 2-d pool of `shape` (PyTorch's `pooling_output_shape` and
-/// `pool2d_shape_check`, with their messages, in their order).
-fn window(shape: &[usize], p: &Pool2d) -> Result<(usize, Window2d)> {
-    let (planes, [h, w]) = split_planes(shape)?;
-    let oh = pooling_output_size(
-        h as i64,
-        p.kernel_size[0],
-        p.padding[0],
-        p.stride[0],
-        p.dilation[0],
-        p.ceil_mode,
-    )?;
-    let ow = pooling_output_size(
-        w as i64,
-        p.kernel_size[1],
-        p.padding[1],
-        p.stride[1],
-        p.dilation[1],
-        p.ceil_mode,
-    )?;
-    let [kh, kw] = p.kernel_size;
-    if kh <= 0 || kw <= 0 {
+/// The last `rank` entries of a three-axis size.
+fn last(v: [usize; 3], rank: usize) -> Vec<usize> {
+    v[3 - rank..].to_vec()
+}
+
+/// `shape` with its last `rank` dims replaced by those of `plane`.
+fn with_plane(shape: &[usize], plane: [usize; 3], rank: usize) -> Vec<usize> {
+    let n = shape.len();
+    let mut out = shape[..n - rank].to_vec();
+    out.extend(last(plane, rank));
+    out
+}
+
+/// The checked window of a fixed pool of `shape` (PyTorch's `pooling_output_shape`
+/// and `pool2d_shape_check` / `pool3d_shape_check`, with their messages, in their
+/// order). `avg3d` is average pooling in 3-d, which checks the input against the
+/// kernel first, under the name `op` of its empty-dimension message.
+fn window(shape: &[usize], p: &Args, op: &str, avg3d: bool) -> Result<(usize, Window)> {
+    let rank = p.rank;
+    let (planes, input) = split_planes(shape, rank)?;
+    let mut out = [1i64; 3];
+    for a in 3 - rank..3 {
+        out[a] = pooling_output_size(
+            input[a] as i64,
+            p.kernel[a],
+            p.padding[a],
+            p.stride[a],
+            p.dilation[a],
+            p.ceil_mode,
+        )?;
+    }
+    let axes: &[&str] = if rank == 2 {
+        &["H", "W"]
+    } else {
+        &["T", "H", "W"]
+    };
+    let list = |prefix: &str, v: [i64; 3]| {
+        axes.iter()
+            .zip(&v[3 - rank..])
+            .map(|(a, x)| format!("{prefix}{a}: {x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if p.kernel.iter().any(|&k| k <= 0) {
         return Err(Error::InvalidArgument(format!(
-            "kernel size should be greater than zero, but got kH: {kh} kW: {kw}"
+            "kernel size should be greater than zero, but got {}",
+            list("k", p.kernel)
         )));
     }
-    let [sh, sw] = p.stride;
-    if sh <= 0 || sw <= 0 {
+    if p.stride.iter().any(|&s| s <= 0) {
         return Err(Error::InvalidArgument(format!(
-            "stride should be greater than zero, but got dH: {sh} dW: {sw}"
+            "stride should be greater than zero, but got {}",
+            list("d", p.stride)
         )));
     }
-    let [dh, dw] = p.dilation;
-    if dh <= 0 || dw <= 0 {
+    if p.dilation.iter().any(|&d| d <= 0) {
         return Err(Error::InvalidArgument(format!(
-            "dilation should be greater than zero, but got dilationH: {dh} dilationW: {dw}"
+            "dilation should be greater than zero, but got {}",
+            list("dilation", p.dilation)
         )));
     }
-    nonzero_dims(shape)?;
-    let channels = shape[shape.len() - 3];
-    if oh < 1 || ow < 1 {
+    let n = shape.len();
+    if rank == 2 {
+        // The batch dim (of a 4-d input) may be empty; the others may not.
+        if shape[n - 3..].contains(&0) {
+            return Err(Error::InvalidArgument(format!(
+                "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for \
+                 input, but got:{shape:?}"
+            )));
+        }
+    } else {
+        let skip = usize::from(n == 5);
+        if let Some(i) = (skip..n).find(|&i| shape[i] == 0) {
+            return Err(Error::InvalidArgument(format!(
+                "{op}(): Expected input to have non-zero size for non-batch dimensions, but \
+                 input has sizes {shape:?} with dimension {i} being empty"
+            )));
+        }
+        if avg3d && (0..3).any(|a| (input[a] as i64) < p.kernel[a]) {
+            let [t, h, w] = input;
+            let [kt, kh, kw] = p.kernel;
+            return Err(Error::InvalidArgument(format!(
+                "input image (T: {t} H: {h} W: {w}) smaller than kernel size \
+                 (kT: {kt} kH: {kh} kW: {kw})"
+            )));
+        }
+    }
+    let channels = shape[n - rank - 1];
+    if out.iter().any(|&o| o < 1) {
+        let sizes = |v: Vec<String>| v.join("x");
+        let ins = sizes(input[3 - rank..].iter().map(|d| d.to_string()).collect());
+        let outs = sizes(out[3 - rank..].iter().map(|d| d.to_string()).collect());
         return Err(Error::InvalidArgument(format!(
-            "Given input size: ({channels}x{h}x{w}). Calculated output size: \
-             ({channels}x{oh}x{ow}). Output size is too small"
+            "Given input size: ({channels}x{ins}). Calculated output size: \
+             ({channels}x{outs}). Output size is too small"
         )));
     }
     // Far beyond any real window (PyTorch would allocate or overflow first); keeping the
     // window's reach well inside isize keeps the kernels' index arithmetic exact.
     const LIMIT: i128 = 1 << 40;
-    for axis in 0..2 {
-        let reach = (p.kernel_size[axis] as i128 - 1) * p.dilation[axis] as i128 + 1;
-        if reach > LIMIT || p.padding[axis] as i128 > LIMIT || p.stride[axis] as i128 > LIMIT {
+    for a in 0..3 {
+        let reach = (p.kernel[a] as i128 - 1) * p.dilation[a] as i128 + 1;
+        if reach > LIMIT || p.padding[a] as i128 > LIMIT || p.stride[a] as i128 > LIMIT {
             return Err(Error::InvalidArgument(format!(
                 "rustgrad: pooling window too large (kernel_size={:?}, stride={:?}, \
                  padding={:?}, dilation={:?})",
-                p.kernel_size, p.stride, p.padding, p.dilation
+                &p.kernel[3 - rank..],
+                &p.stride[3 - rank..],
+                &p.padding[3 - rank..],
+                &p.dilation[3 - rank..]
             )));
         }
     }
-    let win = Window2d {
-        input: [h, w],
-        output: [oh as usize, ow as usize],
-        kernel: [kh as usize, kw as usize],
-        stride: [sh as usize, sw as usize],
-        padding: [p.padding[0] as usize, p.padding[1] as usize],
-        dilation: [dh as usize, dw as usize],
-    };
-    Ok((planes, win))
-}
-
-/// `shape` with its last two dims replaced by `hw`.
-fn with_plane(shape: &[usize], hw: [usize; 2]) -> Vec<usize> {
-    let n = shape.len();
-    let mut out = shape[..n - 2].to_vec();
-    out.extend_from_slice(&hw);
-    out
+    let spans = std::array::from_fn(|a| {
+        let u = |v: i64| v as usize;
+        (0..u(out[a]))
+            .map(|o| {
+                Span::fixed(
+                    o,
+                    input[a],
+                    u(p.kernel[a]),
+                    u(p.stride[a]),
+                    u(p.padding[a]),
+                    u(p.dilation[a]),
+                )
+            })
+            .collect()
+    });
+    Ok((planes, Window::shared(input, spans)))
 }
 
 fn check_float(op: &'static str, dtype: DType) -> Result<()> {
@@ -339,23 +457,44 @@ impl Variable {
     /// `h * W + w` within the input plane (int64). Input `(N, C, H, W)` or `(C, H, W)`.
     /// NaN propagates (a window with a NaN gives NaN, pointing at its last NaN).
     pub fn max_pool2d_with_indices(&self, p: &Pool2d) -> Result<(Variable, Variable)> {
+        self.max_pool_fixed(&p.into(), "max_pool2d_with_indices")
+    }
+
+    /// `max_pool3d(..., return_indices=True)` over `(N, C, D, H, W)` or `(C, D, H, W)`:
+    /// values and flat positions `(d * H + h) * W + w` (see `max_pool2d_with_indices`).
+    pub fn max_pool3d_with_indices(&self, p: &Pool3d) -> Result<(Variable, Variable)> {
+        self.max_pool_fixed(&p.into(), "max_pool3d")
+    }
+
+    fn max_pool_fixed(&self, p: &Args, op: &'static str) -> Result<(Variable, Variable)> {
         let shape = self.shape();
-        let (planes, win) = window(&shape, p)?;
+        let (planes, win) = window(&shape, p, "max_pool3d_with_indices_out_cpu_template", false)?;
+        self.max_pool_with(planes, &win, p.rank, MaxKind::Fixed, op)
+    }
+
+    /// Runs the max kernel over a checked window and records the rule.
+    fn max_pool_with(
+        &self,
+        planes: usize,
+        win: &Window,
+        rank: usize,
+        kind: MaxKind,
+        op: &'static str,
+    ) -> Result<(Variable, Variable)> {
         if self.dtype() == DType::Bool {
-            return Err(Error::unsupported_dtype(
-                "max_pool2d_with_indices",
-                DType::Bool,
-            ));
+            return Err(Error::unsupported_dtype(op, DType::Bool));
         }
-        let out_shape = with_plane(&shape, win.output);
+        let shape = self.shape();
+        let out_shape = with_plane(&shape, win.output, rank);
+        crate::shape::checked_numel(&out_shape)?;
         let (values, indices) = dispatch!(self.dtype(), T => {
-            let (v, i) = with_slice(&self.tensor(), |x: &[T]| kernel::max_pool2d(x, planes, &win))?;
+            let (v, i) = with_slice(&self.tensor(), |x: &[T]| kernel::max_pool(x, planes, win))?;
             (Tensor::from_vec(v, &out_shape)?, Tensor::from_vec(i, &out_shape)?)
         });
         let indices = Variable::from_tensor(indices);
         let out = Variable::record(values, &[self], |_, _| {
             (
-                Rule::MaxPool2d(Box::new(shape.clone())),
+                Rule::MaxPool(Box::new(shape.clone()), kind, rank as u8),
                 smallvec![Some(SavedTensor::input(&indices))],
             )
         });
@@ -366,27 +505,175 @@ impl Variable {
     /// adaptive windows (`floor(i * H / oH) .. ceil((i + 1) * H / oH)`), values and flat
     /// indices.
     pub fn adaptive_max_pool2d(&self, output_size: &[i64; 2]) -> Result<(Variable, Variable)> {
+        self.adaptive_max(
+            &[1, output_size[0], output_size[1]],
+            2,
+            "adaptive_max_pool2d",
+        )
+    }
+
+    /// `adaptive_max_pool3d(input, output_size, return_indices=True)` over 4-d or 5-d
+    /// input: values and flat indices `(d * H + h) * W + w`.
+    pub fn adaptive_max_pool3d(&self, output_size: &[i64; 3]) -> Result<(Variable, Variable)> {
+        self.adaptive_max(output_size, 3, "adaptive_max_pool3d")
+    }
+
+    fn adaptive_max(
+        &self,
+        output_size: &[i64; 3],
+        rank: usize,
+        op: &'static str,
+    ) -> Result<(Variable, Variable)> {
         let shape = self.shape();
-        let (planes, input, output) =
-            adaptive_geometry("adaptive_max_pool2d", &shape, output_size)?;
-        if self.dtype() == DType::Bool {
-            return Err(Error::unsupported_dtype("adaptive_max_pool2d", DType::Bool));
+        let (planes, input, output) = adaptive_geometry(op, &shape, output_size, rank)?;
+        let win = Window::adaptive(input, output);
+        self.max_pool_with(planes, &win, rank, MaxKind::Adaptive, op)
+    }
+
+    /// `fractional_max_pool2d(input, kernel_size, output_size, _random_samples)` over
+    /// `(N, C, H, W)` or `(C, H, W)`: windows of `kernel_size` at PyTorch's
+    /// pseudo-random starts drawn from `samples` (`(N, C, 2)`, uniform in `[0, 1)`,
+    /// `(w, h)` per plane); values and flat indices.
+    pub fn fractional_max_pool2d(
+        &self,
+        kernel_size: &[i64; 2],
+        output_size: &[i64; 2],
+        samples: &Variable,
+    ) -> Result<(Variable, Variable)> {
+        let k = [1, kernel_size[0], kernel_size[1]];
+        let o = [1, output_size[0], output_size[1]];
+        self.fractional_max(&k, &o, samples, 2)
+    }
+
+    /// `fractional_max_pool3d(input, kernel_size, output_size, _random_samples)` over
+    /// `(N, C, T, H, W)` or `(C, T, H, W)`, samples `(N, C, 3)` (`(t, h, w)` per plane).
+    pub fn fractional_max_pool3d(
+        &self,
+        kernel_size: &[i64; 3],
+        output_size: &[i64; 3],
+        samples: &Variable,
+    ) -> Result<(Variable, Variable)> {
+        self.fractional_max(kernel_size, output_size, samples, 3)
+    }
+
+    fn fractional_max(
+        &self,
+        kernel: &[i64; 3],
+        output: &[i64; 3],
+        samples: &Variable,
+        rank: usize,
+    ) -> Result<(Variable, Variable)> {
+        let op = if rank == 2 {
+            "fractional_max_pool2d"
+        } else {
+            "fractional_max_pool3d"
+        };
+        let shape = self.shape();
+        let n = shape.len();
+        if n != rank + 1 && n != rank + 2 || self.numel() == 0 && n != rank + 2 {
+            return Err(Error::InvalidArgument(format!(
+                "{op}(): Expected {}D or {}D tensor, but got: {shape:?}",
+                rank + 1,
+                rank + 2
+            )));
         }
-        let out_shape = with_plane(&shape, output);
-        let (values, indices) = dispatch!(self.dtype(), T => {
-            let (v, i) = with_slice(&self.tensor(), |x: &[T]| {
-                kernel::adaptive_max_pool2d(x, planes, input, output)
-            })?;
-            (Tensor::from_vec(v, &out_shape)?, Tensor::from_vec(i, &out_shape)?)
+        if let Some(i) = (1..n).find(|&i| shape[i] == 0) {
+            return Err(Error::InvalidArgument(format!(
+                "{op}(): Expected input to have non-zero size for non-batch dimensions, but \
+                 got{shape:?} with dimension {i} being empty."
+            )));
+        }
+        let sshape = samples.shape();
+        if sshape.len() != 3 {
+            return Err(Error::InvalidArgument(format!(
+                "Expected _random_samples to be 3D, but got {}D",
+                sshape.len()
+            )));
+        }
+        if sshape[2] != rank {
+            return Err(Error::InvalidArgument(format!(
+                "Expect _random_samples.size(2) equals to {rank}; got {}.",
+                sshape[2]
+            )));
+        }
+        let (batch, channels) = if n == rank + 2 {
+            (shape[0], shape[1])
+        } else {
+            (1, shape[0])
+        };
+        if sshape[0] < batch || sshape[1] < channels {
+            return Err(Error::InvalidArgument(format!(
+                "Expect _random_samples to have at least ({batch}, {channels}, {rank}) \
+                 elements, but got {sshape:?}"
+            )));
+        }
+        if samples.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument(format!(
+                "expected scalar type {} but found {}",
+                self.dtype().scalar_type_name(),
+                samples.dtype().scalar_type_name()
+            )));
+        }
+        check_float(op, self.dtype())?;
+        let input = plane_of(&shape, rank);
+        let names = ["time", "height", "width"];
+        for a in 3 - rank..3 {
+            if kernel[a] <= 0 || output[a] <= 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "{op}(): kernel_size and output_size must be greater than zero, but got \
+                     kernel_size={:?} and output_size={:?}",
+                    &kernel[3 - rank..],
+                    &output[3 - rank..]
+                )));
+            }
+            if output[a] as i128 + kernel[a] as i128 - 1 > input[a] as i128 {
+                return Err(Error::InvalidArgument(format!(
+                    "{op}(): pool {} {} too large relative to input {} {}",
+                    names[a], kernel[a], names[a], input[a]
+                )));
+            }
+        }
+        let out = output.map(|o| o as usize);
+        let planes = batch * channels;
+        // The samples of plane (b, c), one per axis in the pool's axis order.
+        let s: Vec<f64> = samples
+            .tensor()
+            .to_dtype(DType::F64)?
+            .contiguous()?
+            .try_to_vec()?;
+        let spans: [Vec<Span>; 3] = dispatch_float!(self.dtype(), op, T => {
+            std::array::from_fn(|a| {
+                if a + rank < 3 {
+                    return vec![Span::UNIT; planes];
+                }
+                let mut v = Vec::with_capacity(planes * out[a]);
+                for b in 0..batch {
+                    for c in 0..channels {
+                        let sample = s[(b * sshape[1] + c) * rank + (a + rank - 3)];
+                        // PyTorch's 2-d sample order is (w, h); the 3-d one (t, h, w).
+                        let sample = if rank == 2 {
+                            s[(b * sshape[1] + c) * rank + (2 - a)]
+                        } else {
+                            sample
+                        };
+                        let k = kernel[a] as usize;
+                        v.extend(
+                            kernel::fractional_starts::<T>(sample, input[a], out[a], k)
+                                .into_iter()
+                                .map(|st| Span::at(st, k)),
+                        );
+                    }
+                }
+                v
+            })
         });
-        let indices = Variable::from_tensor(indices);
-        let out = Variable::record(values, &[self], |_, _| {
-            (
-                Rule::AdaptiveMaxPool2d(Box::new(shape.clone())),
-                smallvec![Some(SavedTensor::input(&indices))],
-            )
-        });
-        Ok((out, indices))
+        let win = Window {
+            input,
+            output: out,
+            spans,
+            sets: planes,
+        };
+        self.max_pool_with(planes, &win, rank, MaxKind::Fractional, op)
     }
 
     /// The backward of a max pool: `self` (the output's gradient) added at `indices`
@@ -396,12 +683,13 @@ impl Variable {
         indices: &Variable,
         input: &[usize],
         kind: MaxKind,
+        rank: u8,
     ) -> Result<Variable> {
-        let result = scatter(self, indices, input, true)?;
+        let result = scatter(self, indices, input, rank as usize, true)?;
         let out_shape = self.shape();
         Ok(Variable::record(result, &[self], |_, _| {
             (
-                Rule::MaxPoolBackward(Box::new(out_shape), kind),
+                Rule::MaxPoolBackward(Box::new(out_shape), kind, rank),
                 smallvec![Some(SavedTensor::input(indices))],
             )
         }))
@@ -411,6 +699,21 @@ impl Variable {
     /// in a zero plane of `output_size` (`(oH, oW)`). An index outside the plane raises
     /// PyTorch's "Found an invalid max index".
     pub fn max_unpool2d(&self, indices: &Variable, output_size: &[i64; 2]) -> Result<Variable> {
+        self.max_unpool(indices, &[1, output_size[0], output_size[1]], 2)
+    }
+
+    /// `max_unpool3d(input, indices, output_size)` over 4-d or 5-d input: each value
+    /// written at its flat index in a zero volume of `output_size` (`(oT, oH, oW)`).
+    pub fn max_unpool3d(&self, indices: &Variable, output_size: &[i64; 3]) -> Result<Variable> {
+        self.max_unpool(indices, output_size, 3)
+    }
+
+    fn max_unpool(
+        &self,
+        indices: &Variable,
+        output_size: &[i64; 3],
+        rank: usize,
+    ) -> Result<Variable> {
         let shape = self.shape();
         if indices.dtype() != DType::I64 {
             return Err(Error::InvalidArgument(format!(
@@ -418,9 +721,12 @@ impl Variable {
                 indices.dtype().scalar_type_name()
             )));
         }
-        if shape.len() != 3 && shape.len() != 4 {
+        if shape.len() != rank + 1 && shape.len() != rank + 2 {
             return Err(Error::InvalidArgument(format!(
-                "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with {} dimensions.",
+                "Input to max_unpooling{rank}d should be a {}d or {}d Tensor, but got a tensor \
+                 with {} dimensions.",
+                rank + 1,
+                rank + 2,
                 shape.len()
             )));
         }
@@ -431,24 +737,31 @@ impl Variable {
                 indices.shape()
             )));
         }
-        let [oh, ow] = *output_size;
-        if oh <= 0 || ow <= 0 {
+        let wanted = &output_size[3 - rank..];
+        if wanted.iter().any(|&o| o <= 0) {
+            let list: Vec<String> = wanted.iter().map(|o| o.to_string()).collect();
             return Err(Error::InvalidArgument(format!(
-                "maxunpooling2d: output_size must be positive, got ({oh}, {ow})"
+                "maxunpooling{rank}d: output_size must be positive, got ({})",
+                list.join(", ")
             )));
         }
-        if shape[1..].contains(&0) {
+        if let Some(i) = (1..shape.len()).find(|&i| shape[i] == 0) {
+            let op = if rank == 2 {
+                "max_unpooling2d()"
+            } else {
+                "max_unpooling3d_forward_out_cpu()"
+            };
             return Err(Error::InvalidArgument(format!(
-                "max_unpooling2d(): Expected input to have non-zero size for non-batch dimensions, but got {shape:?} with dimension {} being empty.",
-                shape.iter().skip(1).position(|&d| d == 0).unwrap_or(0) + 1
+                "{op}: Expected input to have non-zero size for non-batch dimensions, but got \
+                 {shape:?} with dimension {i} being empty."
             )));
         }
-        let out_shape = with_plane(&shape, [oh as usize, ow as usize]);
+        let out_shape = with_plane(&shape, output_size.map(|o| o as usize), rank);
         crate::shape::checked_numel(&out_shape)?;
-        let result = scatter(self, indices, &out_shape, false)?;
+        let result = scatter(self, indices, &out_shape, rank, false)?;
         Ok(Variable::record(result, &[self], |_, _| {
             (
-                Rule::MaxUnpool2d(Box::new(shape.clone())),
+                Rule::MaxUnpool(Box::new(shape.clone()), rank as u8),
                 smallvec![Some(SavedTensor::input(indices))],
             )
         }))
@@ -462,127 +775,165 @@ impl Variable {
         count_include_pad: bool,
         divisor_override: Option<i64>,
     ) -> Result<Variable> {
+        self.avg_pool_fixed(&p.into(), count_include_pad, divisor_override)
+    }
+
+    /// `avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+    /// divisor_override)` over 4-d or 5-d input (the dilation of `p` must be 1).
+    pub fn avg_pool3d(
+        &self,
+        p: &Pool3d,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> Result<Variable> {
+        self.avg_pool_fixed(&p.into(), count_include_pad, divisor_override)
+    }
+
+    fn avg_pool_fixed(
+        &self,
+        p: &Args,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> Result<Variable> {
         let divisor = match divisor_override {
             Some(0) => return Err(Error::InvalidArgument("divisor must be not zero".into())),
             // PyTorch accepts a negative divisor (negating the result): keep it exact.
             Some(d) if d < 0 => {
-                return self.avg_pool2d(p, count_include_pad, Some(-d))?.neg();
+                return self
+                    .avg_pool_fixed(
+                        p,
+                        count_include_pad,
+                        Some(d.checked_neg().unwrap_or(i64::MAX)),
+                    )?
+                    .neg();
             }
             Some(d) => Some(d as usize),
             None => None,
         };
         let shape = self.shape();
-        if shape.len() < 3 {
+        let rank = p.rank;
+        if rank == 2 && shape.len() < 3 {
             return Err(Error::Index(format!(
                 "Dimension out of range (expected to be in range of [-{n}, {m}], but got -3)",
                 n = shape.len().max(1),
                 m = shape.len().max(1) - 1
             )));
         }
-        if shape.len() > 4 {
+        if rank == 2 && shape.len() > 4 {
             return Err(Error::InvalidArgument(format!(
                 "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for \
                  input, but got:{shape:?}"
             )));
         }
-        let (_, win) = window(&shape, p)?;
-        check_float("avg_pool2d", self.dtype())?;
+        let (_, win) = window(&shape, p, "avg_pool3d", rank == 3)?;
+        let op = if rank == 2 {
+            "avg_pool2d"
+        } else {
+            "avg_pool3d_out_frame"
+        };
+        check_float(op, self.dtype())?;
         let info = AvgInfo {
             input: shape,
+            rank,
+            adaptive: false,
             win,
             count_include_pad,
             divisor,
         };
-        self.avg_pool2d_with(&info)
+        self.avg_pool_with(&info)
     }
 
-    /// `avg_pool2d` with a checked window.
-    fn avg_pool2d_with(&self, info: &AvgInfo) -> Result<Variable> {
+    /// Average pooling over a checked window.
+    fn avg_pool_with(&self, info: &AvgInfo) -> Result<Variable> {
         let shape = self.shape();
-        let planes: usize = shape[..shape.len() - 2].iter().product();
-        let out_shape = with_plane(&shape, info.win.output);
+        let rank = info.rank;
+        let planes: usize = shape[..shape.len() - rank].iter().product();
+        let out_shape = with_plane(&shape, info.win.output, rank);
         let result = dispatch_float!(self.dtype(), "avg_pool2d", T => {
             let v = with_slice(&self.tensor(), |x: &[T]| {
-                kernel::avg_pool2d(x, planes, &info.win, info.count_include_pad, info.divisor)
+                kernel::avg_pool(x, planes, &info.win, info.count_include_pad, info.divisor)
             })?;
             Tensor::from_vec(v, &out_shape)?
         });
         Ok(Variable::record(result, &[self], |_, _| {
-            (Rule::AvgPool2d(Box::new(info.clone())), smallvec![])
+            (Rule::AvgPool(Box::new(info.clone())), smallvec![])
         }))
     }
 
-    /// `avg_pool2d`'s backward (recorded: its backward is `avg_pool2d`).
-    fn avg_pool2d_backward(&self, info: &AvgInfo) -> Result<Variable> {
-        let planes: usize = info.input[..info.input.len() - 2].iter().product();
+    /// Average pooling's backward (recorded: its backward is the forward).
+    fn avg_pool_backward(&self, info: &AvgInfo) -> Result<Variable> {
+        let planes: usize = info.input[..info.input.len() - info.rank].iter().product();
         let result = dispatch_float!(self.dtype(), "avg_pool2d_backward", T => {
             let v = with_slice(&self.tensor(), |g: &[T]| {
-                kernel::avg_pool2d_backward(g, planes, &info.win, info.count_include_pad, info.divisor)
+                kernel::avg_pool_backward(g, planes, &info.win, info.count_include_pad, info.divisor)
             })?;
             Tensor::from_vec(v, &info.input)?
         });
         Ok(Variable::record(result, &[self], |_, _| {
-            (Rule::AvgPool2dBackward(Box::new(info.clone())), smallvec![])
+            (Rule::AvgPoolBackward(Box::new(info.clone())), smallvec![])
         }))
     }
 
     /// `adaptive_avg_pool2d(input, output_size)`: the mean of each adaptive window.
     pub fn adaptive_avg_pool2d(&self, output_size: &[i64; 2]) -> Result<Variable> {
-        let shape = self.shape();
-        let (planes, input, output) =
-            adaptive_geometry("adaptive_avg_pool2d", &shape, output_size)?;
-        check_float("adaptive_avg_pool2d", self.dtype())?;
-        let out_shape = with_plane(&shape, output);
-        let result = dispatch_float!(self.dtype(), "adaptive_avg_pool2d", T => {
-            let v = with_slice(&self.tensor(), |x: &[T]| {
-                kernel::adaptive_avg_pool2d(x, planes, input, output)
-            })?;
-            Tensor::from_vec(v, &out_shape)?
-        });
-        Ok(Variable::record(result, &[self], |_, _| {
-            (
-                Rule::AdaptiveAvgPool2d(Box::new(shape.clone())),
-                smallvec![],
-            )
-        }))
+        self.adaptive_avg(
+            &[1, output_size[0], output_size[1]],
+            2,
+            "adaptive_avg_pool2d",
+        )
     }
 
-    /// `adaptive_avg_pool2d`'s backward to an input of shape `input` (recorded).
-    fn adaptive_avg_pool2d_backward(&self, input: &[usize]) -> Result<Variable> {
-        let n = input.len();
-        let planes: usize = input[..n - 2].iter().product();
-        let gshape = self.shape();
-        let output = [gshape[n - 2], gshape[n - 1]];
-        let result = dispatch_float!(self.dtype(), "adaptive_avg_pool2d_backward", T => {
-            let v = with_slice(&self.tensor(), |g: &[T]| {
-                kernel::adaptive_avg_pool2d_backward(g, planes, [input[n - 2], input[n - 1]], output)
-            })?;
-            Tensor::from_vec(v, input)?
-        });
-        Ok(Variable::record(result, &[self], |_, _| {
-            (
-                Rule::AdaptiveAvgPool2dBackward(Box::new(gshape)),
-                smallvec![],
-            )
-        }))
+    /// `adaptive_avg_pool3d(input, output_size)` over 4-d or 5-d input.
+    pub fn adaptive_avg_pool3d(&self, output_size: &[i64; 3]) -> Result<Variable> {
+        self.adaptive_avg(output_size, 3, "adaptive_avg_pool3d")
+    }
+
+    fn adaptive_avg(
+        &self,
+        output_size: &[i64; 3],
+        rank: usize,
+        op: &'static str,
+    ) -> Result<Variable> {
+        let shape = self.shape();
+        let (_, input, output) = adaptive_geometry(op, &shape, output_size, rank)?;
+        let kernel_name = if rank == 2 {
+            op
+        } else {
+            "adaptive_avg_pool3d_cpu"
+        };
+        check_float(kernel_name, self.dtype())?;
+        let info = AvgInfo {
+            input: shape,
+            rank,
+            adaptive: true,
+            win: Window::adaptive(input, output),
+            count_include_pad: false,
+            divisor: None,
+        };
+        self.avg_pool_with(&info)
     }
 }
 
-/// Checks an adaptive pool's input and output size: planes, `(H, W)`, `(oH, oW)`.
+/// Checks an adaptive pool's input and output size (`rank` spatial dims, the sizes as
+/// three axes): planes, input plane, output plane.
 fn adaptive_geometry(
     op: &str,
     shape: &[usize],
-    output_size: &[i64; 2],
-) -> Result<(usize, [usize; 2], [usize; 2])> {
+    output_size: &[i64; 3],
+    rank: usize,
+) -> Result<(usize, [usize; 3], [usize; 3])> {
     let n = shape.len();
-    if n != 3 && n != 4 {
-        // PyTorch's two messages differ by a colon.
-        let colon = if op == "adaptive_max_pool2d" { ":" } else { "" };
+    let max = op.starts_with("adaptive_max");
+    if n != rank + 1 && n != rank + 2 {
+        // PyTorch's avg and max messages differ by a colon.
+        let colon = if max { ":" } else { "" };
         return Err(Error::InvalidArgument(format!(
-            "{op}(): Expected 3D or 4D tensor, but got{colon} {shape:?}"
+            "{op}(): Expected {}D or {}D tensor, but got{colon} {shape:?}",
+            rank + 1,
+            rank + 2
         )));
     }
-    // Adaptive average pooling accepts empty channels, as PyTorch; not empty planes.
+    // 2-d adaptive average pooling accepts empty channels, as PyTorch; not empty planes.
     let first = if op == "adaptive_avg_pool2d" {
         n - 2
     } else {
@@ -596,49 +947,60 @@ fn adaptive_geometry(
             )));
         }
     }
-    if output_size.iter().any(|&o| o < 0) && op == "adaptive_max_pool2d" {
-        let mut dims: Vec<i64> = shape[..n - 2].iter().map(|&d| d as i64).collect();
-        dims.extend_from_slice(output_size);
-        let bad = output_size.iter().find(|&&o| o < 0).copied().unwrap_or(-1);
-        return Err(Error::InvalidArgument(format!(
-            "Trying to create tensor with negative dimension {bad}: {dims:?}"
-        )));
-    }
-    if output_size.iter().any(|&o| o < 0) {
+    let sizes = &output_size[3 - rank..];
+    if let Some(&bad) = sizes.iter().find(|&&o| o < 0) {
+        if max {
+            let mut dims: Vec<i64> = shape[..n - rank].iter().map(|&d| d as i64).collect();
+            dims.extend_from_slice(sizes);
+            return Err(Error::InvalidArgument(format!(
+                "Trying to create tensor with negative dimension {bad}: {dims:?}"
+            )));
+        }
+        // PyTorch's own spacing.
+        let list = if rank == 2 {
+            format!("{}, {}", sizes[0], sizes[1])
+        } else {
+            format!("{}, {},{}", sizes[0], sizes[1], sizes[2])
+        };
         return Err(Error::InvalidArgument(format!(
             "{op}: elements of output_size must be greater than or equal to 0 but received \
-             {{{}, {}}}",
-            output_size[0], output_size[1]
+             {{{list}}}"
         )));
     }
-    let (planes, hw) = split_planes(shape)?;
-    let out = [output_size[0] as usize, output_size[1] as usize];
-    crate::shape::checked_numel(&with_plane(shape, out))?;
-    Ok((planes, hw, out))
+    let (planes, input) = split_planes(shape, rank)?;
+    let out = output_size.map(|o| o as usize);
+    crate::shape::checked_numel(&with_plane(shape, out, rank))?;
+    Ok((planes, input, out))
 }
 
 /// `src` (planes of `indices`' shape) written at its flat per-plane indices into zeros
-/// of `out_shape`: added (`accumulate`) or assigned.
+/// of `out_shape` (`rank` spatial dims): added (`accumulate`) or assigned.
 fn scatter(
     src: &Variable,
     indices: &Variable,
     out_shape: &[usize],
+    rank: usize,
     accumulate: bool,
 ) -> Result<Tensor> {
     let sshape = src.shape();
     let n = out_shape.len();
-    let planes: usize = out_shape[..n - 2].iter().product();
-    let out_plane = out_shape[n - 2] * out_shape[n - 1];
+    let planes: usize = out_shape[..n - rank].iter().product();
+    let out_plane: usize = out_shape[n - rank..].iter().product();
     let src_plane = src.numel().checked_div(planes).unwrap_or(0);
-    if sshape.len() != n || indices.shape() != sshape || sshape[..n - 2] != out_shape[..n - 2] {
+    if sshape.len() != n || indices.shape() != sshape || sshape[..n - rank] != out_shape[..n - rank]
+    {
         return Err(Error::NotImplemented(
             "rustgrad internal error: max pool gradient of the wrong shape".into(),
         ));
     }
     let idx: Vec<i64> = indices.tensor().try_to_vec()?;
+    let desc: Vec<String> = out_shape[n - rank..]
+        .iter()
+        .map(|d| d.to_string())
+        .collect();
+    let desc = desc.join("x");
     Ok(dispatch_float!(src.dtype(), "max_pool2d_backward", T => {
         let v = with_slice(&src.tensor(), |s: &[T]| {
-            let desc = format!("{}x{}", out_shape[n - 2], out_shape[n - 1]);
             kernel::scatter_planes(s, &idx, planes, src_plane, out_plane, accumulate, &desc)
         })?;
         Tensor::from_vec(v, out_shape)?
