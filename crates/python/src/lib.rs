@@ -501,6 +501,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::norm::register(m)?;
     ops::activation::register(m)?;
     ops::embedding::register(m)?;
+    ops::rnn::register(m)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;

@@ -12,6 +12,7 @@ pub mod matmul;
 pub mod norm;
 pub mod pool;
 pub mod reduce;
+pub mod rnn;
 pub mod softmax;
 pub mod spatial;
 pub mod vmath;

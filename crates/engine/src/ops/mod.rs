@@ -20,6 +20,7 @@ pub(crate) mod loss;
 pub(crate) mod norm;
 pub(crate) mod pool;
 pub(crate) mod reduce;
+pub(crate) mod rnn;
 pub(crate) mod shape;
 pub(crate) mod spatial;
 pub(crate) mod ternary;
@@ -70,6 +71,8 @@ pub(crate) enum Rule {
     Activation(activation::Rule),
     /// A rule of `embedding.rs`.
     Embedding(embedding::Rule),
+    /// A rule of `rnn.rs`.
+    Rnn(rnn::Rule),
 }
 
 impl Rule {
@@ -93,6 +96,7 @@ impl Rule {
             Rule::Norm(r) => r.name(),
             Rule::Activation(r) => r.name(),
             Rule::Embedding(r) => r.name(),
+            Rule::Rnn(r) => r.name(),
         }
     }
 
@@ -122,6 +126,7 @@ impl Rule {
             Rule::Norm(r) => r.apply(saved, grad, needs),
             Rule::Activation(r) => r.apply(saved, grad, needs),
             Rule::Embedding(r) => r.apply(saved, grad, needs),
+            Rule::Rnn(r) => r.apply(saved, grad, needs),
         }
     }
 }
@@ -172,6 +177,7 @@ impl NodeRule<Variable> for OpRule {
             Rule::Shape(r) if r.is_multi_output() => r.apply_multi(grads),
             Rule::Reduce(r) if r.is_multi_output() => r.apply_multi(saved, grads),
             Rule::Custom(r) => r.apply_multi(&saved.to_vec().into(), grads, needs),
+            Rule::Rnn(r) => r.apply_multi(saved, grads, needs),
             rule => match grads.first().and_then(Option::as_ref) {
                 Some(grad) => rule.apply(saved, grad, needs),
                 None => Ok(needs.iter().map(|_| None).collect()),
@@ -273,6 +279,12 @@ impl From<embedding::Rule> for Rule {
 impl From<inplace::Rule> for Rule {
     fn from(rule: inplace::Rule) -> Rule {
         Rule::Inplace(rule)
+    }
+}
+
+impl From<rnn::Rule> for Rule {
+    fn from(rule: rnn::Rule) -> Rule {
+        Rule::Rnn(rule)
     }
 }
 

@@ -16,6 +16,7 @@ pub(crate) mod loss;
 pub(crate) mod norm;
 pub(crate) mod pool;
 mod reduce;
+pub(crate) mod rnn;
 mod shape;
 mod spatial;
 mod ternary;

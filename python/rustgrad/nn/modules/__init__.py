@@ -29,6 +29,8 @@ from .pixelshuffle import *  # noqa: F403
 from .pixelshuffle import __all__ as _pixelshuffle
 from .pooling import *  # noqa: F403
 from .pooling import __all__ as _pooling
+from .rnn import *  # noqa: F403
+from .rnn import __all__ as _rnn
 from .sparse import *  # noqa: F403
 from .sparse import __all__ as _sparse
 from .upsampling import *  # noqa: F403
@@ -48,6 +50,7 @@ __all__ = sorted(
         *_loss,
         *_normalization,
         *_padding,
+        *_rnn,
         *_pixelshuffle,
         *_pooling,
         *_sparse,

@@ -1,0 +1,706 @@
+//! Recurrent layers: the time loop of one layer and direction of `nn.RNN`, `nn.LSTM`
+//! and `nn.GRU`, forward and backward through time, over packed rows (time-major, the
+//! number of active rows `batch_sizes[t]` non-increasing). See Note [Recurrent layers].
+//!
+//! Forward: one GEMM projects every time step's input (`x_all @ W_ihᵀ + biases`), then
+//! per step one GEMM `h @ W_hhᵀ` and the fused gate arithmetic. Backward: per step the
+//! gate gradients and one GEMM `dgates @ W_hh` for the previous hidden state; then one
+//! GEMM each for `dx`, `dW_ih` and `dW_hh` over all steps (the previous hidden states
+//! of every step are kept, so `dW_hh` is a single product), and column sums for the
+//! biases. Every loop has a fixed order, and GEMMs are split into fixed row blocks, so
+//! results do not depend on the thread count.
+
+use crate::dtype::Float;
+use crate::error::{Error, Result};
+use crate::kernels::matmul::Gemm;
+use crate::kernels::try_vec;
+
+/// The recurrence of a layer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CellKind {
+    /// `h = tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)`.
+    RnnTanh,
+    /// `h = relu(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)`.
+    RnnRelu,
+    /// PyTorch's LSTM (gates i, f, g, o), with an optional projection `W_hr`.
+    Lstm,
+    /// PyTorch's GRU (gates r, z, n).
+    Gru,
+}
+
+impl CellKind {
+    /// Rows of `W_ih` per hidden unit.
+    pub fn gates(self) -> usize {
+        match self {
+            CellKind::RnnTanh | CellKind::RnnRelu => 1,
+            CellKind::Lstm => 4,
+            CellKind::Gru => 3,
+        }
+    }
+
+    /// Columns of the saved gate buffer per hidden unit.
+    fn saved_gates(self) -> usize {
+        match self {
+            CellKind::RnnTanh | CellKind::RnnRelu => 1,
+            // i, f, g, o (activated) / r, z, n (activated) and h W_hnᵀ + b_hn.
+            CellKind::Lstm | CellKind::Gru => 4,
+        }
+    }
+}
+
+/// The sizes of one layer and direction.
+#[derive(Clone, Debug)]
+pub struct RnnGeom {
+    /// The recurrence.
+    pub cell: CellKind,
+    /// Input features.
+    pub input: usize,
+    /// Hidden units.
+    pub hidden: usize,
+    /// Output (projected) size: `hidden` without a projection.
+    pub proj: usize,
+    /// Active rows per time step (non-increasing); their sum is the number of rows.
+    pub batch_sizes: Vec<usize>,
+    /// Whether time runs backwards (the second direction of a bidirectional layer).
+    pub reverse: bool,
+    /// Whether an LSTM has a projection `W_hr`.
+    pub has_proj: bool,
+}
+
+impl RnnGeom {
+    /// The number of sequences (rows of the initial and final states).
+    pub fn batch(&self) -> usize {
+        self.batch_sizes.first().copied().unwrap_or(0)
+    }
+
+    /// The number of packed rows.
+    pub fn rows(&self) -> usize {
+        self.batch_sizes.iter().sum()
+    }
+
+    /// Checks that the batch sizes do not increase and every size product fits.
+    pub fn validate(&self) -> Result<()> {
+        if self.batch_sizes.windows(2).any(|w| w[1] > w[0]) {
+            return Err(Error::InvalidArgument(
+                "rnn: batch_sizes must be non-increasing".into(),
+            ));
+        }
+        let gh = self.cell.saved_gates().checked_mul(self.hidden);
+        let rows = self.rows();
+        for width in [Some(self.input), gh, Some(self.proj), Some(self.hidden)] {
+            width
+                .and_then(|w| w.checked_mul(rows.max(1)))
+                .and_then(|n| n.checked_mul(16))
+                .ok_or(Error::NumelOverflow)?;
+        }
+        Ok(())
+    }
+
+    /// The first packed row of each step.
+    fn offsets(&self) -> Vec<usize> {
+        let mut acc = 0;
+        self.batch_sizes
+            .iter()
+            .map(|&b| {
+                let o = acc;
+                acc += b;
+                o
+            })
+            .collect()
+    }
+
+    /// The steps in the order the forward visits them.
+    fn order(&self) -> Vec<usize> {
+        let t = self.batch_sizes.len();
+        match self.reverse {
+            true => (0..t).rev().collect(),
+            false => (0..t).collect(),
+        }
+    }
+}
+
+/// The weights of one layer and direction (row-major, PyTorch's layouts).
+pub struct Weights<'a, T> {
+    /// `[gates·hidden, input]`.
+    pub w_ih: &'a [T],
+    /// `[gates·hidden, proj]`.
+    pub w_hh: &'a [T],
+    /// `[gates·hidden]`.
+    pub b_ih: Option<&'a [T]>,
+    /// `[gates·hidden]`.
+    pub b_hh: Option<&'a [T]>,
+    /// `[proj, hidden]` (LSTM with `proj_size`).
+    pub w_hr: Option<&'a [T]>,
+}
+
+/// What the forward keeps for the backward.
+#[derive(Clone, Debug, Default)]
+pub struct Workspace<T> {
+    /// Per row: the activated gates (`[rows, saved_gates·hidden]`; for the plain RNN
+    /// the output itself).
+    pub gates: Vec<T>,
+    /// Per row: the LSTM cell state after the step (`[rows, hidden]`).
+    pub cell: Vec<T>,
+    /// Per row: the LSTM cell state before the step.
+    pub cell_prev: Vec<T>,
+    /// Per row: the LSTM hidden state before the projection.
+    pub hidden_raw: Vec<T>,
+    /// Per row: the hidden state before the step (`[rows, proj]`).
+    pub hidden_prev: Vec<T>,
+}
+
+/// The forward's results.
+pub struct Forward<T> {
+    /// `[rows, proj]`.
+    pub output: Vec<T>,
+    /// `[batch, proj]`.
+    pub h_n: Vec<T>,
+    /// `[batch, hidden]` (LSTM; empty otherwise).
+    pub c_n: Vec<T>,
+    /// Kept for the backward.
+    pub ws: Workspace<T>,
+}
+
+/// The backward's results (empty vectors for gradients not asked for).
+pub struct Backward<T> {
+    /// `[rows, input]`.
+    pub dx: Vec<T>,
+    /// `[batch, proj]`.
+    pub dh0: Vec<T>,
+    /// `[batch, hidden]`.
+    pub dc0: Vec<T>,
+    /// `[gates·hidden, input]`.
+    pub dw_ih: Vec<T>,
+    /// `[gates·hidden, proj]`.
+    pub dw_hh: Vec<T>,
+    /// `[gates·hidden]`.
+    pub db_ih: Vec<T>,
+    /// `[gates·hidden]`.
+    pub db_hh: Vec<T>,
+    /// `[proj, hidden]`.
+    pub dw_hr: Vec<T>,
+}
+
+/// A strided matrix operand: its elements, row stride and column stride.
+type Mat<'a, T> = (&'a [T], usize, usize);
+
+/// Output rows per task of a parallel GEMM (fixed by the sizes, never by the thread
+/// count, so the result is the same with any number of threads).
+const GEMM_ROW_BLOCK: usize = 64;
+
+/// `c[m, n] = a[m, k] @ b[k, n] + beta·c` (row stride of `c` is `n`), bounds-checked
+/// before the raw GEMM; large products are split into fixed blocks of rows.
+fn gemm<T: Gemm + Send + Sync>(
+    (m, k, n): (usize, usize, usize),
+    a: Mat<'_, T>,
+    b: Mat<'_, T>,
+    beta: T,
+    c: &mut [T],
+) -> Result<()> {
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let reach = |rows: usize, cols: usize, rs: usize, cs: usize| {
+        (rows - 1)
+            .checked_mul(rs)
+            .and_then(|r| (cols - 1).checked_mul(cs).and_then(|c| c.checked_add(r)))
+    };
+    let c = c.get_mut(..m * n).ok_or(Error::NumelOverflow)?;
+    if k == 0 {
+        if beta == T::ZERO {
+            c.fill(T::ZERO);
+        }
+        return Ok(());
+    }
+    let in_a = reach(m, k, a.1, a.2).is_some_and(|r| r < a.0.len());
+    let in_b = reach(k, n, b.1, b.2).is_some_and(|r| r < b.0.len());
+    let isz = |s: usize| isize::try_from(s).ok();
+    let strides = (isz(a.1), isz(a.2), isz(b.1), isz(b.2), isz(n));
+    let (Some(rsa), Some(csa), Some(rsb), Some(csb), Some(rsc)) = strides else {
+        return Err(Error::NumelOverflow);
+    };
+    if !in_a || !in_b {
+        return Err(Error::NotImplemented(
+            "rustgrad internal error: rnn GEMM operand out of bounds".into(),
+        ));
+    }
+    let run = |row0: usize, block: &mut [T]| {
+        let rows = block.len() / n;
+        // SAFETY: `a` reaches `(m-1)·rsa + (k-1)·csa < a.len()` and `b` reaches
+        // `(k-1)·rsb + (n-1)·csb < b.len()` (checked above); this block starts at row
+        // `row0 < m` of `a`, and `block` holds `rows·n` elements with row stride `n`.
+        unsafe {
+            T::gemm(
+                rows,
+                k,
+                n,
+                a.0.as_ptr().add(row0 * a.1),
+                rsa,
+                csa,
+                b.0.as_ptr(),
+                rsb,
+                csb,
+                beta,
+                block.as_mut_ptr(),
+                rsc,
+            )
+        }
+    };
+    let work = m.saturating_mul(k).saturating_mul(n);
+    if m > GEMM_ROW_BLOCK && work >= 1 << 21 {
+        crate::parallel::for_each_chunk_mut(c, GEMM_ROW_BLOCK * n, |i, block| {
+            run(i * GEMM_ROW_BLOCK, block)
+        });
+    } else {
+        run(0, c);
+    }
+    Ok(())
+}
+
+/// `out[j] = Σ_r m[r, j]` over `rows` rows of width `w`, in row order.
+fn column_sums<T: Float>(m: &[T], rows: usize, w: usize) -> Result<Vec<T>> {
+    let mut out = try_vec(w, T::ZERO)?;
+    for row in m.chunks_exact(w.max(1)).take(rows) {
+        for (o, &v) in out.iter_mut().zip(row) {
+            *o += v;
+        }
+    }
+    Ok(out)
+}
+
+fn check_len<T>(what: &str, s: &[T], n: usize) -> Result<()> {
+    match s.len() == n {
+        true => Ok(()),
+        false => Err(Error::NotImplemented(format!(
+            "rustgrad internal error: rnn {what} has {} elements, expected {n}",
+            s.len()
+        ))),
+    }
+}
+
+/// Runs one layer and direction over the packed rows `x` (`[rows, input]`) from the
+/// initial states `h0` (`[batch, proj]`) and `c0` (`[batch, hidden]`, LSTM).
+pub fn forward<T: Gemm + Float + Send + Sync>(
+    g: &RnnGeom,
+    x: &[T],
+    h0: &[T],
+    c0: &[T],
+    w: &Weights<'_, T>,
+) -> Result<Forward<T>> {
+    g.validate()?;
+    let (i_sz, h, p, b) = (g.input, g.hidden, g.proj, g.batch());
+    let rows = g.rows();
+    let gates = g.cell.gates();
+    let gh = gates * h;
+    let lstm = g.cell == CellKind::Lstm;
+    check_len("input", x, rows * i_sz)?;
+    check_len("h0", h0, b * p)?;
+    check_len("w_ih", w.w_ih, gh * i_sz)?;
+    check_len("w_hh", w.w_hh, gh * p)?;
+    if lstm {
+        check_len("c0", c0, b * h)?;
+    }
+    for bias in [w.b_ih, w.b_hh].into_iter().flatten() {
+        check_len("bias", bias, gh)?;
+    }
+    if g.has_proj {
+        check_len("w_hr", w.w_hr.unwrap_or(&[]), p * h)?;
+    } else if p != h {
+        return Err(Error::NotImplemented(
+            "rustgrad internal error: rnn proj without w_hr".into(),
+        ));
+    }
+    // The input projection of every step, biases folded in (except GRU's b_hn, which
+    // sits inside the reset gate's product).
+    let mut xw = try_vec(rows * gh, T::ZERO)?;
+    let mut bias = vec![T::ZERO; gh];
+    if let Some(bi) = w.b_ih {
+        bias.copy_from_slice(bi);
+    }
+    if let Some(bh) = w.b_hh {
+        let folded = if g.cell == CellKind::Gru { 2 * h } else { gh };
+        for (o, &v) in bias.iter_mut().zip(bh).take(folded) {
+            *o += v;
+        }
+    }
+    if gh > 0 {
+        for row in xw.chunks_exact_mut(gh) {
+            row.copy_from_slice(&bias);
+        }
+    }
+    gemm(
+        (rows, i_sz, gh),
+        (x, i_sz, 1),
+        (w.w_ih, 1, i_sz),
+        T::ONE,
+        &mut xw,
+    )?;
+
+    let sg = g.cell.saved_gates() * h;
+    let mut ws = Workspace {
+        gates: try_vec(rows * sg, T::ZERO)?,
+        hidden_prev: try_vec(rows * p, T::ZERO)?,
+        ..Workspace::default()
+    };
+    if lstm {
+        ws.cell = try_vec(rows * h, T::ZERO)?;
+        ws.cell_prev = try_vec(rows * h, T::ZERO)?;
+        if g.has_proj {
+            ws.hidden_raw = try_vec(rows * h, T::ZERO)?;
+        }
+    }
+    let mut output = try_vec(rows * p, T::ZERO)?;
+    let mut h_state = h0.to_vec();
+    let mut c_state = if lstm { c0.to_vec() } else { Vec::new() };
+    let mut hg = try_vec(b * gh, T::ZERO)?;
+    let mut raw = try_vec(b * h, T::ZERO)?;
+    let offsets = g.offsets();
+    let (one, zero) = (T::ONE, T::ZERO);
+    for t in g.order() {
+        let (off, bs) = (offsets[t], g.batch_sizes[t]);
+        if bs == 0 {
+            continue;
+        }
+        ws.hidden_prev[off * p..(off + bs) * p].copy_from_slice(&h_state[..bs * p]);
+        // hg = h_prev @ W_hhᵀ.
+        gemm(
+            (bs, p, gh),
+            (&h_state[..bs * p], p, 1),
+            (w.w_hh, 1, p),
+            zero,
+            &mut hg[..bs * gh],
+        )?;
+        let xrows = &xw[off * gh..(off + bs) * gh];
+        let grows = &mut ws.gates[off * sg..(off + bs) * sg];
+        match g.cell {
+            CellKind::RnnTanh | CellKind::RnnRelu => {
+                let relu = g.cell == CellKind::RnnRelu;
+                for (((o, &xv), &hv), s) in grows
+                    .iter_mut()
+                    .zip(xrows)
+                    .zip(&hg[..bs * gh])
+                    .zip(&mut h_state[..bs * p])
+                {
+                    let a = xv + hv;
+                    let y = if relu {
+                        if a > zero {
+                            a
+                        } else {
+                            zero
+                        }
+                    } else {
+                        a.tanh()
+                    };
+                    *o = y;
+                    *s = y;
+                }
+            }
+            CellKind::Lstm => {
+                ws.cell_prev[off * h..(off + bs) * h].copy_from_slice(&c_state[..bs * h]);
+                for r in 0..bs {
+                    let xr = &xrows[r * gh..(r + 1) * gh];
+                    let hr = &hg[r * gh..(r + 1) * gh];
+                    let gr = &mut grows[r * sg..(r + 1) * sg];
+                    let cr = &mut c_state[r * h..(r + 1) * h];
+                    let out_h = &mut raw[r * h..(r + 1) * h];
+                    for j in 0..h {
+                        let ig = (xr[j] + hr[j]).sigmoid();
+                        let fg = (xr[h + j] + hr[h + j]).sigmoid();
+                        let gg = (xr[2 * h + j] + hr[2 * h + j]).tanh();
+                        let og = (xr[3 * h + j] + hr[3 * h + j]).sigmoid();
+                        let c = fg * cr[j] + ig * gg;
+                        cr[j] = c;
+                        out_h[j] = og * c.tanh();
+                        gr[j] = ig;
+                        gr[h + j] = fg;
+                        gr[2 * h + j] = gg;
+                        gr[3 * h + j] = og;
+                    }
+                }
+                ws.cell[off * h..(off + bs) * h].copy_from_slice(&c_state[..bs * h]);
+                if g.has_proj {
+                    ws.hidden_raw[off * h..(off + bs) * h].copy_from_slice(&raw[..bs * h]);
+                    let w_hr = w.w_hr.unwrap_or(&[]);
+                    gemm(
+                        (bs, h, p),
+                        (&raw[..bs * h], h, 1),
+                        (w_hr, 1, h),
+                        zero,
+                        &mut h_state[..bs * p],
+                    )?;
+                } else {
+                    h_state[..bs * h].copy_from_slice(&raw[..bs * h]);
+                }
+            }
+            CellKind::Gru => {
+                let b_hn = w.b_hh.map(|bh| &bh[2 * h..3 * h]);
+                for r in 0..bs {
+                    let xr = &xrows[r * gh..(r + 1) * gh];
+                    let hr = &hg[r * gh..(r + 1) * gh];
+                    let gr = &mut grows[r * sg..(r + 1) * sg];
+                    let hs = &mut h_state[r * p..(r + 1) * p];
+                    for j in 0..h {
+                        let rg = (xr[j] + hr[j]).sigmoid();
+                        let zg = (xr[h + j] + hr[h + j]).sigmoid();
+                        let hn = hr[2 * h + j] + b_hn.map_or(zero, |bn| bn[j]);
+                        let ng = (xr[2 * h + j] + rg * hn).tanh();
+                        let prev = hs[j];
+                        hs[j] = (one - zg) * ng + zg * prev;
+                        gr[j] = rg;
+                        gr[h + j] = zg;
+                        gr[2 * h + j] = ng;
+                        gr[3 * h + j] = hn;
+                    }
+                }
+            }
+        }
+        output[off * p..(off + bs) * p].copy_from_slice(&h_state[..bs * p]);
+    }
+    Ok(Forward {
+        output,
+        h_n: h_state,
+        c_n: c_state,
+        ws,
+    })
+}
+
+/// Which gradients the backward computes.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Wants {
+    /// The input's.
+    pub x: bool,
+    /// The weights' and biases'.
+    pub weights: bool,
+}
+
+/// The backward of [`forward`] given the gradients of the output (`[rows, proj]`), of
+/// `h_n` and of `c_n` (empty slices for zero gradients).
+#[allow(clippy::too_many_arguments)]
+pub fn backward<T: Gemm + Float + Send + Sync>(
+    g: &RnnGeom,
+    x: &[T],
+    w: &Weights<'_, T>,
+    ws: &Workspace<T>,
+    d_out: &[T],
+    d_hn: &[T],
+    d_cn: &[T],
+    want: Wants,
+) -> Result<Backward<T>> {
+    g.validate()?;
+    let (i_sz, h, p, b) = (g.input, g.hidden, g.proj, g.batch());
+    let rows = g.rows();
+    let gh = g.cell.gates() * h;
+    let sg = g.cell.saved_gates() * h;
+    let lstm = g.cell == CellKind::Lstm;
+    let gru = g.cell == CellKind::Gru;
+    check_len("input", x, rows * i_sz)?;
+    check_len("gates", &ws.gates, rows * sg)?;
+    check_len("hidden_prev", &ws.hidden_prev, rows * p)?;
+    if !d_out.is_empty() {
+        check_len("grad output", d_out, rows * p)?;
+    }
+    if lstm {
+        check_len("cell", &ws.cell, rows * h)?;
+        check_len("cell_prev", &ws.cell_prev, rows * h)?;
+    }
+    if g.has_proj {
+        check_len("hidden_raw", &ws.hidden_raw, rows * h)?;
+    }
+    let mut dh_state = match d_hn.is_empty() {
+        true => try_vec(b * p, T::ZERO)?,
+        false => {
+            check_len("grad h_n", d_hn, b * p)?;
+            d_hn.to_vec()
+        }
+    };
+    let mut dc_state = match (lstm, d_cn.is_empty()) {
+        (false, _) => Vec::new(),
+        (true, true) => try_vec(b * h, T::ZERO)?,
+        (true, false) => {
+            check_len("grad c_n", d_cn, b * h)?;
+            d_cn.to_vec()
+        }
+    };
+    let mut dgx = try_vec(rows * gh, T::ZERO)?;
+    let mut dgh = if gru {
+        try_vec(rows * gh, T::ZERO)?
+    } else {
+        Vec::new()
+    };
+    let mut dproj = if g.has_proj {
+        try_vec(rows * p, T::ZERO)?
+    } else {
+        Vec::new()
+    };
+    let mut dh = try_vec(b * p, T::ZERO)?;
+    let mut dhr = try_vec(b * h, T::ZERO)?;
+    let offsets = g.offsets();
+    let (one, zero) = (T::ONE, T::ZERO);
+    let w_hr = w.w_hr.unwrap_or(&[]);
+    for &t in g.order().iter().rev() {
+        let (off, bs) = (offsets[t], g.batch_sizes[t]);
+        if bs == 0 {
+            continue;
+        }
+        let dh = &mut dh[..bs * p];
+        dh.copy_from_slice(&dh_state[..bs * p]);
+        if !d_out.is_empty() {
+            for (d, &o) in dh.iter_mut().zip(&d_out[off * p..(off + bs) * p]) {
+                *d += o;
+            }
+        }
+        let grows = &ws.gates[off * sg..(off + bs) * sg];
+        let dg = &mut dgx[off * gh..(off + bs) * gh];
+        match g.cell {
+            CellKind::RnnTanh | CellKind::RnnRelu => {
+                let relu = g.cell == CellKind::RnnRelu;
+                for ((d, &y), &dy) in dg.iter_mut().zip(grows).zip(dh.iter()) {
+                    *d = if relu {
+                        if y > zero {
+                            dy
+                        } else {
+                            zero
+                        }
+                    } else {
+                        dy * (one - y * y)
+                    };
+                }
+                gemm(
+                    (bs, gh, p),
+                    (dg, gh, 1),
+                    (w.w_hh, p, 1),
+                    zero,
+                    &mut dh_state[..bs * p],
+                )?;
+            }
+            CellKind::Lstm => {
+                let dhr = &mut dhr[..bs * h];
+                if g.has_proj {
+                    dproj[off * p..(off + bs) * p].copy_from_slice(dh);
+                    gemm((bs, p, h), (dh, p, 1), (w_hr, h, 1), zero, dhr)?;
+                } else {
+                    dhr.copy_from_slice(dh);
+                }
+                let cs = &ws.cell[off * h..(off + bs) * h];
+                let cps = &ws.cell_prev[off * h..(off + bs) * h];
+                for r in 0..bs {
+                    let gr = &grows[r * sg..(r + 1) * sg];
+                    let dgr = &mut dg[r * gh..(r + 1) * gh];
+                    let dcr = &mut dc_state[r * h..(r + 1) * h];
+                    for j in 0..h {
+                        let (ig, fg, gg, og) = (gr[j], gr[h + j], gr[2 * h + j], gr[3 * h + j]);
+                        let tc = cs[r * h + j].tanh();
+                        let dhv = dhr[r * h + j];
+                        let dc = dcr[j] + dhv * og * (one - tc * tc);
+                        dgr[j] = dc * gg * ig * (one - ig);
+                        dgr[h + j] = dc * cps[r * h + j] * fg * (one - fg);
+                        dgr[2 * h + j] = dc * ig * (one - gg * gg);
+                        dgr[3 * h + j] = dhv * tc * og * (one - og);
+                        dcr[j] = dc * fg;
+                    }
+                }
+                gemm(
+                    (bs, gh, p),
+                    (dg, gh, 1),
+                    (w.w_hh, p, 1),
+                    zero,
+                    &mut dh_state[..bs * p],
+                )?;
+            }
+            CellKind::Gru => {
+                let hp = &ws.hidden_prev[off * p..(off + bs) * p];
+                let dgr_h = &mut dgh[off * gh..(off + bs) * gh];
+                for r in 0..bs {
+                    let gr = &grows[r * sg..(r + 1) * sg];
+                    let dxr = &mut dg[r * gh..(r + 1) * gh];
+                    let dhr_ = dgh_row(dgr_h, r, gh);
+                    let ds = &mut dh_state[r * p..(r + 1) * p];
+                    for j in 0..h {
+                        let (rg, zg, ng, hn) = (gr[j], gr[h + j], gr[2 * h + j], gr[3 * h + j]);
+                        let dy = dh[r * p + j];
+                        let dn = dy * (one - zg);
+                        let dz = dy * (hp[r * p + j] - ng);
+                        let dan = dn * (one - ng * ng);
+                        let dar = dan * hn * rg * (one - rg);
+                        let daz = dz * zg * (one - zg);
+                        dxr[j] = dar;
+                        dxr[h + j] = daz;
+                        dxr[2 * h + j] = dan;
+                        dhr_[j] = dar;
+                        dhr_[h + j] = daz;
+                        dhr_[2 * h + j] = dan * rg;
+                        ds[j] = dy * zg;
+                    }
+                }
+                gemm(
+                    (bs, gh, p),
+                    (dgr_h, gh, 1),
+                    (w.w_hh, p, 1),
+                    one,
+                    &mut dh_state[..bs * p],
+                )?;
+            }
+        }
+    }
+    let dgh_all: &[T] = if gru { &dgh } else { &dgx };
+    let mut out = Backward {
+        dx: Vec::new(),
+        dh0: dh_state,
+        dc0: dc_state,
+        dw_ih: Vec::new(),
+        dw_hh: Vec::new(),
+        db_ih: Vec::new(),
+        db_hh: Vec::new(),
+        dw_hr: Vec::new(),
+    };
+    if want.x {
+        out.dx = try_vec(rows * i_sz, zero)?;
+        gemm(
+            (rows, gh, i_sz),
+            (&dgx, gh, 1),
+            (w.w_ih, i_sz, 1),
+            zero,
+            &mut out.dx,
+        )?;
+    }
+    if want.weights {
+        out.dw_ih = try_vec(gh * i_sz, zero)?;
+        gemm(
+            (gh, rows, i_sz),
+            (&dgx, 1, gh),
+            (x, i_sz, 1),
+            zero,
+            &mut out.dw_ih,
+        )?;
+        out.dw_hh = try_vec(gh * p, zero)?;
+        gemm(
+            (gh, rows, p),
+            (dgh_all, 1, gh),
+            (&ws.hidden_prev, p, 1),
+            zero,
+            &mut out.dw_hh,
+        )?;
+        out.db_ih = column_sums(&dgx, rows, gh)?;
+        out.db_hh = if gru {
+            column_sums(&dgh, rows, gh)?
+        } else {
+            out.db_ih.clone()
+        };
+        if g.has_proj {
+            out.dw_hr = try_vec(p * h, zero)?;
+            gemm(
+                (p, rows, h),
+                (&dproj, 1, p),
+                (&ws.hidden_raw, h, 1),
+                zero,
+                &mut out.dw_hr,
+            )?;
+        }
+    }
+    Ok(out)
+}
+
+/// Row `r` of a `[.., w]` buffer.
+fn dgh_row<T>(m: &mut [T], r: usize, w: usize) -> &mut [T] {
+    &mut m[r * w..(r + 1) * w]
+}
