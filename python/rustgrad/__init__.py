@@ -515,5 +515,9 @@ from .serialization import load, save  # noqa: E402
 
 __all__ += ["load", "save"]
 
+# Device flags of tensors and the meta device (Note [Meta device]): after every module
+# that adds Tensor methods, since meta tensors override or refuse each of them.
+from . import _device, _meta  # noqa: E402,F401
+
 # torchvision-style models (python/rustgrad/models/): `rustgrad.models.resnet18()`.
 from . import models  # noqa: E402,F401

@@ -155,9 +155,12 @@ def _like(
     result = make(
         tuple(_t(input).shape),
         dtype=input.dtype if dtype is None else dtype,
-        device=device,
+        # input's device, not the default one (a meta input gives a meta result).
+        device=input.device if device is None else device,
         requires_grad=requires_grad,
     )
+    if result.is_meta:
+        return result
     laid_out = _rustgrad._empty_like_preserve(input, result.dtype)
     if laid_out.stride() == result.stride():
         return result

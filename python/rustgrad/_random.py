@@ -420,8 +420,14 @@ def _like_sample(
     dtype), filled in place by ``fill``: so the samples are drawn in PyTorch's order."""
     from . import _functional
 
-    if device is not None:
-        _functional.empty(0, device=device)  # checks the device as any factory does
+    # The device is checked as any factory's; None is input's device (not the default).
+    meta = _functional.empty(0, device=device).is_meta if device is not None else input.is_meta
+    if meta:
+        # Note [Meta device]: no data to sample.
+        dtype = input.dtype if dtype is None else dtype
+        return _functional.empty(
+            *input.shape, dtype=dtype, device="meta", requires_grad=requires_grad
+        )
     result = _rustgrad._empty_like_preserve(input, dtype)
     fill(result)
     if requires_grad:

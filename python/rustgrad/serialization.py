@@ -93,14 +93,18 @@ def save(
     *,
     format: str | None = None,
 ) -> None:
-    """Saves ``obj`` (tensors, state_dicts, optimizer states, nested containers) to ``f``.
+    """Saves ``obj`` (anything ``torch.save`` accepts: tensors, state_dicts, whole
+    modules, optimizers, any picklable object) to ``f``.
 
-    By default the file is a safetensors file readable by any safetensors reader (each
+    By default an object the safetensors format can hold (tensors in containers and
+    plain values, below) is a safetensors file readable by any safetensors reader (each
     tensor that owns its whole storage is stored under its path, e.g.
-    ``model.fc.weight``), plus a JSON description of the structure in its header.
-    ``format="torch"`` writes PyTorch's zip format instead, which ``torch.load`` reads,
-    and pickles any picklable object as ``torch.save`` does (objects other than
-    tensors, containers and plain values load back only with ``weights_only=False``);
+    ``model.fc.weight``), plus a JSON description of the structure in its header; any
+    other object (a whole ``nn.Module``, an optimizer, a user class, a meta tensor) is
+    pickled into PyTorch's zip format, as ``torch.save`` does, and loads back with
+    ``weights_only=False``. ``format="torch"`` always writes PyTorch's zip format,
+    which ``torch.load`` reads (objects other than tensors, containers and plain values
+    load back only with ``weights_only=False``);
     ``_use_new_zipfile_serialization=False`` writes PyTorch's legacy (non-zip) format.
     Views that share a storage are saved once, with their sizes, strides and offsets,
     and load sharing storage again, as with ``torch.save``. Writing to a path is atomic.
@@ -110,18 +114,19 @@ def save(
             float, bool or None), OrderedDicts, lists, tuples, namedtuples (loaded as a
             namedtuple of the same name and fields), sets and frozensets of them; int,
             float, complex, str, bytes, bytearray, bool, None; dtypes, ``Size`` and
-            ``device``; numpy arrays and scalars. Anything else raises TypeError: save it
-            with ``format="torch"``.
+            ``device``; numpy arrays and scalars. Anything else is pickled (PyTorch's
+            zip format) unless ``format="safetensors"`` is given.
         f: a path, or a binary file object (written in one ``write`` call).
         pickle_module: accepted for PyTorch compatibility; must be None or ``pickle``.
         pickle_protocol: the pickle protocol of ``format="torch"`` (PyTorch's default 2).
         _use_new_zipfile_serialization: PyTorch's switch: False writes PyTorch's legacy
             format (and implies ``format="torch"``).
-        format: ``"safetensors"`` (the default) or ``"torch"``.
+        format: None (the default: safetensors where possible, else PyTorch's zip
+            format), ``"safetensors"`` or ``"torch"``.
 
     Raises:
-        TypeError: the safetensors format cannot hold an object of ``obj`` (the message
-            names its type), or ``format="torch"`` cannot pickle it.
+        TypeError: ``format="safetensors"`` cannot hold an object of ``obj`` (the
+            message names its type), or an object cannot be pickled.
 
     Example:
         >>> rustgrad.save({"model": model.state_dict(), "epoch": 3}, "ckpt.pt")
@@ -131,17 +136,22 @@ def save(
     """
     if pickle_module not in (None, pickle):
         raise TypeError("rustgrad.save: pickle_module is not supported")
-    if format is None:
-        format = "safetensors" if _use_new_zipfile_serialization else "torch"
-    if format == "safetensors":
+    if format is None and _use_new_zipfile_serialization:
+        # safetensors where the object is representable, else PyTorch's zip format
+        # (Note [Checkpoints]: the user does not choose).
+        try:
+            data = _to_safetensors_bytes(obj)
+        except _NotRepresentable:
+            data = _to_torch_bytes(obj, pickle_protocol, legacy=False)
+    elif format is None or format == "torch":
+        data = _to_torch_bytes(obj, pickle_protocol, legacy=not _use_new_zipfile_serialization)
+    elif format == "safetensors":
         if not _use_new_zipfile_serialization:
             raise ValueError(
                 "rustgrad.save: _use_new_zipfile_serialization=False writes PyTorch's legacy "
                 'format: pass format="torch"'
             )
         data = _to_safetensors_bytes(obj)
-    elif format == "torch":
-        data = _to_torch_bytes(obj, pickle_protocol, legacy=not _use_new_zipfile_serialization)
     else:
         raise ValueError(f'rustgrad.save: format must be "safetensors" or "torch", got {format!r}')
     if hasattr(f, "write"):
@@ -153,6 +163,11 @@ def save(
 # The numpy dtype kinds saved as raw bytes: bool, integers, floats, complex, datetimes,
 # byte and unicode strings (not objects, not structured records: kinds O and V).
 _NUMPY_KINDS = "biufcmMSU"
+
+
+class _NotRepresentable(TypeError):
+    """An object the safetensors format cannot hold (``save`` then writes PyTorch's zip
+    format, unless ``format="safetensors"`` was asked for)."""
 
 
 class _Encoder:
@@ -169,6 +184,11 @@ class _Encoder:
         from ._size import Size
 
         if isinstance(obj, Tensor):
+            if obj.is_meta:
+                raise _NotRepresentable(
+                    "rustgrad.save: a meta tensor has no data for the safetensors format; "
+                    'save it with format="torch"'
+                )
             node: dict[str, Any] = {
                 "requires_grad": bool(obj.requires_grad),
                 "parameter": _is_parameter(obj),
@@ -209,7 +229,7 @@ class _Encoder:
         if type(obj) in (dict, collections.OrderedDict):
             for key in obj:
                 if not (key is None or isinstance(key, (bool, int, float, str))):
-                    raise TypeError(
+                    raise _NotRepresentable(
                         f"rustgrad.save: dict keys must be str, int, float, bool or None, "
                         f"got {type(key).__name__}"
                     )
@@ -218,7 +238,7 @@ class _Encoder:
                 [self.encode(k, ""), self.encode(v, _join(path, str(k)))] for k, v in obj.items()
             ]
             return {kind: items}
-        raise TypeError(
+        raise _NotRepresentable(
             f"rustgrad.save: cannot save an object of type {type(obj).__name__} in the "
             "safetensors format (it holds tensors, dict, OrderedDict, list, tuple, "
             "namedtuple, set, int, float, complex, str, bytes, bool, None, dtype, Size, "
@@ -232,7 +252,7 @@ class _Encoder:
 
         array = np.asarray(obj)
         if array.dtype.kind not in _NUMPY_KINDS:
-            raise TypeError(
+            raise _NotRepresentable(
                 f"rustgrad.save: cannot save a numpy array of dtype {array.dtype} in the "
                 'safetensors format; save it with format="torch"'
             )
@@ -833,6 +853,16 @@ def _rebuild_parameter(data: Tensor, requires_grad: bool, backward_hooks: Any) -
     return _finish_tensor(data.detach(), bool(requires_grad), parameter=True)
 
 
+def _rebuild_meta_tensor_no_storage(
+    dtype: Any, size: Any, stride: Any, requires_grad: bool
+) -> Tensor:
+    """``torch._utils._rebuild_meta_tensor_no_storage``: a meta tensor (Note [Meta
+    device])."""
+    from ._meta import _make
+
+    return _make(tuple(size), dtype, bool(requires_grad), tuple(stride))
+
+
 def _rebuild_parameter_with_state(
     data: Tensor, requires_grad: bool, backward_hooks: Any, state: Any
 ) -> Tensor:
@@ -854,6 +884,7 @@ def _torch_globals() -> dict[str, Any]:
         "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
         "torch._utils._rebuild_parameter": _rebuild_parameter,
         "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
+        "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
         "torch.nn.parameter.Parameter": Parameter,
         "torch.Size": Size,
         "torch.device": rustgrad.device,
@@ -1150,6 +1181,7 @@ class _StorageRef:
 
 _REBUILD_TENSOR = _TorchGlobal("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _TorchGlobal("torch._utils", "_rebuild_parameter")
+_REBUILD_META = _TorchGlobal("torch._utils", "_rebuild_meta_tensor_no_storage")
 _TORCH_SIZE = _TorchGlobal("torch", "Size")
 _TORCH_DEVICE = _TorchGlobal("torch", "device")
 _STORAGE_GLOBALS = {
@@ -1193,6 +1225,9 @@ class _TorchPickler(pickle._Pickler):  # type: ignore[name-defined]
             return NotImplemented
         if _is_parameter(obj):
             return _REBUILD_PARAMETER, (obj.detach(), obj.requires_grad, collections.OrderedDict())
+        if obj.is_meta:
+            # As PyTorch pickles a meta tensor: no storage.
+            return _REBUILD_META, (obj.dtype, tuple(obj.shape), obj.stride(), obj.requires_grad)
         address, numel = _rustgrad._storage_info(obj)
         if address not in self.storages:
             flat = obj.detach().as_strided((numel,), (1,), 0)

@@ -799,10 +799,16 @@ def test_saved_sets_do_not_depend_on_the_hash_seed(tmp_path):
         (range(3), "range"),
     ],
 )
-def test_unsupported_object_is_a_type_error(value, type_name, tmp_path):
+def test_unrepresentable_object_falls_back_to_pytorchs_format(value, type_name, tmp_path):
+    # format="safetensors" refuses it (writing nothing); the default pickles it into
+    # PyTorch's zip format, as torch.save does.
     with pytest.raises(TypeError, match=f'cannot save a.* {type_name}.*format="torch"'):
-        rustgrad.save({"x": value}, tmp_path / "x.pt")
+        rustgrad.save({"x": value}, tmp_path / "x.pt", format="safetensors")
     assert list(tmp_path.iterdir()) == []
+    rustgrad.save({"x": value}, tmp_path / "x.pt")
+    assert (tmp_path / "x.pt").read_bytes()[:4] == b"PK\x03\x04"
+    loaded = rustgrad.load(tmp_path / "x.pt", weights_only=False)["x"]
+    assert type(loaded) is type(value)
     rustgrad.save({"x": value}, tmp_path / "x.pt", format="torch")
 
 

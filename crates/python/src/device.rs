@@ -7,8 +7,10 @@ use pyo3::exceptions::{
     PyAssertionError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyString};
-use std::sync::Mutex;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyInt, PyString, PyTuple};
+use rustgrad::{DType, Tensor};
+use std::cell::{Cell, RefCell};
 
 /// The device types c10 knows, in the order of its parse error message.
 const KNOWN: [&str; 20] = [
@@ -44,10 +46,18 @@ pub struct PyDevice {
     index: Option<i8>,
 }
 
-/// The device factories use when none is given (`set_default_device`). Only CPU
-/// devices are ever stored (`set_default_device` refuses others), so it never changes
-/// where a tensor lives; it is kept for `get_default_device`.
-static DEFAULT_DEVICE: Mutex<PyDevice> = Mutex::new(PyDevice::CPU);
+thread_local! {
+    /// The device factories use when none is given (`set_default_device`, `with
+    /// device(...)`), per thread as PyTorch's: a CPU device or `meta` (others are
+    /// refused when set). Factories read it through `factory_is_meta`.
+    static DEFAULT_DEVICE: Cell<PyDevice> = const { Cell::new(PyDevice::CPU) };
+    /// The defaults that `with device(...)` blocks replaced, innermost last.
+    static SAVED_DEFAULTS: RefCell<Vec<PyDevice>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Makes a meta tensor: `rustgrad._meta._make(shape, dtype, requires_grad)`, registered
+/// when `rustgrad` is imported (Note [Meta device]).
+static META_FACTORY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// How PyTorch's argument parser names an argument's type in its errors
 /// (`torch.dtype`, `torch.device`, else the Python type's name).
@@ -155,8 +165,8 @@ impl PyDevice {
     /// Raises unless this is the CPU: `cuda` as a CPU-only PyTorch build does
     /// (AssertionError "Torch not compiled with CUDA enabled"), other types as PyTorch
     /// does for a backend it was built without (NotImplementedError "Could not run ...
-    /// with arguments from the '...' backend"). PyTorch can make `meta` tensors; rustgrad
-    /// cannot, so `meta` raises too.
+    /// with arguments from the '...' backend"). `meta` raises too: the places that can
+    /// make meta tensors (factories, `Tensor.to`) ask `factory_is_meta` first.
     pub fn require_cpu(self) -> PyResult<()> {
         match self.kind {
             "cpu" => Ok(()),
@@ -206,6 +216,71 @@ pub fn check_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         None => Ok(()),
         Some(d) => PyDevice::from_object(d, "argument 'device'")?.require_cpu(),
     }
+}
+
+/// Reads a factory's `device=` argument: whether the result is a meta tensor (the
+/// device is `meta`, or it is None and the default device is `meta`); any other device
+/// than the CPU raises as `check_device`.
+pub fn factory_is_meta(device: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    match device.filter(|d| !d.is_none()) {
+        None => Ok(DEFAULT_DEVICE.with(|d| d.get().kind == "meta")),
+        Some(d) => target_is_meta(PyDevice::from_object(d, "argument 'device'")?),
+    }
+}
+
+/// Whether `device` is `meta`; any other device than the CPU raises.
+fn target_is_meta(device: PyDevice) -> PyResult<bool> {
+    if device.kind == "meta" {
+        return Ok(true);
+    }
+    device.require_cpu()?;
+    Ok(false)
+}
+
+/// Reads `Tensor.to`'s device: whether it is `meta` (None is no change of device, so
+/// not the default device); others than the CPU raise as `check_device`.
+pub fn to_is_meta(device: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    match device.filter(|d| !d.is_none()) {
+        None => Ok(false),
+        Some(d) => target_is_meta(PyDevice::from_object(d, "argument 'device'")?),
+    }
+}
+
+/// A meta tensor (shape, dtype and requires_grad, no data) made by `rustgrad._meta`.
+pub fn meta_tensor(
+    py: Python<'_>,
+    shape: &[usize],
+    dtype: DType,
+    requires_grad: bool,
+) -> PyResult<Py<crate::tensor::PyTensor>> {
+    let make = META_FACTORY
+        .get(py)
+        .ok_or_else(|| PyRuntimeError::new_err("rustgrad._meta is not imported"))?;
+    let dtype = crate::dtype::dtype_object(py, dtype)?;
+    make.bind(py)
+        .call1((PyTuple::new(py, shape)?, dtype, requires_grad))?
+        .extract()
+        .map_err(Into::into)
+}
+
+/// A factory's result: `tensor` as a new leaf, or, when `meta`, a meta tensor of its
+/// shape and dtype (factories whose size is cheap to know ask `meta_tensor` before
+/// computing anything instead).
+pub fn factory_leaf(
+    meta: bool,
+    tensor: Tensor,
+    requires_grad: bool,
+) -> PyResult<Py<crate::tensor::PyTensor>> {
+    if meta {
+        return Python::attach(|py| meta_tensor(py, tensor.shape(), tensor.dtype(), requires_grad));
+    }
+    crate::leaf(tensor, requires_grad)
+}
+
+/// `_set_meta_factory(make)`: registers `rustgrad._meta._make` (once, at import).
+#[pyfunction]
+fn _set_meta_factory(py: Python<'_>, make: Py<PyAny>) {
+    let _ = META_FACTORY.set(py, make);
 }
 
 /// Reads `Tensor.cuda`'s optional device: it must name a CUDA device (PyTorch:
@@ -299,6 +374,31 @@ impl PyDevice {
         }
     }
 
+    /// `with device("meta"):` makes this the default device of factories until the
+    /// block ends (blocks nest; per thread, as PyTorch's `DeviceContext`).
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let device = *slf.get();
+        if device.kind != "meta" {
+            device.require_cpu()?;
+        }
+        let previous = DEFAULT_DEVICE.with(|d| d.replace(device));
+        SAVED_DEFAULTS.with(|s| s.borrow_mut().push(previous));
+        Ok(slf)
+    }
+
+    /// Restores the default device the matching `__enter__` replaced.
+    fn __exit__(
+        &self,
+        _exc_type: &Bound<'_, PyAny>,
+        _exc_value: &Bound<'_, PyAny>,
+        _traceback: &Bound<'_, PyAny>,
+    ) -> bool {
+        if let Some(previous) = SAVED_DEFAULTS.with(|s| s.borrow_mut().pop()) {
+            DEFAULT_DEVICE.with(|d| d.set(previous));
+        }
+        false
+    }
+
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let d = slf.get();
         let args = match d.index {
@@ -311,8 +411,8 @@ impl PyDevice {
     }
 }
 
-/// `set_default_device(device)`: only CPU devices are accepted (the others raise as
-/// `device=` does); None restores `device(type='cpu')`.
+/// `set_default_device(device)`: CPU devices and `meta` are accepted (the others raise
+/// as `device=` does); None restores `device(type='cpu')`. Per thread, as in PyTorch.
 #[pyfunction]
 fn set_default_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let device = match device.filter(|d| !d.is_none()) {
@@ -320,24 +420,25 @@ fn set_default_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         Some(d) if !names_device(d) => return Err(invalid_device_args(d)),
         Some(d) => {
             let d = PyDevice::from_object(d, "device")?;
-            d.require_cpu()?;
+            target_is_meta(d)?;
             d
         }
     };
-    *DEFAULT_DEVICE.lock().unwrap_or_else(|e| e.into_inner()) = device;
+    DEFAULT_DEVICE.with(|d| d.set(device));
     Ok(())
 }
 
-/// `get_default_device()`: `device(type='cpu')` unless `set_default_device` named a
-/// CPU index.
+/// `get_default_device()`: `device(type='cpu')` unless `set_default_device` or a
+/// `with device(...)` block chose another.
 #[pyfunction]
 fn get_default_device() -> PyDevice {
-    *DEFAULT_DEVICE.lock().unwrap_or_else(|e| e.into_inner())
+    DEFAULT_DEVICE.with(|d| d.get())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(set_default_device, m)?)?;
     m.add_function(wrap_pyfunction!(get_default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_meta_factory, m)?)?;
     Ok(())
 }

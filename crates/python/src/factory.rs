@@ -44,10 +44,10 @@ pub fn linspace(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::linspace_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    crate::device::check_device(device)?;
+    let meta = crate::device::factory_is_meta(device)?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or_else(DType::default_float);
     let t = Tensor::linspace(bound("start", start)?, bound("end", end)?, steps, dtype).py()?;
-    crate::leaf(t, requires_grad)
+    crate::device::factory_leaf(meta, t, requires_grad)
 }
 
 /// `logspace(start, end, steps, base=10.0, *, dtype=None, device=None,
@@ -64,10 +64,11 @@ pub fn logspace(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::logspace_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    crate::device::check_device(device)?;
+    let meta = crate::device::factory_is_meta(device)?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or_else(DType::default_float);
     let (s, e) = (bound("start", start)?, bound("end", end)?);
-    crate::leaf(
+    crate::device::factory_leaf(
+        meta,
         Tensor::logspace(s, e, steps, base, dtype).py()?,
         requires_grad,
     )
@@ -84,7 +85,7 @@ pub fn eye(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::eye_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    crate::device::check_device(device)?;
+    let meta = crate::device::factory_is_meta(device)?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or_else(DType::default_float);
-    crate::leaf(Tensor::eye(n, m, dtype).py()?, requires_grad)
+    crate::device::factory_leaf(meta, Tensor::eye(n, m, dtype).py()?, requires_grad)
 }

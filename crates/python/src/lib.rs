@@ -58,8 +58,12 @@ fn sized_leaf(
     device: Option<&Bound<'_, PyAny>>,
     make: impl FnOnce(&[usize], DType) -> rustgrad::Result<Tensor>,
 ) -> PyResult<Py<PyTensor>> {
-    device::check_device(device)?;
+    let meta = device::factory_is_meta(device)?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::default_float());
+    if meta {
+        let shape = shape_of(size)?;
+        return Python::attach(|py| device::meta_tensor(py, &shape, dtype, requires_grad));
+    }
     let shape = alloc_shape(size, dtype)?;
     leaf(make(&shape, dtype).py()?, requires_grad)
 }
@@ -73,8 +77,9 @@ fn tensor_fn(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::tensor_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    device::check_device(device)?;
-    leaf(
+    let meta = device::factory_is_meta(device)?;
+    device::factory_leaf(
+        meta,
         tensor_from_data(data, extract_opt_dtype(dtype)?)?,
         requires_grad,
     )
@@ -129,12 +134,15 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::full_requires_grad)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    device::check_device(device)?;
+    let meta = device::factory_is_meta(device)?;
     let value = convert::extract_scalar(fill_value)?
         .ok_or_else(|| PyValueError::new_err("fill_value must be a number"))?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(value.natural_dtype());
     value.check_fits(dtype).py()?;
     let size = PyTuple::new(size.py(), [size])?;
+    if meta {
+        return device::meta_tensor(size.py(), &shape_of(&size)?, dtype, requires_grad);
+    }
     leaf(
         Tensor::full_scalar(&alloc_shape(&size, dtype)?, value, dtype).py()?,
         requires_grad,
@@ -150,7 +158,7 @@ fn arange(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::arange_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    device::check_device(device)?;
+    let meta = device::factory_is_meta(device)?;
     let nums = args
         .iter()
         .map(|a| {
@@ -176,7 +184,8 @@ fn arange(
     } else {
         DType::default_float()
     });
-    leaf(
+    device::factory_leaf(
+        meta,
         Tensor::arange_scalar(start, end, step, dtype).py()?,
         requires_grad,
     )
@@ -193,7 +202,10 @@ fn rand(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::rand_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    device::check_device(device)?;
+    if device::factory_is_meta(device)? {
+        let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::default_float());
+        return device::meta_tensor(py, &shape_of(size)?, dtype, requires_grad);
+    }
     random::sample_leaf(
         py,
         size,
@@ -215,7 +227,10 @@ fn randn(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::randn_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    device::check_device(device)?;
+    if device::factory_is_meta(device)? {
+        let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::default_float());
+        return device::meta_tensor(py, &shape_of(size)?, dtype, requires_grad);
+    }
     random::sample_leaf(
         py,
         size,

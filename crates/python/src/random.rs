@@ -242,7 +242,7 @@ fn randint(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::randint_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    crate::device::check_device(device)?;
+    let meta = crate::device::factory_is_meta(device)?;
     let mut positional: Vec<Bound<'_, PyAny>> = args.iter().collect();
     let size = match size {
         Some(s) => s.clone(),
@@ -263,6 +263,9 @@ fn randint(
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::I64);
     let size = PyTuple::new(py, [size])?;
     let shape = alloc_shape(&size, dtype)?;
+    if meta {
+        return crate::device::meta_tensor(py, &shape, dtype, requires_grad);
+    }
     let gen = generator_or_default(generator);
     let tensor = gen.randint(low, high, &shape, dtype).py()?;
     leaf(tensor, requires_grad)
@@ -279,11 +282,14 @@ fn randperm(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = crate::flag::randperm_requires_grad_overloaded)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    crate::device::check_device(device)?;
+    let meta = crate::device::factory_is_meta(device)?;
     let n = extract_int(n)?;
     let n = usize::try_from(n)
         .map_err(|_| PyRuntimeError::new_err(format!("n must be non-negative, got{n}")))?;
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::I64);
+    if meta {
+        return Python::attach(|py| crate::device::meta_tensor(py, &[n], dtype, requires_grad));
+    }
     let tensor = generator_or_default(generator).randperm(n, dtype).py()?;
     leaf(tensor, requires_grad)
 }

@@ -917,9 +917,15 @@ impl PyTensor {
         kwargs: Option<&Bound<'py, pyo3::types::PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let target = ToArgs::parse(args, kwargs)?;
-        crate::device::check_device(target.device.as_ref())?;
         let var = &slf.get().var;
         let py = slf.py();
+        if crate::device::to_is_meta(target.device.as_ref())? {
+            // Note [Meta device]: a meta tensor of the same shape (meta tensors
+            // themselves override `to` in Python).
+            let dtype = target.dtype.unwrap_or(var.dtype());
+            let meta = crate::device::meta_tensor(py, &var.shape(), dtype, var.requires_grad())?;
+            return Ok(meta.into_bound(py).into_any());
+        }
         let out = match target.dtype {
             Some(d) if target.copy => var.to_dtype_copy(d).py()?,
             Some(d) if d != var.dtype() => var.to_dtype(d).py()?,

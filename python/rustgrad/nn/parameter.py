@@ -31,7 +31,16 @@ class Parameter(Tensor):
             raise TypeError(f"Parameter expects a Tensor, got {type(data).__name__}")
         if data.volatile:
             raise ValueError("a Parameter cannot be volatile")
-        return super().__new__(cls, _share=data, requires_grad=requires_grad)
+        if not data.is_meta:
+            return super().__new__(cls, _share=data, requires_grad=requires_grad)
+        # A Parameter of a meta tensor is a meta Parameter (Note [Meta device]).
+        from .._meta import MetaParameter, MetaTensor
+
+        if not issubclass(cls, MetaTensor):
+            cls = MetaParameter if cls is Parameter else cls
+        param = super().__new__(cls, _share=data, requires_grad=requires_grad)
+        param.__dict__["_meta_strides"] = tuple(data.stride())
+        return param
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Construction happens in __new__; Tensor.__init__ registers the object so that

@@ -724,16 +724,26 @@ class Module:
         fn(self)
         return self
 
-    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
-        for module in self.children():
-            module._apply(fn)
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
         with no_grad():
-            for param in self._parameters.values():
+            for key, param in self._parameters.items():
                 if param is None:
                     continue
-                param.data = fn(param.data)
+                applied = fn(param.data)
+                if applied.is_meta == param.is_meta:
+                    param.data = applied
+                    if param.grad is not None:
+                        param.grad = fn(param.grad)
+                    continue
+                # To or from the meta device: a new Parameter, as PyTorch does when the
+                # tensor types differ (Note [Meta device]).
+                new = Parameter(applied, param.requires_grad)
                 if param.grad is not None:
-                    param.grad = fn(param.grad)
+                    new.grad = fn(param.grad)
+                self._parameters[key] = new
             for key, buf in self._buffers.items():
                 if buf is not None:
                     self._buffers[key] = fn(buf)
@@ -741,13 +751,19 @@ class Module:
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Converts floating-point parameters and buffers: ``to(dtype)``, ``to(device)``,
-        ``to(tensor)`` or ``to(device, dtype)``. Integer buffers keep their dtype."""
-        dtype = kwargs.get("dtype")
+        ``to(tensor)`` or ``to(device, dtype)``. Integer buffers keep their dtype. The
+        devices are the CPU and ``meta``; a meta module moves to the CPU with
+        :meth:`to_empty`, as in PyTorch."""
+        from ... import device as device_type
+
+        dtype, device = kwargs.get("dtype"), kwargs.get("device")
         for arg in args:
             if isinstance(arg, Tensor):
-                dtype = arg.dtype
+                dtype, device = arg.dtype, arg.device
             elif hasattr(arg, "is_floating_point"):
                 dtype = arg
+            elif isinstance(arg, (str, device_type)):
+                device = arg
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got "
@@ -755,11 +771,40 @@ class Module:
             )
 
         def convert(t: Tensor) -> Tensor:
-            if dtype is not None and t.is_floating_point():
-                return t.to(dtype)
-            return t
+            cast = dtype if dtype is not None and t.is_floating_point() else None
+            try:
+                if device is not None:
+                    return t.to(device=device, dtype=cast)
+                return t if cast is None else t.to(cast)
+            except NotImplementedError as e:
+                base = "Cannot copy out of meta tensor; no data!"
+                if str(e).startswith(base):
+                    raise NotImplementedError(
+                        f"{base} Please use torch.nn.Module.to_empty() instead of "
+                        "torch.nn.Module.to() when moving module from meta to a different "
+                        "device."
+                    ) from None
+                raise
 
         return self._apply(convert)
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        """Moves the parameters and buffers to ``device`` with new, uninitialised storage
+        (here zero-filled): how a module built on the ``meta`` device gets real tensors.
+
+        Args:
+            device: the target device (the CPU, or ``meta``).
+            recurse: also the submodules' parameters and buffers (default True).
+
+        Example:
+            >>> with rustgrad.device("meta"):
+            ...     model = nn.Linear(3, 4)
+            >>> model.to_empty(device="cpu").weight.is_meta
+            False
+        """
+        from ... import empty_like
+
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def _float_as(self, dtype: Any) -> Module:
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
@@ -861,6 +906,7 @@ class Module:
         unexpected_keys: list[str],
         error_msgs: list[str],
         to_load: list[tuple[Module, str, Any, bool]],
+        assign: bool = False,
     ) -> None:
         """Collects this module's own problems and the (module, name, value) pairs to load."""
         persistent_buffers = {
@@ -888,6 +934,14 @@ class Module:
                     f"from checkpoint, the shape in current model is {param.shape}."
                 )
                 continue
+            if param.is_meta and not input_param.is_meta and not assign:
+                warnings.warn(
+                    f"for {key}: copying from a non-meta parameter in the checkpoint to a meta "
+                    "parameter in the current model, which is a no-op. (Did you mean to "
+                    "pass `assign=True` to assign items in the state dictionary to their "
+                    "corresponding key in the module instead of copying them in place?)",
+                    stacklevel=3,
+                )
             to_load.append((self, name, input_param, is_param))
         for key in state_dict.keys():
             if key.startswith(prefix):
@@ -926,6 +980,7 @@ class Module:
                 unexpected_keys,
                 error_msgs,
                 to_load,
+                assign,
             )
         if strict:
             if unexpected_keys:
@@ -953,11 +1008,10 @@ class Module:
                 if assign:
                     if is_param:
                         old = module._parameters[name]
-                        new = (
-                            value
-                            if isinstance(value, Parameter)
-                            else Parameter(value, requires_grad=old.requires_grad)
-                        )
+                        if isinstance(value, Parameter):
+                            new = value.requires_grad_(old.requires_grad)
+                        else:
+                            new = Parameter(value, requires_grad=old.requires_grad)
                         module._parameters[name] = new
                     else:
                         module._buffers[name] = value
