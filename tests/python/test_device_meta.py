@@ -17,13 +17,10 @@ import threading
 import warnings
 
 import pytest
-
 import rustgrad as torch
 from rustgrad import nn
 
-REF = json.loads(
-    (pathlib.Path(__file__).parents[1] / "vectors" / "device_meta.json").read_text()
-)
+REF = json.loads((pathlib.Path(__file__).parents[1] / "vectors" / "device_meta.json").read_text())
 
 
 def raises_like(key: str, fn) -> None:
