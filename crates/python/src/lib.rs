@@ -514,6 +514,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::conv::register(m)?;
     ops::pool::register(m)?;
     ops::norm::register(m)?;
+    ops::attention::register(m)?;
     ops::activation::register(m)?;
     ops::embedding::register(m)?;
     ops::rnn::register(m)?;

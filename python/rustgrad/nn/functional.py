@@ -43,6 +43,7 @@ from ._activation import (
     threshold,
     threshold_,
 )
+from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._conv import (
     bilinear,
     conv1d,
@@ -92,7 +93,6 @@ from ._loss import (
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
-from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._norm import (
     batch_norm,
     group_norm,

@@ -1,6 +1,7 @@
 //! CPU kernels: pure functions over slices and layouts. Nothing here knows about
 //! autograd. Parallel work is split into fixed-size chunks (see `parallel`).
 
+pub mod attention;
 pub mod conv;
 pub mod elementwise;
 pub mod index;

@@ -6,6 +6,7 @@
 //! node). See Note [Op families].
 
 pub(crate) mod activation;
+pub(crate) mod attention;
 pub(crate) mod binary;
 pub(crate) mod conv;
 pub(crate) mod copy;
@@ -73,6 +74,8 @@ pub(crate) enum Rule {
     Embedding(embedding::Rule),
     /// A rule of `rnn.rs`.
     Rnn(rnn::Rule),
+    /// A rule of `attention.rs`.
+    Attention(attention::Rule),
 }
 
 impl Rule {
@@ -96,6 +99,7 @@ impl Rule {
             Rule::Norm(r) => r.name(),
             Rule::Activation(r) => r.name(),
             Rule::Embedding(r) => r.name(),
+            Rule::Attention(r) => r.name(),
             Rule::Rnn(r) => r.name(),
         }
     }
@@ -126,6 +130,7 @@ impl Rule {
             Rule::Norm(r) => r.apply(saved, grad, needs),
             Rule::Activation(r) => r.apply(saved, grad, needs),
             Rule::Embedding(r) => r.apply(saved, grad, needs),
+            Rule::Attention(r) => r.apply(saved, grad, needs),
             Rule::Rnn(r) => r.apply(saved, grad, needs),
         }
     }
@@ -273,6 +278,12 @@ impl From<activation::Rule> for Rule {
 impl From<embedding::Rule> for Rule {
     fn from(rule: embedding::Rule) -> Rule {
         Rule::Embedding(rule)
+    }
+}
+
+impl From<attention::Rule> for Rule {
+    fn from(rule: attention::Rule) -> Rule {
+        Rule::Attention(rule)
     }
 }
 

@@ -3,6 +3,7 @@
 //! to `PyTensor`). See Note [Op families].
 
 pub(crate) mod activation;
+pub(crate) mod attention;
 pub(crate) mod binary;
 pub(crate) mod conv;
 mod copy;

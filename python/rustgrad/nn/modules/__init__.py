@@ -21,6 +21,8 @@ from .linear import __all__ as _linear
 from .loss import *  # noqa: F403
 from .loss import __all__ as _loss
 from .module import Module as Module
+from .multihead import *  # noqa: F403
+from .multihead import __all__ as _multihead
 from .normalization import *  # noqa: F403
 from .normalization import __all__ as _normalization
 from .padding import *  # noqa: F403
@@ -33,6 +35,8 @@ from .rnn import *  # noqa: F403
 from .rnn import __all__ as _rnn
 from .sparse import *  # noqa: F403
 from .sparse import __all__ as _sparse
+from .transformer import *  # noqa: F403
+from .transformer import __all__ as _transformer
 from .upsampling import *  # noqa: F403
 from .upsampling import __all__ as _upsampling
 
@@ -54,6 +58,8 @@ __all__ = sorted(
         *_pixelshuffle,
         *_pooling,
         *_sparse,
+        *_multihead,
+        *_transformer,
         *_upsampling,
     ]
 )

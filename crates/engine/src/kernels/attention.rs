@@ -1,0 +1,480 @@
+//! Fused scaled-dot-product attention: the forward tiles over keys with an online
+//! softmax (a running max and sum per query row), so memory is linear in the sequence
+//! length, and keeps only the output and each row's log-sum-exp; the backward
+//! recomputes the scores tile by tile (FlashAttention-2). Every tile product goes
+//! through the engine's GEMM. See Note [Fused attention].
+//!
+//! Operands are contiguous: `q` `[B, Hq, L, E]`, `k` `[B, Hk, S, E]`, `v`
+//! `[B, Hk, S, Ev]`, with `Hq` a multiple of `Hk` (query head `h` reads key/value head
+//! `h / (Hq / Hk)`, as `repeat_interleave` would). Work units have fixed sizes, each
+//! computed serially, so results do not depend on the thread count.
+
+use super::matmul::Gemm;
+use super::softmax::exp_minus;
+use super::try_vec;
+use crate::error::Result;
+use crate::parallel::fill_each;
+
+/// Query rows per tile.
+const BR: usize = 64;
+/// Keys per tile.
+const BC: usize = 128;
+
+/// The sizes of one attention problem.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttnGeom {
+    /// Batch (all leading dims, flattened).
+    pub batch: usize,
+    /// Query heads.
+    pub hq: usize,
+    /// Key/value heads (divides `hq`).
+    pub hk: usize,
+    /// Query length.
+    pub l: usize,
+    /// Key length.
+    pub s: usize,
+    /// Query/key feature size.
+    pub e: usize,
+    /// Value feature size.
+    pub ev: usize,
+    /// Factor applied to `q @ k^T`.
+    pub scale: f64,
+    /// Top-left causal mask: query row `i` sees keys `j <= i`.
+    pub causal: bool,
+}
+
+/// An additive float mask broadcast to `[B, Hq, L, S]` without copying: the storage,
+/// the offset of each `(b, h)` matrix (`B * Hq` entries) and its row and column
+/// strides (0 where broadcast).
+pub struct MaskView<'a, T> {
+    /// The mask's storage.
+    pub data: &'a [T],
+    /// Storage offset of the `[L, S]` matrix of each `(b, h)`.
+    pub offsets: Vec<usize>,
+    /// Stride between query rows.
+    pub row_stride: usize,
+    /// Stride between keys.
+    pub col_stride: usize,
+}
+
+impl<T: Copy> MaskView<'_, T> {
+    #[inline(always)]
+    fn at(&self, bh: usize, i: usize, j: usize) -> T {
+        self.data[self.offsets[bh] + i * self.row_stride + j * self.col_stride]
+    }
+}
+
+/// Scales a score tile (`rows x cols` at row stride `cols`), adds the mask and applies
+/// the causal cut, for query rows `r0..` and keys `c0..` of matrix `bh`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn finish_scores<T: Gemm>(
+    tile: &mut [T],
+    rows: usize,
+    cols: usize,
+    r0: usize,
+    c0: usize,
+    bh: usize,
+    g: &AttnGeom,
+    mask: Option<&MaskView<'_, T>>,
+) {
+    let scale = T::from_f64(g.scale);
+    let ninf = T::from_f64(f64::NEG_INFINITY);
+    for r in 0..rows {
+        let row = &mut tile[r * cols..(r + 1) * cols];
+        for x in row.iter_mut() {
+            *x = *x * scale;
+        }
+        if let Some(m) = mask {
+            for (c, x) in row.iter_mut().enumerate() {
+                *x = *x + m.at(bh, r0 + r, c0 + c);
+            }
+        }
+        if g.causal {
+            // Keys after the query row are cut.
+            let first_cut = (r0 + r + 1).saturating_sub(c0).min(cols);
+            for x in &mut row[first_cut..] {
+                *x = ninf;
+            }
+        }
+    }
+}
+
+/// One forward unit: query rows `r0..r0 + rows` of matrix `bh`, returning their output
+/// rows (`rows x Ev`) followed by their log-sum-exps (`rows`).
+fn forward_unit<T: Gemm>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    mask: Option<&MaskView<'_, T>>,
+    g: &AttnGeom,
+    bh: usize,
+    r0: usize,
+) -> Vec<T> {
+    let rows = BR.min(g.l - r0);
+    let (e, ev) = (g.e, g.ev);
+    let kv = (bh / g.hq) * g.hk + (bh % g.hq) / (g.hq / g.hk);
+    let qp = &q[(bh * g.l + r0) * e..];
+    let kp = &k[kv * g.s * e..];
+    let vp = &v[kv * g.s * ev..];
+    let zero = T::from_f64(0.0);
+    let mut result = vec![zero; rows * ev + rows];
+    let (acc, lse) = result.split_at_mut(rows * ev);
+    let mut row_max = vec![f64::NEG_INFINITY; rows];
+    let mut row_sum = vec![0.0f64; rows];
+    let mut tile = vec![zero; rows * BC];
+    let kend = if g.causal { g.s.min(r0 + rows) } else { g.s };
+    let mut c0 = 0;
+    while c0 < kend {
+        let cols = BC.min(kend - c0);
+        let t = &mut tile[..rows * cols];
+        // SAFETY: `qp` holds `rows x e` (row stride e), `kp` from `c0 * e` holds
+        // `cols x e` read transposed, `t` is `rows x cols`; all within their slices.
+        unsafe {
+            T::gemm(
+                rows,
+                e,
+                cols,
+                qp.as_ptr(),
+                e as isize,
+                1,
+                kp.as_ptr().add(c0 * e),
+                1,
+                e as isize,
+                zero,
+                t.as_mut_ptr(),
+                cols as isize,
+            );
+        }
+        finish_scores(t, rows, cols, r0, c0, bh, g, mask);
+        for r in 0..rows {
+            let row = &mut t[r * cols..(r + 1) * cols];
+            let tmax = row
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, &x| m.max(x.to_f64()));
+            let new_max = row_max[r].max(tmax);
+            if new_max == f64::NEG_INFINITY {
+                // Nothing seen yet: the row stays empty.
+                row.fill(zero);
+                continue;
+            }
+            let shift = T::from_f64(new_max);
+            let mut sum = 0.0f64;
+            for x in row.iter_mut() {
+                *x = exp_minus(*x, shift);
+                sum += x.to_f64();
+            }
+            let alpha = (row_max[r] - new_max).exp();
+            if alpha != 1.0 {
+                let a = T::from_f64(alpha);
+                for o in &mut acc[r * ev..(r + 1) * ev] {
+                    *o = *o * a;
+                }
+            }
+            row_sum[r] = row_sum[r] * alpha + sum;
+            row_max[r] = new_max;
+        }
+        // SAFETY: `t` is `rows x cols`, `vp` from `c0 * ev` holds `cols x ev`, `acc`
+        // is `rows x ev`; disjoint buffers.
+        unsafe {
+            T::gemm(
+                rows,
+                cols,
+                ev,
+                t.as_ptr(),
+                cols as isize,
+                1,
+                vp.as_ptr().add(c0 * ev),
+                ev as isize,
+                1,
+                T::from_f64(1.0),
+                acc.as_mut_ptr(),
+                ev as isize,
+            );
+        }
+        c0 += cols;
+    }
+    for r in 0..rows {
+        let out = &mut acc[r * ev..(r + 1) * ev];
+        if row_sum[r] > 0.0 {
+            let inv = T::from_f64(1.0 / row_sum[r]);
+            for o in out.iter_mut() {
+                *o = *o * inv;
+            }
+            lse[r] = T::from_f64(row_max[r] + row_sum[r].ln());
+        } else {
+            // A fully masked row: PyTorch gives zeros.
+            out.fill(zero);
+            lse[r] = T::from_f64(f64::NEG_INFINITY);
+        }
+    }
+    result
+}
+
+/// The attention output `[B, Hq, L, Ev]` and the log-sum-exp of each query row
+/// `[B, Hq, L]` (`-inf` for a row that sees no key; its output is 0).
+pub fn forward<T: Gemm + Send + Sync>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    mask: Option<&MaskView<'_, T>>,
+    g: &AttnGeom,
+) -> Result<(Vec<T>, Vec<T>)> {
+    let blocks = g.l.div_ceil(BR);
+    let units = g.batch * g.hq * blocks;
+    let mut parts: Vec<Vec<T>> = Vec::new();
+    parts
+        .try_reserve_exact(units)
+        .map_err(|_| crate::error::Error::OutOfMemory {
+            bytes: units * std::mem::size_of::<Vec<T>>(),
+        })?;
+    parts.resize_with(units, Vec::new);
+    fill_each(&mut parts, |u| {
+        forward_unit(q, k, v, mask, g, u / blocks, (u % blocks) * BR)
+    });
+    let zero = T::from_f64(0.0);
+    let mut out = try_vec(g.batch * g.hq * g.l * g.ev, zero)?;
+    let mut lse = try_vec(g.batch * g.hq * g.l, zero)?;
+    for (u, part) in parts.iter().enumerate() {
+        let (bh, r0) = (u / blocks, (u % blocks) * BR);
+        let rows = BR.min(g.l - r0);
+        let start = bh * g.l + r0;
+        out[start * g.ev..(start + rows) * g.ev].copy_from_slice(&part[..rows * g.ev]);
+        lse[start..start + rows].copy_from_slice(&part[rows * g.ev..]);
+    }
+    Ok((out, lse))
+}
+
+/// The gradients of one key/value head `(b, kv)`: `dq` of its `Hq / Hk` query heads,
+/// `dk`, `dv`, and (when asked) the scores' gradient for those query heads.
+struct BackwardPart<T> {
+    dq: Vec<T>,
+    dk: Vec<T>,
+    dv: Vec<T>,
+    dmask: Vec<T>,
+}
+
+/// The inputs of the backward, borrowed.
+pub struct BackwardInputs<'a, T> {
+    /// Query `[B, Hq, L, E]`.
+    pub q: &'a [T],
+    /// Key `[B, Hk, S, E]`.
+    pub k: &'a [T],
+    /// Value `[B, Hk, S, Ev]`.
+    pub v: &'a [T],
+    /// The forward's output `[B, Hq, L, Ev]`.
+    pub out: &'a [T],
+    /// The forward's log-sum-exps `[B, Hq, L]`.
+    pub lse: &'a [T],
+    /// The output's gradient `[B, Hq, L, Ev]`.
+    pub dout: &'a [T],
+    /// The additive mask, if any.
+    pub mask: Option<&'a MaskView<'a, T>>,
+}
+
+fn backward_unit<T: Gemm>(
+    x: &BackwardInputs<'_, T>,
+    g: &AttnGeom,
+    unit: usize,
+    want_mask: bool,
+) -> BackwardPart<T> {
+    let (b, kv) = (unit / g.hk, unit % g.hk);
+    let group = g.hq / g.hk;
+    let (e, ev, l, s) = (g.e, g.ev, g.l, g.s);
+    let zero = T::from_f64(0.0);
+    let one = T::from_f64(1.0);
+    let scale = T::from_f64(g.scale);
+    let kp = &x.k[unit * s * e..(unit + 1) * s * e];
+    let vp = &x.v[unit * s * ev..(unit + 1) * s * ev];
+    let mut part = BackwardPart {
+        dq: vec![zero; group * l * e],
+        dk: vec![zero; s * e],
+        dv: vec![zero; s * ev],
+        dmask: if want_mask {
+            vec![zero; group * l * s]
+        } else {
+            Vec::new()
+        },
+    };
+    // D = rowsum(dO * O) per query row of the group.
+    let first_bh = b * g.hq + kv * group;
+    let mut dsum = vec![zero; group * l];
+    for (row, d) in dsum.iter_mut().enumerate() {
+        let at = (first_bh * l + row) * ev;
+        let total: f64 = x.dout[at..at + ev]
+            .iter()
+            .zip(&x.out[at..at + ev])
+            .map(|(a, o)| a.to_f64() * o.to_f64())
+            .sum();
+        *d = T::from_f64(total);
+    }
+    let mut p = vec![zero; BR * BC];
+    let mut dp = vec![zero; BR * BC];
+    let mut c0 = 0;
+    while c0 < s {
+        let cols = BC.min(s - c0);
+        for gi in 0..group {
+            let bh = first_bh + gi;
+            let qh = &x.q[bh * l * e..(bh + 1) * l * e];
+            let doh = &x.dout[bh * l * ev..(bh + 1) * l * ev];
+            let lse = &x.lse[bh * l..(bh + 1) * l];
+            // Causal: rows before c0 see none of these keys.
+            let mut r0 = if g.causal { (c0 / BR) * BR } else { 0 };
+            while r0 < l {
+                let rows = BR.min(l - r0);
+                let pt = &mut p[..rows * cols];
+                let dpt = &mut dp[..rows * cols];
+                // SAFETY (all gemms below): every operand is a sub-slice of a buffer
+                // holding the rows and columns the sizes and strides reach; outputs do
+                // not alias inputs.
+                unsafe {
+                    T::gemm(
+                        rows,
+                        e,
+                        cols,
+                        qh.as_ptr().add(r0 * e),
+                        e as isize,
+                        1,
+                        kp.as_ptr().add(c0 * e),
+                        1,
+                        e as isize,
+                        zero,
+                        pt.as_mut_ptr(),
+                        cols as isize,
+                    );
+                }
+                finish_scores(pt, rows, cols, r0, c0, bh, g, x.mask);
+                for r in 0..rows {
+                    let shift = lse[r0 + r];
+                    let row = &mut pt[r * cols..(r + 1) * cols];
+                    if shift.to_f64() == f64::NEG_INFINITY {
+                        row.fill(zero);
+                    } else {
+                        for v in row.iter_mut() {
+                            *v = exp_minus(*v, shift);
+                        }
+                    }
+                }
+                // dV_j += P^T dO_i; dP = dO_i V_j^T.
+                unsafe {
+                    T::gemm(
+                        cols,
+                        rows,
+                        ev,
+                        pt.as_ptr(),
+                        1,
+                        cols as isize,
+                        doh.as_ptr().add(r0 * ev),
+                        ev as isize,
+                        1,
+                        one,
+                        part.dv.as_mut_ptr().add(c0 * ev),
+                        ev as isize,
+                    );
+                    T::gemm(
+                        rows,
+                        ev,
+                        cols,
+                        doh.as_ptr().add(r0 * ev),
+                        ev as isize,
+                        1,
+                        vp.as_ptr().add(c0 * ev),
+                        1,
+                        ev as isize,
+                        zero,
+                        dpt.as_mut_ptr(),
+                        cols as isize,
+                    );
+                }
+                // dS = P * (dP - D), the scores' gradient (the mask's), then scaled.
+                for r in 0..rows {
+                    let d = dsum[gi * l + r0 + r];
+                    let prow = &pt[r * cols..(r + 1) * cols];
+                    let drow = &mut dpt[r * cols..(r + 1) * cols];
+                    for (ds, &pv) in drow.iter_mut().zip(prow) {
+                        *ds = pv * (*ds - d);
+                    }
+                    if want_mask {
+                        let at = (gi * l + r0 + r) * s + c0;
+                        part.dmask[at..at + cols].copy_from_slice(drow);
+                    }
+                    for ds in drow.iter_mut() {
+                        *ds = *ds * scale;
+                    }
+                }
+                // dQ_i += dS K_j; dK_j += dS^T Q_i.
+                unsafe {
+                    T::gemm(
+                        rows,
+                        cols,
+                        e,
+                        dpt.as_ptr(),
+                        cols as isize,
+                        1,
+                        kp.as_ptr().add(c0 * e),
+                        e as isize,
+                        1,
+                        one,
+                        part.dq.as_mut_ptr().add((gi * l + r0) * e),
+                        e as isize,
+                    );
+                    T::gemm(
+                        cols,
+                        rows,
+                        e,
+                        dpt.as_ptr(),
+                        1,
+                        cols as isize,
+                        qh.as_ptr().add(r0 * e),
+                        e as isize,
+                        1,
+                        one,
+                        part.dk.as_mut_ptr().add(c0 * e),
+                        e as isize,
+                    );
+                }
+                r0 += rows;
+            }
+        }
+        c0 += cols;
+    }
+    part
+}
+
+/// The gradients of the fused attention: `dq`, `dk`, `dv` (the operands' shapes) and,
+/// with `want_mask`, the scores' gradient `[B, Hq, L, S]` (the additive mask's).
+/// One unit per key/value head, so the key and value gradients accumulate in a fixed
+/// order.
+#[allow(clippy::type_complexity)]
+pub fn backward<T: Gemm + Send + Sync>(
+    x: &BackwardInputs<'_, T>,
+    g: &AttnGeom,
+    want_mask: bool,
+) -> Result<(Vec<T>, Vec<T>, Vec<T>, Option<Vec<T>>)> {
+    let units = g.batch * g.hk;
+    let mut parts: Vec<Option<BackwardPart<T>>> = Vec::new();
+    parts.resize_with(units, || None);
+    fill_each(&mut parts, |u| Some(backward_unit(x, g, u, want_mask)));
+    let zero = T::from_f64(0.0);
+    let mut dq = try_vec(g.batch * g.hq * g.l * g.e, zero)?;
+    let mut dk = try_vec(g.batch * g.hk * g.s * g.e, zero)?;
+    let mut dv = try_vec(g.batch * g.hk * g.s * g.ev, zero)?;
+    let mut dmask = if want_mask {
+        Some(try_vec(g.batch * g.hq * g.l * g.s, zero)?)
+    } else {
+        None
+    };
+    let group = g.hq / g.hk;
+    for (u, part) in parts.into_iter().enumerate() {
+        let Some(part) = part else { continue };
+        let qn = group * g.l * g.e;
+        dq[u * qn..(u + 1) * qn].copy_from_slice(&part.dq);
+        dk[u * g.s * g.e..(u + 1) * g.s * g.e].copy_from_slice(&part.dk);
+        dv[u * g.s * g.ev..(u + 1) * g.s * g.ev].copy_from_slice(&part.dv);
+        if let Some(dm) = dmask.as_mut() {
+            let mn = group * g.l * g.s;
+            dm[u * mn..(u + 1) * mn].copy_from_slice(&part.dmask);
+        }
+    }
+    Ok((dq, dk, dv, dmask))
+}
