@@ -31,6 +31,7 @@ from . import (
     return_types,
     utils,
     viz,
+    xpu,
 )
 from ._dtype_info import finfo, iinfo
 from ._elementwise import (

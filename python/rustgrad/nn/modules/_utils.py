@@ -24,6 +24,7 @@ _triple = _ntuple(3, "_triple")
 _quadruple = _ntuple(4, "_quadruple")
 
 
-def _empty(*shape: int, dtype: Any = None) -> Tensor:
-    """An uninitialised tensor of ``shape`` (``dtype`` None: the default dtype)."""
-    return empty(*shape) if dtype is None else empty(*shape, dtype=dtype)
+def _empty(*shape: int, dtype: Any = None, device: Any = None) -> Tensor:
+    """An uninitialised tensor of ``shape`` (``dtype`` None: the default dtype; ``device``
+    None: the default device, Note [Meta device])."""
+    return empty(*shape, dtype=dtype, device=device)

@@ -38,9 +38,9 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
-            self.weight = Parameter(_empty(num_features, dtype=dtype))
+            self.weight = Parameter(_empty(num_features, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(_empty(num_features, dtype=dtype))
+                self.bias = Parameter(_empty(num_features, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -50,9 +50,13 @@ class _NormBase(Module):
             from ... import long as _long
             from ... import tensor as _tensor
 
-            self.register_buffer("running_mean", _empty(num_features, dtype=dtype).zero_())
-            self.register_buffer("running_var", _empty(num_features, dtype=dtype).fill_(1))
-            self.register_buffer("num_batches_tracked", _tensor(0, dtype=_long))
+            self.register_buffer(
+                "running_mean", _empty(num_features, dtype=dtype, device=device).zero_()
+            )
+            self.register_buffer(
+                "running_var", _empty(num_features, dtype=dtype, device=device).fill_(1)
+            )
+            self.register_buffer("num_batches_tracked", _tensor(0, dtype=_long, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)

@@ -45,6 +45,7 @@ class _ConvNd(Module):
         bias: bool,
         padding_mode: str,
         dtype: Any = None,
+        device: Any = None,
     ) -> None:
         super().__init__()
         ntuple = type(self)._ntuple
@@ -94,9 +95,9 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(_empty(*shape, dtype=dtype))
+        self.weight = Parameter(_empty(*shape, dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(_empty(out_channels, dtype=dtype))
+            self.bias = Parameter(_empty(out_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -163,7 +164,7 @@ class Conv1d(_ConvNd):
     ) -> None:
         super().__init__(
             in_channels, out_channels, kernel_size, stride, padding, dilation,
-            False, 0, groups, bias, padding_mode, dtype,
+            False, 0, groups, bias, padding_mode, dtype, device,
         )  # fmt: skip
 
 
@@ -195,7 +196,7 @@ class Conv2d(_ConvNd):
     ) -> None:
         super().__init__(
             in_channels, out_channels, kernel_size, stride, padding, dilation,
-            False, 0, groups, bias, padding_mode, dtype,
+            False, 0, groups, bias, padding_mode, dtype, device,
         )  # fmt: skip
 
 
@@ -221,7 +222,7 @@ class Conv3d(_ConvNd):
     ) -> None:
         super().__init__(
             in_channels, out_channels, kernel_size, stride, padding, dilation,
-            False, 0, groups, bias, padding_mode, dtype,
+            False, 0, groups, bias, padding_mode, dtype, device,
         )  # fmt: skip
 
 
@@ -283,7 +284,7 @@ def _transpose_init(ntuple: Any, conv: Any) -> Any:
     ) -> None:
         _ConvTransposeNd.__init__(
             self, in_channels, out_channels, kernel_size, stride, padding, dilation,
-            True, output_padding, groups, bias, padding_mode, dtype,
+            True, output_padding, groups, bias, padding_mode, dtype, device,
         )  # fmt: skip
 
     return __init__

@@ -39,9 +39,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if self.elementwise_affine:
-            self.weight = Parameter(_empty(*self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(_empty(*self.normalized_shape, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(_empty(*self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(_empty(*self.normalized_shape, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -88,9 +88,9 @@ class GroupNorm(Module):
         self.eps = eps
         self.affine = affine
         if self.affine:
-            self.weight = Parameter(_empty(num_channels, dtype=dtype))
+            self.weight = Parameter(_empty(num_channels, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(_empty(num_channels, dtype=dtype))
+                self.bias = Parameter(_empty(num_channels, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -131,7 +131,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if self.elementwise_affine:
-            self.weight = Parameter(_empty(*self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(_empty(*self.normalized_shape, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()

@@ -29,10 +29,15 @@ def _padding_index(padding_idx: int | None, num_embeddings: int) -> int | None:
 
 
 def _embedding_weight(
-    module: Module, num_embeddings: int, embedding_dim: int, _weight: Tensor | None, dtype: Any
+    module: Module,
+    num_embeddings: int,
+    embedding_dim: int,
+    _weight: Tensor | None,
+    dtype: Any,
+    device: Any = None,
 ) -> None:
     if _weight is None:
-        module.weight = Parameter(_empty(num_embeddings, embedding_dim, dtype=dtype))
+        module.weight = Parameter(_empty(num_embeddings, embedding_dim, dtype=dtype, device=device))
         module.reset_parameters()
     else:
         if list(_weight.shape) != [num_embeddings, embedding_dim]:
@@ -72,7 +77,7 @@ class Embedding(Module):
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
-        _embedding_weight(self, num_embeddings, embedding_dim, _weight, dtype)
+        _embedding_weight(self, num_embeddings, embedding_dim, _weight, dtype, device)
         if _freeze:
             self.weight.requires_grad_(False)
 
@@ -156,7 +161,7 @@ class EmbeddingBag(Module):
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
-        _embedding_weight(self, num_embeddings, embedding_dim, _weight, dtype)
+        _embedding_weight(self, num_embeddings, embedding_dim, _weight, dtype, device)
 
     reset_parameters = Embedding.reset_parameters
     _fill_padding_idx_with_zero = Embedding._fill_padding_idx_with_zero
