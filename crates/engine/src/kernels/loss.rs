@@ -491,7 +491,7 @@ fn multilabel_targets(targets: &[i64]) -> impl Iterator<Item = usize> + '_ {
 /// Per-row `multilabel_margin_loss`: `sum_{j target, d not target} max(0, 1 - x_j +
 /// x_d) / dim`.
 pub fn multilabel_margin_forward(x: &[f64], targets: &[i64], dim: usize) -> Result<Vec<f64>> {
-    let rows = if dim == 0 { 0 } else { x.len() / dim };
+    let rows = x.len().checked_div(dim).unwrap_or(0);
     per_row(rows, x.len(), |r| {
         let row = &x[r * dim..(r + 1) * dim];
         let target = &targets[r * dim..(r + 1) * dim];
@@ -806,5 +806,51 @@ mod tests {
         let g = class_loss_backward(&x, &[2], block, &opts, None, &|_| 1.0).unwrap();
         let sum: f64 = g.iter().sum();
         assert!(sum.abs() < 1e-12, "softmax minus one-hot sums to 0");
+    }
+
+    #[test]
+    fn ctc_of_two_steps_sums_the_three_alignments() {
+        // Uniform over {blank, 1}: the alignments of "1" in two steps are 11, b1, 1b.
+        let lp = vec![0.5f64.ln(); 4];
+        let problem = Ctc {
+            log_probs: &lp,
+            time: 2,
+            batch: 1,
+            classes: 2,
+            targets: &[1],
+            target_offsets: &[0],
+            target_stride: 1,
+            input_lengths: &[2],
+            target_lengths: &[1],
+            blank: 0,
+        };
+        let (nll, log_alpha) = ctc_forward(&problem).unwrap();
+        assert!((nll[0] + 0.75f64.ln()).abs() < 1e-12);
+        let grad = ctc_backward(&problem, &nll, &log_alpha, &[1.0], false).unwrap();
+        // The state occupancies of each step sum to 1, so for normalised
+        // log-probabilities each step's gradient sums to 0.
+        for t in 0..2 {
+            assert!((grad[2 * t] + grad[2 * t + 1]).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn margin_losses_match_their_formulas() {
+        let x = [0.1f64, 0.2, 0.4, 0.8];
+        let opts = MultiMargin {
+            p: 1,
+            margin: 1.0,
+            weight: None,
+        };
+        // sum over d != 3 of max(0, 1 - 0.8 + x_d) / 4 = (0.3 + 0.4 + 0.6) / 4
+        let loss = multi_margin_forward(&x, &[3], 4, &opts).unwrap();
+        assert!((loss[0] - 0.325).abs() < 1e-12);
+        // targets 3 and 0; non-targets 1 and 2
+        let loss = multilabel_margin_forward(&x, &[3, 0, -1, 1], 4).unwrap();
+        let want =
+            ((1.0 - 0.8 + 0.2) + (1.0 - 0.8 + 0.4) + (1.0 - 0.1 + 0.2) + (1.0 - 0.1 + 0.4)) / 4.0;
+        assert!((loss[0] - want).abs() < 1e-12);
+        let grad = multilabel_margin_backward(&x, &[3, 0, -1, 1], 4, &|_| 1.0).unwrap();
+        assert_eq!(grad, vec![-2.0, 2.0, 2.0, -2.0]);
     }
 }

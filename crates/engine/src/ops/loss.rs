@@ -1236,11 +1236,7 @@ impl MarginLoss {
         let x = saved_at(saved, 0)?;
         let values = x.tensor().try_to_vec::<f64>()?;
         let g = grad.tensor().try_to_vec::<f64>()?;
-        let rows = if self.dim == 0 {
-            0
-        } else {
-            values.len() / self.dim
-        };
+        let rows = values.len().checked_div(self.dim).unwrap_or(0);
         let per_row = self.reduction == Reduction::None;
         let divisor = match self.reduction {
             Reduction::Mean => (rows * self.dim) as f64,
