@@ -223,9 +223,11 @@ def test_kernels_are_bitwise_identical_for_any_thread_count(threads: int) -> Non
         tuple(rng.integers(40, 61, size=40).tolist()),
         tuple(rng.integers(5, 21, size=40).tolist()),
     )
-    x = torch.tensor(rng.normal(size=(600, 50))).requires_grad_()
-    t = torch.tensor(rng.integers(0, 50, size=600))
-    mt = torch.tensor(rng.integers(-1, 50, size=(600, 50)))
+    # Sizes above the engine's parallel threshold (2**15 elements), so 2 threads split
+    # the samples.
+    x = torch.tensor(rng.normal(size=(800, 50))).requires_grad_()
+    t = torch.tensor(rng.integers(0, 50, size=800))
+    mt = torch.tensor(rng.integers(-1, 50, size=(800, 50)))
 
     def run() -> list[np.ndarray]:
         outs = []
