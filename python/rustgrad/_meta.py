@@ -369,7 +369,7 @@ class MetaTensor(Tensor):
     def copy_(self, src: Tensor, non_blocking: bool = False) -> Tensor:
         """Nothing to copy into; checks that ``src`` broadcasts to this shape."""
         if isinstance(src, Tensor):
-            _rustgrad_broadcast(src.shape, self.shape)
+            _broadcast_to(tuple(src.shape), tuple(self.shape))
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -399,11 +399,20 @@ def _wrap(dim: int, n: int) -> int:
     return dim % max(n, 1)
 
 
-def _rustgrad_broadcast(src: Sequence[int], dst: Sequence[int]) -> None:
-    if len(src) > len(dst) or any(s not in (1, d) for s, d in zip(reversed(src), reversed(dst))):
+def _broadcast_to(src: Sequence[int], dst: Sequence[int]) -> None:
+    """PyTorch's errors when ``src`` does not broadcast to ``dst`` (``copy_``)."""
+    for i, (s, d) in enumerate(zip(reversed(src), reversed(dst))):
+        if s not in (1, d) and d != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({d}) must match the size of tensor b ({s}) at "
+                f"non-singleton dimension {len(dst) - 1 - i}"
+            )
+    shape = [max(s, d) for s, d in zip(reversed(src), reversed(dst))][::-1]
+    longer = src if len(src) > len(dst) else dst
+    shape = list(longer[: len(longer) - len(shape)]) + shape
+    if shape != list(dst):
         raise RuntimeError(
-            f"The size of tensor a ({list(dst)}) must match the size of tensor b "
-            f"({list(src)}) for copy_"
+            f"output with shape {list(dst)} doesn't match the broadcast shape {shape}"
         )
 
 

@@ -2802,6 +2802,96 @@ CASES.update(
 )
 
 
+# The meta device, the default device and DataParallel (issue 21; Note [Meta device]),
+# with PyTorch 2.15's exceptions and messages.
+def _meta_3x4():
+    return torch.empty(3, 4, device="meta")
+
+
+CASES.update(
+    {
+        "meta_negative_size": (
+            lambda: torch.empty(-1, device="meta"),
+            RT,
+            "Trying to create tensor with negative dimension -1: [-1]",
+        ),
+        "meta_int_requires_grad": (
+            lambda: torch.empty(2, device="meta", dtype=torch.int64, requires_grad=True),
+            RT,
+            "Only Tensors of floating point and complex dtype can require gradients",
+        ),
+        "meta_view_bad": (lambda: _meta_3x4().view(5), RT, "shape '[5]' is invalid for input"),
+        "meta_permute_bad": (lambda: _meta_3x4().permute(0), RT, "number of dimensions"),
+        "meta_transpose_bad": (lambda: _meta_3x4().transpose(0, 5), IE, "Dimension out of range"),
+        "meta_t_3d": (
+            lambda: torch.empty(3, 4, 2, device="meta").t(),
+            RT,
+            "t() expects a tensor with <= 2 dimensions, but self is 3D",
+        ),
+        "meta_stride_bad": (lambda: _meta_3x4().stride(3), IE, "Dimension out of range"),
+        "meta_copy_bad": (
+            lambda: _meta_3x4().copy_(torch.ones(5)),
+            RT,
+            "The size of tensor a (4) must match the size of tensor b (5) at non-singleton "
+            "dimension 1",
+        ),
+        "meta_copy_more_dims": (
+            lambda: _meta_3x4().copy_(torch.ones(2, 3, 4)),
+            RT,
+            "output with shape [3, 4] doesn't match the broadcast shape [2, 3, 4]",
+        ),
+        "meta_setitem_bad": (
+            lambda: _meta_3x4().__setitem__(7, 1.0),
+            IE,
+            "index 7 is out of bounds for dimension 0 with size 3",
+        ),
+        "meta_item": (
+            lambda: torch.empty((), device="meta").item(),
+            RT,
+            "Tensor.item() cannot be called on meta tensors",
+        ),
+        "meta_tolist": (lambda: _meta_3x4().tolist(), NIE, "Cannot copy out of meta tensor"),
+        "meta_to_cpu": (lambda: _meta_3x4().to("cpu"), NIE, "Cannot copy out of meta tensor"),
+        "meta_numpy": (lambda: _meta_3x4().numpy(), TE, "can't convert meta device type"),
+        "meta_with_cpu_operand": (
+            lambda: _meta_3x4() + torch.ones(3, 4),
+            RT,
+            "Tensor on device cpu is not on the expected device meta!",
+        ),
+        "meta_module_to_cpu": (
+            lambda: torch.nn.Linear(2, 2, device="meta").to("cpu"),
+            NIE,
+            "Please use torch.nn.Module.to_empty() instead of torch.nn.Module.to()",
+        ),
+        "to_empty_bogus_device": (
+            lambda: torch.nn.Linear(2, 2).to_empty(device="bogus"),
+            RT,
+            "device type at start of device string: bogus",
+        ),
+        "to_empty_without_device": (
+            lambda: torch.nn.Linear(2, 2).to_empty(),
+            TE,
+            "missing 1 required keyword-only argument: 'device'",
+        ),
+        "device_context_cuda": (
+            lambda: torch.device("cuda").__enter__(),
+            AE,
+            "Torch not compiled with CUDA enabled",
+        ),
+        "data_parallel_functional": (
+            lambda: torch.nn.parallel.data_parallel(torch.nn.Linear(2, 2), torch.ones(1, 2)),
+            RT,
+            "device type could not be determined",
+        ),
+        "data_parallel_without_module": (
+            lambda: torch.nn.DataParallel(),
+            TE,
+            "missing 1 required positional argument: 'module'",
+        ),
+    }
+)
+
+
 def test_every_nn_functional_has_a_bad_input_case():
     """A functional added to ``rustgrad.nn.functional.__all__`` without a bad-input case
     fails here."""

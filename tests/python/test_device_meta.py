@@ -183,6 +183,19 @@ def test_meta_tensors_cost_no_memory():
     assert layer.weight.is_meta and layer.weight.shape == (2**16, 2**16)
 
 
+def test_every_nn_init_function_accepts_meta_tensors():
+    for name in (
+        "uniform_ normal_ trunc_normal_ ones_ zeros_ eye_ xavier_uniform_ xavier_normal_ "
+        "kaiming_uniform_ kaiming_normal_ orthogonal_"
+    ).split():
+        w = torch.empty(4, 3, device="meta")
+        assert getattr(nn.init, name)(w) is w and w.is_meta, name
+    w = torch.empty(4, 3, device="meta")
+    assert nn.init.constant_(w, 0.5) is w and nn.init.sparse_(w, 0.5) is w
+    w = torch.empty(4, 3, 3, 3, device="meta")
+    assert nn.init.dirac_(w) is w
+
+
 def test_meta_ops_give_meta_results():
     m = torch.empty(3, 4, device="meta")
     shapes = REF["shapes"]

@@ -133,6 +133,8 @@ def trunc_normal_(
             "The distribution of values may be incorrect.",
             stacklevel=2,
         )
+    if tensor.is_meta:
+        return tensor  # no data to fill (Note [Meta device])
     gen = _gen(generator)
     with no_grad():
         if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
@@ -274,8 +276,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
     PyTorch (the QR runs in numpy: rustgrad has no ``linalg.qr`` yet)."""
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    if tensor.numel() == 0:
-        return tensor
+    if tensor.numel() == 0 or tensor.is_meta:
+        return tensor  # a meta tensor has no data to fill (Note [Meta device])
     rows = tensor.size(0)
     cols = tensor.numel() // rows
     with no_grad():
