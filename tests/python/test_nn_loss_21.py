@@ -251,3 +251,14 @@ def test_kernels_are_bitwise_identical_for_any_thread_count(threads: int) -> Non
             assert a.tobytes() == b.tobytes()
     finally:
         torch.set_num_threads(old)
+
+
+def test_ctc_target_out_of_range_is_an_index_error() -> None:
+    # ATen reads out of bounds here (its CPU kernel does not check the labels).
+    lp = _f64(4, 1, 3).log_softmax(2)
+    with pytest.raises(IndexError, match="target 3 is out of bounds for 3 classes"):
+        F.ctc_loss(lp, torch.tensor([[1, 3]]), (4,), (2,))
+    with pytest.raises(IndexError, match="target -1 is out of bounds"):
+        F.ctc_loss(lp, torch.tensor([[-1]]), (4,), (1,))
+    # padding beyond a target's length is never read
+    assert math.isfinite(F.ctc_loss(lp, torch.tensor([[1, 99]]), (4,), (1,)).item())
