@@ -224,6 +224,7 @@ def test_weight_norm_and_orthogonal_gradcheck_float64() -> None:
         P.weight_norm(nn.Linear(3, 2).double(), dim=None),
         P.orthogonal(nn.Linear(3, 3, bias=False).double()),
         P.orthogonal(nn.Linear(4, 2, bias=False).double()),
+        P.orthogonal(nn.Linear(3, 3, bias=False).double(), orthogonal_map="cayley"),
     ]:
         plist = module.parametrizations.weight
         names = ["original"] if plist.is_tensor else ["original0", "original1"]

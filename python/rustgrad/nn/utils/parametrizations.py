@@ -8,8 +8,9 @@ of the orthogonal map. See Note [Parametrizations].
 The ops PyTorch calls that rustgrad has no public op for are composed here of
 differentiable ops: ``norm_except_dim`` / ``_weight_norm`` (a ``vector_norm`` over every
 dim but one), ``matrix_exp`` (scaling and squaring of a degree-18 Taylor polynomial),
-``householder_product`` (the product of the reflectors), and ``geqrf`` (a Householder QR,
-only ever run without grad, on the values).
+``householder_product`` (the product of the reflectors), ``linalg.solve`` for the Cayley
+map (Gaussian elimination on the values, with its analytic backward), and ``geqrf`` (a
+Householder QR, only ever run without grad, on the values).
 
 Example:
     >>> import rustgrad.nn as nn
@@ -79,6 +80,54 @@ def _matrix_exp(a: Tensor) -> Tensor:
     for _ in range(s):
         result = result @ result
     return result
+
+
+def _solve_values(m: list[list[float]], b: list[list[float]]) -> list[list[float]]:
+    """``M^-1 B`` by Gaussian elimination with partial pivoting, on Python floats."""
+    n = len(m)
+    a = [row[:] + rhs[:] for row, rhs in zip(m, b, strict=True)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        if a[pivot][col] == 0.0:
+            raise RuntimeError(
+                "linalg.solve: The solver failed because the input matrix is singular."
+            )
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(n):
+            if r != col and a[r][col] != 0.0:
+                f = a[r][col] / a[col][col]
+                a[r] = [x - f * y for x, y in zip(a[r], a[col], strict=True)]
+    return [[x / a[r][r] for x in a[r][n:]] for r in range(n)]
+
+
+def _solve_tensor(m: Tensor, b: Tensor) -> Tensor:
+    """``M^-1 B`` for (batches of) square ``M``, without grad."""
+    torch = _torch()
+    flat_m = m.detach().double().reshape(-1, m.size(-2), m.size(-1)).tolist()
+    flat_b = b.detach().double().reshape(-1, b.size(-2), b.size(-1)).tolist()
+    out = [_solve_values(mi, bi) for mi, bi in zip(flat_m, flat_b, strict=True)]
+    return torch.tensor(out, dtype=b.dtype).reshape(b.shape)
+
+
+def _solve(m: Tensor, b: Tensor) -> Tensor:
+    """``linalg.solve(M, B)`` (``M X = B``), differentiable once: ``dB = M^-T G`` and
+    ``dM = -dB X^T``."""
+    torch = _torch()
+
+    class _Solve(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, m: Tensor, b: Tensor) -> Tensor:
+            x = _solve_tensor(m, b)
+            ctx.save_for_backward(m, x)
+            return x
+
+        @staticmethod
+        def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, Tensor]:
+            m, x = ctx.saved_tensors
+            grad_b = _solve_tensor(m.transpose(-1, -2), grad)
+            return -grad_b @ x.transpose(-1, -2), grad_b
+
+    return _Solve.apply(m, b)
 
 
 def _householder_product(a: Tensor, tau: Tensor) -> Tensor:
@@ -312,10 +361,8 @@ class _Orthogonal(Module):
             if self.orthogonal_map == _OrthMaps.matrix_exp:
                 Q = _matrix_exp(A)
             else:
-                raise NotImplementedError(
-                    "rustgrad: orthogonal_map='cayley' needs linalg.solve, which rustgrad "
-                    "does not have yet; use 'matrix_exp' or 'householder'"
-                )
+                eye = torch.eye(n, dtype=A.dtype).expand(A.shape)
+                Q = _solve(eye - 0.5 * A, eye + 0.5 * A)
             if n != k:
                 Q = Q[..., :k]
         else:
@@ -376,7 +423,8 @@ def orthogonal(
     """Reparametrizes the matrix (or batch of matrices) ``module.<name>`` to be
     orthogonal: ``matrix_exp`` of a skew-symmetric matrix (the default for square
     matrices) or a product of Householder reflectors (the default otherwise), times the
-    ``base`` buffer (``use_trivialization``). ``cayley`` is not available.
+    ``base`` buffer (``use_trivialization``), or the Cayley map ``(I - A/2)^-1 (I +
+    A/2)`` (``cayley``).
 
     Returns:
         ``module``, parametrized.
