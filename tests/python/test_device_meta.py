@@ -318,3 +318,13 @@ def test_data_parallel_wraps_the_module_on_cpu():
     other = nn.DataParallel(nn.Linear(2, 3))
     other.load_state_dict(dp.state_dict())
     assert torch.equal(other(x), dp(x))
+
+
+def test_module_to_reads_devices():
+    model = nn.Linear(2, 2)
+    assert model.to("cpu", torch.float64).weight.dtype == torch.float64
+    assert model.to(torch.device("cpu")) is model and model.weight.device.type == "cpu"
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        model.to(0)
+    with pytest.raises(RuntimeError, match="device type at start of device string: bogus"):
+        model.to("bogus")

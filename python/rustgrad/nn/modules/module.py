@@ -762,7 +762,9 @@ class Module:
                 dtype, device = arg.dtype, arg.device
             elif hasattr(arg, "is_floating_point"):
                 dtype = arg
-            elif isinstance(arg, (str, device_type)):
+            elif isinstance(arg, (str, device_type)) or (
+                isinstance(arg, int) and not isinstance(arg, bool)
+            ):
                 device = arg
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
