@@ -71,6 +71,35 @@ macro_rules! avx2_variant {
 }
 pub(crate) use avx2_variant;
 
+/// `avx2_fma_variant!(fn name<T: Bound>(args) = inner);` defines `name`, which calls the
+/// `#[inline(always)]` generic function `inner` compiled for AVX2 and FMA when the CPU
+/// has both, else as it is (as [`avx2_variant`], with any trait bound). FMA changes no
+/// result: Rust never contracts `a * b + c`, so only explicit `mul_add` calls fuse, and
+/// those are fused (correctly rounded) on either path, by the instruction instead of a
+/// call to `fmaf`. For the optimizer updates (`optim::update`).
+macro_rules! avx2_fma_variant {
+    ($vis:vis fn $name:ident<$t:ident: $bound:path>($($arg:ident: $ty:ty),* $(,)?) = $inner:ident) => {
+        $vis fn $name<$t: $bound>($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma")]
+                fn wide<$t: $bound>($($arg: $ty),*) {
+                    $inner::<$t>($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // SAFETY: `wide` needs only AVX2 and FMA, which the CPU was just found
+                    // to have.
+                    return unsafe { wide::<$t>($($arg),*) };
+                }
+            }
+            $inner::<$t>($($arg),*)
+        }
+    };
+}
+pub(crate) use avx2_fma_variant;
+
 #[cfg(test)]
 mod tests {
     use super::*;

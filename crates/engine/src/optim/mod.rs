@@ -28,7 +28,7 @@ use crate::tensor::Tensor;
 use crate::variable::Variable;
 use std::panic::Location;
 use std::sync::Arc;
-use update::{OptimElement, StepScalars};
+use update::{StepElement, StepScalars};
 
 /// One parameter's optimizer state, as PyTorch's `optimizer.state[p]` holds it.
 #[derive(Clone, Debug, Default)]
@@ -206,7 +206,7 @@ fn advance_scalars(
     Ok(scalars)
 }
 
-fn step_typed<T: OptimElement>(
+fn step_typed<T: StepElement>(
     options: &Options,
     p: &Tensor,
     g: &Tensor,
@@ -240,7 +240,7 @@ fn step_typed<T: OptimElement>(
             Some(_) => {}
         }
     }
-    let grad: Vec<T> = g.try_to_vec()?;
+    let grad: Vec<T> = gradient_values(g)?;
     let scalars = StepScalars {
         fresh_buffer,
         ..advance_scalars(options, state, site)?
@@ -273,10 +273,24 @@ fn step_typed<T: OptimElement>(
     }
 }
 
+/// The gradient's elements as `T`, copied (the update then holds no lock on it, so it
+/// may share a storage with anything): a contiguous gradient of the parameter's dtype,
+/// the usual case, is one `memcpy`; any other goes through `try_to_vec`'s conversion.
+fn gradient_values<T: Element>(g: &Tensor) -> Result<Vec<T>> {
+    if g.dtype() != T::DTYPE || !g.is_contiguous() {
+        return g.try_to_vec();
+    }
+    let (start, n) = (g.layout().offset(), g.numel());
+    g.layout().check_in_bounds(g.storage().read().len())?;
+    let mut out = crate::kernels::try_with_capacity(n)?;
+    g.read(|s: &[T]| out.extend_from_slice(&s[start..start + n]));
+    Ok(out)
+}
+
 /// Runs the update over one parameter's elements; a large parameter is cut into
 /// `parallel::CHUNK`-element pieces that run concurrently on the pool (every element's
 /// update is independent of the others, so the pieces give the same bits as one pass).
-fn apply_in_pieces<T: OptimElement>(
+fn apply_in_pieces<T: StepElement>(
     options: &Options,
     scalars: &StepScalars,
     param: &mut [T],
@@ -284,7 +298,7 @@ fn apply_in_pieces<T: OptimElement>(
     bufs: &mut [&mut [T]],
 ) {
     if param.len() < parallel::PARALLEL_MIN_ELEMENTS {
-        return update::apply(options, scalars, param, grad, bufs);
+        return T::step(options, scalars, param, grad, bufs);
     }
     struct Piece<'a, T> {
         param: &'a mut [T],
@@ -307,7 +321,7 @@ fn apply_in_pieces<T: OptimElement>(
     }
     parallel::for_each_chunk_mut(&mut pieces, 1, |_, run| {
         for piece in run {
-            update::apply(options, scalars, piece.param, piece.grad, &mut piece.bufs);
+            T::step(options, scalars, piece.param, piece.grad, &mut piece.bufs);
         }
     });
 }

@@ -16,6 +16,14 @@
 //! float32 operand of `mul`, `div`, `lerp`, `addcmul` and `addcdiv`, but is rounded to
 //! the parameter's dtype as `add`'s `alpha` or as the other operand of `add(x, eps)`
 //! ([`OptimElement::scalar`]: `eps = 1e-8` is 0 in float16, as in PyTorch).
+//!
+//! Speed (Note [Optimizer steps]): the loops run compiled for AVX2 and FMA when the CPU
+//! has them ([`StepElement::step`]); a half-precision parameter is updated in blocks of
+//! [`HALF_BLOCK`] elements widened to float32 by the `half` crate's slice conversions
+//! (F16C), updated as float32 lanes that round each op's result to the half dtype with
+//! branch-free bit arithmetic, and narrowed back (exactly: every stored value was
+//! already rounded). The operations and their roundings are the same as element by
+//! element, so the bits are too.
 
 // `p = p + x` rather than `p += x`: each line reads as the PyTorch op it transcribes.
 #![allow(clippy::assign_op_pattern)]
@@ -26,10 +34,14 @@ use super::options::{
 };
 use crate::dtype::{bf16, f16, Element, Float, Num};
 use crate::kernels::math::MathFloat;
+use crate::kernels::vmath::avx2_fma_variant;
+use half::slice::HalfFloatSliceExt;
 
-/// A parameter dtype the optimizers update: `C` is the type its ops compute in (ATen's
-/// opmath type), `q` rounds one op's result to the dtype.
-pub(crate) trait OptimElement: Element {
+/// An element of the update loops: `C` is the type its ops compute in (ATen's opmath
+/// type), `q` rounds one op's result to the parameter's dtype. float32 and float64 are
+/// their own elements; float16 and bfloat16 values are updated as [`F16Lane`] and
+/// [`Bf16Lane`], float32 values rounded as the half dtype.
+pub(crate) trait OptimElement: Copy + Send + Sync + 'static {
     /// The compute type.
     type C: MathFloat;
     /// The value in the compute type (exact).
@@ -77,48 +89,72 @@ exact_optim_element!(f64);
 /// `v` rounded to float16 (to nearest, ties to even; float16's subnormals; infinity past
 /// its largest finite value), as an f32: `f16::from_f32(v).to_f32()` without the
 /// software conversions, since an update rounds several times per element.
+///
+/// Branch-free (every case is computed, then selected), so that loops over it
+/// vectorise.
 #[inline(always)]
 pub(crate) fn round_f16(v: f32) -> f32 {
     let a = v.abs();
-    if a.is_nan() {
-        return v;
-    }
-    if a >= 65520.0 {
-        // Infinity, or past the midpoint above float16's largest finite 65504.
-        return f32::INFINITY.copysign(v);
-    }
-    if a < 6.103_515_6e-5 {
-        // Below 2^-14: float16's subnormals, multiples of 2^-24 (exact in f32).
-        return (v * 16_777_216.0).round_ties_even() * 5.960_464_5e-8;
-    }
-    // Keep 10 of the 23 mantissa bits, rounding to nearest even (a carry into the
-    // exponent is the right result).
+    // Normal range: keep 10 of the 23 mantissa bits, rounding to nearest even (a carry
+    // into the exponent is the right result).
     let b = v.to_bits();
-    f32::from_bits((b + 0xFFF + ((b >> 13) & 1)) & !0x1FFF)
+    let normal = f32::from_bits(b.wrapping_add(0xFFF + ((b >> 13) & 1)) & !0x1FFF);
+    // Below 2^-14: float16's subnormals, multiples of 2^-24. `a + 0.75` lies in
+    // [0.5, 1), whose float32 spacing is 2^-24, so the addition rounds `a` to a multiple
+    // of 2^-24, ties to even (0.75 is an even multiple), and the subtraction is exact.
+    let subnormal = ((a + 0.75) - 0.75).copysign(v);
+    let r = if a < 6.103_515_6e-5 {
+        subnormal
+    } else {
+        normal
+    };
+    // Infinity, or past the midpoint above float16's largest finite 65504.
+    let r = if a >= 65520.0 {
+        f32::INFINITY.copysign(v)
+    } else {
+        r
+    };
+    if a.is_nan() {
+        v
+    } else {
+        r
+    }
 }
 
 /// `v` rounded to bfloat16 (to nearest, ties to even), as an f32:
-/// `bf16::from_f32(v).to_f32()` as bit arithmetic.
+/// `bf16::from_f32(v).to_f32()` as branch-free bit arithmetic.
 #[inline(always)]
 pub(crate) fn round_bf16(v: f32) -> f32 {
-    if v.is_nan() {
-        return v;
-    }
     let b = v.to_bits();
-    f32::from_bits(b.wrapping_add(0x7FFF + ((b >> 16) & 1)) & 0xFFFF_0000)
+    let r = f32::from_bits(b.wrapping_add(0x7FFF + ((b >> 16) & 1)) & 0xFFFF_0000);
+    if v.is_nan() {
+        v
+    } else {
+        r
+    }
 }
 
-macro_rules! half_optim_element {
-    ($t:ty, $round:ident) => {
-        impl OptimElement for $t {
+/// A float16 value as the update loop holds it: the float32 of equal value. Every
+/// result is rounded to float16 by `q` before it is stored, so narrowing it back is
+/// exact.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub(crate) struct F16Lane(f32);
+
+/// A bfloat16 value as the update loop holds it (see [`F16Lane`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub(crate) struct Bf16Lane(f32);
+
+macro_rules! half_lane {
+    ($lane:ident, $round:ident) => {
+        impl OptimElement for $lane {
             type C = f32;
             #[inline(always)]
             fn load(self) -> f32 {
-                self.to_f32()
+                self.0
             }
             #[inline(always)]
-            fn store(v: f32) -> $t {
-                <$t>::from_f32(v)
+            fn store(v: f32) -> $lane {
+                $lane(v)
             }
             #[inline(always)]
             fn q(v: f32) -> f32 {
@@ -131,8 +167,123 @@ macro_rules! half_optim_element {
         }
     };
 }
-half_optim_element!(f16, round_f16);
-half_optim_element!(bf16, round_bf16);
+half_lane!(F16Lane, round_f16);
+half_lane!(Bf16Lane, round_bf16);
+
+/// Elements of one block of a half-precision parameter's update: 2 KiB per slice, the
+/// parameter, its gradient and up to three buffers widened side by side in L1.
+pub(crate) const HALF_BLOCK: usize = 512;
+
+/// Most buffers an optimizer keeps per parameter (Adam with amsgrad, RMSprop centered
+/// with momentum).
+const MAX_BUFFERS: usize = 3;
+
+/// A parameter dtype the optimizers update.
+pub(crate) trait StepElement: Element {
+    /// Runs `options`' update over one parameter's elements: `p` the parameter, `g` its
+    /// gradient, `bufs` its buffers in [`Options::buffer_names`] order, all of one length.
+    fn step(
+        options: &Options,
+        s: &StepScalars,
+        p: &mut [Self],
+        g: &[Self],
+        bufs: &mut [&mut [Self]],
+    );
+}
+
+impl StepElement for f32 {
+    fn step(options: &Options, s: &StepScalars, p: &mut [f32], g: &[f32], bufs: &mut [&mut [f32]]) {
+        apply(options, s, p, g, bufs);
+    }
+}
+
+impl StepElement for f64 {
+    fn step(options: &Options, s: &StepScalars, p: &mut [f64], g: &[f64], bufs: &mut [&mut [f64]]) {
+        apply(options, s, p, g, bufs);
+    }
+}
+
+macro_rules! half_step_element {
+    ($t:ty, $lane:ident) => {
+        impl StepElement for $t {
+            fn step(
+                options: &Options,
+                s: &StepScalars,
+                p: &mut [$t],
+                g: &[$t],
+                bufs: &mut [&mut [$t]],
+            ) {
+                step_widened(
+                    options,
+                    s,
+                    p,
+                    g,
+                    bufs,
+                    |src: &[$t], dst: &mut [$lane], wide: &mut [f32]| {
+                        src.convert_to_f32_slice(wide);
+                        for (d, &v) in dst.iter_mut().zip(wide.iter()) {
+                            *d = $lane(v);
+                        }
+                    },
+                    |src: &[$lane], dst: &mut [$t], wide: &mut [f32]| {
+                        for (w, v) in wide.iter_mut().zip(src) {
+                            *w = v.0;
+                        }
+                        dst.convert_from_f32_slice(wide);
+                    },
+                );
+            }
+        }
+    };
+}
+half_step_element!(f16, F16Lane);
+half_step_element!(bf16, Bf16Lane);
+
+/// The update of a half-precision parameter, [`HALF_BLOCK`] elements at a time:
+/// `widen` converts a block of stored values to lanes, `narrow` back (both through a
+/// float32 scratch slice of the block's length).
+#[allow(clippy::too_many_arguments)]
+fn step_widened<H: Copy, L: OptimElement + Default>(
+    options: &Options,
+    s: &StepScalars,
+    p: &mut [H],
+    g: &[H],
+    bufs: &mut [&mut [H]],
+    widen: impl Fn(&[H], &mut [L], &mut [f32]),
+    narrow: impl Fn(&[L], &mut [H], &mut [f32]),
+) {
+    assert!(
+        bufs.len() <= MAX_BUFFERS,
+        "rustgrad internal error: more optimizer buffers than the update handles"
+    );
+    let mut wide = [0.0f32; HALF_BLOCK];
+    let mut wp = [L::default(); HALF_BLOCK];
+    let mut wg = [L::default(); HALF_BLOCK];
+    let mut wb = [[L::default(); HALF_BLOCK]; MAX_BUFFERS];
+    let mut start = 0;
+    while start < p.len() {
+        let n = HALF_BLOCK.min(p.len() - start);
+        let span = start..start + n;
+        widen(&p[span.clone()], &mut wp[..n], &mut wide[..n]);
+        widen(&g[span.clone()], &mut wg[..n], &mut wide[..n]);
+        for (w, b) in wb.iter_mut().zip(bufs.iter()) {
+            widen(&b[span.clone()], &mut w[..n], &mut wide[..n]);
+        }
+        {
+            let mut views: smallvec::SmallVec<[&mut [L]; MAX_BUFFERS]> = wb
+                .iter_mut()
+                .take(bufs.len())
+                .map(|w| &mut w[..n])
+                .collect();
+            apply(options, s, &mut wp[..n], &wg[..n], &mut views);
+        }
+        narrow(&wp[..n], &mut p[span.clone()], &mut wide[..n]);
+        for (w, b) in wb.iter().zip(bufs.iter_mut()) {
+            narrow(&w[..n], &mut b[span.clone()], &mut wide[..n]);
+        }
+        start += n;
+    }
+}
 
 /// The scalars of one parameter's step that come from its state.
 pub(crate) struct StepScalars {
@@ -195,10 +346,13 @@ fn abs<T: MathFloat>(x: T) -> T {
 /// param` when the decay is an L2 penalty (`grad.add(param, alpha=weight_decay)`).
 #[inline(always)]
 fn effective_grad<S: OptimElement>(g: S::C, p: S::C, maximize: bool, l2: Option<S::C>) -> S::C {
+    // Selects rather than branches (both sides are computed), so loops vectorise.
     let g = if maximize { -g } else { g };
-    match l2 {
-        Some(wd) => S::q(g + wd * p),
-        None => g,
+    let decayed = S::q(g + l2.unwrap_or(S::C::ZERO) * p);
+    if l2.is_some() {
+        decayed
+    } else {
+        g
     }
 }
 
@@ -213,15 +367,31 @@ fn decoupled_decay<T: MathFloat>(weight_decay: f64, decoupled: bool, lr: f64) ->
     (weight_decay != 0.0 && decoupled).then(|| T::c(1.0 - lr * weight_decay))
 }
 
+avx2_fma_variant!(fn apply<S: OptimElement>(
+    options: &Options,
+    s: &StepScalars,
+    p: &mut [S],
+    g: &[S],
+    bufs: &mut [&mut [S]],
+) = apply_any);
+
 /// Runs `options`' update over one parameter's elements: `p` the parameter, `g` its
-/// gradient, `bufs` its buffers in [`Options::buffer_names`] order, all of one length.
-pub(crate) fn apply<S: OptimElement>(
+/// gradient, `bufs` its buffers in [`Options::buffer_names`] order, all of one length
+/// (each is cut to `p`'s length first, so that the loops index without bounds checks).
+#[inline(always)]
+fn apply_any<S: OptimElement>(
     options: &Options,
     s: &StepScalars,
     p: &mut [S],
     g: &[S],
     bufs: &mut [&mut [S]],
 ) {
+    let n = p.len();
+    let g = &g[..n];
+    for b in bufs.iter_mut() {
+        let whole = std::mem::take(b);
+        *b = &mut whole[..n];
+    }
     match options {
         Options::Sgd(o) => sgd(o, s, p, g, bufs),
         Options::Adam(o) => adam(o, s, p, g, bufs),
@@ -234,6 +404,7 @@ pub(crate) fn apply<S: OptimElement>(
     }
 }
 
+#[inline(always)]
 fn sgd<S: OptimElement>(
     o: &SgdOptions,
     s: &StepScalars,
@@ -304,29 +475,30 @@ impl<S: OptimElement> Moments<S> {
         }
     }
 
-    /// Updates element `i`'s moments; returns the (decayed) parameter, the effective
-    /// gradient and the new first and second moments.
+    /// Updates one element's moments: returns the (decayed) parameter, the effective
+    /// gradient and the new first and second moments (computed, not stored, so that the
+    /// callers' loops are pure maps that vectorise).
     #[inline(always)]
-    fn update(&self, p: S, g: S, exp_avg: &mut S, exp_avg_sq: &mut S) -> (S::C, S::C, S::C, S::C) {
+    fn update(&self, p: S, g: S, exp_avg: S, exp_avg_sq: S) -> (S::C, S::C, S::C, S::C) {
         let q = S::q;
         let mut pv = p.load();
-        if let Some(decay) = self.decay {
-            pv = q(pv * decay);
+        let decayed = q(pv * self.decay.unwrap_or(S::C::ONE));
+        if self.decay.is_some() {
+            pv = decayed;
         }
         let d = effective_grad::<S>(g.load(), pv, self.maximize, self.l2);
         let m = q(lerp::<S>(exp_avg.load(), d, self.w1, self.small1));
-        *exp_avg = S::store(m);
         let v = q(addcmul::<S>(
             q(exp_avg_sq.load() * self.b2),
             self.one_minus_b2,
             d,
             d,
         ));
-        *exp_avg_sq = S::store(v);
         (pv, d, m, v)
     }
 }
 
+#[inline(always)]
 fn adam<S: OptimElement>(
     o: &AdamOptions,
     s: &StepScalars,
@@ -355,22 +527,45 @@ fn adam<S: OptimElement>(
     let (exp_avg_sq, rest) = rest
         .split_first_mut()
         .expect("rustgrad internal error: Adam buffers");
-    let mut max_sq = rest.first_mut();
-    for i in 0..p.len() {
-        let (pv, _, m, v) = moments.update(p[i], g[i], &mut exp_avg[i], &mut exp_avg_sq[i]);
-        let second = match max_sq.as_deref_mut() {
-            Some(mx) => {
-                let v = maximum(mx[i].load(), v);
-                mx[i] = S::store(v);
-                v
-            }
-            None => v,
-        };
+    let finish = |pv: C<S>, m: C<S>, second: C<S>| {
         let denom = q(q(q(second.sqrt()) / bc2_sqrt) + eps);
-        p[i] = S::store(q(pv + neg_step_size * m / denom));
+        S::store(q(pv + neg_step_size * m / denom))
+    };
+    // Zipped slices and no stores under a condition: the loops vectorise.
+    match rest.first_mut() {
+        Some(max_sq) => {
+            for ((((p, &g), m_out), v_out), mx) in p
+                .iter_mut()
+                .zip(g)
+                .zip(exp_avg.iter_mut())
+                .zip(exp_avg_sq.iter_mut())
+                .zip(max_sq.iter_mut())
+            {
+                let (pv, _, m, v) = moments.update(*p, g, *m_out, *v_out);
+                *m_out = S::store(m);
+                *v_out = S::store(v);
+                let second = maximum(mx.load(), v);
+                *mx = S::store(second);
+                *p = finish(pv, m, second);
+            }
+        }
+        None => {
+            for (((p, &g), m_out), v_out) in p
+                .iter_mut()
+                .zip(g)
+                .zip(exp_avg.iter_mut())
+                .zip(exp_avg_sq.iter_mut())
+            {
+                let (pv, _, m, v) = moments.update(*p, g, *m_out, *v_out);
+                *m_out = S::store(m);
+                *v_out = S::store(v);
+                *p = finish(pv, m, v);
+            }
+        }
     }
 }
 
+#[inline(always)]
 fn adamax<S: OptimElement>(
     o: &AdamaxOptions,
     s: &StepScalars,
@@ -399,6 +594,7 @@ fn adamax<S: OptimElement>(
     }
 }
 
+#[inline(always)]
 fn nadam<S: OptimElement>(
     o: &NAdamOptions,
     s: &StepScalars,
@@ -426,13 +622,16 @@ fn nadam<S: OptimElement>(
         unreachable!("rustgrad internal error: NAdam has two buffers")
     };
     for i in 0..p.len() {
-        let (mut pv, d, m, v) = moments.update(p[i], g[i], &mut exp_avg[i], &mut exp_avg_sq[i]);
+        let (mut pv, d, m, v) = moments.update(p[i], g[i], exp_avg[i], exp_avg_sq[i]);
+        exp_avg[i] = S::store(m);
+        exp_avg_sq[i] = S::store(v);
         let denom = q(q(q(v / bias_correction2).sqrt()) + eps);
         pv = q(pv + grad_scale * d / denom);
         p[i] = S::store(q(pv + avg_scale * m / denom));
     }
 }
 
+#[inline(always)]
 fn radam<S: OptimElement>(
     o: &RAdamOptions,
     s: &StepScalars,
@@ -467,7 +666,9 @@ fn radam<S: OptimElement>(
         unreachable!("rustgrad internal error: RAdam has two buffers")
     };
     for i in 0..p.len() {
-        let (pv, _, m, v) = moments.update(p[i], g[i], &mut exp_avg[i], &mut exp_avg_sq[i]);
+        let (pv, _, m, v) = moments.update(p[i], g[i], exp_avg[i], exp_avg_sq[i]);
+        exp_avg[i] = S::store(m);
+        exp_avg_sq[i] = S::store(v);
         let corrected = q(m / bc1);
         let update = match rectified {
             Some((bc2_sqrt, rect)) => {
@@ -481,6 +682,7 @@ fn radam<S: OptimElement>(
     }
 }
 
+#[inline(always)]
 fn rmsprop<S: OptimElement>(o: &RmsPropOptions, p: &mut [S], g: &[S], bufs: &mut [&mut [S]]) {
     type C<S> = <S as OptimElement>::C;
     let q = S::q;
@@ -531,6 +733,7 @@ fn rmsprop<S: OptimElement>(o: &RmsPropOptions, p: &mut [S], g: &[S], bufs: &mut
     }
 }
 
+#[inline(always)]
 fn adagrad<S: OptimElement>(
     o: &AdagradOptions,
     s: &StepScalars,
@@ -557,6 +760,7 @@ fn adagrad<S: OptimElement>(
     }
 }
 
+#[inline(always)]
 fn adadelta<S: OptimElement>(o: &AdadeltaOptions, p: &mut [S], g: &[S], bufs: &mut [&mut [S]]) {
     type C<S> = <S as OptimElement>::C;
     let q = S::q;
