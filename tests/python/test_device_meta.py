@@ -174,6 +174,13 @@ def test_meta_tensors_cost_no_memory():
     # 2**40 float32 elements: 4 TiB if it had storage.
     big = torch.empty(2**20, 2**20, device="meta")
     assert big.numel() == 2**40 and big.is_meta
+    for made in (
+        torch.zeros(2**40, device="meta"),
+        torch.full((2**40,), 1.0, device="meta"),
+        torch.randn(2**40, device="meta"),
+        torch.randint(3, (2**40,), device="meta"),
+    ):
+        assert made.shape == (2**40,) and made.is_meta
     assert big.uniform_(-1, 1) is big and big.normal_() is big and big.zero_() is big
     assert big.t().shape == (2**20, 2**20) and big[0].shape == (2**20,)
     assert big.clone().is_meta and big.contiguous() is big and big.double().is_meta

@@ -262,10 +262,13 @@ fn randint(
     };
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::I64);
     let size = PyTuple::new(py, [size])?;
-    let shape = alloc_shape(&size, dtype)?;
     if meta {
+        // No storage: any representable shape (Note [Meta device]).
+        let sizes = crate::convert::extract_sizes(&size)?;
+        let shape = rustgrad::shape::checked_shape(&sizes).py()?.to_vec();
         return crate::device::meta_tensor(py, &shape, dtype, requires_grad);
     }
+    let shape = alloc_shape(&size, dtype)?;
     let gen = generator_or_default(generator);
     let tensor = gen.randint(low, high, &shape, dtype).py()?;
     leaf(tensor, requires_grad)
