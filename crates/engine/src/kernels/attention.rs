@@ -10,8 +10,10 @@
 //! computed serially, so results do not depend on the thread count.
 
 use super::matmul::Gemm;
-use super::softmax::exp_minus;
+use super::softmax::{exp_minus, row_max as row_max_of};
 use super::try_vec;
+use super::vmath::avx2_variant;
+use crate::dtype::Float;
 use crate::error::Result;
 use crate::parallel::fill_each;
 
@@ -57,17 +59,9 @@ pub struct MaskView<'a, T> {
     pub col_stride: usize,
 }
 
-impl<T: Copy> MaskView<'_, T> {
-    #[inline(always)]
-    fn at(&self, bh: usize, i: usize, j: usize) -> T {
-        self.data[self.offsets[bh] + i * self.row_stride + j * self.col_stride]
-    }
-}
-
 /// Scales a score tile (`rows x cols` at row stride `cols`), adds the mask and applies
 /// the causal cut, for query rows `r0..` and keys `c0..` of matrix `bh`.
 #[allow(clippy::too_many_arguments)]
-#[inline(always)]
 fn finish_scores<T: Gemm>(
     tile: &mut [T],
     rows: usize,
@@ -82,12 +76,19 @@ fn finish_scores<T: Gemm>(
     let ninf = T::from_f64(f64::NEG_INFINITY);
     for r in 0..rows {
         let row = &mut tile[r * cols..(r + 1) * cols];
-        for x in row.iter_mut() {
-            *x = *x * scale;
-        }
-        if let Some(m) = mask {
-            for (c, x) in row.iter_mut().enumerate() {
-                *x = *x + m.at(bh, r0 + r, c0 + c);
+        match mask {
+            None => scale_row(row, scale),
+            Some(m) => {
+                let at = m.offsets[bh] + (r0 + r) * m.row_stride + c0 * m.col_stride;
+                if m.col_stride == 1 {
+                    scale_add_row(row, scale, &m.data[at..at + cols]);
+                } else if m.col_stride == 0 {
+                    scale_add_scalar(row, scale, m.data[at]);
+                } else {
+                    for (c, x) in row.iter_mut().enumerate() {
+                        *x = *x * scale + m.data[at + c * m.col_stride];
+                    }
+                }
             }
         }
         if g.causal {
@@ -99,6 +100,61 @@ fn finish_scores<T: Gemm>(
         }
     }
 }
+
+#[inline(always)]
+fn scale_row_any<T: Float>(row: &mut [T], scale: T) {
+    for x in row.iter_mut() {
+        *x = *x * scale;
+    }
+}
+
+#[inline(always)]
+fn scale_add_row_any<T: Float>(row: &mut [T], scale: T, mask: &[T]) {
+    for (x, &m) in row.iter_mut().zip(mask) {
+        *x = *x * scale + m;
+    }
+}
+
+#[inline(always)]
+fn scale_add_scalar_any<T: Float>(row: &mut [T], scale: T, m: T) {
+    for x in row.iter_mut() {
+        *x = *x * scale + m;
+    }
+}
+
+/// `row[i] = exp(row[i] - shift)` in place, returning the sum in float64 (eight lanes
+/// in a fixed order, so that both loops vectorise).
+#[inline(always)]
+fn exp_row_any<T: Float>(row: &mut [T], shift: T) -> f64 {
+    for x in row.iter_mut() {
+        *x = exp_minus(*x, shift);
+    }
+    let mut lanes = [0.0f64; 8];
+    let mut chunks = row.chunks_exact(8);
+    for c in &mut chunks {
+        for k in 0..8 {
+            lanes[k] += c[k].to_f64();
+        }
+    }
+    for (k, &v) in chunks.remainder().iter().enumerate() {
+        lanes[k] += v.to_f64();
+    }
+    lanes.iter().sum()
+}
+
+/// `ds[i] = p[i] * (ds[i] - d)`: the scores' gradient from `dP`.
+#[inline(always)]
+fn softmax_grad_row_any<T: Float>(ds: &mut [T], p: &[T], d: T) {
+    for (x, &pv) in ds.iter_mut().zip(p) {
+        *x = pv * (*x - d);
+    }
+}
+
+avx2_variant!(fn scale_row<T>(row: &mut [T], scale: T) = scale_row_any);
+avx2_variant!(fn scale_add_row<T>(row: &mut [T], scale: T, mask: &[T]) = scale_add_row_any);
+avx2_variant!(fn scale_add_scalar<T>(row: &mut [T], scale: T, m: T) = scale_add_scalar_any);
+avx2_variant!(fn exp_row<T>(row: &mut [T], shift: T) -> f64 = exp_row_any);
+avx2_variant!(fn softmax_grad_row<T>(ds: &mut [T], p: &[T], d: T) = softmax_grad_row_any);
 
 /// One forward unit: query rows `r0..r0 + rows` of matrix `bh`, returning their output
 /// rows (`rows x Ev`) followed by their log-sum-exps (`rows`).
@@ -149,21 +205,14 @@ fn forward_unit<T: Gemm>(
         finish_scores(t, rows, cols, r0, c0, bh, g, mask);
         for r in 0..rows {
             let row = &mut t[r * cols..(r + 1) * cols];
-            let tmax = row
-                .iter()
-                .fold(f64::NEG_INFINITY, |m, &x| m.max(x.to_f64()));
+            let tmax = row_max_of(row).to_f64();
             let new_max = row_max[r].max(tmax);
             if new_max == f64::NEG_INFINITY {
                 // Nothing seen yet: the row stays empty.
                 row.fill(zero);
                 continue;
             }
-            let shift = T::from_f64(new_max);
-            let mut sum = 0.0f64;
-            for x in row.iter_mut() {
-                *x = exp_minus(*x, shift);
-                sum += x.to_f64();
-            }
+            let sum = exp_row(row, T::from_f64(new_max));
             let alpha = (row_max[r] - new_max).exp();
             if alpha != 1.0 {
                 let a = T::from_f64(alpha);
@@ -350,9 +399,7 @@ fn backward_unit<T: Gemm>(
                     if shift.to_f64() == f64::NEG_INFINITY {
                         row.fill(zero);
                     } else {
-                        for v in row.iter_mut() {
-                            *v = exp_minus(*v, shift);
-                        }
+                        exp_row(row, shift);
                     }
                 }
                 // dV_j += P^T dO_i; dP = dO_i V_j^T.
@@ -391,16 +438,12 @@ fn backward_unit<T: Gemm>(
                     let d = dsum[gi * l + r0 + r];
                     let prow = &pt[r * cols..(r + 1) * cols];
                     let drow = &mut dpt[r * cols..(r + 1) * cols];
-                    for (ds, &pv) in drow.iter_mut().zip(prow) {
-                        *ds = pv * (*ds - d);
-                    }
+                    softmax_grad_row(drow, prow, d);
                     if want_mask {
                         let at = (gi * l + r0 + r) * s + c0;
                         part.dmask[at..at + cols].copy_from_slice(drow);
                     }
-                    for ds in drow.iter_mut() {
-                        *ds = *ds * scale;
-                    }
+                    scale_row(drow, scale);
                 }
                 // dQ_i += dS K_j; dK_j += dS^T Q_i.
                 unsafe {
