@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _rustgrad
+from .._compare import _scalar_name
 from .._rustgrad import Tensor
 
 __all__ = [
@@ -867,24 +868,12 @@ def _fractional(
             )
         if not input.dtype.is_floating_point:
             raise NotImplementedError(
-                f"\"check_uniform_bounds\" not implemented for '{_dtype_title(input)}'"
+                f"\"check_uniform_bounds\" not implemented for '{_scalar_name(input)}'"
             )
         batch = 1 if input.dim() == rank + 1 else input.shape[0]
         samples = _ops.rand(batch, input.shape[-rank - 1], rank, dtype=input.dtype)
     fn = _rustgrad._fractional_max_pool2d if rank == 2 else _rustgrad._fractional_max_pool3d
     return fn(input, tuple(kernel), tuple(outs), samples)
-
-
-def _dtype_title(input: Tensor) -> str:
-    names = {
-        "int64": "Long",
-        "int32": "Int",
-        "int16": "Short",
-        "int8": "Char",
-        "uint8": "Byte",
-        "bool": "Bool",
-    }
-    return names.get(str(input.dtype).removeprefix("rustgrad."), str(input.dtype))
 
 
 def fractional_max_pool2d_with_indices(

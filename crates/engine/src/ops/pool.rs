@@ -481,8 +481,9 @@ impl Variable {
         kind: MaxKind,
         op: &'static str,
     ) -> Result<(Variable, Variable)> {
-        if self.dtype() == DType::Bool {
-            return Err(Error::unsupported_dtype(op, DType::Bool));
+        let floats_only = !matches!(kind, MaxKind::Fixed);
+        if self.dtype() == DType::Bool || floats_only && !self.dtype().is_floating_point() {
+            return Err(Error::unsupported_dtype(op, self.dtype()));
         }
         let shape = self.shape();
         let out_shape = with_plane(&shape, win.output, rank);
@@ -527,7 +528,12 @@ impl Variable {
         let shape = self.shape();
         let (planes, input, output) = adaptive_geometry(op, &shape, output_size, rank)?;
         let win = Window::adaptive(input, output);
-        self.max_pool_with(planes, &win, rank, MaxKind::Adaptive, op)
+        let kernel_name = if rank == 2 {
+            op
+        } else {
+            "adaptive_max_pool3d_cpu"
+        };
+        self.max_pool_with(planes, &win, rank, MaxKind::Adaptive, kernel_name)
     }
 
     /// `fractional_max_pool2d(input, kernel_size, output_size, _random_samples)` over
@@ -563,37 +569,61 @@ impl Variable {
         samples: &Variable,
         rank: usize,
     ) -> Result<(Variable, Variable)> {
-        let op = if rank == 2 {
-            "fractional_max_pool2d"
+        let (op, out_op) = if rank == 2 {
+            ("fractional_max_pool2d", "fractional_max_pool2d")
         } else {
-            "fractional_max_pool3d"
+            ("fractional_max_pool3d", "fractional_max_pool3d_out")
         };
+        // PyTorch's checks, in its order.
+        if kernel[3 - rank..].iter().any(|&k| k <= 0) {
+            let list: Vec<String> = kernel[3 - rank..].iter().map(|k| k.to_string()).collect();
+            return Err(Error::InvalidArgument(format!(
+                "{op}(): kernel size should be greater than zero, but got {}",
+                list.join("x")
+            )));
+        }
+        if samples.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument(
+                "Expect _random_samples to have the same dtype as input".into(),
+            ));
+        }
         let shape = self.shape();
         let n = shape.len();
         if n != rank + 1 && n != rank + 2 || self.numel() == 0 && n != rank + 2 {
             return Err(Error::InvalidArgument(format!(
-                "{op}(): Expected {}D or {}D tensor, but got: {shape:?}",
+                "{out_op}(): Expected {}D or {}D tensor, but got: {shape:?}",
                 rank + 1,
                 rank + 2
             )));
         }
         if let Some(i) = (1..n).find(|&i| shape[i] == 0) {
             return Err(Error::InvalidArgument(format!(
-                "{op}(): Expected input to have non-zero size for non-batch dimensions, but \
-                 got{shape:?} with dimension {i} being empty."
+                "{out_op}(): Expected input to have non-zero size for non-batch dimensions, \
+                 but got{shape:?} with dimension {i} being empty."
             )));
         }
+        let input = plane_of(&shape, rank);
+        let names = ["time", "height", "width"];
+        for a in 3 - rank..3 {
+            if output[a] < 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "{op}(): output_size must be non-negative, but got {:?}",
+                    &output[3 - rank..]
+                )));
+            }
+            if output[a] as i128 + kernel[a] as i128 - 1 > input[a] as i128 {
+                return Err(Error::InvalidArgument(format!(
+                    "{out_op}(): pool {} {} too large relative to input {} {}",
+                    names[a], kernel[a], names[a], input[a]
+                )));
+            }
+        }
+        check_float(op, self.dtype())?;
         let sshape = samples.shape();
         if sshape.len() != 3 {
             return Err(Error::InvalidArgument(format!(
-                "Expected _random_samples to be 3D, but got {}D",
+                "Expect _random_samples to have 3 dimensions, got {}",
                 sshape.len()
-            )));
-        }
-        if sshape[2] != rank {
-            return Err(Error::InvalidArgument(format!(
-                "Expect _random_samples.size(2) equals to {rank}; got {}.",
-                sshape[2]
             )));
         }
         let (batch, channels) = if n == rank + 2 {
@@ -601,37 +631,21 @@ impl Variable {
         } else {
             (1, shape[0])
         };
-        if sshape[0] < batch || sshape[1] < channels {
-            return Err(Error::InvalidArgument(format!(
-                "Expect _random_samples to have at least ({batch}, {channels}, {rank}) \
-                 elements, but got {sshape:?}"
-            )));
+        if sshape[0] < batch {
+            return Err(Error::InvalidArgument(
+                "Expect _random_samples.size(0) no less then input batch size.".into(),
+            ));
         }
-        if samples.dtype() != self.dtype() {
-            return Err(Error::InvalidArgument(format!(
-                "expected scalar type {} but found {}",
-                self.dtype().scalar_type_name(),
-                samples.dtype().scalar_type_name()
-            )));
+        if sshape[1] != channels {
+            return Err(Error::InvalidArgument(
+                "Expect _random_samples.size(1) equals to input channel size.".into(),
+            ));
         }
-        check_float(op, self.dtype())?;
-        let input = plane_of(&shape, rank);
-        let names = ["time", "height", "width"];
-        for a in 3 - rank..3 {
-            if kernel[a] <= 0 || output[a] <= 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "{op}(): kernel_size and output_size must be greater than zero, but got \
-                     kernel_size={:?} and output_size={:?}",
-                    &kernel[3 - rank..],
-                    &output[3 - rank..]
-                )));
-            }
-            if output[a] as i128 + kernel[a] as i128 - 1 > input[a] as i128 {
-                return Err(Error::InvalidArgument(format!(
-                    "{op}(): pool {} {} too large relative to input {} {}",
-                    names[a], kernel[a], names[a], input[a]
-                )));
-            }
+        if sshape[2] != rank {
+            return Err(Error::InvalidArgument(format!(
+                "Expect _random_samples.size(2) equals to {rank}; got {}.",
+                sshape[2]
+            )));
         }
         let out = output.map(|o| o as usize);
         let planes = batch * channels;
@@ -826,12 +840,19 @@ impl Variable {
             )));
         }
         let (_, win) = window(&shape, p, "avg_pool3d", rank == 3)?;
-        let op = if rank == 2 {
-            "avg_pool2d"
-        } else {
-            "avg_pool3d_out_frame"
-        };
-        check_float(op, self.dtype())?;
+        // As PyTorch: floats and int64 (truncating division); no 16-bit floats in 3-d.
+        let dtype = self.dtype();
+        let ok = dtype == DType::I64
+            || dtype.is_floating_point()
+                && (rank == 2 || !matches!(dtype, DType::F16 | DType::BF16));
+        if !ok {
+            let op = if rank == 2 {
+                "avg_pool2d"
+            } else {
+                "avg_pool3d_out_frame"
+            };
+            return Err(Error::unsupported_dtype(op, dtype));
+        }
         let info = AvgInfo {
             input: shape,
             rank,
@@ -849,12 +870,18 @@ impl Variable {
         let rank = info.rank;
         let planes: usize = shape[..shape.len() - rank].iter().product();
         let out_shape = with_plane(&shape, info.win.output, rank);
-        let result = dispatch_float!(self.dtype(), "avg_pool2d", T => {
-            let v = with_slice(&self.tensor(), |x: &[T]| {
-                kernel::avg_pool(x, planes, &info.win, info.count_include_pad, info.divisor)
-            })?;
-            Tensor::from_vec(v, &out_shape)?
-        });
+        let run =
+            |x: &[_]| kernel::avg_pool(x, planes, &info.win, info.count_include_pad, info.divisor);
+        let result = if self.dtype() == DType::I64 {
+            Tensor::from_vec(with_slice(&self.tensor(), |x: &[i64]| run(x))?, &out_shape)?
+        } else {
+            dispatch_float!(self.dtype(), "avg_pool2d", T => {
+                let v = with_slice(&self.tensor(), |x: &[T]| {
+                    kernel::avg_pool(x, planes, &info.win, info.count_include_pad, info.divisor)
+                })?;
+                Tensor::from_vec(v, &out_shape)?
+            })
+        };
         Ok(Variable::record(result, &[self], |_, _| {
             (Rule::AvgPool(Box::new(info.clone())), smallvec![])
         }))
