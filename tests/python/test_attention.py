@@ -6,7 +6,9 @@ a small Transformer language model that trains."""
 
 from __future__ import annotations
 
+import io
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -443,3 +445,83 @@ def test_mismatched_mask_types_warn_as_pytorch() -> None:
     pad = rustgrad.zeros(3, 4, dtype=rustgrad.bool)
     with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and attn_mask"):
         mha(x, x, x, key_padding_mask=pad, attn_mask=rustgrad.zeros(4, 4))
+
+
+# ----- a small Transformer language model (word_language_model's calls) --------------------
+
+
+class _PositionalEncoding(nn.Module):
+    """Sinusoidal positions added to ``(S, N, E)`` embeddings, then dropout."""
+
+    def __init__(self, d_model: int, dropout: float, max_len: int = 64) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        position = rustgrad.arange(max_len, dtype=rustgrad.float32).unsqueeze(1)
+        freq = rustgrad.exp(
+            rustgrad.arange(0, d_model, 2, dtype=rustgrad.float32) * (-math.log(10000.0) / d_model)
+        )
+        table = rustgrad.zeros(max_len, 1, d_model)
+        table[:, 0, 0::2] = rustgrad.sin(position * freq)
+        table[:, 0, 1::2] = rustgrad.cos(position * freq)
+        self.register_buffer("pe", table)
+
+    def forward(self, x: rustgrad.Tensor) -> rustgrad.Tensor:
+        return self.dropout(x + self.pe[: x.size(0), :])
+
+
+class _TinyTransformerLM(nn.Module):
+    """Embedding, positional encoding, a causal TransformerEncoder, a Linear decoder."""
+
+    def __init__(self, ntoken: int, d_model: int, nhead: int, d_hid: int, nlayers: int) -> None:
+        super().__init__()
+        self.src_mask: rustgrad.Tensor | None = None
+        self.d_model = d_model
+        self.pos_encoder = _PositionalEncoding(d_model, 0.1)
+        layer = nn.TransformerEncoderLayer(d_model, nhead, d_hid, 0.1)
+        self.transformer_encoder = nn.TransformerEncoder(layer, nlayers)
+        self.encoder = nn.Embedding(ntoken, d_model)
+        self.decoder = nn.Linear(d_model, ntoken)
+        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
+        nn.init.zeros_(self.decoder.bias)
+        nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
+
+    def forward(self, src: rustgrad.Tensor) -> rustgrad.Tensor:
+        if self.src_mask is None or self.src_mask.size(0) != len(src):
+            self.src_mask = nn.Transformer.generate_square_subsequent_mask(len(src))
+        x = self.pos_encoder(self.encoder(src) * math.sqrt(self.d_model))
+        out = self.transformer_encoder(x, self.src_mask)
+        return F.log_softmax(self.decoder(out), dim=-1)
+
+
+def test_transformer_language_model_trains_saves_and_loads() -> None:
+    rustgrad.manual_seed(0)
+    ntokens, bptt, batch = 12, 8, 4
+    # A predictable stream: token t + 1 follows t (mod ntokens), from random offsets.
+    starts = rustgrad.randint(0, ntokens, (batch,))
+    data = (starts.unsqueeze(0) + rustgrad.arange(bptt + 1).unsqueeze(1)) % ntokens
+    inputs, targets = data[:-1], data[1:].reshape(-1)
+    model = _TinyTransformerLM(ntokens, 16, 2, 32, 2)
+    criterion = nn.NLLLoss()
+    lr = 0.5
+    losses = []
+    model.train()
+    for _ in range(12):
+        model.zero_grad()
+        output = model(inputs)
+        loss = criterion(output.view(-1, ntokens), targets)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-lr)
+        losses.append(loss.item())
+    assert losses[-1] < 0.8 * losses[0], losses
+    model.eval()
+    with rustgrad.no_grad():
+        expected = model(inputs)
+    buffer = io.BytesIO()
+    rustgrad.save(model, buffer)
+    buffer.seek(0)
+    loaded = rustgrad.load(buffer, weights_only=False)
+    assert isinstance(loaded, _TinyTransformerLM)
+    with rustgrad.no_grad():
+        assert rustgrad.equal(loaded(inputs), expected)
