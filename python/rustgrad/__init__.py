@@ -522,3 +522,9 @@ from . import _device, _meta  # noqa: E402,F401
 
 # torchvision-style models (python/rustgrad/models/): `rustgrad.models.resnet18()`.
 from . import models  # noqa: E402,F401
+
+# `out=` on every function PyTorch gives one (python/rustgrad/_out.py, Note [out=
+# arguments]): last, so that it wraps the final binding of each name.
+from ._out import install as _install_out  # noqa: E402
+
+_install_out(globals())

@@ -39,7 +39,7 @@ def _is_number(x: Any) -> bool:
     return hasattr(x, "dtype") and hasattr(x, "item") and not hasattr(x, "__len__")
 
 
-def xlogy(input: Any, other: Any, *, out: Any = None) -> Tensor:
+def xlogy(input: Any, other: Any) -> Tensor:
     """``input * log(other)``, 0 where ``input == 0`` (even where ``other == 0``) and NaN
     where ``other`` is NaN. Either operand may be a number; integer and bool operands
     compute in the default float dtype.
@@ -55,8 +55,6 @@ def xlogy(input: Any, other: Any, *, out: Any = None) -> Tensor:
         >>> rustgrad.xlogy(rustgrad.tensor([0.0, 3.0]), 2.0)
         tensor([0.0000, 2.0794])
     """
-    if out is not None:
-        raise TypeError("xlogy(): out= is not supported by rustgrad")
     if isinstance(input, Tensor):
         return input.xlogy(other)
     if isinstance(other, Tensor) and _is_number(input):
@@ -89,7 +87,7 @@ def xlog1py(input: Any, other: Any, *, out: Any = None) -> Tensor:
     raise _invalid("special_xlog1py", input, other, "other")
 
 
-def float_power(input: Any, exponent: Any, *, out: Any = None) -> Tensor:
+def float_power(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` computed in float64, always returning float64.
 
     Args:
@@ -103,8 +101,6 @@ def float_power(input: Any, exponent: Any, *, out: Any = None) -> Tensor:
         >>> rustgrad.float_power(rustgrad.tensor([2, 3]), 2)
         tensor([4., 9.], dtype=torch.float64)
     """
-    if out is not None:
-        raise TypeError("float_power(): out= is not supported by rustgrad")
     if isinstance(input, Tensor):
         return input.float_power(exponent)
     if isinstance(exponent, Tensor) and _is_number(input):

@@ -84,7 +84,7 @@ def addbmm(
     return input.addbmm(batch1, batch2, beta=beta, alpha=alpha)
 
 
-def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     """Contracts dims of ``a`` with dims of ``b``.
 
     Args:
@@ -100,8 +100,6 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
         >>> torch.tensordot(torch.ones(2, 3), torch.ones(3, 4), dims=1).shape
         torch.Size([2, 4])
     """
-    if out is not None:
-        raise TypeError("tensordot(): out= is not supported by rustgrad")
     if isinstance(dims, Tensor):
         dims = dims.tolist()
     if isinstance(dims, builtins.bool):

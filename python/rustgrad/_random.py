@@ -204,7 +204,6 @@ def bernoulli(
     p: float | None = None,
     *,
     generator: Generator | None = None,
-    out: Tensor | None = None,
 ) -> Tensor:
     """Bernoulli samples: element ``i`` is 1 with probability ``input[i]`` (or ``p``
     for every element when given), in ``input``'s dtype and shape.
@@ -213,7 +212,6 @@ def bernoulli(
         input: the probabilities (a float tensor), or the template when ``p`` is given.
         p: one probability for every element.
         generator: the generator to draw from; the default one when None.
-        out: a tensor to write the result into.
 
     Example:
         >>> import rustgrad as torch
@@ -228,22 +226,7 @@ def bernoulli(
         # the draws fill a contiguous result in row-major order whatever input's strides;
         # recorded with PyTorch's "NotImplemented" node when input requires grad.
         result = _rustgrad._bernoulli_p(input, float(p), generator)
-    if out is not None:
-        return _write_out(out, result)
     return result
-
-
-def _write_out(out: Tensor, result: Tensor) -> Tensor:
-    """Writes the result into ``out`` (``out=`` of the samplers), which must have the
-    result's shape (rustgrad has no ``resize_``)."""
-    if tuple(out.shape) != tuple(result.shape):
-        raise RuntimeError(
-            f"rustgrad: out= needs a tensor of the result's shape {list(result.shape)}, "
-            f"got {list(out.shape)}"
-        )
-    with _no_grad():
-        out.copy_(result)
-    return out
 
 
 def _no_grad() -> Any:
@@ -265,7 +248,6 @@ def multinomial(
     replacement: bool = False,
     *,
     generator: Generator | None = None,
-    out: Tensor | None = None,
 ) -> Tensor:
     """Indices sampled from the categorical distributions in the rows of ``input``.
 
@@ -279,7 +261,6 @@ def multinomial(
         num_samples: how many indices per row.
         replacement: draw with replacement.
         generator: the generator to draw from; the default one when None.
-        out: a tensor to write the result into.
 
     Example:
         >>> import rustgrad as torch
@@ -292,8 +273,6 @@ def multinomial(
             f"multinomial(): argument 'num_samples' must be int, not {type(num_samples).__name__}"
         )
     result = _rustgrad._multinomial(input, operator.index(num_samples), replacement, generator)
-    if out is not None:
-        return _write_out(out, result)
     return result
 
 
@@ -308,7 +287,6 @@ def normal(
     size: Any = None,
     *,
     generator: Generator | None = None,
-    out: Tensor | None = None,
     dtype: Any = None,
     layout: Any = None,
     device: Any = None,
@@ -350,7 +328,7 @@ def normal(
         result.normal_(float(mean), float(std), generator=generator)
         if requires_grad:
             result.requires_grad_(True)
-        return _write_out(out, result) if out is not None else result
+        return result
     if size is not None:
         raise TypeError("normal(): a size is only taken with a float mean and a float std")
     if mean_t and not std_t:
@@ -385,7 +363,7 @@ def normal(
             hist = hist + x.to(res_dtype).expand(*shape)
         hist.copy_(result)
         result = hist
-    return _write_out(out, result) if out is not None else result
+    return result
 
 
 def _broadcast(a: tuple, b: tuple) -> tuple:

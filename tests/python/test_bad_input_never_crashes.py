@@ -2892,6 +2892,77 @@ CASES.update(
 )
 
 
+# Bad out= arguments and sequence indices (python/rustgrad/_out.py, Note [out= arguments];
+# Note [Index scalars]): PyTorch's exception type and key phrase.
+CASES.update(
+    {
+        "out_list_of_ints": (
+            lambda: torch.add(x, x, out=[1]),
+            TE,
+            "argument 'out' must be Tensor, not list",
+        ),
+        "out_str": (lambda: torch.add(x, x, out="a"), TE, "argument 'out' must be Tensor"),
+        "out_short_tuple": (
+            lambda: torch.max(x, 1, out=(torch.empty(0),)),
+            TE,
+            "expected tuple of 2 elements but got 1",
+        ),
+        "out_wrong_dtype_mm": (
+            lambda: torch.mm(x, x.t(), out=torch.empty(0, dtype=torch.float64)),
+            RT,
+            "Expected out tensor to have dtype float, but got double instead",
+        ),
+        "out_cannot_cast": (
+            lambda: torch.add(x, x, out=torch.empty(0, dtype=torch.int64)),
+            RT,
+            "result type Float can't be cast to the desired output type Long",
+        ),
+        "out_cat_cannot_cast": (
+            lambda: torch.cat([x, x], out=torch.empty(0, dtype=torch.int64)),
+            TE,
+            "torch.cat(): input types can't be cast to the desired output type Long",
+        ),
+        "out_requires_grad_input": (
+            lambda: torch.mul(x.clone().requires_grad_(), x, out=torch.empty(0)),
+            RT,
+            "out=... arguments don't support automatic differentiation",
+        ),
+        "out_expanded": (
+            lambda: torch.add(x[0], x[0], out=torch.empty(1).expand(4)),
+            RT,
+            "more than one element of the written-to tensor refers to a single memory location",
+        ),
+        "out_factory_dtype_mismatch": (
+            lambda: torch.zeros(2, dtype=torch.float64, out=torch.empty(0, dtype=torch.int32)),
+            RT,
+            "does not match dtype of out parameter",
+        ),
+        "out_huge_factory": (
+            lambda: torch.zeros(2**40, 2**40, out=torch.empty(0)),
+            RT,
+            "overflow",
+        ),
+        "out_sum_without_dim": (
+            lambda: torch.sum(x, out=torch.empty(0)),
+            TE,
+            "sum() received an invalid combination of arguments",
+        ),
+        "index_huge_range": (lambda: x[range(2**40)], RT, OOM),
+        "index_range_out_of_bounds": (
+            lambda: x[range(5)],
+            IE,
+            "index 3 is out of bounds for dimension 0 with size 3",
+        ),
+        "setitem_range_out_of_bounds": (
+            lambda: x.clone().__setitem__((slice(None), range(2, 6)), 1.0),
+            IE,
+            "out of bounds",
+        ),
+        "index_str_in_tuple": (lambda: x[range(2), "a"], TE, "new(): invalid data type 'str'"),
+    }
+)
+
+
 def test_every_nn_functional_has_a_bad_input_case():
     """A functional added to ``rustgrad.nn.functional.__all__`` without a bad-input case
     fails here."""

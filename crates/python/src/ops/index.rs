@@ -83,8 +83,8 @@ fn normalize_index<'py>(index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>
 }
 
 /// A sequence index item other than a list, tuple or tensor, as the list of its items
-/// (a `range`, a `deque`, an `array.array`, ...) or, for a numpy array with dims, the
-/// tensor of it (`rustgrad.as_tensor`: a bool array is a mask); `None` for every other
+/// (a `deque`, an `array.array`, ...) or the tensor of it (a `range`: int64; a numpy
+/// array with dims: `rustgrad.as_tensor`, so a bool array is a mask); `None` for every other
 /// item (ints, numpy scalars and 0-d arrays, slices, ...). `str` and `bytes` are
 /// PyTorch's TypeError (`torch.tensor("ab")`).
 fn sequence_index<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -101,7 +101,15 @@ fn sequence_index<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, P
     }
     let py = item.py();
     if item.is_instance_of::<PyRange>() {
-        return Ok(Some(as_list(item)?));
+        // `rustgrad.tensor(range, dtype=int64)`: the element count is checked before
+        // anything is allocated, so `x[range(2**40)]` is the allocator's error, not a
+        // list of 2**40 Python ints.
+        let rustgrad = py.import("rustgrad")?;
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("dtype", rustgrad.getattr("int64")?)?;
+        return Ok(Some(
+            rustgrad.getattr("tensor")?.call((item,), Some(&kwargs))?,
+        ));
     }
     for (is, name) in [
         (item.is_instance_of::<PyString>(), "str"),

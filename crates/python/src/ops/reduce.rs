@@ -53,10 +53,20 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let max = name == "max";
         match dim {
-            Some(d) if d.cast::<PyTensor>().is_ok() => Err(PyNotImplementedError::new_err(format!(
-                "rustgrad: {name}(other), the elementwise {}imum of two tensors, is not implemented",
-                name
-            ))),
+            // `max(other)` / `min(other)`: PyTorch's elementwise `maximum` / `minimum`.
+            Some(d) if d.cast::<PyTensor>().is_ok() => {
+                let other = d.cast::<PyTensor>()?.get().var.clone();
+                let src = &self.var;
+                let out = maybe_detach(py, src.numel().max(other.numel()), || {
+                    if max {
+                        src.maximum(&other)
+                    } else {
+                        src.minimum(&other)
+                    }
+                })
+                .py()?;
+                Ok(new_tensor(py, out)?.into_any())
+            }
             Some(d) if !d.is_none() => {
                 let dim = extract_int(d)?;
                 let src = &self.var;
