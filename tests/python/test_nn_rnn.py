@@ -1,5 +1,5 @@
 """Recurrent layers, cells and ``nn.utils.rnn`` against PyTorch's vectors
-(tests/vectors/rnn.json, written by tests/vectors/generate_rnn.py), gradcheck and
+(tests/vectors/nn_rnn.json, written by tests/vectors/generate_rnn.py), gradcheck and
 gradgradcheck of the cells, PyTorch's errors, thread-count determinism, and small
 training programs in the style of pytorch/examples' time_sequence_prediction and
 mnist_rnn (own code, synthetic data)."""
@@ -18,7 +18,7 @@ import pytest
 import rustgrad as torch
 from rustgrad.nn.utils import rnn as U
 
-VECTORS = json.loads((Path(__file__).resolve().parents[1] / "vectors" / "rnn.json").read_text())
+VECTORS = json.loads((Path(__file__).resolve().parents[1] / "vectors" / "nn_rnn.json").read_text())
 DT = {"float32": torch.float32, "float64": torch.float64}
 TOL = {"float32": 1e-5, "float64": 1e-10}
 INPUT, HIDDEN = 3, 4

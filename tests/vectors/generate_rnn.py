@@ -1,4 +1,4 @@
-"""Write tests/vectors/rnn.json: PyTorch's recurrent layers (nn.RNN tanh/relu, nn.LSTM
+"""Write tests/vectors/nn_rnn.json: PyTorch's recurrent layers (nn.RNN tanh/relu, nn.LSTM
 with proj_size, nn.GRU), cells (RNNCell, LSTMCell, GRUCell) and torch.nn.utils.rnn.
 
 Run from the repository root with PyTorch installed (never a test dependency):
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch.nn.utils import rnn as U
 
-OUT = Path(__file__).resolve().parent / "rnn.json"
+OUT = Path(__file__).resolve().parent / "nn_rnn.json"
 DT = {"float32": torch.float32, "float64": torch.float64}
 INPUT, HIDDEN, SEQ, BATCH, PROJ = 3, 4, 5, 3, 2
 

@@ -12,7 +12,7 @@
 
 use crate::dtype::Float;
 use crate::error::{Error, Result};
-use crate::kernels::matmul::Gemm;
+use crate::kernels::matmul::{matmul, Gemm, MatOperand};
 use crate::kernels::try_vec;
 
 /// The recurrence of a layer.
@@ -184,9 +184,29 @@ pub struct Backward<T> {
 /// A strided matrix operand: its elements, row stride and column stride.
 type Mat<'a, T> = (&'a [T], usize, usize);
 
-/// Output rows per task of a parallel GEMM (fixed by the sizes, never by the thread
-/// count, so the result is the same with any number of threads).
+/// Smallest number of output rows per task of a parallel per-step GEMM (the blocks are
+/// fixed by the sizes, never by the thread count, so the result is the same with any
+/// number of threads).
 const GEMM_ROW_BLOCK: usize = 64;
+
+/// `a[m, k] @ b[k, n]` as a new row-major vector, through the engine's `matmul` (its
+/// tiling and threading): the one-shot products over all time steps.
+fn product<T: Gemm>(
+    (m, k, n): (usize, usize, usize),
+    a: Mat<'_, T>,
+    b: Mat<'_, T>,
+) -> Result<Vec<T>> {
+    fn operand<T>((data, row_stride, col_stride): Mat<'_, T>) -> MatOperand<'_, T> {
+        MatOperand {
+            data,
+            batch_strides: &[],
+            offset: 0,
+            row_stride,
+            col_stride,
+        }
+    }
+    matmul(&[], (m, k, n), &operand(a), &operand(b))
+}
 
 /// `c[m, n] = a[m, k] @ b[k, n] + beta·c` (row stride of `c` is `n`), bounds-checked
 /// before the raw GEMM; large products are split into fixed blocks of rows.
@@ -247,12 +267,43 @@ fn gemm<T: Gemm + Send + Sync>(
         }
     };
     let work = m.saturating_mul(k).saturating_mul(n);
-    if m > GEMM_ROW_BLOCK && work >= 1 << 21 {
-        crate::parallel::for_each_chunk_mut(c, GEMM_ROW_BLOCK * n, |i, block| {
-            run(i * GEMM_ROW_BLOCK, block)
-        });
+    // At most four blocks: each block packs the right operand again.
+    let block = GEMM_ROW_BLOCK.max(m.div_ceil(4));
+    if m > block && work >= 1 << 21 {
+        crate::parallel::for_each_chunk_mut(c, block * n, |i, c| run(i * block, c));
     } else {
         run(0, c);
+    }
+    Ok(())
+}
+
+/// `out[bs, n] (=, or += with `add`) a[bs, k] @ lhsᵀ` where `lhs` is `n x k` given in
+/// column-major form (row stride 1): computed as `lhs @ aᵀ` (`n x bs`) and transposed,
+/// so the large operand (the recurrent weight) is read in place and only the small
+/// per-step state is packed by the GEMM.
+#[allow(clippy::too_many_arguments)]
+fn recurrent_product<T: Gemm + Send + Sync>(
+    bs: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    lhs: Mat<'_, T>,
+    scratch: &mut [T],
+    add: bool,
+    out: &mut [T],
+) -> Result<()> {
+    let scratch = scratch.get_mut(..n * bs).ok_or(Error::NumelOverflow)?;
+    gemm((n, k, bs), lhs, (a, 1, k), T::ZERO, scratch)?;
+    let out = out.get_mut(..bs * n).ok_or(Error::NumelOverflow)?;
+    for (r, row) in out.chunks_exact_mut(n.max(1)).enumerate() {
+        for (i, o) in row.iter_mut().enumerate() {
+            let v = scratch[i * bs + r];
+            if add {
+                *o += v;
+            } else {
+                *o = v;
+            }
+        }
     }
     Ok(())
 }
@@ -312,7 +363,7 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
     }
     // The input projection of every step, biases folded in (except GRU's b_hn, which
     // sits inside the reset gate's product).
-    let mut xw = try_vec(rows * gh, T::ZERO)?;
+    let mut xw = product((rows, i_sz, gh), (x, i_sz, 1), (w.w_ih, 1, i_sz))?;
     let mut bias = vec![T::ZERO; gh];
     if let Some(bi) = w.b_ih {
         bias.copy_from_slice(bi);
@@ -323,18 +374,13 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
             *o += v;
         }
     }
-    if gh > 0 {
+    if gh > 0 && (w.b_ih.is_some() || w.b_hh.is_some()) {
         for row in xw.chunks_exact_mut(gh) {
-            row.copy_from_slice(&bias);
+            for (o, &b) in row.iter_mut().zip(&bias) {
+                *o += b;
+            }
         }
     }
-    gemm(
-        (rows, i_sz, gh),
-        (x, i_sz, 1),
-        (w.w_ih, 1, i_sz),
-        T::ONE,
-        &mut xw,
-    )?;
 
     let sg = g.cell.saved_gates() * h;
     let mut ws = Workspace {
@@ -354,6 +400,14 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
     let mut c_state = if lstm { c0.to_vec() } else { Vec::new() };
     let mut hg = try_vec(b * gh, T::ZERO)?;
     let mut raw = try_vec(b * h, T::ZERO)?;
+    // W_hhᵀ row-major: W_hh in column-major form, the recurrent GEMM's left operand.
+    let mut whh_t = try_vec(gh * p, T::ZERO)?;
+    for (i, row) in w.w_hh.chunks_exact(p.max(1)).enumerate().take(gh) {
+        for (k, &v) in row.iter().enumerate() {
+            whh_t[k * gh + i] = v;
+        }
+    }
+    let mut scratch = try_vec(b * gh, T::ZERO)?;
     let offsets = g.offsets();
     let (one, zero) = (T::ONE, T::ZERO);
     for t in g.order() {
@@ -363,11 +417,14 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
         }
         ws.hidden_prev[off * p..(off + bs) * p].copy_from_slice(&h_state[..bs * p]);
         // hg = h_prev @ W_hhᵀ.
-        gemm(
-            (bs, p, gh),
-            (&h_state[..bs * p], p, 1),
-            (w.w_hh, 1, p),
-            zero,
+        recurrent_product(
+            bs,
+            p,
+            gh,
+            &h_state[..bs * p],
+            (&whh_t, 1, gh),
+            &mut scratch,
+            false,
             &mut hg[..bs * gh],
         )?;
         let xrows = &xw[off * gh..(off + bs) * gh];
@@ -534,6 +591,7 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
     };
     let mut dh = try_vec(b * p, T::ZERO)?;
     let mut dhr = try_vec(b * h, T::ZERO)?;
+    let mut scratch = try_vec(b * p, T::ZERO)?;
     let offsets = g.offsets();
     let (one, zero) = (T::ONE, T::ZERO);
     let w_hr = w.w_hr.unwrap_or(&[]);
@@ -565,11 +623,14 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
                         dy * (one - y * y)
                     };
                 }
-                gemm(
-                    (bs, gh, p),
-                    (dg, gh, 1),
-                    (w.w_hh, p, 1),
-                    zero,
+                recurrent_product(
+                    bs,
+                    gh,
+                    p,
+                    dg,
+                    (w.w_hh, 1, p),
+                    &mut scratch,
+                    false,
                     &mut dh_state[..bs * p],
                 )?;
             }
@@ -599,11 +660,14 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
                         dcr[j] = dc * fg;
                     }
                 }
-                gemm(
-                    (bs, gh, p),
-                    (dg, gh, 1),
-                    (w.w_hh, p, 1),
-                    zero,
+                recurrent_product(
+                    bs,
+                    gh,
+                    p,
+                    dg,
+                    (w.w_hh, 1, p),
+                    &mut scratch,
+                    false,
                     &mut dh_state[..bs * p],
                 )?;
             }
@@ -632,11 +696,14 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
                         ds[j] = dy * zg;
                     }
                 }
-                gemm(
-                    (bs, gh, p),
-                    (dgr_h, gh, 1),
-                    (w.w_hh, p, 1),
-                    one,
+                recurrent_product(
+                    bs,
+                    gh,
+                    p,
+                    dgr_h,
+                    (w.w_hh, 1, p),
+                    &mut scratch,
+                    true,
                     &mut dh_state[..bs * p],
                 )?;
             }
@@ -654,32 +721,11 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
         dw_hr: Vec::new(),
     };
     if want.x {
-        out.dx = try_vec(rows * i_sz, zero)?;
-        gemm(
-            (rows, gh, i_sz),
-            (&dgx, gh, 1),
-            (w.w_ih, i_sz, 1),
-            zero,
-            &mut out.dx,
-        )?;
+        out.dx = product((rows, gh, i_sz), (&dgx, gh, 1), (w.w_ih, i_sz, 1))?;
     }
     if want.weights {
-        out.dw_ih = try_vec(gh * i_sz, zero)?;
-        gemm(
-            (gh, rows, i_sz),
-            (&dgx, 1, gh),
-            (x, i_sz, 1),
-            zero,
-            &mut out.dw_ih,
-        )?;
-        out.dw_hh = try_vec(gh * p, zero)?;
-        gemm(
-            (gh, rows, p),
-            (dgh_all, 1, gh),
-            (&ws.hidden_prev, p, 1),
-            zero,
-            &mut out.dw_hh,
-        )?;
+        out.dw_ih = product((gh, rows, i_sz), (&dgx, 1, gh), (x, i_sz, 1))?;
+        out.dw_hh = product((gh, rows, p), (dgh_all, 1, gh), (&ws.hidden_prev, p, 1))?;
         out.db_ih = column_sums(&dgx, rows, gh)?;
         out.db_hh = if gru {
             column_sums(&dgh, rows, gh)?
@@ -687,14 +733,7 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
             out.db_ih.clone()
         };
         if g.has_proj {
-            out.dw_hr = try_vec(p * h, zero)?;
-            gemm(
-                (p, rows, h),
-                (&dproj, 1, p),
-                (&ws.hidden_raw, h, 1),
-                zero,
-                &mut out.dw_hr,
-            )?;
+            out.dw_hr = product((p, rows, h), (&dproj, 1, p), (&ws.hidden_raw, h, 1))?;
         }
     }
     Ok(out)
