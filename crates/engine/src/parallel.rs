@@ -182,3 +182,81 @@ fn par_chunks<T: Send>(
 pub fn fill_each<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
     for_each_chunk_mut(out, 1, |i, c| c[0] = f(i));
 }
+
+/// Calls `f(i)` for every task `i` in `0..tasks`: concurrently on the engine's pool
+/// when it has more than one thread and there is more than one task, else in order on
+/// this thread. Kernels that split 2-D work (GEMM tiles) use it; the tasks must touch
+/// disjoint outputs. Like [`for_each_chunk_mut`], `f` reaches the pool as a trait
+/// object (Note [One parallel loop]).
+pub fn for_each_task(tasks: usize, f: impl Fn(usize) + Sync + Send) {
+    if tasks <= 1 {
+        if tasks == 1 {
+            f(0);
+        }
+        return;
+    }
+    match pool() {
+        Some(p) => par_tasks(&p, tasks, &f),
+        None => (0..tasks).for_each(f),
+    }
+}
+
+#[inline(never)]
+fn par_tasks(pool: &ThreadPool, tasks: usize, f: &(dyn Fn(usize) + Sync)) {
+    use rayon::prelude::*;
+    pool.install(|| (0..tasks).into_par_iter().for_each(f))
+}
+
+/// One kernel call's parallel plan, as recorded by [`record_plan`]: the kernel's name,
+/// the number of tasks its work was split into, and the work (multiply-adds or
+/// elements) of its smallest and largest task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanRecord {
+    /// Kernel name, e.g. `"matmul"` or `"conv_forward"`.
+    pub kernel: &'static str,
+    /// Tasks the call was split into.
+    pub tasks: usize,
+    /// Work of the smallest task.
+    pub min_work: u64,
+    /// Work of the largest task.
+    pub max_work: u64,
+}
+
+static RECORDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static RECORDS: Mutex<Vec<PlanRecord>> = Mutex::new(Vec::new());
+
+/// Whether plans are being recorded (see [`start_recording`]); kernels skip computing
+/// their statistics otherwise.
+pub fn recording() -> bool {
+    RECORDING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Starts recording the parallel plan of every GEMM and convolution call (clearing
+/// earlier records). A plan depends on the sizes and on [`get_num_threads`], so
+/// recording under `set_num_threads(16)` shows on any machine how 16 threads would
+/// split the work. See Note [GEMM plans].
+pub fn start_recording() {
+    RECORDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    RECORDING.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Stops recording and returns the plans recorded since [`start_recording`].
+pub fn stop_recording() -> Vec<PlanRecord> {
+    RECORDING.store(false, std::sync::atomic::Ordering::Relaxed);
+    std::mem::take(&mut *RECORDS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Adds one kernel call's plan to the records when recording is on.
+pub fn record_plan(kernel: &'static str, tasks: usize, min_work: u64, max_work: u64) {
+    if recording() {
+        RECORDS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(PlanRecord {
+                kernel,
+                tasks,
+                min_work,
+                max_work,
+            });
+    }
+}

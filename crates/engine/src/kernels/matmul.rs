@@ -1,19 +1,47 @@
-//! Batched matrix multiply on strided operands through `matrixmultiply`'s SIMD GEMM.
-//! Work is split by batch and by fixed blocks of rows, so each output element is
-//! computed by the same sequence of operations whatever the thread count.
+//! Batched matrix multiply on strided operands through the `gemm` crate's SIMD
+//! micro-kernels (AVX-512, AVX2+FMA or portable, chosen at run time), split into a 2-D
+//! grid of output tiles (plus the batch) sized from the shape and the thread count.
+//! See Note [GEMM plans]: every output element is the same sequence of operations for
+//! any tiling, so the thread count changes speed, never bits.
 
 use super::{for_each_strided, try_vec};
 use crate::error::{Error, Result};
-use crate::parallel::{self, PARALLEL_MIN_ELEMENTS};
+use crate::parallel;
 
-/// Rows of the output computed by one task.
-const ROW_BLOCK: usize = 64;
+/// Inner-dimension block of one micro-kernel pass. [`Gemm::gemm`] splits `k` into
+/// equal blocks of at most this many (a function of `k` only), each one call of the
+/// `gemm` crate, accumulated in order. Within one call the crate blocks `k` itself
+/// by a size that depends on the tile's `m` and `n` (`min(k, 512)` for tiles of at
+/// most 64 x 64, a cache-derived size of at least 512 otherwise); with `k <= 512`
+/// both are `k`, so a tile's shape cannot change the order of the sum.
+const KC: usize = 512;
 
-/// Float types with a GEMM kernel (matrixmultiply's), shared by `matmul` and the
-/// convolution kernels.
+/// Multiply-adds one GEMM task should have at least: below it the hand-off to the
+/// pool and the re-packing of the task's operand panels cost more than the split
+/// gains. Measured on the 2-core Zen 4 (`benchmarks/bench_gemm_tasks.py`): a task of
+/// 2^17 multiply-adds takes ~1.3 µs, the pool hand-off ~0.5 µs.
+pub const MIN_TASK_WORK: usize = 1 << 17;
+
+/// Tasks per pool thread a large GEMM is split into: several per thread, so that
+/// threads finishing early take more work (rayon steals).
+pub const TASKS_PER_THREAD: usize = 4;
+
+/// Smallest tile side when a dimension is split (the tiles of a dimension differ by at
+/// most one), so that the `gemm` crate never takes its vector paths for a tile unless
+/// the whole matrix does: those sum in another order.
+const MIN_TILE: usize = 24;
+
+/// The `gemm` crate sums outputs of at most this many elements in another order (its
+/// horizontal micro-kernels): a split never makes a tile that small.
+const SMALL_MATRIX: usize = 256;
+
+/// Float types with a GEMM kernel (the `gemm` crate's), shared by `matmul`, the
+/// convolutions and the fused sequence kernels.
 pub trait Gemm: crate::dtype::Float {
     /// `c = a @ b + beta * c` for strided `a` (`m x k`), `b` (`k x n`) and `c` (`m x n`,
-    /// row stride `rsc`, column stride 1). With `beta == 0`, `c` is only written.
+    /// row stride `rsc`, column stride 1), on the calling thread. With `beta == 0`, `c`
+    /// is only written. Each element is the sum over `k` in blocks of [`KC`], so the
+    /// result does not depend on how a caller tiles `m` and `n`.
     ///
     /// # Safety
     /// `a` and `b` must be valid for reads at every index their strides reach for the
@@ -33,36 +61,298 @@ pub trait Gemm: crate::dtype::Float {
         beta: Self,
         c: *mut Self,
         rsc: isize,
+    ) {
+        if m == 0 || n == 0 {
+            return;
+        }
+        let blocks = k.div_ceil(KC).max(1);
+        let kb = k.div_ceil(blocks);
+        let mut p0 = 0;
+        loop {
+            let kk = kb.min(k - p0);
+            let first = p0 == 0;
+            let read_c = !first || beta != Self::ZERO;
+            // SAFETY: the caller's contract covers every index of `a` (rows `..m`,
+            // columns `..k`), `b` (rows `..k`, columns `..n`) and `c`; this block
+            // reads columns `p0..p0 + kk` of `a` and rows `p0..p0 + kk` of `b`.
+            unsafe {
+                Self::gemm_block(
+                    (m, kk, n),
+                    a.wrapping_offset(p0 as isize * csa),
+                    (rsa, csa),
+                    b.wrapping_offset(p0 as isize * rsb),
+                    (rsb, csb),
+                    (read_c, if first { beta } else { Self::ONE }),
+                    c,
+                    rsc,
+                )
+            };
+            p0 += kk;
+            if p0 >= k {
+                break;
+            }
+        }
+    }
+
+    /// One call of the `gemm` crate: `c = a @ b + alpha * c` (`c` read only when
+    /// `read_c`), single-threaded.
+    ///
+    /// # Safety
+    /// As [`Gemm::gemm`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_block(
+        mkn: (usize, usize, usize),
+        a: *const Self,
+        a_strides: (isize, isize),
+        b: *const Self,
+        b_strides: (isize, isize),
+        read_alpha: (bool, Self),
+        c: *mut Self,
+        rsc: isize,
     );
 }
 
 macro_rules! impl_gemm {
-    ($t:ty, $f:path) => {
+    ($t:ty) => {
         impl Gemm for $t {
-            unsafe fn gemm(
-                m: usize,
-                k: usize,
-                n: usize,
+            unsafe fn gemm_block(
+                (m, k, n): (usize, usize, usize),
                 a: *const Self,
-                rsa: isize,
-                csa: isize,
+                (rsa, csa): (isize, isize),
                 b: *const Self,
-                rsb: isize,
-                csb: isize,
-                beta: Self,
+                (rsb, csb): (isize, isize),
+                (read_c, alpha): (bool, Self),
                 c: *mut Self,
                 rsc: isize,
             ) {
                 // SAFETY: the caller guarantees (this function's contract) that `a`, `b`
                 // and `c` are valid for every index these sizes and strides reach, which
-                // is `matrixmultiply`'s contract.
-                unsafe { $f(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, beta, c, rsc, 1) }
+                // is the `gemm` crate's contract. It computes `c = alpha * c + 1 * a @ b`
+                // (reading `c` only when `read_c`).
+                unsafe {
+                    gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        c,
+                        1,
+                        rsc,
+                        read_c,
+                        a,
+                        csa,
+                        rsa,
+                        b,
+                        csb,
+                        rsb,
+                        alpha,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
+                    )
+                }
             }
         }
     };
 }
-impl_gemm!(f32, matrixmultiply::sgemm);
-impl_gemm!(f64, matrixmultiply::dgemm);
+impl_gemm!(f32);
+impl_gemm!(f64);
+
+/// How one (batched) GEMM is split into tasks: groups of `batch_per_task` batch
+/// entries, and within each matrix an `m_tiles x n_tiles` grid of output tiles whose
+/// sides differ by at most one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmPlan {
+    /// Batch entries per task (1 when the matrices are tiled).
+    pub batch_per_task: usize,
+    /// Tiles along the output's rows.
+    pub m_tiles: usize,
+    /// Tiles along the output's columns.
+    pub n_tiles: usize,
+}
+
+impl GemmPlan {
+    /// The plan for `batches` products of `m x k` by `k x n` in at most `max_tasks`
+    /// tasks ([`parallel_task_budget`] for a GEMM that has the pool to itself): one
+    /// task when the budget is one or the work is small, else tasks of at least
+    /// [`MIN_TASK_WORK`] multiply-adds each, from tiling the output in both dims
+    /// (tiles as square as the split allows) or grouping batch entries. Any plan
+    /// gives the same bits.
+    pub fn new(batches: usize, (m, k, n): (usize, usize, usize), max_tasks: usize) -> GemmPlan {
+        let whole = GemmPlan {
+            batch_per_task: batches.max(1),
+            m_tiles: 1,
+            n_tiles: 1,
+        };
+        let work = batches
+            .saturating_mul(m)
+            .saturating_mul(n)
+            .saturating_mul(k.max(1));
+        let want = (work / MIN_TASK_WORK).min(max_tasks);
+        if want <= 1 || m == 0 || n == 0 {
+            return whole;
+        }
+        if want <= batches {
+            return GemmPlan {
+                batch_per_task: batches.div_ceil(want),
+                m_tiles: 1,
+                n_tiles: 1,
+            };
+        }
+        let per_matrix = want.div_ceil(batches.max(1));
+        let (m_tiles, n_tiles) = split_tiles(m, n, per_matrix);
+        GemmPlan {
+            batch_per_task: 1,
+            m_tiles,
+            n_tiles,
+        }
+    }
+
+    /// Number of tasks for `batches` batch entries.
+    pub fn tasks(&self, batches: usize) -> usize {
+        batches.div_ceil(self.batch_per_task) * self.m_tiles * self.n_tiles
+    }
+}
+
+/// Tasks one parallel kernel may split into: [`TASKS_PER_THREAD`] per thread of the
+/// engine's pool, or 1 when it has one thread.
+pub fn parallel_task_budget() -> usize {
+    match parallel::get_num_threads() {
+        0 | 1 => 1,
+        t => TASKS_PER_THREAD.saturating_mul(t),
+    }
+}
+
+/// Splits an `m x n` output into about `want` tiles: `(m_tiles, n_tiles)` with sides
+/// of at least [`MIN_TILE`] where a dim is split, choosing the grid that re-reads the
+/// least operand data (`m_tiles * n + n_tiles * m`, i.e. square tiles).
+fn split_tiles(m: usize, n: usize, want: usize) -> (usize, usize) {
+    let max_m = (m / MIN_TILE).max(1);
+    let max_n = (n / MIN_TILE).max(1);
+    let mut best = (1, 1);
+    let mut best_key = (0, usize::MAX);
+    for mt in 1..=max_m.min(want) {
+        let mut nt = want.div_ceil(mt).min(max_n);
+        // Keep every tile above the crate's small-matrix size (an unsplit dim may be
+        // narrow, e.g. 6 output channels).
+        while nt > 1 && (m / mt) * (n / nt) <= SMALL_MATRIX {
+            nt -= 1;
+        }
+        if mt > 1 && (m / mt) * (n / nt) <= SMALL_MATRIX {
+            continue;
+        }
+        let tiles = mt * nt;
+        // More tiles (up to `want`) first, then less re-reading.
+        let key = (
+            tiles.min(want),
+            mt.saturating_mul(n).saturating_add(nt.saturating_mul(m)),
+        );
+        if key.0 > best_key.0 || (key.0 == best_key.0 && key.1 < best_key.1) {
+            best = (mt, nt);
+            best_key = key;
+        }
+    }
+    best
+}
+
+/// The `i`-th of `parts` near-equal ranges of `0..len` (sizes differ by at most one).
+pub fn tile_range(len: usize, parts: usize, i: usize) -> std::ops::Range<usize> {
+    let (q, r) = (len / parts, len % parts);
+    let start = i * q + i.min(r);
+    start..start + q + usize::from(i < r)
+}
+
+/// A raw output pointer that tasks writing disjoint tiles share.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedMut<T>(pub(crate) *mut T);
+
+impl<T> SharedMut<T> {
+    /// The pointer (a method, so that closures capture the whole `Send` wrapper).
+    pub(crate) fn ptr(self) -> *mut T {
+        self.0
+    }
+}
+// SAFETY: tasks write through it only at disjoint indices (each tile of the output is
+// one task's); the pointee type is `Send`.
+unsafe impl<T: Send> Send for SharedMut<T> {}
+// SAFETY: as above: shared between tasks that never touch the same element.
+unsafe impl<T: Send> Sync for SharedMut<T> {}
+
+/// `c = a @ b + beta * c` like [`Gemm::gemm`], split into the tiles of
+/// [`GemmPlan::new`] for the engine's thread count and run on its pool; records the
+/// plan under `kernel` (see `parallel::record_plan`).
+///
+/// # Safety
+/// As [`Gemm::gemm`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_parallel<T: Gemm>(
+    kernel: &'static str,
+    (m, k, n): (usize, usize, usize),
+    a: *const T,
+    (rsa, csa): (isize, isize),
+    b: *const T,
+    (rsb, csb): (isize, isize),
+    beta: T,
+    c: *mut T,
+    rsc: isize,
+) {
+    let plan = GemmPlan::new(1, (m, k, n), parallel_task_budget());
+    let tasks = plan.tasks(1);
+    record_gemm(kernel, &plan, 1, (m, k, n));
+    let (a, b, c) = (SharedMut(a as *mut T), SharedMut(b as *mut T), SharedMut(c));
+    let run = |t: usize| {
+        let rows = tile_range(m, plan.m_tiles, t / plan.n_tiles);
+        let cols = tile_range(n, plan.n_tiles, t % plan.n_tiles);
+        // SAFETY: the caller's contract covers rows `..m` and columns `..n` of `c`
+        // (and the matching rows of `a`, columns of `b`); this tile is rows `rows`
+        // and columns `cols` of them, and no other task writes them.
+        unsafe {
+            T::gemm(
+                rows.len(),
+                k,
+                cols.len(),
+                a.ptr().wrapping_offset(rows.start as isize * rsa),
+                rsa,
+                csa,
+                b.ptr().wrapping_offset(cols.start as isize * csb),
+                rsb,
+                csb,
+                beta,
+                c.ptr()
+                    .wrapping_offset(rows.start as isize * rsc + cols.start as isize),
+                rsc,
+            )
+        }
+    };
+    parallel::for_each_task(tasks, run);
+}
+
+/// Records a GEMM plan: its task count and the multiply-adds of its smallest and
+/// largest task.
+fn record_gemm(
+    kernel: &'static str,
+    plan: &GemmPlan,
+    batches: usize,
+    (m, k, n): (usize, usize, usize),
+) {
+    if !parallel::recording() {
+        return;
+    }
+    let rows = (m / plan.m_tiles, m.div_ceil(plan.m_tiles));
+    let cols = (n / plan.n_tiles, n.div_ceil(plan.n_tiles));
+    let last_group = match batches % plan.batch_per_task {
+        0 => plan.batch_per_task,
+        r => r,
+    };
+    let per = |b: usize, r: usize, c: usize| (b * r * c * k) as u64;
+    parallel::record_plan(
+        kernel,
+        plan.tasks(batches),
+        per(last_group.min(plan.batch_per_task), rows.0, cols.0),
+        per(plan.batch_per_task.min(batches), rows.1, cols.1),
+    );
+}
 
 /// One operand: its elements, the strides of its batch dims (broadcast to the output
 /// batch shape, 0 where broadcast), its offset, and its matrix row/column strides.
@@ -143,48 +433,47 @@ pub fn matmul<T: Gemm>(
             b_offsets.push(ob);
         },
     );
-    let block = |batch: usize, row_block: usize, c: &mut [T]| {
-        let row0 = row_block * ROW_BLOCK;
-        let rows = c.len() / n;
-        let a_start = a_offsets[batch] + row0 * a.row_stride;
-        // SAFETY: `check_in_bounds` above proved that for every batch index, row < m,
-        // inner index < k and column < n, `offset + batch offset + row * row_stride +
-        // col * col_stride` (without overflow) is below `data.len()` for `a` and `b`.
-        // `a_start` is that sum for row `row0` (< m) and column 0, and the GEMM reaches
-        // rows `row0..row0 + rows` (<= m) and columns `..k` from it; `b_offsets[batch]`
-        // is that sum for row 0 and column 0, reaching `..k` rows and `..n` columns. So
-        // both pointers and every element the GEMM reads stay inside the slices. `c` is
-        // a `rows * n` chunk of `out`, exactly the `rows x n` row-major matrix written.
-        // Strides were converted to isize without loss.
-        unsafe {
-            T::gemm(
-                rows,
-                k,
-                n,
-                a.data.as_ptr().add(a_start),
-                rsa,
-                csa,
-                b.data.as_ptr().add(b_offsets[batch]),
-                rsb,
-                csb,
-                T::ZERO,
-                c.as_mut_ptr(),
-                n as isize,
-            )
-        }
-    };
-    let work = batches * m * n * k;
-    if work < PARALLEL_MIN_ELEMENTS * 16 {
-        for (batch, c) in out.chunks_mut(m * n).enumerate() {
-            for (rb, cb) in c.chunks_mut(ROW_BLOCK * n).enumerate() {
-                block(batch, rb, cb);
+    let plan = GemmPlan::new(batches, (m, k, n), parallel_task_budget());
+    record_gemm("matmul", &plan, batches, (m, k, n));
+    let tiles = plan.m_tiles * plan.n_tiles;
+    let c = SharedMut(out.as_mut_ptr());
+    let run = |t: usize| {
+        let (group, tile) = (t / tiles, t % tiles);
+        let rows = tile_range(m, plan.m_tiles, tile / plan.n_tiles);
+        let cols = tile_range(n, plan.n_tiles, tile % plan.n_tiles);
+        let first = group * plan.batch_per_task;
+        for batch in first..(first + plan.batch_per_task).min(batches) {
+            let a_start = a_offsets[batch] + rows.start * a.row_stride;
+            let b_start = b_offsets[batch] + cols.start * b.col_stride;
+            let c_start = batch * m * n + rows.start * n + cols.start;
+            // SAFETY: `check_in_bounds` above proved that for every batch index, row < m,
+            // inner index < k and column < n, `offset + batch offset + row * row_stride
+            // + col * col_stride` (without overflow) is below `data.len()` for `a` and
+            // `b`. `a_start` is that sum for row `rows.start` and column 0, and the GEMM
+            // reaches rows `rows` and columns `..k` from it; `b_start` is it for row 0
+            // and column `cols.start`, reaching rows `..k` and columns `cols`. `c_start`
+            // is the element (`rows.start`, `cols.start`) of this batch's `m x n` block
+            // of `out`, and the tile (row stride `n`) stays inside that block; tiles of
+            // different tasks are disjoint. Strides were converted to isize without loss.
+            unsafe {
+                T::gemm(
+                    rows.len(),
+                    k,
+                    cols.len(),
+                    a.data.as_ptr().add(a_start),
+                    rsa,
+                    csa,
+                    b.data.as_ptr().add(b_start),
+                    rsb,
+                    csb,
+                    T::ZERO,
+                    c.ptr().add(c_start),
+                    n as isize,
+                )
             }
         }
-    } else {
-        parallel::for_each_chunk_mut(&mut out, m * n, |batch, c| {
-            parallel::for_each_chunk_mut(c, ROW_BLOCK * n, |rb, cb| block(batch, rb, cb));
-        });
-    }
+    };
+    parallel::for_each_task(plan.tasks(batches), run);
     Ok(out)
 }
 
@@ -260,6 +549,173 @@ mod tests {
             matmul(&[], (2, 2, 2), &a, &b).unwrap(),
             vec![1.0, 2.0, 3.0, 4.0]
         );
+    }
+
+    /// Pseudo-random values in [-0.5, 0.5), or small integers when `ints`.
+    fn values(len: usize, seed: u64, ints: bool) -> Vec<f64> {
+        let mut s = seed;
+        (0..len)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                if ints {
+                    ((s >> 33) % 7) as f64 - 3.0
+                } else {
+                    (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+                }
+            })
+            .collect()
+    }
+
+    /// `c = a @ b + beta * c` through [`Gemm::gemm`] on the tiles of an
+    /// `m_tiles x n_tiles` grid, for strided `a` and `b` (`transposed` stores them
+    /// column-major).
+    fn tiled<T: Gemm>(
+        (m, k, n): (usize, usize, usize),
+        (a, b, transposed): (&[T], &[T], bool),
+        (m_tiles, n_tiles): (usize, usize),
+        beta: T,
+        c: &mut [T],
+    ) {
+        let (rsa, csa) = if transposed { (1, m) } else { (k, 1) };
+        let (rsb, csb) = if transposed { (1, k) } else { (n, 1) };
+        for i in 0..m_tiles {
+            for j in 0..n_tiles {
+                let (rows, cols) = (tile_range(m, m_tiles, i), tile_range(n, n_tiles, j));
+                // SAFETY: `a` holds `m * k`, `b` `k * n` and `c` `m * n` elements; the
+                // tile's rows and columns are inside them.
+                unsafe {
+                    T::gemm(
+                        rows.len(),
+                        k,
+                        cols.len(),
+                        a.as_ptr().add(rows.start * rsa),
+                        rsa as isize,
+                        csa as isize,
+                        b.as_ptr().add(cols.start * csb),
+                        rsb as isize,
+                        csb as isize,
+                        beta,
+                        c.as_mut_ptr().add(rows.start * n + cols.start),
+                        n as isize,
+                    )
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn odd_sizes_match_the_definition_exactly_on_integers() {
+        // Integer-valued data: every partial sum is exact, so any order gives the
+        // definition's bits. M, N, K of 1, 7, 17, 33, 65, 129 (and 0 for K),
+        // contiguous and transposed operands, beta 0 and 1, whole and tiled.
+        let sizes = [1usize, 7, 17, 33, 65, 129];
+        for &m in &sizes {
+            for &n in &sizes {
+                for &k in [0usize, 1, 7, 17, 33, 65, 129, 600].iter() {
+                    for transposed in [false, true] {
+                        let a = values(m * k, (m * 31 + k) as u64, true);
+                        let b = values(k * n, (n * 17 + k) as u64, true);
+                        let c0 = values(m * n, 5, true);
+                        let at = |i: usize, p: usize| {
+                            if transposed {
+                                a[p * m + i]
+                            } else {
+                                a[i * k + p]
+                            }
+                        };
+                        let bt = |p: usize, j: usize| {
+                            if transposed {
+                                b[j * k + p]
+                            } else {
+                                b[p * n + j]
+                            }
+                        };
+                        let mut want = c0.clone();
+                        for i in 0..m {
+                            for j in 0..n {
+                                let dot: f64 = (0..k).map(|p| at(i, p) * bt(p, j)).sum();
+                                want[i * n + j] += dot;
+                            }
+                        }
+                        for grid in [(1, 1), (m.div_ceil(24), n.div_ceil(24)), (m, n)] {
+                            let mut c = c0.clone();
+                            tiled((m, k, n), (&a, &b, transposed), grid, 1.0, &mut c);
+                            assert_eq!(c, want, "{m}x{k}x{n} t={transposed} grid {grid:?}");
+                            let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+                            let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+                            let mut c32 = vec![f32::NAN; m * n];
+                            tiled((m, k, n), (&a32, &b32, transposed), grid, 0.0, &mut c32);
+                            for (got, (&w, &c0)) in c32.iter().zip(want.iter().zip(&c0)) {
+                                assert_eq!(*got as f64, w - c0, "f32 {m}x{k}x{n}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_plan_gives_the_same_bits() {
+        // Arbitrary data: the tiles of any plan (1 to 64 threads' budgets) sum each
+        // element in the same order, so the bits match the one-task result.
+        for &(m, k, n) in &[
+            (64, 576, 400),
+            (128, 1100, 96),
+            (16, 512, 1000),
+            (200, 3, 50),
+            (1, 700, 300),
+            (300, 40, 1),
+            (25, 25, 25),
+            (513, 64, 77),
+            (6, 25, 576),
+            (6, 150, 64),
+            (10, 400, 30),
+            (3, 64, 4000),
+        ] {
+            for transposed in [false, true] {
+                let a = values(m * k, 1, false);
+                let b = values(k * n, 2, false);
+                let mut one = vec![0.0; m * n];
+                tiled((m, k, n), (&a, &b, transposed), (1, 1), 0.0, &mut one);
+                let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+                let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+                let mut one32 = vec![0.0f32; m * n];
+                tiled((m, k, n), (&a32, &b32, transposed), (1, 1), 0.0, &mut one32);
+                for budget in [2, 4, 8, 16, 64, 256] {
+                    let plan = GemmPlan::new(1, (m, k, n), budget);
+                    let grid = (plan.m_tiles, plan.n_tiles);
+                    let mut c = vec![0.0; m * n];
+                    tiled((m, k, n), (&a, &b, transposed), grid, 0.0, &mut c);
+                    assert!(c == one, "{m}x{k}x{n} t={transposed} grid {grid:?}");
+                    let mut c32 = vec![0.0f32; m * n];
+                    tiled((m, k, n), (&a32, &b32, transposed), grid, 0.0, &mut c32);
+                    assert!(c32 == one32, "f32 {m}x{k}x{n} t={transposed} grid {grid:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plans_split_large_gemms_into_many_similar_tasks() {
+        // 16 threads' budget (64 tasks): a 64x12544 convolution GEMM and a 128x1024
+        // linear layer split into at least 64 tasks each (a few more where the grid
+        // rounds up), in both dims where needed, of near-equal sizes.
+        for &(m, k, n) in &[(64, 576, 12544), (128, 1024, 1024), (2048, 2048, 2048)] {
+            let plan = GemmPlan::new(1, (m, k, n), 64);
+            assert!((64..=72).contains(&plan.tasks(1)), "{m}x{k}x{n}: {plan:?}");
+            let (rows, cols) = (m / plan.m_tiles, n / plan.n_tiles);
+            let (rows_max, cols_max) = (m.div_ceil(plan.m_tiles), n.div_ceil(plan.n_tiles));
+            assert!(rows_max * cols_max * 10 <= rows * cols * 12, "{plan:?}");
+        }
+        // Small work stays one task; batches are grouped before matrices are tiled.
+        assert_eq!(GemmPlan::new(1, (8, 8, 8), 64).tasks(1), 1);
+        let batched = GemmPlan::new(256, (64, 64, 64), 64);
+        assert_eq!((batched.tasks(256), batched.batch_per_task), (64, 4));
+        // One thread's budget: one task.
+        assert_eq!(GemmPlan::new(1, (2048, 2048, 2048), 1).tasks(1), 1);
     }
 
     #[test]
