@@ -174,7 +174,7 @@ OUT_OPS: dict[str, OutSpec] = {
         n: _EXACT
         for n in (
             "index_select gather take masked_select tril triu index_add index_copy scatter "
-            "scatter_add"
+            "scatter_add scatter_reduce"
         ).split()
     },
     "take_along_dim": OutSpec(dtype="exact", aten="gather"),
@@ -306,6 +306,14 @@ def with_out(fn: Any, name: str, spec: OutSpec) -> Any:
         tuple_type = _TUPLE_TYPES.get(name)
         return tuple_type(outs) if tuple_type is not None else outs
 
+    # Pickled by reference as `rustgrad.<name>`, which is this wrapper (a module holding
+    # `self.act = torch.tanh` saves and loads).
+    wrapper.__doc__ = (
+        f"{fn.__doc__ or ''}\n\n``out=``: a tensor (for ``(values, indices)`` results a "
+        "tuple of two) to write the result into, with PyTorch's rules (Note [out= arguments])."
+    )
+    wrapper.__module__ = "rustgrad"
+    wrapper.__qualname__ = name
     wrapper.__rustgrad_out__ = spec  # type: ignore[attr-defined]
     return wrapper
 

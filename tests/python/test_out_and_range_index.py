@@ -300,6 +300,14 @@ def test_committed_out_list_takes_out() -> None:
     assert {_fn(n).__name__ for n in OUT_OP_NAMES} <= set(_out.OUT_OPS)
 
 
+def test_wrapped_functions_pickle_by_name() -> None:
+    import pickle
+
+    for name in ("tanh", "add", "arange", "max"):
+        fn = getattr(rustgrad, name)
+        assert pickle.loads(pickle.dumps(fn)) is fn
+
+
 def test_out_rejects_what_pytorch_rejects() -> None:
     a = rustgrad.ones(2, 3)
     with pytest.raises(TypeError, match="argument 'out' must be Tensor, not list"):

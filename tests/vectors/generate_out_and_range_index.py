@@ -171,6 +171,7 @@ OUT_OPS: dict[str, tuple[str, str]] = {
     "index_fill": ("(a, 1, torch.tensor([2, 0]), 1.5)", "{}"),
     "scatter": ("(a, 1, torch.tensor([[2, 0], [1, 1]]), b)", "{}"),
     "scatter_add": ("(a, 1, torch.tensor([[2, 0], [1, 1]]), b)", "{}"),
+    "scatter_reduce": ("(a, 1, torch.tensor([[2, 0], [1, 1]]), b, 'amax')", "{}"),
     "masked_fill": ("(a, mask, 1.5)", "{}"),
     "pixel_shuffle": ("(bt4, 2)", "{}"),
     # factories
