@@ -4,7 +4,10 @@ Workloads (``WORKLOADS``; add an entry to time another model):
 
 - ``lstm``: 2-layer ``nn.LSTM`` (input 128, hidden 256), sequence 64, batch 32, MSE
   against a fixed target, SGD step;
-- ``gru``: the same with ``nn.GRU``.
+- ``gru``: the same with ``nn.GRU``;
+- ``transformer``: 2-layer ``nn.TransformerEncoder`` (d_model 256, 4 heads, feed-forward
+  1024, dropout 0.1, causal mask), sequence 128, batch 16, MSE against a fixed target,
+  SGD step.
 
 Each framework runs in its own process (a fresh interpreter per round, so neither
 warms the other's caches or allocator), the frameworks alternating round by round with
@@ -34,6 +37,7 @@ import numpy as np
 from _torch_site import find_torch_site
 
 SEQ, BATCH, INPUT, HIDDEN = 64, 32, 128, 256
+T_SEQ, T_BATCH, T_MODEL, T_HEADS, T_FF = 128, 16, 256, 4, 1024
 
 
 @dataclass
@@ -51,6 +55,16 @@ def _recurrent_loss(fw: ModuleType, model: Any, x: Any, y: Any) -> Any:
     return fw.nn.functional.mse_loss(out, y)
 
 
+def _transformer(fw: ModuleType) -> Any:
+    layer = fw.nn.TransformerEncoderLayer(T_MODEL, T_HEADS, T_FF, dropout=0.1)
+    return fw.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+
+
+def _transformer_loss(fw: ModuleType, model: Any, x: Any, y: Any) -> Any:
+    mask = fw.nn.Transformer.generate_square_subsequent_mask(x.shape[0])
+    return fw.nn.functional.mse_loss(model(x, mask=mask, is_causal=True), y)
+
+
 WORKLOADS: dict[str, Workload] = {
     "lstm": Workload(
         lambda fw: fw.nn.LSTM(INPUT, HIDDEN, num_layers=2),
@@ -63,6 +77,12 @@ WORKLOADS: dict[str, Workload] = {
         (SEQ, BATCH, INPUT),
         (SEQ, BATCH, HIDDEN),
         _recurrent_loss,
+    ),
+    "transformer": Workload(
+        _transformer,
+        (T_SEQ, T_BATCH, T_MODEL),
+        (T_SEQ, T_BATCH, T_MODEL),
+        _transformer_loss,
     ),
 }
 
