@@ -191,6 +191,13 @@ OUT_OPS: dict[str, OutSpec] = {
     "multinomial": OutSpec(dtype="exact", grad_check="out", warn_resize=False),
 }
 
+#: The same for ``rustgrad.linalg`` (``torch.linalg.<name>``).
+LINALG_OUT_OPS: dict[str, OutSpec] = {
+    "vector_norm": OutSpec(dtype="exact", aten="linalg_vector_norm"),
+    "norm": OutSpec(dtype="exact", grad_check="out"),
+    "matrix_norm": OutSpec(dtype="exact", grad_check="out"),
+}
+
 #: The named tuple type of each function returning ``(values, indices)``.
 _TUPLE_TYPES = {n: getattr(return_types, n) for n in ("max", "min", "median", "sort", "topk")}
 
@@ -254,7 +261,7 @@ def _write(name: str, spec: OutSpec, dtype_rule: str, result: Tensor, out: Tenso
         out.copy_(result)
 
 
-def with_out(fn: Any, name: str, spec: OutSpec) -> Any:
+def with_out(fn: Any, name: str, spec: OutSpec, module: str = "rustgrad") -> Any:
     """``fn`` taking PyTorch's keyword ``out=`` (see the module docstring)."""
 
     @functools.wraps(fn)
@@ -306,21 +313,28 @@ def with_out(fn: Any, name: str, spec: OutSpec) -> Any:
         tuple_type = _TUPLE_TYPES.get(name)
         return tuple_type(outs) if tuple_type is not None else outs
 
-    # Pickled by reference as `rustgrad.<name>`, which is this wrapper (a module holding
-    # `self.act = torch.tanh` saves and loads).
+    # Pickled by reference as `rustgrad.<name>` (or `rustgrad.linalg.<name>`), which is
+    # this wrapper (a module holding `self.act = torch.tanh` saves and loads).
     wrapper.__doc__ = (
         f"{fn.__doc__ or ''}\n\n``out=``: a tensor (for ``(values, indices)`` results a "
         "tuple of two) to write the result into, with PyTorch's rules (Note [out= arguments])."
     )
-    wrapper.__module__ = "rustgrad"
+    wrapper.__module__ = module
     wrapper.__qualname__ = name
     wrapper.__rustgrad_out__ = spec  # type: ignore[attr-defined]
     return wrapper
 
 
 def install(namespace: dict[str, Any]) -> None:
-    """Replaces each function of ``OUT_OPS`` in ``namespace`` by its ``out=`` form."""
-    for name, spec in OUT_OPS.items():
-        fn = namespace[name]
-        if getattr(fn, "__rustgrad_out__", None) is None:
-            namespace[name] = with_out(fn, name, spec)
+    """Replaces each function of ``OUT_OPS`` in ``namespace`` (``rustgrad``'s) and of
+    ``LINALG_OUT_OPS`` in ``rustgrad.linalg`` by its ``out=`` form."""
+    from . import linalg
+
+    for names, space, module in (
+        (OUT_OPS, namespace, "rustgrad"),
+        (LINALG_OUT_OPS, vars(linalg), "rustgrad.linalg"),
+    ):
+        for name, spec in names.items():
+            fn = space[name]
+            if getattr(fn, "__rustgrad_out__", None) is None:
+                space[name] = with_out(fn, name, spec, module)

@@ -143,7 +143,10 @@ def _fn(name: str) -> Any:
     for suffix in ("_all", "_binary", "_alpha", "_float"):
         if name.endswith(suffix) and not hasattr(rustgrad, name):
             name = name[: -len(suffix)]
-    return getattr(rustgrad, name)
+    fn = rustgrad
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    return fn
 
 
 def _call(case: dict[str, Any], out: Any = None, grad_input: Any = None) -> Any:
@@ -297,14 +300,17 @@ def test_committed_out_list_takes_out() -> None:
         assert all(
             x is y for x, y in zip(_flat(_call(case, out=outs)), _flat(outs), strict=True)
         ), case["name"]
-    assert {_fn(n).__name__ for n in OUT_OP_NAMES} <= set(_out.OUT_OPS)
+    top = {n for n in OUT_OP_NAMES if "." not in n}
+    assert {_fn(n).__name__ for n in top} <= set(_out.OUT_OPS)
+    linalg = {n.split(".")[1] for n in OUT_OP_NAMES if n.startswith("linalg.")}
+    assert linalg == set(_out.LINALG_OUT_OPS)
 
 
 def test_wrapped_functions_pickle_by_name() -> None:
     import pickle
 
-    for name in ("tanh", "add", "arange", "max"):
-        fn = getattr(rustgrad, name)
+    for name in ("tanh", "add", "arange", "max", "linalg.vector_norm"):
+        fn = _fn(name)
         assert pickle.loads(pickle.dumps(fn)) is fn
 
 

@@ -174,6 +174,10 @@ OUT_OPS: dict[str, tuple[str, str]] = {
     "scatter_reduce": ("(a, 1, torch.tensor([[2, 0], [1, 1]]), b, 'amax')", "{}"),
     "masked_fill": ("(a, mask, 1.5)", "{}"),
     "pixel_shuffle": ("(bt4, 2)", "{}"),
+    # torch.linalg
+    "linalg.vector_norm": ("(a,)", "dict(dim=1)"),
+    "linalg.norm": ("(a,)", "dict(dim=1)"),
+    "linalg.matrix_norm": ("(m,)", "{}"),
     # factories
     "arange": ("(5,)", "{}"),
     "arange_float": ("(0.0, 1.0, 0.25)", "{}"),
@@ -234,7 +238,10 @@ def op_of(tm: Any, name: str) -> Any:
     for suffix in ("_all", "_binary", "_alpha", "_float"):
         if name.endswith(suffix) and not hasattr(tm, name):
             name = name[: -len(suffix)]
-    return getattr(tm, name)
+    fn = tm
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    return fn
 
 
 def _call(tm: Any, name: str, out: Any = None, **extra: Any) -> Any:
