@@ -13,12 +13,13 @@ use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::parallel::{self, CHUNK};
 
-/// Pooling runs serially below this much work (input plus window reads, summed over
-/// the planes). Measured on the 2-core Zen 5 machine with `max_pool2d`/`avg_pool2d`
-/// forward and backward over `(N, C, H, W)` float32 planes, 1 vs 2 threads: the pool
-/// pays off from about 24k reads (1x16x40x40 k=2: 2 threads 0.80x of 1 thread at 32k,
-/// 1.0x at 16k), so the threshold sits just above 16k.
-pub const POOL_PARALLEL_MIN_WORK: usize = 1 << 15;
+/// Pooling runs serially below this much work (input elements or window reads,
+/// whichever is more, summed over the planes). Measured on the 2-core machine (shared,
+/// so best of 7): `avg_pool2d(x, 3, 1, 1)` forward on float32 `(1, 16, s, s)` with the
+/// threshold at 0, 1 thread vs 2 threads, in microseconds by work (9 * 16 * s * s):
+/// 9k 33/76, 17k 55/99, 37k 114/150, 70k 204/215, 147k 512/264, 292k 1045/678. The
+/// pool costs about 40 us to enter and pays off from about 100k reads.
+pub const POOL_PARALLEL_MIN_WORK: usize = 1 << 17;
 
 /// One output position's window along one axis: the input positions
 /// `lo, lo + step, .. < hi` it reads, and `padded`, the number of positions it covers
@@ -173,8 +174,8 @@ impl Window {
         self.in_plane().max(reads).max(self.out_plane())
     }
 
-    /// Calls `f(o, z, y, x, flat)` for each output position `o` of plane `p` with the
-    /// windows' spans along the three axes, in output order.
+    /// Calls `f(o, d, h, w)` for each output position `o` of plane `p` with its
+    /// window's spans along the three axes, in output order.
     fn sweep(&self, p: usize, mut f: impl FnMut(usize, &Span, &Span, &Span)) {
         let (sd, sh, sw) = (self.axis(p, 0), self.axis(p, 1), self.axis(p, 2));
         let mut o = 0;
