@@ -71,15 +71,13 @@ def xlogy_(input: Tensor, other: Any) -> Tensor:
     return input.xlogy_(other)
 
 
-def xlog1py(input: Any, other: Any, *, out: Any = None) -> Tensor:
+def xlog1py(input: Any, other: Any) -> Tensor:
     """``input * log1p(other)`` with :func:`xlogy`'s rules (``rustgrad.special.xlog1py``).
 
     Example:
         >>> rustgrad.special.xlog1py(rustgrad.tensor([0.0, 2.0]), -1.0)
         tensor([0., -inf])
     """
-    if out is not None:
-        raise TypeError("special_xlog1py(): out= is not supported by rustgrad")
     if isinstance(input, Tensor):
         return input._xlog1py(other)
     if isinstance(other, Tensor) and _is_number(input):

@@ -198,6 +198,12 @@ LINALG_OUT_OPS: dict[str, OutSpec] = {
     "matrix_norm": OutSpec(dtype="exact", grad_check="out"),
 }
 
+#: The same for ``rustgrad.special`` (``torch.special.<name>``).
+SPECIAL_OUT_OPS: dict[str, OutSpec] = {
+    "xlogy": _CAST,
+    "xlog1py": OutSpec(aten="special_xlog1py"),
+}
+
 #: The named tuple type of each function returning ``(values, indices)``.
 _TUPLE_TYPES = {n: getattr(return_types, n) for n in ("max", "min", "median", "sort", "topk")}
 
@@ -326,13 +332,15 @@ def with_out(fn: Any, name: str, spec: OutSpec, module: str = "rustgrad") -> Any
 
 
 def install(namespace: dict[str, Any]) -> None:
-    """Replaces each function of ``OUT_OPS`` in ``namespace`` (``rustgrad``'s) and of
-    ``LINALG_OUT_OPS`` in ``rustgrad.linalg`` by its ``out=`` form."""
-    from . import linalg
+    """Replaces each function of ``OUT_OPS`` in ``namespace`` (``rustgrad``'s), of
+    ``LINALG_OUT_OPS`` in ``rustgrad.linalg`` and of ``SPECIAL_OUT_OPS`` in
+    ``rustgrad.special`` by its ``out=`` form."""
+    from . import linalg, special
 
     for names, space, module in (
         (OUT_OPS, namespace, "rustgrad"),
         (LINALG_OUT_OPS, vars(linalg), "rustgrad.linalg"),
+        (SPECIAL_OUT_OPS, vars(special), "rustgrad.special"),
     ):
         for name, spec in names.items():
             fn = space[name]

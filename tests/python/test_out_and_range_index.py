@@ -304,12 +304,14 @@ def test_committed_out_list_takes_out() -> None:
     assert {_fn(n).__name__ for n in top} <= set(_out.OUT_OPS)
     linalg = {n.split(".")[1] for n in OUT_OP_NAMES if n.startswith("linalg.")}
     assert linalg == set(_out.LINALG_OUT_OPS)
+    special = {n.split(".")[1] for n in OUT_OP_NAMES if n.startswith("special.")}
+    assert special == set(_out.SPECIAL_OUT_OPS)
 
 
 def test_wrapped_functions_pickle_by_name() -> None:
     import pickle
 
-    for name in ("tanh", "add", "arange", "max", "linalg.vector_norm"):
+    for name in ("tanh", "add", "arange", "max", "linalg.vector_norm", "special.xlog1py"):
         fn = _fn(name)
         assert pickle.loads(pickle.dumps(fn)) is fn
 

@@ -178,6 +178,9 @@ OUT_OPS: dict[str, tuple[str, str]] = {
     "linalg.vector_norm": ("(a,)", "dict(dim=1)"),
     "linalg.norm": ("(a,)", "dict(dim=1)"),
     "linalg.matrix_norm": ("(m,)", "{}"),
+    # torch.special
+    "special.xlogy": ("(a, p)", "{}"),
+    "special.xlog1py": ("(a, p)", "{}"),
     # factories
     "arange": ("(5,)", "{}"),
     "arange_float": ("(0.0, 1.0, 0.25)", "{}"),
