@@ -147,20 +147,42 @@ def test_sdpa_is_bitwise_identical_for_any_thread_count() -> None:
             assert np.array_equal(a, b)
 
 
-def test_sdpa_dropout_trains_and_is_seeded() -> None:
-    q = rustgrad.randn(2, 2, 6, 4, requires_grad=True)
+def test_sdpa_dropout_drops_weights_inside_the_kernel_and_is_seeded() -> None:
+    rustgrad.manual_seed(0)
+    q = rustgrad.randn(2, 2, 40, 4, requires_grad=True)
+    k = rustgrad.randn(2, 2, 40, 4)
+    # value = identity: the output rows are the (dropped) attention weights themselves.
+    v = rustgrad.eye(40).expand(2, 2, 40, 40)
+    weights = F.scaled_dot_product_attention(q, k, v)
 
     def run(seed: int) -> rustgrad.Tensor:
         rustgrad.manual_seed(seed)
-        return F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.25)
 
     a, b, c = run(1), run(1), run(2)
     assert rustgrad.equal(a, b)
     assert not rustgrad.equal(a, c)
+    kept = a != 0
+    fraction = kept.float().mean().item()
+    assert 0.72 < fraction < 0.78, fraction
+    np.testing.assert_allclose(
+        a[kept].detach().numpy(), (weights[kept] / 0.75).detach().numpy(), rtol=1e-5
+    )
     a.sum().backward()
     assert q.grad is not None and bool(rustgrad.isfinite(q.grad).all())
     # p == 1 drops everything.
-    assert F.scaled_dot_product_attention(q, q, q, dropout_p=1.0).abs().sum().item() == 0.0
+    assert F.scaled_dot_product_attention(q, k, v, dropout_p=1.0).abs().sum().item() == 0.0
+
+
+def test_sdpa_dropout_gradcheck_and_gradgradcheck() -> None:
+    q, k, v = _sdpa_inputs(gqa=True)
+
+    def fn(q: rustgrad.Tensor, k: rustgrad.Tensor, v: rustgrad.Tensor) -> rustgrad.Tensor:
+        rustgrad.manual_seed(3)  # the same mask on every evaluation
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, enable_gqa=True)
+
+    assert rustgrad.autograd.gradcheck(fn, (q, k, v))
+    assert rustgrad.autograd.gradgradcheck(fn, (q, k, v))
 
 
 def test_sdpa_half_precision_runs_in_float32() -> None:

@@ -1,10 +1,10 @@
 """``scaled_dot_product_attention`` of ``rustgrad.nn.functional``, with PyTorch's
-signature, checks and messages. Without dropout it is one fused Rust node
+signature, checks and messages: one fused Rust node
 (``crates/engine/src/ops/attention.rs``: tiles over keys with an online softmax, memory
-linear in the sequence length; grad_fn ``ScaledDotProductFlashAttentionForCpuBackward0``
-as PyTorch's CPU kernel). With ``dropout_p > 0`` the attention weights themselves are
-dropped, so they are materialised: the composition PyTorch's math path uses (softmax,
-``dropout``, matmul). See Note [Fused attention].
+linear in the sequence length, dropout drawn inside the kernel; grad_fn
+``ScaledDotProductFlashAttentionForCpuBackward0`` as PyTorch's CPU kernel). Also
+``multi_head_attention_forward``, PyTorch's ``MultiheadAttention`` computation. See Note
+[Fused attention].
 """
 
 from __future__ import annotations
@@ -59,105 +59,16 @@ def scaled_dot_product_attention(
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if scale is not None:
         scale = builtins.float(scale)
-    if dropout_p > 0.0:
-        return _with_dropout(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     return _rustgrad._scaled_dot_product_attention(
-        query, key, value, attn_mask, builtins.bool(is_causal), scale, builtins.bool(enable_gqa)
+        query,
+        key,
+        value,
+        attn_mask,
+        dropout_p,
+        builtins.bool(is_causal),
+        scale,
+        builtins.bool(enable_gqa),
     )
-
-
-def _with_dropout(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    attn_mask: Tensor | None,
-    dropout_p: builtins.float,
-    is_causal: Any,
-    scale: builtins.float | None,
-    enable_gqa: Any,
-) -> Tensor:
-    """PyTorch's math path: the weights materialised, dropped out, then applied."""
-    import rustgrad
-
-    from .functional import dropout
-
-    _check(query, key, value, attn_mask, is_causal)
-    length, source = query.shape[-2], key.shape[-2]
-    if scale is None:
-        scale = 1.0 / builtins.float(query.shape[-1]) ** 0.5
-    if enable_gqa and key.dim() >= 3 and query.dim() >= 3:
-        if key.shape[-3] != query.shape[-3]:
-            key = key.repeat_interleave(query.shape[-3] // key.shape[-3], dim=-3)
-        if value.shape[-3] != query.shape[-3]:
-            value = value.repeat_interleave(query.shape[-3] // value.shape[-3], dim=-3)
-    scores = (query @ key.transpose(-2, -1)) * scale
-    if is_causal:
-        keep = rustgrad.ones(length, source, dtype=rustgrad.bool).tril()
-        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
-    if attn_mask is not None:
-        if attn_mask.dtype == rustgrad.bool:
-            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
-        else:
-            scores = scores + attn_mask
-    # Softmax that gives 0 for a row seeing no key (PyTorch's `_safe_softmax`).
-    shift = scores.detach().amax(-1, keepdim=True).clamp_min(-3.4e38)
-    weights = (scores - shift).exp()
-    weights = weights / weights.sum(-1, keepdim=True).clamp_min(1e-300)
-    return dropout(weights, dropout_p, training=True) @ value
-
-
-def _check(
-    query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None, is_causal: Any
-) -> None:
-    """The fused op's argument checks (PyTorch's messages) for the composed path."""
-    import rustgrad
-
-    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
-        raise RuntimeError(
-            "Expected query, key, and value to all be  at least 2 dimensional, but got "
-            f"query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: "
-            f"{value.dim()} instead."
-        )
-    if not query.dtype == key.dtype == value.dtype:
-        raise RuntimeError(
-            "Expected query, key, and value to have the same dtype, but got query.dtype: "
-            f"{_cpp(query.dtype)} key.dtype: {_cpp(key.dtype)} and value.dtype: "
-            f"{_cpp(value.dtype)} instead."
-        )
-    if attn_mask is not None:
-        if attn_mask.dtype not in (rustgrad.bool, query.dtype):
-            raise RuntimeError(
-                "Expected attn_mask dtype to be bool or float or to match query dtype, but "
-                f"got attn_mask.dtype: {_cpp(attn_mask.dtype)} and  query.dtype: "
-                f"{_cpp(query.dtype)} instead."
-            )
-        if is_causal:
-            raise RuntimeError(
-                "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-                "is_causal=True"
-            )
-    if not query.dtype.is_floating_point:
-        raise RuntimeError(
-            f"expected scalar type Float but found {str(query.dtype)[6:].capitalize()}"
-        )
-
-
-def _cpp(dtype: Any) -> str:
-    """The C++ type name PyTorch's SDPA messages print for a dtype."""
-    names = {
-        "float32": "float",
-        "float64": "double",
-        "float16": "c10::Half",
-        "bfloat16": "c10::BFloat16",
-        "int64": "long int",
-        "int32": "int",
-        "int16": "short int",
-        "int8": "signed char",
-        "uint8": "unsigned char",
-        "bool": "bool",
-    }
-    name = str(dtype).replace("torch.", "").replace("rustgrad.", "")
-    return names.get(name, name)
 
 
 def _none_or_dtype(mask: Tensor | None) -> Any:

@@ -43,6 +43,62 @@ pub struct AttnGeom {
     pub scale: f64,
     /// Top-left causal mask: query row `i` sees keys `j <= i`.
     pub causal: bool,
+    /// Dropout probability on the attention weights (0: none).
+    pub dropout: f64,
+    /// Seed of the dropout mask (drawn from the generator once per call).
+    pub seed: u64,
+}
+
+impl AttnGeom {
+    /// Whether weight `(bh, i, j)` survives dropout: a counter-based draw (SplitMix64 of
+    /// the seed and the weight's index), so the backward regenerates the forward's mask
+    /// and any tiling or thread count draws the same one.
+    #[inline(always)]
+    pub fn keeps(&self, bh: usize, i: usize, j: usize) -> bool {
+        let index = ((bh * self.l + i) * self.s + j) as u64;
+        let mut z = self
+            .seed
+            .wrapping_add(index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let u = (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        u >= self.dropout
+    }
+
+    /// The factor kept weights are scaled by, `1 / (1 - p)` (0 when all are dropped).
+    pub fn keep_scale(&self) -> f64 {
+        if self.dropout >= 1.0 {
+            0.0
+        } else {
+            1.0 / (1.0 - self.dropout)
+        }
+    }
+}
+
+/// Applies the dropout mask to a tile (`rows x cols`, row stride `cols`) of matrix
+/// `bh` at query rows `r0..` and keys `c0..`: dropped entries become 0, kept ones are
+/// scaled by `1 / (1 - p)`.
+fn drop_tile<T: Float>(
+    tile: &mut [T],
+    rows: usize,
+    cols: usize,
+    r0: usize,
+    c0: usize,
+    bh: usize,
+    g: &AttnGeom,
+) {
+    let scale = T::from_f64(g.keep_scale());
+    let zero = T::from_f64(0.0);
+    for r in 0..rows {
+        for (c, x) in tile[r * cols..(r + 1) * cols].iter_mut().enumerate() {
+            *x = if g.keeps(bh, r0 + r, c0 + c) {
+                *x * scale
+            } else {
+                zero
+            };
+        }
+    }
 }
 
 /// An additive float mask broadcast to `[B, Hq, L, S]` without copying: the storage,
@@ -223,6 +279,9 @@ fn forward_unit<T: Gemm>(
             row_sum[r] = row_sum[r] * alpha + sum;
             row_max[r] = new_max;
         }
+        if g.dropout > 0.0 {
+            drop_tile(t, rows, cols, r0, c0, bh, g);
+        }
         // SAFETY: `t` is `rows x cols`, `vp` from `c0 * ev` holds `cols x ev`, `acc`
         // is `rows x ev`; disjoint buffers.
         unsafe {
@@ -359,6 +418,12 @@ fn backward_unit<T: Gemm>(
     }
     let mut p = vec![zero; BR * BC];
     let mut dp = vec![zero; BR * BC];
+    let dropping = g.dropout > 0.0;
+    let mut pd = if dropping {
+        vec![zero; BR * BC]
+    } else {
+        Vec::new()
+    };
     let mut c0 = 0;
     while c0 < s {
         let cols = BC.min(s - c0);
@@ -402,13 +467,23 @@ fn backward_unit<T: Gemm>(
                         exp_row(row, shift);
                     }
                 }
+                // With dropout the output used the dropped weights `Pd`: dV takes them,
+                // and dP passes back through the same mask.
+                let pv: &[T] = if dropping {
+                    let pdt = &mut pd[..rows * cols];
+                    pdt.copy_from_slice(pt);
+                    drop_tile(pdt, rows, cols, r0, c0, bh, g);
+                    pdt
+                } else {
+                    pt
+                };
                 // dV_j += P^T dO_i; dP = dO_i V_j^T.
                 unsafe {
                     T::gemm(
                         cols,
                         rows,
                         ev,
-                        pt.as_ptr(),
+                        pv.as_ptr(),
                         1,
                         cols as isize,
                         doh.as_ptr().add(r0 * ev),
@@ -432,6 +507,9 @@ fn backward_unit<T: Gemm>(
                         dpt.as_mut_ptr(),
                         cols as isize,
                     );
+                }
+                if dropping {
+                    drop_tile(dpt, rows, cols, r0, c0, bh, g);
                 }
                 // dS = P * (dP - D), the scores' gradient (the mask's), then scaled.
                 for r in 0..rows {

@@ -9,6 +9,7 @@ use crate::autograd::grad_mode;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::attention::{self as kernel, AttnGeom, BackwardInputs, MaskView};
+use crate::random::Generator;
 use crate::shape::broadcast_shapes;
 use crate::tensor::{Scalar, Tensor};
 use crate::variable::{SavedTensor, Variable};
@@ -222,12 +223,25 @@ fn composed_backward(
     let v5 = v.reshape(&[b, hk, 1, s, ev])?;
     let do5 = grad.reshape(&[b, hk, group, l, ev])?;
     let p = safe_softmax(&scores(g, &q5, &k5, mask)?)?;
-    let dv = p
+    // The dropout mask (kept / (1 - p), else 0) as the kernel drew it.
+    let keep = if g.dropout > 0.0 {
+        Some(dropout_mask(g, q.dtype())?.reshape(&[b, hk, group, l, s])?)
+    } else {
+        None
+    };
+    let pd = match &keep {
+        Some(m) => p.mul(m)?,
+        None => p.clone(),
+    };
+    let dv = pd
         .transpose(-2, -1)?
         .matmul(&do5)?
         .sum_dims(&[2], false)?
         .reshape(&[b, hk, s, ev])?;
-    let dp = do5.matmul(&v5.transpose(-2, -1)?)?;
+    let mut dp = do5.matmul(&v5.transpose(-2, -1)?)?;
+    if let Some(m) = &keep {
+        dp = dp.mul(m)?;
+    }
     let d = p.mul(&dp)?.sum_dims(&[-1], true)?;
     let ds = p.mul(&dp.sub(&d)?)?;
     let dss = ds.mul_scalar(g.scale)?;
@@ -245,6 +259,23 @@ fn composed_backward(
     Ok((dq, dk, dv, dm))
 }
 
+/// The kernel's dropout mask for `g` as a `[B, Hq, L, S]` tensor of `1 / (1 - p)` (kept)
+/// and 0 (dropped), for the differentiable backward.
+fn dropout_mask(g: &AttnGeom, dtype: DType) -> Result<Variable> {
+    let keep = g.keep_scale();
+    let n = g.batch * g.hq * g.l * g.s;
+    let values = crate::kernels::try_collect((0..n).map(|idx| {
+        let (bh, rest) = (idx / (g.l * g.s), idx % (g.l * g.s));
+        if g.keeps(bh, rest / g.s, rest % g.s) {
+            keep
+        } else {
+            0.0
+        }
+    }))?;
+    let t = Tensor::from_vec(values, &[g.batch, g.hq, g.l, g.s])?.to_dtype(dtype)?;
+    Ok(Variable::from_tensor(t))
+}
+
 /// Broadcasts shapes, reporting PyTorch's mismatch message with dims counted in the
 /// broadcast result.
 fn broadcast(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
@@ -259,21 +290,30 @@ fn left_pad(shape: &[usize], nd: usize) -> Vec<usize> {
 
 impl Variable {
     /// `scaled_dot_product_attention(query, key, value, attn_mask, dropout_p=0,
-    /// is_causal, scale, enable_gqa)` without dropout: `softmax(q k^T * scale + mask)
-    /// v` over `(..., L, E)`, `(..., S, E)`, `(..., S, Ev)` with the leading dims
+    /// is_causal, scale, enable_gqa)`: `dropout(softmax(q k^T * scale + mask)) v` over `(..., L, E)`, `(..., S, E)`, `(..., S, Ev)` with the leading dims
     /// broadcast (with `enable_gqa`, the head dim `-3` of `key`/`value` may divide the
     /// query's instead). `attn_mask` is bool (True attends) or of the query's dtype
     /// (added) and broadcasts to `(..., L, S)`; `is_causal` masks keys after the query
-    /// row (top-left aligned). A row that sees no key gives 0, as PyTorch on CPU.
+    /// row (top-left aligned). A row that sees no key gives 0, as PyTorch on CPU. With
+    /// `dropout_p > 0` each weight is dropped (or scaled by `1 / (1 - p)`) by a mask drawn
+    /// from one 64-bit seed of `generator`, which the backward regenerates.
+    #[allow(clippy::too_many_arguments)]
     pub fn scaled_dot_product_attention(
         &self,
         key: &Variable,
         value: &Variable,
         attn_mask: Option<&Variable>,
+        dropout_p: f64,
         is_causal: bool,
         scale: Option<f64>,
         enable_gqa: bool,
+        generator: &Generator,
     ) -> Result<Variable> {
+        if !(0.0..=1.0).contains(&dropout_p) {
+            return Err(Error::InvalidArgument(format!(
+                "dropout probability has to be between 0 and 1, but got {dropout_p}"
+            )));
+        }
         let (q, k, v) = (self, key, value);
         if q.dim() < 2 || k.dim() < 2 || v.dim() < 2 {
             return Err(Error::InvalidArgument(format!(
@@ -329,9 +369,11 @@ impl Variable {
                     &up(k)?,
                     &up(v)?,
                     m.as_ref(),
+                    dropout_p,
                     is_causal,
                     scale,
                     enable_gqa,
+                    generator,
                 )?
                 .to_dtype(dtype);
         }
@@ -408,6 +450,13 @@ impl Variable {
             ev,
             scale,
             causal: is_causal,
+            dropout: dropout_p,
+            // Drawn only when dropping, so dropout-free calls leave the generator alone.
+            seed: if dropout_p > 0.0 {
+                generator.random_u64()
+            } else {
+                0
+            },
         };
         // The mask as an additive float, broadcast (a view) to `[B, Hq, L, S]`.
         let mask4 = match attn_mask {
