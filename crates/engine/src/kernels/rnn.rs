@@ -139,7 +139,7 @@ pub struct Workspace<T> {
     /// Per row: the activated gates (`[rows, saved_gates·hidden]`; for the plain RNN
     /// the output itself).
     pub gates: Vec<T>,
-    /// Per row: the LSTM cell state after the step (`[rows, hidden]`).
+    /// Per row: `tanh` of the LSTM cell state after the step (`[rows, hidden]`).
     pub cell: Vec<T>,
     /// Per row: the LSTM cell state before the step.
     pub cell_prev: Vec<T>,
@@ -277,33 +277,28 @@ fn gemm<T: Gemm + Send + Sync>(
     Ok(())
 }
 
-/// `out[bs, n] (=, or += with `add`) a[bs, k] @ lhsᵀ` where `lhs` is `n x k` given in
-/// column-major form (row stride 1): computed as `lhs @ aᵀ` (`n x bs`) and transposed,
-/// so the large operand (the recurrent weight) is read in place and only the small
-/// per-step state is packed by the GEMM.
-#[allow(clippy::too_many_arguments)]
-fn recurrent_product<T: Gemm + Send + Sync>(
+/// `out[bs, n] (=, or += with `add`) a[bs, k] @ b[k, n]`: a per-step product of the
+/// small state with the recurrent weight, through `matmul` (which reads the weight in
+/// place when `bs` is small, and tiles large products independently of the thread
+/// count).
+fn recurrent_product<T: Gemm>(
     bs: usize,
     k: usize,
     n: usize,
     a: &[T],
-    lhs: Mat<'_, T>,
-    scratch: &mut [T],
+    b: Mat<'_, T>,
     add: bool,
     out: &mut [T],
 ) -> Result<()> {
-    let scratch = scratch.get_mut(..n * bs).ok_or(Error::NumelOverflow)?;
-    gemm((n, k, bs), lhs, (a, 1, k), T::ZERO, scratch)?;
+    let a = a.get(..bs * k).ok_or(Error::NumelOverflow)?;
+    let v = product((bs, k, n), (a, k, 1), b)?;
     let out = out.get_mut(..bs * n).ok_or(Error::NumelOverflow)?;
-    for (r, row) in out.chunks_exact_mut(n.max(1)).enumerate() {
-        for (i, o) in row.iter_mut().enumerate() {
-            let v = scratch[i * bs + r];
-            if add {
-                *o += v;
-            } else {
-                *o = v;
-            }
+    if add {
+        for (o, x) in out.iter_mut().zip(v) {
+            *o += x;
         }
+    } else {
+        out.copy_from_slice(&v);
     }
     Ok(())
 }
@@ -400,14 +395,13 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
     let mut c_state = if lstm { c0.to_vec() } else { Vec::new() };
     let mut hg = try_vec(b * gh, T::ZERO)?;
     let mut raw = try_vec(b * h, T::ZERO)?;
-    // W_hhᵀ row-major: W_hh in column-major form, the recurrent GEMM's left operand.
+    // W_hhᵀ row-major ([proj, gates·hidden]): the per-step GEMM reads it in place.
     let mut whh_t = try_vec(gh * p, T::ZERO)?;
     for (i, row) in w.w_hh.chunks_exact(p.max(1)).enumerate().take(gh) {
         for (k, &v) in row.iter().enumerate() {
             whh_t[k * gh + i] = v;
         }
     }
-    let mut scratch = try_vec(b * gh, T::ZERO)?;
     let offsets = g.offsets();
     let (one, zero) = (T::ONE, T::ZERO);
     for t in g.order() {
@@ -422,8 +416,7 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
             p,
             gh,
             &h_state[..bs * p],
-            (&whh_t, 1, gh),
-            &mut scratch,
+            (&whh_t, gh, 1),
             false,
             &mut hg[..bs * gh],
         )?;
@@ -454,6 +447,7 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
             }
             CellKind::Lstm => {
                 ws.cell_prev[off * h..(off + bs) * h].copy_from_slice(&c_state[..bs * h]);
+                let tanh_c = &mut ws.cell[off * h..(off + bs) * h];
                 for r in 0..bs {
                     let xr = &xrows[r * gh..(r + 1) * gh];
                     let hr = &hg[r * gh..(r + 1) * gh];
@@ -467,14 +461,15 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
                         let og = (xr[3 * h + j] + hr[3 * h + j]).sigmoid();
                         let c = fg * cr[j] + ig * gg;
                         cr[j] = c;
-                        out_h[j] = og * c.tanh();
+                        let tc = c.tanh();
+                        tanh_c[r * h + j] = tc;
+                        out_h[j] = og * tc;
                         gr[j] = ig;
                         gr[h + j] = fg;
                         gr[2 * h + j] = gg;
                         gr[3 * h + j] = og;
                     }
                 }
-                ws.cell[off * h..(off + bs) * h].copy_from_slice(&c_state[..bs * h]);
                 if g.has_proj {
                     ws.hidden_raw[off * h..(off + bs) * h].copy_from_slice(&raw[..bs * h]);
                     let w_hr = w.w_hr.unwrap_or(&[]);
@@ -591,7 +586,6 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
     };
     let mut dh = try_vec(b * p, T::ZERO)?;
     let mut dhr = try_vec(b * h, T::ZERO)?;
-    let mut scratch = try_vec(b * p, T::ZERO)?;
     let offsets = g.offsets();
     let (one, zero) = (T::ONE, T::ZERO);
     let w_hr = w.w_hr.unwrap_or(&[]);
@@ -628,8 +622,7 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
                     gh,
                     p,
                     dg,
-                    (w.w_hh, 1, p),
-                    &mut scratch,
+                    (w.w_hh, p, 1),
                     false,
                     &mut dh_state[..bs * p],
                 )?;
@@ -650,7 +643,7 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
                     let dcr = &mut dc_state[r * h..(r + 1) * h];
                     for j in 0..h {
                         let (ig, fg, gg, og) = (gr[j], gr[h + j], gr[2 * h + j], gr[3 * h + j]);
-                        let tc = cs[r * h + j].tanh();
+                        let tc = cs[r * h + j];
                         let dhv = dhr[r * h + j];
                         let dc = dcr[j] + dhv * og * (one - tc * tc);
                         dgr[j] = dc * gg * ig * (one - ig);
@@ -665,8 +658,7 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
                     gh,
                     p,
                     dg,
-                    (w.w_hh, 1, p),
-                    &mut scratch,
+                    (w.w_hh, p, 1),
                     false,
                     &mut dh_state[..bs * p],
                 )?;
@@ -701,8 +693,7 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
                     gh,
                     p,
                     dgr_h,
-                    (w.w_hh, 1, p),
-                    &mut scratch,
+                    (w.w_hh, p, 1),
                     true,
                     &mut dh_state[..bs * p],
                 )?;
