@@ -107,6 +107,13 @@ impl Span {
     };
 }
 
+/// `n` spans `f(0), f(1), ..`, allocated fallibly (an output axis may be huge).
+pub fn spans(n: usize, f: impl Fn(usize) -> Span) -> Result<Vec<Span>> {
+    let mut v = super::try_with_capacity(n)?;
+    v.extend((0..n).map(f));
+    Ok(v)
+}
+
 /// A pooling sweep over `(D, H, W)` planes: the input plane size, the output size, and
 /// per axis the window of each output position. `spans[a]` holds `output[a] * sets`
 /// spans: one set shared by every plane (`sets == 1`), or one per plane (fractional
@@ -135,14 +142,12 @@ impl Window {
         }
     }
 
-    /// PyTorch's adaptive windows from `input` to `output`.
-    pub fn adaptive(input: [usize; 3], output: [usize; 3]) -> Window {
-        let spans = std::array::from_fn(|a| {
-            (0..output[a])
-                .map(|o| Span::adaptive(o, output[a], input[a]))
-                .collect()
-        });
-        Window::shared(input, spans)
+    /// PyTorch's adaptive windows from `input` to `output` (the allocator's error if
+    /// the spans do not fit in memory).
+    pub fn adaptive(input: [usize; 3], output: [usize; 3]) -> Result<Window> {
+        let [d, h, w] =
+            std::array::from_fn(|a| spans(output[a], |o| Span::adaptive(o, output[a], input[a])));
+        Ok(Window::shared(input, [d?, h?, w?]))
     }
 
     fn in_plane(&self) -> usize {

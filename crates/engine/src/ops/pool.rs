@@ -425,22 +425,17 @@ fn window(shape: &[usize], p: &Args, op: &str, avg3d: bool) -> Result<(usize, Wi
             )));
         }
     }
-    let spans = std::array::from_fn(|a| {
+    let [d, h, w] = std::array::from_fn(|a| {
         let u = |v: i64| v as usize;
-        (0..u(out[a]))
-            .map(|o| {
-                Span::fixed(
-                    o,
-                    input[a],
-                    u(p.kernel[a]),
-                    u(p.stride[a]),
-                    u(p.padding[a]),
-                    u(p.dilation[a]),
-                )
-            })
-            .collect()
+        let (k, s, pad, dil) = (
+            u(p.kernel[a]),
+            u(p.stride[a]),
+            u(p.padding[a]),
+            u(p.dilation[a]),
+        );
+        kernel::spans(u(out[a]), |o| Span::fixed(o, input[a], k, s, pad, dil))
     });
-    Ok((planes, Window::shared(input, spans)))
+    Ok((planes, Window::shared(input, [d?, h?, w?])))
 }
 
 fn check_float(op: &'static str, dtype: DType) -> Result<()> {
@@ -527,7 +522,7 @@ impl Variable {
     ) -> Result<(Variable, Variable)> {
         let shape = self.shape();
         let (planes, input, output) = adaptive_geometry(op, &shape, output_size, rank)?;
-        let win = Window::adaptive(input, output);
+        let win = Window::adaptive(input, output)?;
         let kernel_name = if rank == 2 {
             op
         } else {
@@ -655,32 +650,27 @@ impl Variable {
             .to_dtype(DType::F64)?
             .contiguous()?
             .try_to_vec()?;
-        let spans: [Vec<Span>; 3] = dispatch_float!(self.dtype(), op, T => {
+        let spans: [Result<Vec<Span>>; 3] = dispatch_float!(self.dtype(), op, T => {
             std::array::from_fn(|a| {
                 if a + rank < 3 {
-                    return vec![Span::UNIT; planes];
+                    return kernel::spans(planes, |_| Span::UNIT);
                 }
-                let mut v = Vec::with_capacity(planes * out[a]);
+                // PyTorch's sample order is (w, h) in 2-d and (t, h, w) in 3-d.
+                let slot = if rank == 2 { 2 - a } else { a };
+                let k = kernel[a] as usize;
+                let mut v = crate::kernels::try_with_capacity(planes.saturating_mul(out[a]))?;
                 for b in 0..batch {
                     for c in 0..channels {
-                        let sample = s[(b * sshape[1] + c) * rank + (a + rank - 3)];
-                        // PyTorch's 2-d sample order is (w, h); the 3-d one (t, h, w).
-                        let sample = if rank == 2 {
-                            s[(b * sshape[1] + c) * rank + (2 - a)]
-                        } else {
-                            sample
-                        };
-                        let k = kernel[a] as usize;
-                        v.extend(
-                            kernel::fractional_starts::<T>(sample, input[a], out[a], k)
-                                .into_iter()
-                                .map(|st| Span::at(st, k)),
-                        );
+                        let sample = s[(b * sshape[1] + c) * rank + slot];
+                        let starts = kernel::fractional_starts::<T>(sample, input[a], out[a], k);
+                        v.extend(starts.into_iter().map(|st| Span::at(st, k)));
                     }
                 }
-                v
+                Ok(v)
             })
         });
+        let [d, h, w] = spans;
+        let spans = [d?, h?, w?];
         let win = Window {
             input,
             output: out,
@@ -933,7 +923,7 @@ impl Variable {
             input: shape,
             rank,
             adaptive: true,
-            win: Window::adaptive(input, output),
+            win: Window::adaptive(input, output)?,
             count_include_pad: false,
             divisor: None,
         };
