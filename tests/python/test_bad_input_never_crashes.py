@@ -2714,6 +2714,101 @@ NN_CASES.update(
         ),
     }
 )
+# Pooling functionals of issue 21 (messages: PyTorch 2.15's, as in nn_pool3d.json).
+_V5 = (1, 2, 4, 4, 4)
+NN_CASES.update(
+    {
+        "max_pool3d/3d_input": (
+            lambda: F.max_pool3d(torch.randn(2, 4, 4), 2),
+            RT,
+            "non-empty 4D or 5D (batch mode) tensor expected for input",
+        ),
+        "max_pool3d_with_indices/zero_dilation": (
+            lambda: F.max_pool3d_with_indices(torch.randn(_V5), 2, dilation=0),
+            RT,
+            "dilation should be greater than zero, but got dilationT: 0 dilationH: 0 dilationW: 0",
+        ),
+        "avg_pool3d/kernel_too_big": (
+            lambda: F.avg_pool3d(torch.randn(_V5), 5),
+            RT,
+            "input image (T: 4 H: 4 W: 4) smaller than kernel size (kT: 5 kH: 5 kW: 5)",
+        ),
+        "adaptive_avg_pool3d/negative_size": (
+            lambda: F.adaptive_avg_pool3d(torch.randn(_V5), -1),
+            RT,
+            "adaptive_avg_pool3d: elements of output_size must be greater than or equal to 0",
+        ),
+        "adaptive_max_pool3d/2d_input": (
+            lambda: F.adaptive_max_pool3d(torch.randn(4, 4), 2),
+            RT,
+            "adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: [4, 4]",
+        ),
+        "adaptive_max_pool3d_with_indices/empty_channels": (
+            lambda: F.adaptive_max_pool3d_with_indices(torch.randn(1, 0, 4, 4, 4), 2),
+            RT,
+            "adaptive_max_pool3d(): Expected input to have non-zero size for non-batch",
+        ),
+        "adaptive_max_pool1d/two_sizes": (
+            lambda: F.adaptive_max_pool1d(torch.randn(2, 4), (2, 2)),
+            RT,
+            "adaptive_max_pool1d() argument 'output_size' should contain one int (got 2)",
+        ),
+        "adaptive_max_pool1d_with_indices/empty": (
+            lambda: F.adaptive_max_pool1d_with_indices(torch.randn(2, 0), 2),
+            RT,
+            "adaptive_max_pool1d(): Expected input to have non-zero size for non-batch",
+        ),
+        "lp_pool1d/zero_norm": (
+            lambda: F.lp_pool1d(torch.randn(1, 2, 4), 0, 2),
+            VE,
+            "norm_type must be a non-zero value, but got 0",
+        ),
+        "lp_pool2d/kernel_too_big": (
+            lambda: F.lp_pool2d(torch.randn(1, 2, 4, 4), 2, 5),
+            RT,
+            "Output size is too small",
+        ),
+        "lp_pool3d/3d_input": (
+            lambda: F.lp_pool3d(torch.randn(2, 4, 4), 2, 2),
+            RT,
+            "non-empty 4D or 5D (batch mode) tensor expected for input",
+        ),
+        "max_unpool1d/bad_index": (
+            lambda: F.max_unpool1d(torch.randn(1, 2, 3), torch.full((1, 2, 3), 99), 2),
+            RT,
+            "Found an invalid max index: 99 (output volumes are of size 6x1)",
+        ),
+        "max_unpool3d/bad_index": (
+            lambda: F.max_unpool3d(torch.randn(_V5), torch.full(_V5, 999), 2),
+            RT,
+            "Found an invalid max index: 999 (output volumes are of size 8x8x8)",
+        ),
+        "fractional_max_pool2d/no_size": (
+            lambda: F.fractional_max_pool2d(torch.randn(1, 2, 7, 7), 2),
+            VE,
+            "fractional_max_pool2d requires specifying either an output_size or an output_ratio",
+        ),
+        "fractional_max_pool2d_with_indices/pool_too_large": (
+            lambda: F.fractional_max_pool2d_with_indices(torch.randn(1, 2, 7, 7), 8, 3),
+            RT,
+            "fractional_max_pool2d(): pool height 8 too large relative to input height 7",
+        ),
+        "fractional_max_pool3d/samples_size": (
+            lambda: F.fractional_max_pool3d(
+                torch.randn(_V5), 2, 2, _random_samples=torch.rand(1, 2, 2)
+            ),
+            RT,
+            "Expect _random_samples.size(2) equals to 3; got 2.",
+        ),
+        "fractional_max_pool3d_with_indices/samples_dtype": (
+            lambda: F.fractional_max_pool3d_with_indices(
+                torch.randn(_V5), 2, 2, _random_samples=torch.rand(1, 2, 3).double()
+            ),
+            RT,
+            "Expect _random_samples to have the same dtype as input",
+        ),
+    }
+)
 CASES.update({f"nn.functional.{name}": case for name, case in NN_CASES.items()})
 
 # Hostile checkpoints of tests/vectors/hostile_pickles (test_serialization_hostile.py
