@@ -1,6 +1,6 @@
 """The pooling functionals and modules added for issue 21 (3-d pooling, adaptive max
-1-d / 3-d, LP pooling, max_unpool 1-d / 3-d, fractional max pooling, area
-interpolation) against PyTorch's vectors in tests/vectors/nn_pool3d.json (written by
+1-d / 3-d, LP pooling, max_unpool 1-d / 3-d, fractional max pooling, area and
+antialiased interpolation) against PyTorch's vectors in tests/vectors/nn_pool3d.json (written by
 generate_nn_pool3d.py): outputs, indices, input gradients, grad_fn names and the
 messages of rejected calls; gradcheck and gradgradcheck in float64; module reprs and
 state; bitwise determinism across thread counts."""
@@ -100,6 +100,9 @@ def test_gradcheck_float64() -> None:
     _gradchecks(lambda t: F.lp_pool3d(t.abs() + 0.5, 2, 2), x)
     s = rustgrad.rand(1, 2, 3, dtype=rustgrad.float64, generator=g)
     _gradchecks(lambda t: F.fractional_max_pool3d(t, 2, (2, 3, 2), _random_samples=s), x)
+    z = rustgrad.randn(1, 2, 7, 6, dtype=rustgrad.float64, generator=g).requires_grad_()
+    for mode in ("bilinear", "bicubic"):
+        _gradchecks(lambda t, m=mode: F.interpolate(t, (3, 8), mode=m, antialias=True), z)
     y = rustgrad.randn(2, 3, 9, dtype=rustgrad.float64, generator=g).requires_grad_()
     _gradchecks(lambda t: F.adaptive_max_pool1d(t, 4), y)
     _gradchecks(lambda t: F.lp_pool1d(t.abs() + 0.5, 3, 2), y)

@@ -166,6 +166,18 @@ for dt in ("float64", "float32"):
     case("interpolate_area_3d" + s, "interpolate", [(1, 2, 5, 6, 7)], dt,
          {"size": (2, 4, 3), "mode": "area"})
 
+for dt in ("float64", "float32"):
+    s = f"_{dt}"
+    for mode in ("bilinear", "bicubic"):
+        for align in (False, True):
+            tag = f"{mode}_{'ac' if align else 'noac'}{s}"
+            case("interpolate_aa_down_" + tag, "interpolate", [(1, 2, 11, 9)], dt,
+                 {"size": (4, 5), "mode": mode, "align_corners": align, "antialias": True})
+            case("interpolate_aa_up_" + tag, "interpolate", [(2, 1, 5, 4)], dt,
+                 {"size": (7, 9), "mode": mode, "align_corners": align, "antialias": True})
+        case(f"interpolate_aa_scale_{mode}{s}", "interpolate", [(1, 2, 10, 12)], dt,
+             {"scale_factor": (0.3, 0.45), "mode": mode, "antialias": True})
+
 ERRORS: list[dict] = []
 
 
@@ -252,6 +264,8 @@ error("fractional_max_pool3d", [(1, 2, 5, 5, 5)], kernel_size=2, output_size=2,
 error("max_unpool3d", [(1, 2, 2, 2, 2), (1, 2, 2, 2, 2)], kernel_size=2)
 error("max_unpool1d", [(1, 2, 3), (1, 2, 3)], kernel_size=2, output_size=[3])
 error("interpolate", [(1, 2, 4, 4)], size=2, mode="area", align_corners=True)
+error("interpolate", [(1, 2, 4)], size=2, mode="linear", antialias=True)
+error("interpolate", [(1, 2, 4, 4)], dtype="float16", size=2, mode="bilinear", antialias=True)
 
 OUT.write_text(json.dumps({"cases": CASES, "errors": ERRORS}, separators=(",", ":")) + "\n")
 print(f"wrote {OUT} ({len(CASES)} cases, {len(ERRORS)} errors)")

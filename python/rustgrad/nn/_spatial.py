@@ -95,7 +95,8 @@ def interpolate(
             of input and output align (default False); an error for the others.
         recompute_scale_factor: when True, the output size from ``scale_factor`` also
             places the samples (instead of the scale factor itself).
-        antialias: not implemented (raises for True where PyTorch supports it).
+        antialias: for bilinear and bicubic 4-D input, a filter stretched by the
+            downsampling factor (PyTorch's antialiased resampling).
 
     Returns:
         The resized tensor (grad_fn ``UpsampleBilinear2DBackward0``, ...).
@@ -188,14 +189,15 @@ def interpolate(
     if mode == "lanczos" and input.dim() == 4:
         raise NotImplementedError(f"rustgrad: interpolate(mode='{mode}') is not implemented")
     if mode in supported and input.dim() in supported[mode]:
-        if antialias:
-            raise NotImplementedError("rustgrad: interpolate(antialias=True) is not implemented")
         if output_size is None:
             assert scale_factors is not None
             output_size = [math.floor(input.size(i + 2) * scale_factors[i]) for i in range(dim)]
             scales: list[float | None] = list(scale_factors)
         else:
             scales = [None] * dim if scale_factors is None else list(scale_factors)
+        if antialias:
+            cubic = mode == "bicubic"
+            return input._upsample_antialias(cubic, output_size, scales, bool(align_corners))
         return input._upsample(mode, output_size, scales, bool(align_corners))
 
     needs = {"linear": 3, "bilinear": 4, "trilinear": 5}

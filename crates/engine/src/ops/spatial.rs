@@ -88,6 +88,8 @@ pub(crate) enum Sampled {
     NearestExact(u8),
     Linear(u8),
     Bicubic,
+    /// Antialiased bilinear (`false`) or bicubic (`true`) 2-d interpolation.
+    Antialias(bool),
 }
 
 /// The backward rules of this family.
@@ -136,6 +138,8 @@ impl Rule {
                 Sampled::Linear(2) => "UpsampleBilinear2DBackward0",
                 Sampled::Linear(_) => "UpsampleTrilinear3DBackward0",
                 Sampled::Bicubic => "UpsampleBicubic2DBackward0",
+                Sampled::Antialias(false) => "UpsampleBilinear2DAaBackward0",
+                Sampled::Antialias(true) => "UpsampleBicubic2DAaBackward0",
             },
             Rule::SampleBackward { name, .. } => match name {
                 Sampled::ConstantPad | Sampled::CircularPad => "SliceBackward0",
@@ -155,6 +159,8 @@ impl Rule {
                 Sampled::Linear(2) => "UpsampleBilinear2DBackwardBackward0",
                 Sampled::Linear(_) => "UpsampleTrilinear3DBackwardBackward0",
                 Sampled::Bicubic => "UpsampleBicubic2DBackwardBackward0",
+                Sampled::Antialias(false) => "UpsampleBilinear2DAaBackwardBackward0",
+                Sampled::Antialias(true) => "UpsampleBicubic2DAaBackwardBackward0",
             },
             Rule::GridSampler(_) => "GridSampler2DBackward0",
             Rule::AffineGrid(_) => "AffineGridGeneratorBackward0",
@@ -552,6 +558,76 @@ impl Variable {
 // ----- upsample ------------------------------------------------------------------------
 
 /// PyTorch's `area_pixel_compute_scale`.
+/// The taps of antialiased (bi)linear or bicubic interpolation along one axis
+/// (PyTorch's `_compute_index_ranges_weights`): when downsampling, the filter (a
+/// triangle, or the cubic with `a = -0.5`) is stretched by the scale, so each output
+/// averages every input it covers; weights are normalised to sum to 1. Outputs with
+/// fewer taps than the widest pad with no-read entries of weight 0.
+fn antialias_axis(
+    cubic: bool,
+    input: usize,
+    output: usize,
+    scale: Option<f64>,
+    align_corners: bool,
+) -> Axis {
+    let filter = |x: f64| {
+        let x = x.abs();
+        if !cubic {
+            return if x < 1.0 { 1.0 - x } else { 0.0 };
+        }
+        const A: f64 = -0.5;
+        if x < 1.0 {
+            ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0
+        } else if x < 2.0 {
+            ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A
+        } else {
+            0.0
+        }
+    };
+    let s = pixel_scale(input, output, align_corners, scale);
+    let half = if cubic { 2.0 } else { 1.0 };
+    let (support, invscale) = if s >= 1.0 {
+        (half * s, 1.0 / s)
+    } else {
+        (half, 1.0)
+    };
+    let ranges: Vec<(usize, usize)> = (0..output)
+        .map(|o| {
+            let center = s * (o as f64 + 0.5);
+            // Truncation toward zero, as PyTorch's int64 casts.
+            let lo = ((center - support + 0.5) as i64).max(0) as usize;
+            let hi = ((center + support + 0.5) as i64).clamp(0, input as i64) as usize;
+            (lo, hi.max(lo))
+        })
+        .collect();
+    let k = ranges
+        .iter()
+        .map(|(lo, hi)| hi - lo)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let (mut idx, mut w) = (
+        Vec::with_capacity(k * output),
+        Vec::with_capacity(k * output),
+    );
+    for (o, &(lo, hi)) in ranges.iter().enumerate() {
+        let center = s * (o as f64 + 0.5);
+        let taps: Vec<f64> = (lo..hi)
+            .map(|j| filter((j as f64 - center + 0.5) * invscale))
+            .collect();
+        let total: f64 = taps.iter().sum();
+        for (j, t) in taps.iter().enumerate() {
+            idx.push(lo + j);
+            w.push(if total != 0.0 { t / total } else { *t });
+        }
+        for _ in hi - lo..k {
+            idx.push(NONE);
+            w.push(0.0);
+        }
+    }
+    Axis { k, idx, w }
+}
+
 fn pixel_scale(input: usize, output: usize, align_corners: bool, scale: Option<f64>) -> f64 {
     if align_corners {
         if output > 1 {
@@ -751,6 +827,73 @@ impl Variable {
             UpsampleMode::Cubic => Sampled::Bicubic,
         };
         self.sample(map, name, 0.0)
+    }
+}
+
+impl Variable {
+    /// `interpolate(input, output_size, mode="bilinear" | "bicubic", antialias=True)`
+    /// over `(N, C, H, W)`: each output a normalised, scale-stretched filter over the
+    /// inputs it covers (PyTorch's `_upsample_bilinear2d_aa` / `_upsample_bicubic2d_aa`).
+    pub fn upsample_antialias(
+        &self,
+        cubic: bool,
+        output_size: &[usize],
+        scales: &[Option<f64>],
+        align_corners: bool,
+    ) -> Result<Variable> {
+        let shape = self.shape();
+        let op = if cubic {
+            "_upsample_bicubic2d_aa"
+        } else {
+            "_upsample_bilinear2d_aa"
+        };
+        if shape.len() != 4 || output_size.len() != 2 || scales.len() != 2 {
+            return Err(runtime(format!(
+                "{op}: expected a 4-D input and 2 output sizes, got {} and {}",
+                shape.len(),
+                output_size.len()
+            )));
+        }
+        if shape[2..].contains(&0) || output_size.contains(&0) {
+            return Err(runtime(format!(
+                "Input and output sizes should be greater than 0, but got input (H: {}, W: {}) \
+                 output (H: {}, W: {})",
+                shape[2], shape[3], output_size[0], output_size[1]
+            )));
+        }
+        if shape[1] == 0 {
+            return Err(runtime(format!(
+                "Non-empty 4D data tensor expected but got a tensor with sizes {:?}",
+                shape.as_slice()
+            )));
+        }
+        if !matches!(self.dtype(), DType::F32 | DType::F64) {
+            return Err(Error::NoKernel(format!(
+                "\"compute_index_ranges_weights\" not implemented for '{}'",
+                self.dtype().scalar_type_name()
+            )));
+        }
+        // The widest window: the filter's support times the downsampling factor.
+        let taps: usize = (0..2)
+            .map(|d| {
+                let factor = shape[2 + d].div_ceil(output_size[d]).max(1);
+                (if cubic { 4 } else { 2 }) * factor + 2
+            })
+            .product();
+        check_output(&shape[..2], output_size, taps)?;
+        let axes: Vec<Axis> = (0..2)
+            .map(|d| {
+                antialias_axis(
+                    cubic,
+                    shape[2 + d],
+                    output_size[d],
+                    scales[d],
+                    align_corners,
+                )
+            })
+            .collect();
+        let map = SampleMap::separable(&shape, &axes, true)?;
+        self.sample(map, Sampled::Antialias(cubic), 0.0)
     }
 }
 

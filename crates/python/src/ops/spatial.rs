@@ -37,6 +37,24 @@ impl PyTensor {
         new_tensor(py, out.py()?)
     }
 
+    /// `_upsample_bilinear2d_aa` / `_upsample_bicubic2d_aa` (`cubic`) with the output
+    /// size computed by the caller and the user's scale factors.
+    fn _upsample_antialias(
+        &self,
+        py: Python<'_>,
+        cubic: bool,
+        output_size: Vec<usize>,
+        scales: Vec<Option<f64>>,
+        align_corners: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let var = &self.var;
+        let work = var.numel().max(output_size.iter().product());
+        let out = maybe_detach(py, work, || {
+            var.upsample_antialias(cubic, &output_size, &scales, align_corners)
+        });
+        new_tensor(py, out.py()?)
+    }
+
     /// `upsample_*` with the output size computed by the caller and the user's scale
     /// factors (`None` where not given or recomputed).
     fn _upsample(
