@@ -200,6 +200,11 @@ def test_layer_errors_are_pytorchs() -> None:
         lstm(torch.randn(1, 5, 2, 4))
     with pytest.raises(RuntimeError, match="For batched 3-D input, hx and cx should also be 3-D"):
         lstm(torch.randn(5, 2, 4), (torch.randn(2, 3), torch.randn(2, 3)))
+    with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0 in RNN"):
+        lstm(torch.randn(0, 2, 4))
+    assert lstm(torch.randn(5, 0, 4))[0].shape == (5, 0, 3)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
+        torch.nn.GRU(4, 3).half()(torch.randn(5, 2, 4).half())
     gru = torch.nn.GRU(4, 3)
     with pytest.raises(RuntimeError, match=r"Expected hidden size \(1, 2, 3\), got \[1, 3, 3\]"):
         gru(torch.randn(5, 2, 4), torch.randn(1, 3, 3))

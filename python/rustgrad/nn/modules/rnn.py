@@ -344,6 +344,8 @@ class RNNBase(Module):
         x = input
         if batch_sizes is None and self.batch_first:
             x = x.transpose(0, 1)
+        if batch_sizes is None and x.size(0) == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         out, h_n, c_n = self._run(x, batch_sizes, h0, c0)
         hidden: Any = (h_n, c_n) if lstm else h_n
         if isinstance(orig_input, PackedSequence):
