@@ -416,8 +416,10 @@ fn backward_unit<T: Gemm>(
             .sum();
         *d = T::from_f64(total);
     }
-    let mut p = vec![zero; BR * BC];
-    let mut dp = vec![zero; BR * BC];
+    // Tiles sized by the problem (a short sequence needs less than a full tile).
+    let tile = BR.min(l) * BC.min(s);
+    let mut p = vec![zero; tile];
+    let mut dp = vec![zero; tile];
     let dropping = g.dropout > 0.0;
     let mut pd = if dropping {
         vec![zero; BR * BC]
