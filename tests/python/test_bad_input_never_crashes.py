@@ -2714,6 +2714,63 @@ NN_CASES.update(
         ),
     }
 )
+# Attention (issue 21): PyTorch 2.15's exception types and messages.
+_Q = torch.randn(2, 4, 8)
+
+
+def _mha_forward(x, e):
+    """``F.multi_head_attention_forward`` self-attention with embed dim ``e``, 2 heads."""
+    w, w_out = torch.randn(3 * e, e), torch.randn(e, e)
+    return F.multi_head_attention_forward(
+        x, x, x, e, 2, w, None, None, None, False, 0.0, w_out, None
+    )
+
+
+NN_CASES.update(
+    {
+        "scaled_dot_product_attention/one_dim": (
+            lambda: F.scaled_dot_product_attention(*(torch.randn(8),) * 3),
+            RT,
+            "Expected query, key, and value to all be  at least 2 dimensional",
+        ),
+        "scaled_dot_product_attention/mask_int": (
+            lambda: F.scaled_dot_product_attention(
+                _Q, _Q, _Q, attn_mask=torch.ones(4, 4, dtype=torch.int64)
+            ),
+            RT,
+            "Expected attn_mask dtype to be bool or float or to match query dtype",
+        ),
+        "scaled_dot_product_attention/mask_and_causal": (
+            lambda: F.scaled_dot_product_attention(
+                _Q, _Q, _Q, attn_mask=torch.ones(4, 4, dtype=torch.bool), is_causal=True
+            ),
+            RT,
+            "Explicit attn_mask should not be set when is_causal=True",
+        ),
+        "scaled_dot_product_attention/gqa_heads": (
+            lambda: F.scaled_dot_product_attention(
+                torch.randn(1, 4, 2, 8), *(torch.randn(1, 3, 2, 8),) * 2, enable_gqa=True
+            ),
+            RT,
+            "Number of heads in key and value must divide the number of heads in query",
+        ),
+        "scaled_dot_product_attention/dropout": (
+            lambda: F.scaled_dot_product_attention(_Q, _Q, _Q, dropout_p=-0.5),
+            RT,
+            "dropout probability has to be between 0 and 1, but got -0.5",
+        ),
+        "multi_head_attention_forward/embed_dim": (
+            lambda: _mha_forward(_Q, 6),
+            AssertionError,
+            "was expecting embedding dimension of 6, but got 8",
+        ),
+        "multi_head_attention_forward/4d_query": (
+            lambda: _mha_forward(torch.randn(1, 2, 4, 8), 8),
+            AssertionError,
+            "query should be unbatched 2D or batched 3D tensor but received 4-D query tensor",
+        ),
+    }
+)
 # Pooling functionals of issue 21 (messages: PyTorch 2.15's, as in nn_pool3d.json).
 _V5 = (1, 2, 4, 4, 4)
 NN_CASES.update(
