@@ -157,6 +157,22 @@ CASES: dict[str, Case] = {
     "local_response_norm": Case(lambda x: F.local_response_norm(x, 2), Fl(2, 3, 4)),
     "normalize": Case(lambda x: F.normalize(x, dim=1), Fl(3, 4)),
     "rms_norm": Case(lambda x, w: F.rms_norm(x, (4,), w), Fl(3, 4), Fl(4)),
+    "scaled_dot_product_attention": Case(
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        Fl(2, 3, 4),
+        Fl(2, 5, 4),
+        Fl(2, 5, 3),
+        Fl(3, 5),
+    ),
+    "multi_head_attention_forward": Case(
+        lambda q, kv, w, wo: F.multi_head_attention_forward(
+            q, kv, kv, 4, 2, w, None, None, None, False, 0.0, wo, None
+        )[0],
+        Fl(3, 2, 4),
+        Fl(5, 2, 4),
+        Fl(12, 4),
+        Fl(4, 4),
+    ),
     # ---- linear, convolution, reshaping
     "bilinear": Case(F.bilinear, Fl(3, 2), Fl(3, 4), Fl(5, 2, 4), Fl(5)),
     "conv1d": Case(lambda x, w, b: F.conv1d(x, w, b, padding=1), Fl(2, 2, 5), Fl(3, 2, 2), ROW),

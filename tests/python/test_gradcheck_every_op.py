@@ -445,6 +445,20 @@ CASES: dict[str, Case] = {
     "rms_norm": Case(lambda x, w: F.rms_norm(x, (3,), w), A, ROW),
     "local_response_norm": Case(lambda x: F.local_response_norm(x, 2), S(1, 3, 2)),
     "normalize": Case(lambda x: F.normalize(x), A),
+    "scaled_dot_product_attention": Case(
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        S(1, 2, 3, 4),
+        S(1, 2, 4, 4),
+        S(1, 2, 4, 2),
+    ),
+    "multi_head_attention_forward": Case(
+        lambda x, w, wo: F.multi_head_attention_forward(
+            x, x, x, 4, 2, w, None, None, None, False, 0.0, wo, None, need_weights=False
+        )[0],
+        S(3, 2, 4),
+        S(12, 4),
+        S(4, 4),
+    ),
     # The rest of rustgrad.nn.functional (test_every_nn_functional_has_a_case).
     "max_pool1d_with_indices": Case(lambda x: F.max_pool1d_with_indices(x, 2, 1)[0], S(2, 5)),
     "max_pool2d_with_indices": Case(lambda x: F.max_pool2d_with_indices(x, 2, 1)[0], S(2, 4, 4)),
