@@ -56,6 +56,7 @@ where
         .checked_mul(chunks_per_row)
         .ok_or(Error::NumelOverflow)?;
     let mut partials = try_vec(tasks, init)?;
+    // The measured break-even of Note [Parallel thresholds].
     if data.len() < PARALLEL_MIN_ELEMENTS {
         for (task, p) in partials.iter_mut().enumerate() {
             *p = partial(task);

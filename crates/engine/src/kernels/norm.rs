@@ -76,6 +76,8 @@ fn per_group<A: Send + Clone>(
     f: impl Fn(usize) -> A + Sync + Send,
 ) -> Result<Vec<A>> {
     let mut out = try_vec(groups, init)?;
+    // Two f64 passes per element: the pool pays from PARALLEL_MIN_ELEMENTS elements of
+    // work, the measured break-even of Note [Parallel thresholds].
     if work.saturating_mul(groups) < PARALLEL_MIN_ELEMENTS {
         for (j, o) in out.iter_mut().enumerate() {
             *o = f(j);

@@ -91,6 +91,9 @@ pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> 
             max: layout.ndim() as i64 - 1,
         });
     }
+    if let Some(out) = sum_leading(src, layout, reduce_dims)? {
+        return Ok(out);
+    }
     // Kept dims first, then reduced ones: each output element is one contiguous run
     // of `inner` logical elements of the permuted layout.
     let mut order: Vec<usize> = (0..layout.ndim())
@@ -133,6 +136,8 @@ pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> 
     // Both fit: tasks <= numel + outer, and outer <= numel unless inner is 0.
     let tasks = outer * chunks_per_output;
     let mut partials = try_vec(tasks, T::Acc::ZERO)?;
+    // Parallel from PARALLEL_MIN_ELEMENTS: the measured break-even of Note [Parallel
+    // thresholds] (a hand-off of 12-17 us on the 2-core machine).
     if layout.numel() < PARALLEL_MIN_ELEMENTS {
         for (task, p) in partials.iter_mut().enumerate() {
             *p = partial(task);
@@ -151,9 +156,71 @@ pub fn sum<T: Accumulate>(src: &[T], layout: &Layout, reduce_dims: &[usize]) -> 
     Ok(out)
 }
 
+/// Columns of one task of [`sum_leading`]: their accumulators stay in L1.
+const COLUMNS: usize = 512;
+
+/// [`sum`] of a contiguous input over its leading dims (`x.sum(0)` of a `(rows, cols)`
+/// matrix: a bias gradient), row by row over contiguous columns so that the loop
+/// vectorises, instead of one strided walk per column. Each column is reduced with
+/// exactly [`sum`]'s operations in its order (that path walks a column with stride
+/// `cols`, element by element from zero within each `CHUNK` of rows, then adds the
+/// chunks' partials to zero left to right), so the bits are the same; columns are split
+/// over the pool in blocks of [`COLUMNS`]. `None` when the shape does not fit.
+fn sum_leading<T: Accumulate>(
+    src: &[T],
+    layout: &Layout,
+    reduce_dims: &[usize],
+) -> Result<Option<Vec<T>>> {
+    let k = reduce_dims.len();
+    let leading =
+        k > 0 && k < layout.ndim() && reduce_dims.iter().enumerate().all(|(i, &d)| i == d);
+    if !leading || !layout.is_contiguous() {
+        return Ok(None);
+    }
+    let rows: usize = layout.shape()[..k].iter().product();
+    let cols: usize = layout.shape()[k..].iter().product();
+    // One column is a unit-stride run there, summed in lanes; no rows is an empty sum.
+    if cols < 2 || rows == 0 {
+        return Ok(None);
+    }
+    let x = &src[layout.offset()..layout.offset() + rows * cols];
+    let mut out = try_vec(cols, T::ZERO)?;
+    let block = |first: usize, out: &mut [T]| {
+        let width = out.len();
+        let mut total = [T::Acc::ZERO; COLUMNS];
+        let mut part = [T::Acc::ZERO; COLUMNS];
+        let (total, part) = (&mut total[..width], &mut part[..width]);
+        for chunk_start in (0..rows).step_by(CHUNK) {
+            part.fill(T::Acc::ZERO);
+            for r in chunk_start..rows.min(chunk_start + CHUNK) {
+                let row = &x[r * cols + first..r * cols + first + width];
+                for (acc, &v) in part.iter_mut().zip(row) {
+                    *acc += v.widen();
+                }
+            }
+            for (t, &p) in total.iter_mut().zip(part.iter()) {
+                *t += p;
+            }
+        }
+        for (o, &t) in out.iter_mut().zip(total.iter()) {
+            *o = T::narrow(t);
+        }
+    };
+    // Same threshold as the general path (Note [Parallel thresholds]).
+    if rows * cols < PARALLEL_MIN_ELEMENTS {
+        for (b, chunk) in out.chunks_mut(COLUMNS).enumerate() {
+            block(b * COLUMNS, chunk);
+        }
+    } else {
+        parallel::for_each_chunk_mut(&mut out, COLUMNS, |b, chunk| block(b * COLUMNS, chunk));
+    }
+    Ok(Some(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shape::Dims;
 
     #[test]
     fn sums_rows_columns_and_all() {
@@ -166,6 +233,32 @@ mod tests {
             sum(&data, &l.transpose(0, 1), &[1]).unwrap(),
             vec![3.0, 5.0, 7.0]
         );
+    }
+
+    /// The leading-dims path gives the bits of the general one: a strided view (every
+    /// other column of a wider buffer) takes the general path's column walk.
+    #[test]
+    fn leading_dims_path_matches_the_strided_walk() {
+        for (rows, cols) in [(3, 7), (CHUNK + 5, 3), (2 * CHUNK + 1, COLUMNS + 9), (1, 2)] {
+            // float64, whose sums round (float32 sums in float64 would be exact here,
+            // whatever the order).
+            let wide: Vec<f64> = (0..rows * cols * 2)
+                .map(|i| ((i as f64) * 0.618_034).sin() * 1e3 + 1e-3)
+                .collect();
+            let data: Vec<f64> = wide.iter().step_by(2).copied().collect();
+            let fast = sum(&data, &Layout::contiguous(&[rows, cols]), &[0]).unwrap();
+            let strided = Layout::new(
+                Dims::from_slice(&[rows, cols]),
+                Dims::from_slice(&[2 * cols, 2]),
+                0,
+            );
+            let slow = sum(&wide, &strided, &[0]).unwrap();
+            assert_eq!(
+                fast.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                slow.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{rows}x{cols}"
+            );
+        }
     }
 
     #[test]

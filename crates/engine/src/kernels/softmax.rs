@@ -210,6 +210,8 @@ pub fn softmax<T: Float>(x: &[T], block: SoftmaxBlock, log: bool) -> Result<Vec<
         let first = chunk_index * blocks_per_chunk * per_block;
         softmax_blocks(&x[first..first + out.len()], out, block, log);
     };
+    // exp costs ~1 ns per element: the pool pays from PARALLEL_MIN_ELEMENTS, the
+    // measured break-even of Note [Parallel thresholds].
     if n >= PARALLEL_MIN_ELEMENTS {
         for_each_chunk_mut(&mut out, blocks_per_chunk * per_block, run);
     } else {

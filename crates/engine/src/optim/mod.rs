@@ -297,6 +297,9 @@ fn apply_in_pieces<T: StepElement>(
     grad: &[T],
     bufs: &mut [&mut [T]],
 ) {
+    // Measured (Note [Parallel thresholds], the `parallel_threshold` example): an Adam
+    // update costs ~0.6 ns per element vectorised and a pool hand-off 12-17 us on the
+    // 2-core machine, so splitting pays from about 2^15 elements.
     if param.len() < parallel::PARALLEL_MIN_ELEMENTS {
         return T::step(options, scalars, param, grad, bufs);
     }
