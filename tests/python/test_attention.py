@@ -547,3 +547,38 @@ def test_transformer_language_model_trains_saves_and_loads() -> None:
     assert isinstance(loaded, _TinyTransformerLM)
     with rustgrad.no_grad():
         assert rustgrad.equal(loaded(inputs), expected)
+
+
+class _TransformerSubclassLM(nn.Transformer):
+    """word_language_model's other layout: an ``nn.Transformer`` subclass that uses its
+    encoder and replaces its decoder with a Linear layer."""
+
+    def __init__(self, ntoken: int, ninp: int, nhead: int, nhid: int, nlayers: int) -> None:
+        super().__init__(
+            d_model=ninp, nhead=nhead, dim_feedforward=nhid, num_encoder_layers=nlayers
+        )
+        self.input_emb = nn.Embedding(ntoken, ninp)
+        self.ninp = ninp
+        self.decoder = nn.Linear(ninp, ntoken)
+
+    def forward(self, src: rustgrad.Tensor) -> rustgrad.Tensor:  # type: ignore[override]
+        # log(tril(ones)): 0 on and below the diagonal, -inf above (detected as causal).
+        mask = rustgrad.log(rustgrad.tril(rustgrad.ones(len(src), len(src))))
+        out = self.encoder(self.input_emb(src) * math.sqrt(self.ninp), mask=mask)
+        return F.log_softmax(self.decoder(out), dim=-1)
+
+
+def test_transformer_subclass_language_model_runs_and_round_trips() -> None:
+    rustgrad.manual_seed(0)
+    model = _TransformerSubclassLM(10, 8, 2, 16, 2)
+    src = rustgrad.randint(0, 10, (6, 3))
+    loss = F.nll_loss(model(src).view(-1, 10), rustgrad.randint(0, 10, (18,)))
+    loss.backward()
+    assert model.input_emb.weight.grad is not None
+    model.eval()
+    buffer = io.BytesIO()
+    rustgrad.save(model, buffer)
+    buffer.seek(0)
+    loaded = rustgrad.load(buffer, weights_only=False)
+    with rustgrad.no_grad():
+        assert rustgrad.equal(loaded(src), model(src))
