@@ -91,7 +91,7 @@ test:
 VALGRIND := valgrind --error-exitcode=1 --leak-check=no --quiet --trace-children=no
 memcheck:
 	@command -v valgrind >/dev/null || { echo 'valgrind not found: install it with `apt-get install valgrind` (Debian/Ubuntu) or your package manager' >&2; exit 1; }
-	$(call run,memcheck,CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER='$(VALGRIND)' RUSTGRAD_NUM_THREADS=2 cargo test -p rustgrad --lib --test safety --test autograd --test foundation --test shared_memory -- --skip concurrent_cross_in_place_ops)
+	$(call run,memcheck,CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER='$(VALGRIND)' RUSTGRAD_NUM_THREADS=2 cargo test -p rustgrad --lib --test safety --test autograd --test foundation --test shared_memory -- --skip concurrent_cross_in_place_ops --skip odd_sizes_match_the_definition --skip every_plan_gives_the_same_bits)
 
 bench: setup
 	$(call run,bench,$(PYTHON) benchmarks/bench_chain.py $(if $(TORCH_SITE),--torch-site $(TORCH_SITE)) $(BENCH_ARGS))

@@ -28,6 +28,7 @@ from . import (
     cuda,
     linalg,
     nn,
+    parallel,
     return_types,
     utils,
     viz,

@@ -423,6 +423,22 @@ fn get_num_threads() -> usize {
     rustgrad::get_num_threads()
 }
 
+/// Starts recording the parallel plan of every GEMM and convolution kernel call
+/// (`rustgrad.parallel.record_plans`).
+#[pyfunction]
+fn _start_plan_recording() {
+    rustgrad::parallel::start_recording()
+}
+
+/// Stops recording and returns `(kernel, tasks, min_work, max_work)` per recorded call.
+#[pyfunction]
+fn _stop_plan_recording() -> Vec<(&'static str, usize, u64, u64)> {
+    rustgrad::parallel::stop_recording()
+        .into_iter()
+        .map(|r| (r.kernel, r.tasks, r.min_work, r.max_work))
+        .collect()
+}
+
 /// Bytes of tensor memory the engine holds now (`rustgrad.cpu.memory_allocated`).
 #[pyfunction]
 fn _memory_allocated() -> usize {
@@ -527,6 +543,8 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_grad, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_start_plan_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(_stop_plan_recording, m)?)?;
     m.add_function(wrap_pyfunction!(_memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(_max_memory_allocated, m)?)?;
     m.add_function(wrap_pyfunction!(_reset_peak_memory_stats, m)?)?;

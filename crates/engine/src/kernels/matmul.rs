@@ -29,7 +29,7 @@ pub const TASKS_PER_THREAD: usize = 4;
 /// Smallest tile side when a dimension is split (the tiles of a dimension differ by at
 /// most one), so that the `gemm` crate never takes its vector paths for a tile unless
 /// the whole matrix does: those sum in another order.
-const MIN_TILE: usize = 24;
+const MIN_TILE: usize = 16;
 
 /// The `gemm` crate sums outputs of at most this many elements in another order (its
 /// horizontal micro-kernels): a split never makes a tile that small.
@@ -613,7 +613,7 @@ mod tests {
         let sizes = [1usize, 7, 17, 33, 65, 129];
         for &m in &sizes {
             for &n in &sizes {
-                for &k in [0usize, 1, 7, 17, 33, 65, 129, 600].iter() {
+                for &k in [0usize, 1, 7, 17, 33, 65, 129].iter() {
                     for transposed in [false, true] {
                         let a = values(m * k, (m * 31 + k) as u64, true);
                         let b = values(k * n, (n * 17 + k) as u64, true);
@@ -654,6 +654,56 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn batched_and_tiled_matmul_match_the_definition() {
+        // Small enough for `make memcheck` (Valgrind): a batch of transposed left
+        // operands (grouped into tasks) and one product large enough to be tiled, on
+        // integer-valued data, with 1 and 3 threads' plans.
+        for &(batches, m, k, n) in &[
+            (3usize, 40usize, 50usize, 60usize),
+            (1, 70, 70, 70),
+            (2, 7, 129, 17),
+        ] {
+            let a_data = values(batches * m * k, 3, true);
+            let b_data = values(batches * k * n, 4, true);
+            // `a` stored as `batches x k x m` (each matrix transposed), `b` row-major.
+            let a = MatOperand {
+                data: &a_data,
+                batch_strides: &[m * k],
+                offset: 0,
+                row_stride: 1,
+                col_stride: m,
+            };
+            let b = MatOperand {
+                data: &b_data,
+                batch_strides: &[k * n],
+                offset: 0,
+                row_stride: n,
+                col_stride: 1,
+            };
+            let mut want = vec![0.0; batches * m * n];
+            for bt in 0..batches {
+                for i in 0..m {
+                    for j in 0..n {
+                        want[(bt * m + i) * n + j] = (0..k)
+                            .map(|p| a_data[bt * m * k + p * m + i] * b_data[(bt * k + p) * n + j])
+                            .sum();
+                    }
+                }
+            }
+            let before = crate::parallel::get_num_threads();
+            for threads in [1, 3] {
+                let plan = GemmPlan::new(batches, (m, k, n), TASKS_PER_THREAD * threads);
+                let work = batches * m * k * n;
+                assert!(threads == 1 || work < 2 * MIN_TASK_WORK || plan.tasks(batches) > 1);
+                crate::parallel::set_num_threads(threads).unwrap();
+                let got = matmul(&[batches], (m, k, n), &a, &b).unwrap();
+                assert_eq!(got, want, "{batches}x{m}x{k}x{n}, {threads} threads");
+            }
+            crate::parallel::set_num_threads(before).unwrap();
         }
     }
 
