@@ -2886,6 +2886,48 @@ CASES.update(
     }
 )
 
+# Recurrent layers (Note [Recurrent layers]): PyTorch's checks before the fused kernel,
+# and the kernel's own checks on the raw binding.
+_PACK_ARGS = (torch.zeros(2, 4), torch.zeros(2, 4), torch.ones(16, 3), torch.ones(16, 4))
+CASES.update(
+    {
+        "lstm_wrong_input_size": (
+            lambda: torch.nn.LSTM(4, 3)(torch.ones(5, 2, 5)),
+            RT,
+            "input.size(-1) must be equal to input_size. Expected 4, got 5",
+        ),
+        "lstm_wrong_h0_shape": (
+            lambda: torch.nn.LSTM(4, 3)(torch.ones(5, 2, 4), (torch.ones(1, 3, 3),) * 2),
+            RT,
+            "Expected hidden[0] size (1, 2, 3), got [1, 3, 3]",
+        ),
+        "gru_empty_sequence": (
+            lambda: torch.nn.GRU(4, 3)(torch.ones(0, 2, 4)),
+            RT,
+            "Expected sequence length to be larger than 0 in RNN",
+        ),
+        "pack_unsorted_lengths": (
+            lambda: torch.nn.utils.rnn.pack_padded_sequence(torch.ones(4, 3, 2), [2, 3, 1]),
+            RT,
+            "must be sorted in decreasing order",
+        ),
+        "rnn_layer_increasing_batch_sizes": (
+            lambda: torch._rustgrad._rnn_layer(
+                "LSTM", torch.ones(6, 3), *_PACK_ARGS, None, None, None, False, [2, 3, 1]
+            ),
+            RT,
+            "batch_sizes must be non-increasing",
+        ),
+        "rnn_layer_batch_sizes_do_not_sum": (
+            lambda: torch._rustgrad._rnn_layer(
+                "LSTM", torch.ones(6, 3), *_PACK_ARGS, None, None, None, False, [2, 2, 1]
+            ),
+            RT,
+            "batch_sizes sum to 5",
+        ),
+    }
+)
+
 # Views of 2**40 elements over one stored element: ops that build a result, a mask or
 # an index table of the view's size once aborted in the allocator (issue 19);
 # tests/python/test_huge_views.py runs every op of docs/ops.md this way.
