@@ -584,7 +584,7 @@ impl Variable {
         }
         let shape = self.shape();
         let n = shape.len();
-        if n != rank + 1 && n != rank + 2 || self.numel() == 0 && n != rank + 2 {
+        if !(n == rank + 2 || n == rank + 1 && self.numel() > 0) {
             return Err(Error::InvalidArgument(format!(
                 "{out_op}(): Expected {}D or {}D tensor, but got: {shape:?}",
                 rank + 1,
