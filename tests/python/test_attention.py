@@ -582,3 +582,26 @@ def test_transformer_subclass_language_model_runs_and_round_trips() -> None:
     loaded = rustgrad.load(buffer, weights_only=False)
     with rustgrad.no_grad():
         assert rustgrad.equal(loaded(src), model(src))
+
+
+def test_sdpa_degenerate_sizes_and_nan_as_pytorch() -> None:
+    # No keys: zeros (PyTorch); empty batch, queries or values: empty outputs.
+    q = rustgrad.randn(2, 3, 4, requires_grad=True)
+    out = F.scaled_dot_product_attention(q, rustgrad.randn(2, 0, 4), rustgrad.randn(2, 0, 5))
+    assert out.shape == (2, 3, 5) and out.abs().sum().item() == 0.0
+    out.sum().backward()
+    assert q.grad.abs().sum().item() == 0.0
+    for shapes in [((2, 0, 4), (2, 3, 4), (2, 3, 5)), ((0, 3, 4), (0, 3, 4), (0, 3, 5))]:
+        q, k, v = (rustgrad.randn(*s) for s in shapes)
+        assert F.scaled_dot_product_attention(q, k, v).shape == shapes[0][:-1] + (5,)
+    # No features: every key weighs the same (PyTorch: the mean of the values).
+    v = rustgrad.randn(2, 4, 2)
+    out = F.scaled_dot_product_attention(rustgrad.randn(2, 3, 0), rustgrad.randn(2, 4, 0), v)
+    want = v.mean(1, keepdim=True).expand(2, 3, 2).numpy()
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    # A NaN score makes its rows NaN; rows that never see it stay finite.
+    q = rustgrad.randn(1, 1, 3, 4)
+    k = q.clone()
+    k[0, 0, 2, 0] = float("nan")
+    out = F.scaled_dot_product_attention(q, k, q, is_causal=True)[0, 0, :, 0]
+    assert [math.isnan(x) for x in out.tolist()] == [False, False, True]

@@ -262,7 +262,12 @@ fn forward_unit<T: Gemm>(
         for r in 0..rows {
             let row = &mut t[r * cols..(r + 1) * cols];
             let tmax = row_max_of(row).to_f64();
-            let new_max = row_max[r].max(tmax);
+            // A NaN score makes the row NaN, as PyTorch (`f64::max` would drop it).
+            let new_max = if tmax.is_nan() || row_max[r].is_nan() {
+                f64::NAN
+            } else {
+                row_max[r].max(tmax)
+            };
             if new_max == f64::NEG_INFINITY {
                 // Nothing seen yet: the row stays empty.
                 row.fill(zero);
@@ -310,6 +315,9 @@ fn forward_unit<T: Gemm>(
                 *o = *o * inv;
             }
             lse[r] = T::from_f64(row_max[r] + row_sum[r].ln());
+        } else if row_sum[r].is_nan() {
+            out.fill(T::from_f64(f64::NAN));
+            lse[r] = T::from_f64(f64::NAN);
         } else {
             // A fully masked row: PyTorch gives zeros.
             out.fill(zero);

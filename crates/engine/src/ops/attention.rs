@@ -174,6 +174,10 @@ fn fused_backward(
 /// `P = softmax(S)` per row, 0 for a row that sees no key (PyTorch's fully masked
 /// rows), written with differentiable ops.
 fn safe_softmax(scores: &Variable) -> Result<Variable> {
+    if scores.shape().last() == Some(&0) {
+        // No keys: nothing to normalise (the product with the values is zeros).
+        return Ok(scores.clone());
+    }
     // A row's max, -inf for a fully masked row made finite so that `exp` gives 0s.
     let shift = scores
         .amax(&[-1], true)?
@@ -188,8 +192,12 @@ fn safe_softmax(scores: &Variable) -> Result<Variable> {
 
 /// The scores `q k^T * scale + mask` (causal cut applied) of `[B, Hk, G, L, S]`.
 fn scores(g: &AttnGeom, q5: &Variable, k5: &Variable, mask: Option<&Variable>) -> Result<Variable> {
-    let group = (g.hq / g.hk) as i64;
-    let mut s = q5.matmul(&k5.transpose(-2, -1)?)?.mul_scalar(g.scale)?;
+    let group = (g.hq / g.hk.max(1)) as i64;
+    let mut s = q5.matmul(&k5.transpose(-2, -1)?)?;
+    if g.e > 0 {
+        // With no features the scores are 0 (PyTorch's uniform weights), not 0 * inf.
+        s = s.mul_scalar(g.scale)?;
+    }
     if let Some(m) = mask {
         let m5 = m.reshape(&[g.batch as i64, g.hk as i64, group, g.l as i64, g.s as i64])?;
         s = s.add(&m5)?;
