@@ -1,6 +1,6 @@
 """The pooling functionals and modules added for issue 21 (3-d pooling, adaptive max
 1-d / 3-d, LP pooling, max_unpool 1-d / 3-d, fractional max pooling, area and
-antialiased interpolation) against PyTorch's vectors in tests/vectors/nn_pool3d.json (written by
+antialiased interpolation, volumetric grid_sample) against PyTorch's vectors in tests/vectors/nn_pool3d.json (written by
 generate_nn_pool3d.py): outputs, indices, input gradients, grad_fn names and the
 messages of rejected calls; gradcheck and gradgradcheck in float64; module reprs and
 state; bitwise determinism across thread counts."""
@@ -45,7 +45,10 @@ def _check(actual: Any, spec: dict[str, Any], what: str) -> None:
 @pytest.mark.parametrize("case", DATA["cases"], ids=lambda c: c["name"])
 def test_against_pytorch(case: dict[str, Any]) -> None:
     inputs = [_tensor(s) for s in case["inputs"]]
-    x = inputs[0].requires_grad_(True)
+    diff = inputs[: 1 + len(case["more_grads"])]
+    for t in diff:
+        t.requires_grad_(True)
+    x = inputs[0]
     kwargs = {
         k: inputs[v["tensor"]] if isinstance(v, dict) else v for k, v in case["kwargs"].items()
     }
@@ -60,8 +63,9 @@ def test_against_pytorch(case: dict[str, Any]) -> None:
     for i, (o, spec) in enumerate(zip(outs, case["outputs"], strict=True)):
         _check(o, spec, f"{case['name']} output {i}")
     assert type(outs[0].grad_fn).__name__ == case["grad_fn"]
-    (gx,) = rustgrad.autograd.grad(outs[0], x, _tensor(case["grad"]))
-    _check(gx, case["grads"], f"{case['name']} input gradient")
+    grads = rustgrad.autograd.grad(outs[0], diff, _tensor(case["grad"]))
+    for i, (g, spec) in enumerate(zip(grads, [case["grads"], *case["more_grads"]], strict=True)):
+        _check(g, spec, f"{case['name']} gradient of input {i}")
 
 
 @pytest.mark.parametrize("err", DATA["errors"], ids=lambda e: f"{e['fn']}-{e['message'][:40]}")

@@ -8,7 +8,8 @@ name), ``inputs`` (tensors passed positionally: ``dtype``, ``shape``, ``values``
 int64 ones are index tensors), ``kwargs`` (a value ``{"tensor": i}`` names input ``i``,
 passed by keyword and not differentiated), ``outputs`` (the returned tensors, flat, with
 shapes and dtypes), ``grad`` (the upstream gradient of the first output) and
-``grads`` (the gradient of the first input, or null), and ``grad_fn``. ``errors`` lists
+``grads`` (the gradient of the first input, or null), ``more_grads`` (those of the
+other differentiated inputs: ``grid_sample``'s grid) and ``grad_fn``. ``errors`` lists
 rejected calls: ``fn``, ``shapes`` of the (float32 ones) inputs, ``kwargs``, ``dtype``
 and PyTorch's exception ``type`` and ``message``. Inputs come from numpy generators
 seeded with the CRC32 of the case name; PyTorch runs on one thread.
@@ -45,7 +46,9 @@ def enc(t: torch.Tensor) -> dict:
 CASES: list[dict] = []
 
 
-def case(name, fn, shapes, dtype="float64", kwargs=None, tensors=(), positive=False, pre=None):
+def case(
+    name, fn, shapes, dtype="float64", kwargs=None, tensors=(), positive=False, pre=None, init=None
+):
     """One case: ``shapes`` of the float inputs (the first is differentiated);
     ``tensors`` extra (name, tensor) keyword tensors; ``pre`` builds extra positional
     index inputs from the first input."""
@@ -57,6 +60,8 @@ def case(name, fn, shapes, dtype="float64", kwargs=None, tensors=(), positive=Fa
         if positive:
             a = np.abs(a) + 0.1
         xs.append(torch.tensor(a, dtype=DT[dtype], requires_grad=True))
+    if init is not None:
+        xs = [t.clone().requires_grad_(True) for t in init]
     extra = pre(xs[0].detach()) if pre else []
     inputs = xs + extra
     kw = dict(kwargs)
@@ -67,7 +72,8 @@ def case(name, fn, shapes, dtype="float64", kwargs=None, tensors=(), positive=Fa
     out = getattr(F, fn)(*inputs, **kw)
     outs = list(out) if isinstance(out, tuple) else [out]
     g = torch.tensor(r.standard_normal(outs[0].shape), dtype=outs[0].dtype)
-    (gx,) = torch.autograd.grad(outs[0], xs[0], g, allow_unused=True)
+    gs = torch.autograd.grad(outs[0], xs, g, allow_unused=True)
+    gx = gs[0]
     CASES.append(
         {
             "name": name,
@@ -77,6 +83,7 @@ def case(name, fn, shapes, dtype="float64", kwargs=None, tensors=(), positive=Fa
             "outputs": [enc(o) for o in outs],
             "grad": enc(g),
             "grads": None if gx is None else enc(gx),
+            "more_grads": [None if t is None else enc(t) for t in gs[1:]],
             "grad_fn": type(outs[0].grad_fn).__name__ if outs[0].grad_fn else None,
         }
     )
@@ -178,6 +185,25 @@ for dt in ("float64", "float32"):
         case(f"interpolate_aa_scale_{mode}{s}", "interpolate", [(1, 2, 10, 12)], dt,
              {"scale_factor": (0.3, 0.45), "mode": mode, "antialias": True})
 
+def grid(name, shape):
+    return rng(name + "_grid").uniform(-1.2, 1.2, shape)
+
+
+for dt in ("float64", "float32"):
+    s = f"_{dt}"
+    for mode in ("bilinear", "nearest"):
+        for pad in ("zeros", "border", "reflection"):
+            for align in (False, True):
+                tag = f"grid_sample_3d_{mode}_{pad}_{'ac' if align else 'noac'}{s}"
+                # The grid is the second differentiated input; its values are spread
+                # over [-1.2, 1.2] by a separate generator.
+                r = rng(tag)
+                x = torch.tensor(r.standard_normal((2, 2, 3, 4, 5)), dtype=DT[dt])
+                gr = torch.tensor(grid(tag, (2, 3, 2, 4, 3)), dtype=DT[dt])
+                case(tag, "grid_sample", [(2, 2, 3, 4, 5), (2, 3, 2, 4, 3)], dt,
+                     {"mode": mode, "padding_mode": pad, "align_corners": align},
+                     init=[x, gr])
+
 ERRORS: list[dict] = []
 
 
@@ -264,6 +290,8 @@ error("fractional_max_pool3d", [(1, 2, 5, 5, 5)], kernel_size=2, output_size=2,
 error("max_unpool3d", [(1, 2, 2, 2, 2), (1, 2, 2, 2, 2)], kernel_size=2)
 error("max_unpool1d", [(1, 2, 3), (1, 2, 3)], kernel_size=2, output_size=[3])
 error("interpolate", [(1, 2, 4, 4)], size=2, mode="area", align_corners=True)
+error("grid_sample", [(1, 2, 3, 4, 5), (1, 2, 2, 2, 2)], align_corners=False)
+error("grid_sample", [(1, 2, 3, 4, 5), (1, 2, 2, 2, 3)], dtype="int64", align_corners=False)
 error("interpolate", [(1, 2, 4)], size=2, mode="linear", antialias=True)
 error("interpolate", [(1, 2, 4, 4)], dtype="float16", size=2, mode="bilinear", antialias=True)
 

@@ -276,19 +276,21 @@ def grid_sample(
     padding_mode: str = "zeros",
     align_corners: bool | None = None,
 ) -> Tensor:
-    """Samples ``input`` ``(N, C, H, W)`` at the places of ``grid`` ``(N, Ho, Wo, 2)``.
+    """Samples ``input`` ``(N, C, H, W)`` at the places of ``grid`` ``(N, Ho, Wo, 2)``,
+    or a volume ``(N, C, D, H, W)`` at ``(N, Do, Ho, Wo, 3)``.
 
     Args:
-        input: the image batch.
-        grid: normalised (x, y) places, -1 and 1 being the input's edges.
-        mode: ``'bilinear'`` or ``'nearest'`` (``'bicubic'`` is not implemented).
+        input: the image (or volume) batch.
+        grid: normalised (x, y[, z]) places, -1 and 1 being the input's edges.
+        mode: ``'bilinear'`` (trilinear for volumes) or ``'nearest'`` (``'bicubic'`` is
+            not implemented).
         padding_mode: ``'zeros'``, ``'border'`` or ``'reflection'``.
         align_corners: whether -1 and 1 are the corner pixels' centres (True) or
             their outer edges (False, the default, with PyTorch's warning when unset).
 
     Returns:
-        ``(N, C, Ho, Wo)``, differentiable in ``input`` and ``grid``
-        (grad_fn ``GridSampler2DBackward0``).
+        ``(N, C, Ho, Wo)`` (``(N, C, Do, Ho, Wo)``), differentiable in ``input`` and
+        ``grid`` (grad_fn ``GridSampler2DBackward0`` / ``GridSampler3DBackward0``).
 
     Example::
 

@@ -111,6 +111,8 @@ pub(crate) struct GridOptions {
     mode: GridSampleMode,
     padding: GridPaddingMode,
     align_corners: bool,
+    /// Spatial dims: 2 (4-D input) or 3 (5-D, volumetric).
+    rank: u8,
 }
 
 impl Rule {
@@ -162,7 +164,8 @@ impl Rule {
                 Sampled::Antialias(false) => "UpsampleBilinear2DAaBackwardBackward0",
                 Sampled::Antialias(true) => "UpsampleBicubic2DAaBackwardBackward0",
             },
-            Rule::GridSampler(_) => "GridSampler2DBackward0",
+            Rule::GridSampler(o) if o.rank == 2 => "GridSampler2DBackward0",
+            Rule::GridSampler(_) => "GridSampler3DBackward0",
             Rule::AffineGrid(_) => "AffineGridGeneratorBackward0",
         }
     }
@@ -967,112 +970,124 @@ fn grid_source(
 }
 
 /// Where `grid_sample` reads, computed from the grid's values: the corners' position
-/// maps (output `(N, C, Ho, Wo)` into the input), whether each corner is inside, and
-/// the pixel coordinates as affine functions of the grid, `ix = gx · scale + shift`
-/// with `shift` relative to the corner's floor (so `ix - floor(ix)` is `tx`).
+/// maps (output `(N, C, *out)` into the input), whether each corner is inside, and the
+/// pixel coordinates as affine functions of the grid, `ix = gx · scale + shift` with
+/// `shift` relative to the corner's floor (so `ix - floor(ix)` is `tx`). Grid axis `a`
+/// (x, y, z) indexes the input's spatial dim `rank - 1 - a`; corners are listed with x
+/// varying fastest.
 struct GridTaps {
     /// Where the grid is NaN, when the padding clips NaN places to pixel 0.
     nan: Option<Tensor>,
     maps: Vec<Arc<IndexMap>>,
     inside: Vec<Tensor>,
-    scale: [Tensor; 2],
-    shift: [Tensor; 2],
+    scale: Vec<Tensor>,
+    shift: Vec<Tensor>,
 }
 
 fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<GridTaps> {
-    let (n, c, h, w) = (input[0], input[1], input[2], input[3]);
-    let (ho, wo) = (grid.shape()[1], grid.shape()[2]);
+    let rank = input.len() - 2;
+    let (n, c) = (input[0], input[1]);
+    let spatial = &input[2..];
+    let size = |a: usize| spatial[rank - 1 - a];
+    let gshape = grid.shape();
+    let out_sp = &gshape[1..1 + rank];
+    let per_batch: usize = out_sp.iter().product();
     let values: Vec<f64> = grid.to_dtype(DType::F64)?.try_to_vec()?;
-    let points = n * ho * wo;
-    let corners: &[(usize, usize)] = match options.mode {
-        GridSampleMode::Bilinear => &[(0, 0), (1, 0), (0, 1), (1, 1)],
-        GridSampleMode::Nearest => &[(0, 0)],
+    let points = n * per_batch;
+    let corners: Vec<usize> = match options.mode {
+        GridSampleMode::Bilinear => (0..1usize << rank).collect(),
+        GridSampleMode::Nearest => vec![0],
     };
-    let mut base = try_vec(points, (0i64, 0i64))?;
-    let (mut scale, mut shift) = (
-        [try_vec(points, 0.0)?, try_vec(points, 0.0)?],
-        [try_vec(points, 0.0)?, try_vec(points, 0.0)?],
-    );
-    for p in 0..points {
-        let (gx, gy) = (values[2 * p], values[2 * p + 1]);
-        let (ix, dx) = grid_source(gx, w, options.padding, options.align_corners);
-        let (iy, dy) = grid_source(gy, h, options.padding, options.align_corners);
-        let (fx, fy) = match options.mode {
-            GridSampleMode::Bilinear => (ix.floor(), iy.floor()),
-            GridSampleMode::Nearest => (ix.round_ties_even(), iy.round_ties_even()),
-        };
-        // Far outside coordinates saturate; they read nothing either way.
-        let outside = fx.is_nan() || fy.is_nan();
-        base[p] = if outside {
-            (-2, -2)
-        } else {
-            (
-                fx.clamp(-2.0, w as f64 + 1.0) as i64,
-                fy.clamp(-2.0, h as f64 + 1.0) as i64,
-            )
-        };
-        // A NaN place clipped to pixel 0 has scale 0 and reads the grid as 0 (`nan`).
-        let gx = if gx.is_nan() { 0.0 } else { gx };
-        let gy = if gy.is_nan() { 0.0 } else { gy };
-        scale[0][p] = dx;
-        scale[1][p] = dy;
-        shift[0][p] = ix - dx * gx - fx;
-        shift[1][p] = iy - dy * gy - fy;
+    let mut base = try_vec(points * rank, 0i64)?;
+    let mut scale = Vec::with_capacity(rank);
+    let mut shift = Vec::with_capacity(rank);
+    for _ in 0..rank {
+        scale.push(try_vec(points, 0.0)?);
+        shift.push(try_vec(points, 0.0)?);
     }
-    let plane = h * w;
-    let count = shape::checked_numel(&[n, c, ho, wo])?;
+    for p in 0..points {
+        let g = &values[rank * p..rank * (p + 1)];
+        let mut placed = [(0.0f64, 0.0f64, 0.0f64); 3];
+        for a in 0..rank {
+            let (i, d) = grid_source(g[a], size(a), options.padding, options.align_corners);
+            let f = match options.mode {
+                GridSampleMode::Bilinear => i.floor(),
+                GridSampleMode::Nearest => i.round_ties_even(),
+            };
+            placed[a] = (i, d, f);
+        }
+        // Far outside coordinates saturate; they read nothing either way.
+        let outside = placed[..rank].iter().any(|(_, _, f)| f.is_nan());
+        for a in 0..rank {
+            let (i, d, f) = placed[a];
+            base[p * rank + a] = if outside {
+                -2
+            } else {
+                f.clamp(-2.0, size(a) as f64 + 1.0) as i64
+            };
+            // A NaN place clipped to pixel 0 has scale 0 and reads the grid as 0 (`nan`).
+            let ga = if g[a].is_nan() { 0.0 } else { g[a] };
+            scale[a][p] = d;
+            shift[a][p] = i - d * ga - f;
+        }
+    }
+    let plane: usize = spatial.iter().product();
+    let mut out_shape: Dims = smallvec![n, c];
+    out_shape.extend_from_slice(out_sp);
+    let mut mask_shape: Dims = smallvec![n, 1];
+    mask_shape.extend_from_slice(out_sp);
+    let count = shape::checked_numel(&out_shape)?;
     crate::tensor::check_allocation(count.saturating_mul(corners.len()), DType::I64)?;
     let mut maps = Vec::with_capacity(corners.len());
     let mut inside = Vec::with_capacity(corners.len());
-    for &(cx, cy) in corners {
+    for &corner in &corners {
         let mut positions = try_with_capacity(count)?;
         let mut mask = try_with_capacity(points)?;
-        for &(bx, by) in &base {
-            let (x, y) = (bx + cx as i64, by + cy as i64);
-            mask.push(x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h);
+        let mut flat = try_with_capacity(points)?;
+        for p in 0..points {
+            let (mut ok, mut at) = (true, 0usize);
+            // The flat position in the plane: the slowest spatial dim (grid axis
+            // rank - 1) first.
+            for a in (0..rank).rev() {
+                let x = base[p * rank + a] + ((corner >> a) & 1) as i64;
+                ok &= x >= 0 && (x as usize) < size(a);
+                at = at * size(a) + if ok { x as usize } else { 0 };
+            }
+            mask.push(ok);
+            flat.push(if ok { at } else { 0 });
         }
         for b in 0..n {
             for ch in 0..c {
-                for q in 0..ho * wo {
-                    let p = b * ho * wo + q;
-                    let (x, y) = (base[p].0 + cx as i64, base[p].1 + cy as i64);
-                    let at = if mask[p] {
-                        y as usize * w + x as usize
-                    } else {
-                        0
-                    };
-                    positions.push((b * c + ch) * plane + at);
+                for q in 0..per_batch {
+                    positions.push((b * c + ch) * plane + flat[b * per_batch + q]);
                 }
             }
         }
-        maps.push(IndexMap::new(
-            input.into(),
-            smallvec![n, c, ho, wo],
-            positions,
-        )?);
-        inside.push(Tensor::from_vec(mask, &[n, 1, ho, wo])?);
+        maps.push(IndexMap::new(input.into(), out_shape.clone(), positions)?);
+        inside.push(Tensor::from_vec(mask, &mask_shape)?);
     }
     let dtype = grid.dtype();
-    let to = |v: Vec<f64>| Tensor::from_vec(v, &[n, ho, wo])?.to_dtype(dtype);
-    let [sx, sy] = scale;
-    let [hx, hy] = shift;
+    let mut point_shape: Dims = smallvec![n];
+    point_shape.extend_from_slice(out_sp);
+    let to = |v: Vec<f64>| Tensor::from_vec(v, &point_shape)?.to_dtype(dtype);
     let nan = (options.padding != GridPaddingMode::Zeros && values.iter().any(|v| v.is_nan()))
-        .then(|| Tensor::from_vec(values.iter().map(|v| v.is_nan()).collect(), grid.shape()))
+        .then(|| Tensor::from_vec(values.iter().map(|v| v.is_nan()).collect(), gshape))
         .transpose()?;
     Ok(GridTaps {
         nan,
         maps,
         inside,
-        scale: [to(sx)?, to(sy)?],
-        shift: [to(hx)?, to(hy)?],
+        scale: scale.into_iter().map(to).collect::<Result<_>>()?,
+        shift: shift.into_iter().map(to).collect::<Result<_>>()?,
     })
 }
 
-/// The corners' values (zero outside) and, for bilinear, the weights `(1-tx, tx,
-/// 1-ty, ty)`, each `(N, 1, Ho, Wo)`, as differentiable functions of `input` and `grid`.
+/// The corners' values (zero outside) and, for (bi/tri)linear, the weights
+/// `[1 - t, t]` per grid axis, each `(N, 1, *out)`, as differentiable functions of
+/// `input` and `grid`.
 struct Sampling {
     values: Vec<Variable>,
-    weights: Option<[Variable; 4]>,
+    weights: Option<Vec<[Variable; 2]>>,
 }
 
 fn sampling(
@@ -1094,17 +1109,34 @@ fn sampling(
                 Some(nan) => Variable::where_cond(nan, &zero, grid)?,
                 None => grid.clone(),
             };
-            let frac = |axis: usize| -> Result<Variable> {
-                let g = grid.select(-1, axis as i64)?;
-                g.mul(&Variable::from_tensor(taps.scale[axis].clone()))?
-                    .add(&Variable::from_tensor(taps.shift[axis].clone()))?
-                    .unsqueeze(1)
-            };
-            let (tx, ty) = (frac(0)?, frac(1)?);
-            Some([tx.rsub_scalar(1.0)?, tx, ty.rsub_scalar(1.0)?, ty])
+            let mut weights = Vec::with_capacity(taps.scale.len());
+            for (axis, (scale, shift)) in taps.scale.iter().zip(&taps.shift).enumerate() {
+                let t = grid
+                    .select(-1, axis as i64)?
+                    .mul(&Variable::from_tensor(scale.clone()))?
+                    .add(&Variable::from_tensor(shift.clone()))?
+                    .unsqueeze(1)?;
+                weights.push([t.rsub_scalar(1.0)?, t]);
+            }
+            Some(weights)
         }
     };
     Ok(Sampling { values, weights })
+}
+
+/// `values` (one per corner, x varying fastest) interpolated along each axis in turn
+/// with its `[1 - t, t]` weights: `(v0 * a + v1 * b)` along x, then the same along y
+/// and z.
+fn collapse(mut values: Vec<Variable>, weights: &[&[Variable; 2]]) -> Result<Variable> {
+    for [w0, w1] in weights {
+        values = values
+            .chunks(2)
+            .map(|pair| pair[0].mul(w0)?.add(&pair[1].mul(w1)?))
+            .collect::<Result<_>>()?;
+    }
+    values
+        .pop()
+        .ok_or_else(|| Error::NotImplemented("rustgrad internal error: no grid corners".into()))
 }
 
 fn grid_sample_backward(
@@ -1120,9 +1152,14 @@ fn grid_sample_backward(
     let grad_input = if needs[0] {
         let parts: Vec<Variable> = match &s.weights {
             None => vec![grad.clone()],
-            Some([ax, bx, ay, by]) => vec![ax.mul(ay)?, bx.mul(ay)?, ax.mul(by)?, bx.mul(by)?]
-                .into_iter()
-                .map(|wt| grad.mul(&wt))
+            Some(w) => (0..taps.maps.len())
+                .map(|corner| {
+                    let mut wt = w[0][corner & 1].clone();
+                    for (a, wa) in w.iter().enumerate().skip(1) {
+                        wt = wt.mul(&wa[(corner >> a) & 1])?;
+                    }
+                    grad.mul(&wt)
+                })
                 .collect::<Result<_>>()?,
         };
         let mut total: Option<Variable> = None;
@@ -1140,15 +1177,24 @@ fn grid_sample_backward(
     let grad_grid = if needs.get(1).copied().unwrap_or(false) {
         Some(match &s.weights {
             None => Variable::from_tensor(Tensor::zeros(&grid.shape(), grid.dtype())?),
-            Some([ax, bx, ay, by]) => {
+            Some(w) => {
                 let v = &s.values;
-                let dx = v[1].sub(&v[0])?.mul(ay)?.add(&v[3].sub(&v[2])?.mul(by)?)?;
-                let dy = v[2].sub(&v[0])?.mul(ax)?.add(&v[3].sub(&v[1])?.mul(bx)?)?;
-                let gx = grad.mul(&dx)?.sum_dims(&[1], false)?;
-                let gy = grad.mul(&dy)?.sum_dims(&[1], false)?;
-                let gx = gx.mul(&Variable::from_tensor(taps.scale[0].clone()))?;
-                let gy = gy.mul(&Variable::from_tensor(taps.scale[1].clone()))?;
-                Variable::stack(&[gx, gy], -1)?
+                let rank = w.len();
+                let mut parts = Vec::with_capacity(rank);
+                for a in 0..rank {
+                    // The difference along axis a at each corner of the other axes,
+                    // interpolated along those (x fastest).
+                    let diffs: Vec<Variable> = (0..v.len())
+                        .filter(|c| (c >> a) & 1 == 0)
+                        .map(|c| v[c | (1 << a)].sub(&v[c]))
+                        .collect::<Result<_>>()?;
+                    let others: Vec<&[Variable; 2]> =
+                        (0..rank).filter(|&b| b != a).map(|b| &w[b]).collect();
+                    let d = collapse(diffs, &others)?;
+                    let g = grad.mul(&d)?.sum_dims(&[1], false)?;
+                    parts.push(g.mul(&Variable::from_tensor(taps.scale[a].clone()))?);
+                }
+                Variable::stack(&parts, -1)?
             }
         })
     } else {
@@ -1159,8 +1205,9 @@ fn grid_sample_backward(
 
 impl Variable {
     /// `torch.grid_sampler` for a 4-D input `(N, C, H, W)` and grid `(N, Ho, Wo, 2)`
-    /// (x then y, normalised to [-1, 1]): the output `(N, C, Ho, Wo)` samples the input
-    /// at the grid's places. Differentiable in both.
+    /// (x then y, normalised to [-1, 1]), or a 5-D input `(N, C, D, H, W)` and grid
+    /// `(N, Do, Ho, Wo, 3)` (x, y, z; bilinear is trilinear there): the output
+    /// `(N, C, *out)` samples the input at the grid's places. Differentiable in both.
     pub fn grid_sample(
         &self,
         grid: &Variable,
@@ -1208,14 +1255,15 @@ impl Variable {
                 shape.as_slice()
             )));
         }
-        if shape.len() == 5 {
-            return Err(Error::NoKernel(
-                "rustgrad: grid_sample of a 5-D input (volumetric) is not implemented".into(),
-            ));
-        }
         if !self.dtype().is_floating_point() {
             return Err(Error::NoKernel(format!(
-                "\"grid_sampler_2d_cpu\" not implemented for '{}'",
+                "\"{}\" not implemented for '{}'",
+                // PyTorch's kernel names differ by an underscore.
+                if shape.len() == 4 {
+                    "grid_sampler_2d_cpu"
+                } else {
+                    "grid_sampler3d_cpu"
+                },
                 self.dtype().scalar_type_name()
             )));
         }
@@ -1223,6 +1271,7 @@ impl Variable {
             mode,
             padding: padding_mode,
             align_corners,
+            rank: (shape.len() - 2) as u8,
         };
         let result = {
             let _guard = crate::autograd::grad_mode::no_grad();
@@ -1232,12 +1281,7 @@ impl Variable {
             let s = sampling(&input, &g, &taps, mode)?;
             let out = match &s.weights {
                 None => s.values[0].clone(),
-                Some([ax, bx, ay, by]) => {
-                    let v = &s.values;
-                    let top = v[0].mul(ax)?.add(&v[1].mul(bx)?)?.mul(ay)?;
-                    let bottom = v[2].mul(ax)?.add(&v[3].mul(bx)?)?.mul(by)?;
-                    top.add(&bottom)?
-                }
+                Some(w) => collapse(s.values.clone(), &w.iter().collect::<Vec<_>>())?,
             };
             out.tensor().clone()
         };
