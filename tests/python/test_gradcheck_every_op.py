@@ -465,6 +465,51 @@ CASES: dict[str, Case] = {
     "adaptive_max_pool2d_with_indices": Case(
         lambda x: F.adaptive_max_pool2d_with_indices(x, (3, 2))[0], S(2, 4, 5)
     ),
+    # Pooling of issue 21 (tests/python/test_nn_pool3d.py has PyTorch's vectors).
+    "max_pool3d": Case(lambda x: F.max_pool3d(x, 2, 1, 1), S(1, 3, 3, 4)),
+    "max_pool3d_with_indices": Case(lambda x: F.max_pool3d_with_indices(x, 2)[0], S(1, 2, 4, 4)),
+    "avg_pool3d": Case(lambda x: F.avg_pool3d(x, 3, 2, 1, True, False), S(1, 3, 4, 5)),
+    "adaptive_avg_pool3d": Case(lambda x: F.adaptive_avg_pool3d(x, (2, 3, 2)), S(1, 3, 4, 5)),
+    "adaptive_max_pool3d": Case(lambda x: F.adaptive_max_pool3d(x, (2, 3, 2)), S(1, 3, 4, 5)),
+    "adaptive_max_pool3d_with_indices": Case(
+        lambda x: F.adaptive_max_pool3d_with_indices(x, 2)[0], S(1, 3, 4, 5)
+    ),
+    "adaptive_max_pool1d": Case(lambda x: F.adaptive_max_pool1d(x, 3), S(2, 5)),
+    "adaptive_max_pool1d_with_indices": Case(
+        lambda x: F.adaptive_max_pool1d_with_indices(x, 3)[0], S(2, 5)
+    ),
+    "lp_pool1d": Case(lambda x: F.lp_pool1d(x.abs() + 0.5, 2, 2), S(2, 5)),
+    "lp_pool2d": Case(lambda x: F.lp_pool2d(x.abs() + 0.5, 3, 2), S(2, 4, 4)),
+    "lp_pool3d": Case(lambda x: F.lp_pool3d(x.abs() + 0.5, 2, 2), S(1, 2, 4, 4)),
+    "max_unpool1d": Case(lambda x: F.max_unpool1d(x, torch.tensor([[1, 2], [0, 3]]), 2), S(2, 2)),
+    "max_unpool3d": Case(
+        lambda x: F.max_unpool3d(x, torch.tensor([[[[0, 7]]]]), 2, output_size=(2, 2, 4)),
+        S(1, 1, 1, 2),
+    ),
+    "fractional_max_pool2d": Case(
+        lambda x: F.fractional_max_pool2d(
+            x, 2, 3, _random_samples=torch.tensor([[[0.3, 0.7]]], dtype=torch.float64)
+        ),
+        S(1, 5, 6),
+    ),
+    "fractional_max_pool2d_with_indices": Case(
+        lambda x: F.fractional_max_pool2d_with_indices(
+            x, 2, 2, _random_samples=torch.tensor([[[0.6, 0.2]]], dtype=torch.float64)
+        )[0],
+        S(1, 4, 5),
+    ),
+    "fractional_max_pool3d": Case(
+        lambda x: F.fractional_max_pool3d(
+            x, 2, 2, _random_samples=torch.tensor([[[0.3, 0.7, 0.5]]], dtype=torch.float64)
+        ),
+        S(1, 3, 4, 4),
+    ),
+    "fractional_max_pool3d_with_indices": Case(
+        lambda x: F.fractional_max_pool3d_with_indices(
+            x, 2, 2, _random_samples=torch.tensor([[[0.1, 0.9, 0.4]]], dtype=torch.float64)
+        )[0],
+        S(1, 3, 4, 4),
+    ),
     "dropout": Case(lambda x: _seeded(lambda t: F.dropout(t, 0.4), x), A),
     "alpha_dropout": Case(lambda x: _seeded(lambda t: F.alpha_dropout(t, 0.4, True), x), A),
     "feature_alpha_dropout": Case(

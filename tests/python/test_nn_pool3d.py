@@ -1,6 +1,7 @@
 """The pooling functionals and modules added for issue 21 (3-d pooling, adaptive max
 1-d / 3-d, LP pooling, max_unpool 1-d / 3-d, fractional max pooling, area and
-antialiased interpolation, volumetric grid_sample) against PyTorch's vectors in tests/vectors/nn_pool3d.json (written by
+antialiased interpolation, volumetric grid_sample) against PyTorch's vectors in
+tests/vectors/nn_pool3d.json (written by
 generate_nn_pool3d.py): outputs, indices, input gradients, grad_fn names and the
 messages of rejected calls; gradcheck and gradgradcheck in float64; module reprs and
 state; bitwise determinism across thread counts."""
@@ -107,6 +108,13 @@ def test_gradcheck_float64() -> None:
     z = rustgrad.randn(1, 2, 7, 6, dtype=rustgrad.float64, generator=g).requires_grad_()
     for mode in ("bilinear", "bicubic"):
         _gradchecks(lambda t, m=mode: F.interpolate(t, (3, 8), mode=m, antialias=True), z)
+    v = rustgrad.randn(1, 2, 2, 3, 3, dtype=rustgrad.float64, generator=g).requires_grad_()
+    grid = rustgrad.rand(1, 2, 2, 2, 3, dtype=rustgrad.float64, generator=g) * 2.2 - 1.1
+    grid.requires_grad_()
+    for pad in ("zeros", "border", "reflection"):
+        fn = lambda t, q, p=pad: F.grid_sample(t, q, padding_mode=p, align_corners=False)  # noqa: E731
+        assert rustgrad.autograd.gradcheck(fn, (v, grid))
+        assert rustgrad.autograd.gradgradcheck(fn, (v, grid))
     y = rustgrad.randn(2, 3, 9, dtype=rustgrad.float64, generator=g).requires_grad_()
     _gradchecks(lambda t: F.adaptive_max_pool1d(t, 4), y)
     _gradchecks(lambda t: F.lp_pool1d(t.abs() + 0.5, 3, 2), y)
