@@ -140,6 +140,46 @@ CASES: dict[str, Case] = {
     "max_unpool2d": Case(
         lambda x, i: F.max_unpool2d(x, i, 2), Fl(1, 2, 2, 2), Ix([[[[0, 3], [9, 14]]] * 2])
     ),
+    # pooling of issue 21
+    "max_pool3d": Case(lambda x: F.max_pool3d(x, 2, 1, 1), Fl(1, 2, 3, 4, 4)),
+    "max_pool3d_with_indices": Case(lambda x: F.max_pool3d_with_indices(x, 2), Fl(2, 2, 4, 4)),
+    "avg_pool3d": Case(lambda x: F.avg_pool3d(x, 3, 2, 1, True, False), Fl(1, 2, 3, 4, 5)),
+    "adaptive_avg_pool3d": Case(lambda x: F.adaptive_avg_pool3d(x, (2, 3, 2)), Fl(2, 3, 4, 5)),
+    "adaptive_max_pool3d": Case(lambda x: F.adaptive_max_pool3d(x, (2, 3, 2)), Fl(2, 3, 4, 5)),
+    "adaptive_max_pool3d_with_indices": Case(
+        lambda x: F.adaptive_max_pool3d_with_indices(x, 2), Fl(2, 3, 4, 5)
+    ),
+    "adaptive_max_pool1d": Case(lambda x: F.adaptive_max_pool1d(x, 3), Fl(2, 3, 5)),
+    "adaptive_max_pool1d_with_indices": Case(
+        lambda x: F.adaptive_max_pool1d_with_indices(x, 3), Fl(2, 3, 5)
+    ),
+    "lp_pool1d": Case(lambda x: F.lp_pool1d(x, 2, 2), Fl(2, 3, 5, dom=P)),
+    "lp_pool2d": Case(lambda x: F.lp_pool2d(x, 3, 2), Fl(2, 3, 4, 4, dom=P)),
+    "lp_pool3d": Case(lambda x: F.lp_pool3d(x, 2, 2), Fl(1, 2, 4, 4, dom=P)),
+    "max_unpool1d": Case(lambda x, i: F.max_unpool1d(x, i, 2), Fl(1, 2, 2), Ix([[[1, 2], [0, 3]]])),
+    "max_unpool3d": Case(
+        lambda x, i: F.max_unpool3d(x, i, 2), Fl(1, 1, 1, 1, 2), Ix([[[[[0, 7]]]]])
+    ),
+    "fractional_max_pool2d": Case(
+        lambda x, s: F.fractional_max_pool2d(x, 2, 3, _random_samples=s),
+        Fl(1, 2, 5, 6),
+        Fl(1, 2, 2, dom=PR, grad=False),
+    ),
+    "fractional_max_pool2d_with_indices": Case(
+        lambda x, s: F.fractional_max_pool2d_with_indices(x, 2, 2, _random_samples=s),
+        Fl(2, 1, 4, 5),
+        Fl(2, 1, 2, dom=PR, grad=False),
+    ),
+    "fractional_max_pool3d": Case(
+        lambda x, s: F.fractional_max_pool3d(x, 2, 2, _random_samples=s),
+        Fl(1, 2, 3, 4, 4),
+        Fl(1, 2, 3, dom=PR, grad=False),
+    ),
+    "fractional_max_pool3d_with_indices": Case(
+        lambda x, s: F.fractional_max_pool3d_with_indices(x, 2, 2, _random_samples=s),
+        Fl(1, 1, 3, 4, 4),
+        Fl(1, 1, 3, dom=PR, grad=False),
+    ),
     # ---- normalisation
     "batch_norm": Case(
         lambda x, rm, rv, w, b: F.batch_norm(x, rm, rv, w, b, True, 0.3),
