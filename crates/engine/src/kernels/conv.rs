@@ -307,8 +307,16 @@ fn col2im<T: Gemm>(g: &ConvGeometry, cols: &[T], x: &mut [T], ld: usize) {
     for_each_row(g, ld, |col_start, x0, valid| {
         if let Some(x0) = x0 {
             let first = (x0 + (valid.start * sw) as isize) as usize;
-            for (j, ow) in valid.enumerate() {
-                x[first + j * sw] += cols[col_start + ow];
+            let src = &cols[col_start + valid.start..col_start + valid.end];
+            if sw == 1 {
+                // Contiguous: a slice add the compiler vectorises.
+                for (d, &v) in x[first..first + src.len()].iter_mut().zip(src) {
+                    *d += v;
+                }
+            } else {
+                for (j, &v) in src.iter().enumerate() {
+                    x[first + j * sw] += v;
+                }
             }
         }
     });
