@@ -112,6 +112,52 @@ fn per_row<T: Send>(out: &mut [T], inner: usize, f: impl Fn(usize, &mut [T]) + S
     });
 }
 
+/// Accumulators of [`lanes_sum`]: independent sums that break the chain of dependent
+/// additions (a latency-bound loop ran at one add per four cycles) and vectorise.
+const LANES: usize = 4;
+
+/// `sum(f(x))` in f64 over a run: element `i` into lane `i % LANES`, the lanes added in
+/// a fixed tree, then the tail left to right. The order depends on the length only, so
+/// the result does not depend on the thread count (Note [Determinism]).
+#[inline(always)]
+fn lanes_sum<T: Element>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
+    let mut lanes = [0.0f64; LANES];
+    let mut blocks = xs.chunks_exact(LANES);
+    for block in &mut blocks {
+        for (lane, &v) in lanes.iter_mut().zip(block) {
+            *lane += f(v.to_f64());
+        }
+    }
+    let mut acc = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for &v in blocks.remainder() {
+        acc += f(v.to_f64());
+    }
+    acc
+}
+
+/// `(sum(dy), sum(dy * (x - mean)))` over a run, in lanes as [`lanes_sum`].
+#[inline(always)]
+fn lanes_sum_pair<T: Element>(dy: &[T], x: &[T], mean: f64) -> (f64, f64) {
+    let (mut d, mut dx) = ([0.0f64; LANES], [0.0f64; LANES]);
+    let mut dy_blocks = dy.chunks_exact(LANES);
+    let mut x_blocks = x.chunks_exact(LANES);
+    for (gb, xb) in (&mut dy_blocks).zip(&mut x_blocks) {
+        for k in 0..LANES {
+            let g = gb[k].to_f64();
+            d[k] += g;
+            dx[k] += g * (xb[k].to_f64() - mean);
+        }
+    }
+    let mut d_acc = (d[0] + d[1]) + (d[2] + d[3]);
+    let mut dx_acc = (dx[0] + dx[1]) + (dx[2] + dx[3]);
+    for (&g, &v) in dy_blocks.remainder().iter().zip(x_blocks.remainder()) {
+        let g = g.to_f64();
+        d_acc += g;
+        dx_acc += g * (v.to_f64() - mean);
+    }
+    (d_acc, dx_acc)
+}
+
 /// Per group: `(mean, biased variance)`, two passes in f64. An empty group gives NaN.
 pub fn moments<T: Element>(x: &[T], g: &NormGeom) -> Result<Vec<(f64, f64)>> {
     g.check(x.len(), "norm input")?;
@@ -120,17 +166,12 @@ pub fn moments<T: Element>(x: &[T], g: &NormGeom) -> Result<Vec<(f64, f64)>> {
         let row = |o: usize| &x[(o * g.groups + j) * g.inner..(o * g.groups + j + 1) * g.inner];
         let mut sum = 0.0;
         for o in 0..g.outer {
-            for v in row(o) {
-                sum += v.to_f64();
-            }
+            sum += lanes_sum(row(o), |v| v);
         }
         let mean = sum / count;
         let mut sq = 0.0;
         for o in 0..g.outer {
-            for v in row(o) {
-                let d = v.to_f64() - mean;
-                sq += d * d;
-            }
+            sq += lanes_sum(row(o), |v| (v - mean) * (v - mean));
         }
         (mean, sq / count)
     })
@@ -224,12 +265,7 @@ pub fn normalize_backward<T: Element>(
             let start = (o * g.groups + j) * g.inner;
             for (blk, acc) in runs.iter_mut().enumerate() {
                 let span = start + blk * run..start + (blk + 1) * run;
-                let (mut d_sum, mut dx_sum) = (0.0, 0.0);
-                for (&d, &v) in dy[span.clone()].iter().zip(&x[span]) {
-                    let d = d.to_f64();
-                    d_sum += d;
-                    dx_sum += d * (v.to_f64() - mean[j]);
-                }
+                let (d_sum, dx_sum) = lanes_sum_pair(&dy[span.clone()], &x[span], mean[j]);
                 acc.0 += dx_sum;
                 acc.1 += d_sum;
             }
