@@ -57,8 +57,8 @@ impl NormGeom {
     fn check(&self, len: usize, what: &str) -> Result<()> {
         let ok = self.wmod >= 1
             && self.wdiv >= 1
-            && self.inner % self.wdiv == 0
-            && self.groups % self.wmod == 0;
+            && self.inner.is_multiple_of(self.wdiv)
+            && self.groups.is_multiple_of(self.wmod);
         if !ok || self.numel() != Some(len) {
             return Err(Error::NotImplemented(format!(
                 "rustgrad internal error: {what} of {len} elements does not fit {self:?}"
