@@ -366,7 +366,7 @@ impl Variable {
     pub fn pad(&self, pad: &[i64], mode: PadMode, value: Option<f64>) -> Result<Variable> {
         let shape = self.shape();
         let ndim = shape.len();
-        if pad.len() % 2 != 0 {
+        if !pad.len().is_multiple_of(2) {
             return Err(runtime("Padding length must be divisible by 2".into()));
         }
         if pad.len() > 2 * ndim {

@@ -112,8 +112,8 @@ class AvgPool1d(Module):
         )  # fmt: skip
 
 
-class AvgPool2d(Module):
-    """2-D average pooling over ``(N, C, H, W)``."""
+class _AvgPoolNd(Module):
+    _pool: Any = None
 
     def __init__(
         self,
@@ -142,7 +142,13 @@ class AvgPool2d(Module):
         ]  # fmt: skip
         if self.divisor_override is not None:
             args.append(self.divisor_override)
-        return F.avg_pool2d(*args)
+        return type(self)._pool(*args)
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-D average pooling over ``(N, C, H, W)``."""
+
+    _pool = staticmethod(F.avg_pool2d)
 
 
 class _AdaptivePoolNd(Module):
@@ -217,34 +223,10 @@ class MaxPool3d(_MaxPoolNd):
     _pool = staticmethod(F.max_pool3d)
 
 
-class AvgPool3d(Module):
+class AvgPool3d(_AvgPoolNd):
     """3-D average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
 
-    def __init__(
-        self,
-        kernel_size: Any,
-        stride: Any = None,
-        padding: Any = 0,
-        ceil_mode: bool = False,
-        count_include_pad: bool = True,
-        divisor_override: int | None = None,
-    ) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool3d(
-            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-            self.count_include_pad, self.divisor_override,
-        )  # fmt: skip
+    _pool = staticmethod(F.avg_pool3d)
 
 
 class _LPPoolNd(Module):
