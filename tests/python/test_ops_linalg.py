@@ -462,3 +462,27 @@ def test_matmul_errors_are_pytorchs_exactly(k):
     with pytest.raises(RuntimeError) as info:
         fn()
     assert str(info.value) == message
+
+
+def test_matmul_folds_batch_dims_of_a_3d_left_operand_as_pytorch():
+    # PyTorch's matmul (and so F.linear) folds (..., m, k) @ (k, n) into one mm over
+    # every row: grad_fn UnsafeViewBackward0 over MmBackward0, and the weight gradient
+    # is one product over all rows instead of a batched product summed.
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal((5, 3, 4))
+    wn = rng.standard_normal((6, 4))
+    for x in (
+        torch.tensor(xn, requires_grad=True),
+        torch.tensor(xn.transpose(1, 0, 2).copy(), requires_grad=True).transpose(0, 1),
+    ):
+        w = torch.tensor(wn, requires_grad=True)
+        y = torch.nn.functional.linear(x, w)
+        assert type(y.grad_fn).__name__ == "UnsafeViewBackward0"
+        assert type(y.grad_fn.next_functions[0][0]).__name__ == "MmBackward0"
+        assert y._base is None
+        g = rng.standard_normal((5, 3, 6))
+        y.backward(torch.tensor(g))
+        np.testing.assert_allclose(y.detach().numpy(), xn @ wn.T, rtol=1e-12)
+        np.testing.assert_allclose(
+            w.grad.numpy(), np.einsum("bmn,bmk->nk", g, xn), rtol=1e-12, atol=1e-12
+        )

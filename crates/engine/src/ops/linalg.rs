@@ -477,6 +477,18 @@ impl Variable {
                         sb[db - 2]
                     )));
                 }
+                if da >= 3 && db == 2 {
+                    // PyTorch folds the batch dims of `self` into rows (at::matmul's
+                    // `should_fold`): one `mm` over every row, so the weight gradient
+                    // of a `Linear` on `(L, N, E)` input is one GEMM over `L·N` rows,
+                    // not `L` products summed. grad_fn UnsafeViewBackward0 over
+                    // MmBackward0, as PyTorch's.
+                    let k = sa[da - 1] as i64;
+                    let product = self.reshape(&[-1, k])?.matmul(other)?;
+                    let mut shape: Vec<i64> = sa[..da - 1].iter().map(|&s| s as i64).collect();
+                    shape.push(sb[1] as i64);
+                    return product.unsafe_view(&shape);
+                }
                 let result = self.tensor().matmul_nd(&other.tensor())?;
                 let batched = da > 2 || db > 2;
                 Ok(Variable::record(result, &[self, other], |needs, _| {

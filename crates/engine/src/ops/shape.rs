@@ -272,6 +272,22 @@ impl Variable {
         }))
     }
 
+    /// `_unsafe_view`: this contiguous tensor with another shape, recorded as a new
+    /// tensor rather than a view (grad_fn `UnsafeViewBackward0`, no `_base`). For
+    /// results nobody else holds, such as the product a folded `matmul` reshapes back.
+    pub(crate) fn unsafe_view(&self, shape: &[i64]) -> Result<Variable> {
+        let result = self.tensor().reshape(shape)?;
+        Ok(Variable::record(result, &[self], |_, _| {
+            (
+                Rule::View {
+                    input: shape_of(self),
+                    copied: true,
+                },
+                smallvec![],
+            )
+        }))
+    }
+
     /// Swaps two dims.
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Variable> {
         let (result, rule) = self.transposed(dim0, dim1, false)?;
