@@ -105,7 +105,7 @@ pub fn infer_shape(requested: &[i64], numel: usize) -> Result<Dims> {
     let mut out: Dims = requested.iter().map(|&s| s.max(0) as usize).collect();
     match inferred {
         Some(i) => {
-            if known == 0 || numel % known != 0 {
+            if known == 0 || !numel.is_multiple_of(known) {
                 return Err(invalid());
             }
             out[i] = numel / known;

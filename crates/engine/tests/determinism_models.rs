@@ -159,7 +159,8 @@ fn basic_block() -> Result<Vec<Vec<u32>>> {
 
 #[test]
 fn training_steps_do_not_depend_on_the_thread_count() -> Result<()> {
-    let models: [(&str, fn() -> Result<Vec<Vec<u32>>>); 3] = [
+    type Model = fn() -> Result<Vec<Vec<u32>>>;
+    let models: [(&str, Model); 3] = [
         ("mlp", mlp),
         ("conv net", conv_net),
         ("basic block", basic_block),

@@ -463,7 +463,7 @@ fn import_capsule(capsule: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let Some(ptr) = NonNull::new(data) else {
         return Err(PyRuntimeError::new_err("from_dlpack: null data pointer"));
     };
-    if (ptr.as_ptr() as usize) % itemsize != 0 {
+    if !(ptr.as_ptr() as usize).is_multiple_of(itemsize) {
         return Err(PyRuntimeError::new_err(
             "rustgrad: from_dlpack needs data aligned to its element size",
         ));

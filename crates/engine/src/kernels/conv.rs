@@ -125,8 +125,8 @@ impl ConvGeometry {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::InvalidArgument(format!("convolution: {m}")));
         if self.groups == 0
-            || self.in_channels % self.groups != 0
-            || self.out_channels % self.groups != 0
+            || !self.in_channels.is_multiple_of(self.groups)
+            || !self.out_channels.is_multiple_of(self.groups)
         {
             return bad("groups must divide the channel counts");
         }

@@ -587,7 +587,7 @@ impl Ctc<'_> {
 
     /// Label `s` of sample `b`'s extended target: the blank at even `s`.
     fn prime(&self, b: usize, s: usize) -> usize {
-        if s % 2 == 0 {
+        if s.is_multiple_of(2) {
             self.blank
         } else {
             self.targets[self.target_offsets[b] + (s / 2) * self.target_stride] as usize

@@ -142,7 +142,7 @@ impl Variable {
         }
         let d = shape::wrap_dim(dim, self.dim())?;
         let size = self.shape()[d];
-        if size % 2 != 0 {
+        if !size.is_multiple_of(2) {
             return Err(Error::InvalidArgument(format!(
                 "Halving dimension must be even, but dimension {d} is size {size}"
             )));

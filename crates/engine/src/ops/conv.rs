@@ -496,7 +496,7 @@ impl Variable {
                 "Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got weight of size {wshape:?} instead"
             )));
         }
-        if wshape[0] % g != 0 {
+        if !wshape[0].is_multiple_of(g) {
             return Err(invalid(format!(
                 "Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of size [{wshape:?}] instead"
             )));

@@ -147,7 +147,7 @@ impl Variable {
         };
         let ws = w_ih.shape();
         let gates = cell.gates();
-        if ws.len() != 2 || ws[0] % gates != 0 || ws[1] != input {
+        if ws.len() != 2 || !ws[0].is_multiple_of(gates) || ws[1] != input {
             return Err(dims_err(format!(
                 "rnn_layer: w_ih of shape {:?} does not fit input size {input}",
                 ws.as_slice()

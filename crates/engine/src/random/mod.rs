@@ -474,7 +474,7 @@ impl GeneratorState {
                 let mut v = try_vec(numel, 0.0f64)?;
                 v.iter_mut().for_each(|x| *x = self.uniform_f64(0.0, 1.0));
                 blocks(&mut v, |b| box_muller::fill_16_f64(b, mean, std));
-                if numel % BLOCK != 0 {
+                if !numel.is_multiple_of(BLOCK) {
                     let tail = &mut v[numel - BLOCK..];
                     tail.iter_mut()
                         .for_each(|x| *x = self.uniform_f64(0.0, 1.0));
@@ -487,7 +487,7 @@ impl GeneratorState {
                 let mut v = try_vec(numel, 0.0f32)?;
                 v.iter_mut().for_each(|x| *x = self.uniform_f32(0.0, 1.0));
                 blocks(&mut v, |b| box_muller::fill_16_f32(b, mean, std));
-                if numel % BLOCK != 0 {
+                if !numel.is_multiple_of(BLOCK) {
                     let tail = &mut v[numel - BLOCK..];
                     tail.iter_mut()
                         .for_each(|x| *x = self.uniform_f32(0.0, 1.0));
