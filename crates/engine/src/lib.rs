@@ -50,7 +50,6 @@ pub use ops::custom::{intern_name, CustomBackward, CustomOptions, SavedValues};
 pub use ops::dropout::DropoutKind;
 pub use ops::embedding::{BagMode, BagOptions};
 pub use ops::loss::{KlReduction, PointwiseLoss, Reduction, WeightedMean};
-pub use ops::rnn::RnnMode;
 pub use ops::pool::{Pool2d, Pool3d};
 pub use ops::rnn::RnnMode;
 pub use ops::shape::Squeeze;
