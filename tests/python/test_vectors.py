@@ -87,12 +87,15 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         # half_op_math.json (float16 / bfloat16 expressions): test_half_op_math.py
         # type_promotion.json (dtype tables, own schema): test_type_promotion.py
         # out_and_range_index.json (range indices, out=): test_out_and_range_index.py
+        # losses_21.json, parametrize_21.json (own schema): test_nn_loss_21.py and
+        # test_parametrize.py; device_meta.json (meta device): test_device_meta.py
         if path.stem not in ("random", "factory", "samplers_ops", "data_samplers", "lr_scheduler")
         and not path.stem.startswith(("nn_", "optim", "models_"))
         and path.stem not in ("data_workers", "random_masks", "scalar_promotion")
         and path.stem not in ("weighted_losses", "index_scalars", "preserved_strides")
         and path.stem not in ("half_op_math", "type_promotion")
         and path.stem != "out_and_range_index"
+        and path.stem not in ("losses_21", "parametrize_21", "device_meta")
     }
 
 
