@@ -105,7 +105,13 @@ def test_checkpoint_gives_pytorch_outputs_in_eval_and_train_mode(checkpoint_path
     model.train()
     with rustgrad.no_grad():
         out = model(x)
-    np.testing.assert_allclose(out.numpy(), expected["train_output"], rtol=F32_TOL, atol=F32_TOL)
+    # Train mode normalises by the statistics of a 2-sample batch, which amplifies
+    # rounding: the float64 result of this model is itself 9.9e-6 from PyTorch's float32
+    # output, and rustgrad's float32 one 8.2e-6 from the float64 one (on the other
+    # side), so two float32 summation orders (Note [GEMM plans]) may differ by twice
+    # the eval tolerance here.
+    tol = 2 * F32_TOL
+    np.testing.assert_allclose(out.numpy(), expected["train_output"], rtol=tol, atol=tol)
 
 
 def resume(path: Path, expected, dtype: rustgrad.dtype) -> tuple[list[float], dict]:
