@@ -245,6 +245,8 @@ __all__ = [
     "count_nonzero",
     "cpu",
     "cuda",
+    "parallel",
+    "xpu",
     "cumprod",
     "cumsum",
     "default_generator",
@@ -519,10 +521,12 @@ __all__ += ["load", "save"]
 
 # Device flags of tensors and the meta device (Note [Meta device]): after every module
 # that adds Tensor methods, since meta tensors override or refuse each of them.
-from . import _device, _meta  # noqa: E402,F401
-
 # torchvision-style models (python/rustgrad/models/): `rustgrad.models.resnet18()`.
-from . import models  # noqa: E402,F401
+from . import (  # noqa: E402,F401
+    _device,
+    _meta,
+    models,  # noqa: E402,F401
+)
 
 # `out=` on every function PyTorch gives one (python/rustgrad/_out.py, Note [out=
 # arguments]): last, so that it wraps the final binding of each name.

@@ -7,8 +7,8 @@ from . import functional, init, parallel, utils
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .modules.module import register_module_forward_hook, register_module_forward_pre_hook
-from .parameter import Parameter
 from .parallel import DataParallel
+from .parameter import Parameter
 
 __all__ = [
     "DataParallel",
