@@ -184,11 +184,6 @@ pub struct Backward<T> {
 /// A strided matrix operand: its elements, row stride and column stride.
 type Mat<'a, T> = (&'a [T], usize, usize);
 
-/// Smallest number of output rows per task of a parallel per-step GEMM (the blocks are
-/// fixed by the sizes, never by the thread count, so the result is the same with any
-/// number of threads).
-const GEMM_ROW_BLOCK: usize = 64;
-
 /// `a[m, k] @ b[k, n]` as a new row-major vector, through the engine's `matmul` (its
 /// tiling and threading): the one-shot products over all time steps.
 fn product<T: Gemm>(
@@ -209,7 +204,7 @@ fn product<T: Gemm>(
 }
 
 /// `c[m, n] = a[m, k] @ b[k, n] + beta·c` (row stride of `c` is `n`), bounds-checked
-/// before the raw GEMM; large products are split into fixed blocks of rows.
+/// before the raw GEMM; large products are tiled by the shared 2-D plan.
 fn gemm<T: Gemm + Send + Sync>(
     (m, k, n): (usize, usize, usize),
     a: Mat<'_, T>,
@@ -244,36 +239,23 @@ fn gemm<T: Gemm + Send + Sync>(
             "rustgrad internal error: rnn GEMM operand out of bounds".into(),
         ));
     }
-    let run = |row0: usize, block: &mut [T]| {
-        let rows = block.len() / n;
-        // SAFETY: `a` reaches `(m-1)·rsa + (k-1)·csa < a.len()` and `b` reaches
-        // `(k-1)·rsb + (n-1)·csb < b.len()` (checked above); this block starts at row
-        // `row0 < m` of `a`, and `block` holds `rows·n` elements with row stride `n`.
-        unsafe {
-            T::gemm(
-                rows,
-                k,
-                n,
-                a.0.as_ptr().add(row0 * a.1),
-                rsa,
-                csa,
-                b.0.as_ptr(),
-                rsb,
-                csb,
-                beta,
-                block.as_mut_ptr(),
-                rsc,
-            )
-        }
+    // SAFETY: `a` reaches `(m-1)·rsa + (k-1)·csa < a.len()` and `b` reaches
+    // `(k-1)·rsb + (n-1)·csb < b.len()` (checked above); `c` holds `m·n` elements with
+    // row stride `n`. The 2-D tile plan gives the same bits for any thread count
+    // (Note [GEMM plans]).
+    unsafe {
+        crate::kernels::matmul::gemm_parallel(
+            "rnn",
+            (m, k, n),
+            a.0.as_ptr(),
+            (rsa, csa),
+            b.0.as_ptr(),
+            (rsb, csb),
+            beta,
+            c.as_mut_ptr(),
+            rsc,
+        )
     };
-    let work = m.saturating_mul(k).saturating_mul(n);
-    // At most four blocks: each block packs the right operand again.
-    let block = GEMM_ROW_BLOCK.max(m.div_ceil(4));
-    if m > block && work >= 1 << 21 {
-        crate::parallel::for_each_chunk_mut(c, block * n, |i, c| run(i * block, c));
-    } else {
-        run(0, c);
-    }
     Ok(())
 }
 
