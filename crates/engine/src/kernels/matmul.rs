@@ -18,8 +18,11 @@ const KC: usize = 512;
 
 /// Multiply-adds one GEMM task should have at least: below it the hand-off to the
 /// pool and the re-packing of the task's operand panels cost more than the split
-/// gains. Measured on the 2-core Zen 4 (`benchmarks/bench_gemm_tasks.py`): a task of
-/// 2^17 multiply-adds takes ~1.3 µs, the pool hand-off ~0.5 µs.
+/// gains. At the ~100 GFLOP/s one Zen 4 core reaches (`examples/gemm_kernels.rs`) a
+/// task of 2^17 multiply-adds is ~2.6 µs of arithmetic; handing a whole parallel job
+/// to the pool costs 6-17 µs (Note [Parallel thresholds]), so a job is only formed
+/// from at least two such tasks (a product of 2^18 multiply-adds, ~5 µs) and has at
+/// most [`TASKS_PER_THREAD`] per thread.
 pub const MIN_TASK_WORK: usize = 1 << 17;
 
 /// Tasks per pool thread a large GEMM is split into: several per thread, so that
