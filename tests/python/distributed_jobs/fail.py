@@ -1,0 +1,21 @@
+"""One rank of the failure job of tests/python/test_distributed.py: rank 1 raises while
+the others wait in a collective (which would never complete)."""
+
+import os
+import sys
+import time
+
+import rustgrad as torch
+import rustgrad.distributed as dist
+
+dist.init_process_group("gloo")
+print(
+    f"env {os.environ.get('RANK')} {os.environ.get('LOCAL_RANK')} "
+    f"{os.environ.get('WORLD_SIZE')} {sys.argv[1:]}",
+    flush=True,
+)
+if dist.get_rank() == 1:
+    time.sleep(0.2)
+    raise ZeroDivisionError("rank one failed on purpose")
+dist.all_reduce(torch.ones(3))
+time.sleep(60)

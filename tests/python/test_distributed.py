@@ -1,0 +1,129 @@
+"""rustgrad.distributed on real MPI jobs (Note [Distributed]).
+
+Each test starts one job of 2 or 3 processes on this machine (oversubscribed, one
+thread each) through ``python -m rustgrad.distributed.run`` or plain ``mpiexec``; the
+job's worker scripts live in tests/python/distributed_jobs/ and check their results on
+every rank (against numpy, or against a single-process run), aborting the job on the
+first failure. Every job runs under a subprocess timeout, so a hang fails, never blocks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import rustgrad as torch
+import rustgrad.distributed as dist
+
+JOBS = Path(__file__).parent / "distributed_jobs"
+BIN = Path(sys.executable).parent
+TIMEOUT = 120
+
+
+def job_env(**extra: str) -> dict[str, str]:
+    """The environment of a job: one compute thread per process."""
+    env = dict(os.environ)
+    env.update(RUSTGRAD_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+def launch(
+    nproc: int, script: str, *args: str, plain: bool = False, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``script`` on ``nproc`` processes, through the launcher or plain mpiexec."""
+    path = str(JOBS / script)
+    if plain:
+        cmd = [str(BIN / "mpiexec"), "-n", str(nproc), sys.executable, path, *args]
+    else:
+        cmd = [
+            sys.executable,
+            "-m",
+            "rustgrad.distributed.run",
+            "--nproc-per-node",
+            str(nproc),
+            path,
+            *args,
+        ]
+    return subprocess.run(cmd, env=job_env(**env), capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def assert_ok(proc: subprocess.CompletedProcess[str], nproc: int) -> None:
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for rank in range(nproc):
+        assert f"OK {rank}" in proc.stdout, proc.stdout + proc.stderr
+
+
+def processes_with(token: str, grace: float = 5.0) -> list[str]:
+    """Command lines of live processes that mention ``token``, after waiting up to
+    ``grace`` seconds for killed ranks to finish exiting."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = _processes_with(token)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def _processes_with(token: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if token in cmdline:
+            found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+def test_collectives_on_three_ranks_against_numpy() -> None:
+    """Every collective, dtype and layout on 3 ranks, through the launcher."""
+    assert_ok(launch(3, "collectives.py"), 3)
+
+
+def test_collectives_on_two_ranks_under_plain_mpiexec() -> None:
+    """The same checks on 2 ranks started by plain ``mpiexec`` (no RANK variables),
+    with ``backend="mpi"``."""
+    assert_ok(launch(2, "collectives.py", plain=True, BACKEND="mpi"), 2)
+
+
+def test_a_failing_rank_ends_the_job_with_its_traceback_and_no_orphans() -> None:
+    token = uuid.uuid4().hex
+    proc = launch(3, "fail.py", token)
+    assert proc.returncode != 0
+    # torchrun's environment reached every rank, with the script's arguments
+    for rank in range(3):
+        assert f"env {rank} {rank} 3 ['{token}']" in proc.stdout, proc.stdout
+    assert "Root Cause (first observed failure): rank 1" in proc.stderr, proc.stderr
+    assert "ZeroDivisionError: rank one failed on purpose" in proc.stderr
+    assert processes_with(token) == []
+
+
+def test_a_failing_rank_under_plain_mpiexec_aborts_the_job() -> None:
+    token = uuid.uuid4().hex
+    proc = launch(2, "fail.py", token, plain=True)
+    assert proc.returncode != 0
+    assert "ZeroDivisionError: rank one failed on purpose" in proc.stderr, proc.stderr
+    assert processes_with(token) == []
+
+
+def test_single_process_group_and_errors_in_this_process() -> None:
+    """Before init: PyTorch's errors; a process without a launcher is a group of one."""
+    assert dist.is_available()
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        dist.all_reduce(torch.ones(2))
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        dist.get_rank()
+    assert dist.ReduceOp.SUM is dist.ReduceOp.RedOpType.SUM
+    assert dist.Backend("GLOO") == "gloo"
+    with pytest.raises(RuntimeError, match="doesn't have NCCL built in"):
+        dist.init_process_group("nccl")
