@@ -1,0 +1,363 @@
+"""``DistributedDataParallel``: PyTorch's DDP on ``rustgrad.distributed`` (Note
+[Distributed]).
+
+At construction rank 0's parameters and buffers are broadcast to every rank. The
+parameters that require a gradient are put in buckets in reverse registration order (the
+order backward produces their gradients; the first bucket capped at 1 MiB, the others
+at ``bucket_cap_mb``, one dtype per bucket). Each parameter gets a post-accumulate-grad
+hook: when the last gradient of a bucket is accumulated, the bucket's gradients are
+copied into one flat buffer, scaled by 1/world size, and a non-blocking all-reduce of
+it starts, in bucket order on every rank, while backward goes on with the rest of the
+graph. When every bucket has started, the hook of the last one waits for all of them
+and writes the averaged gradients back into each ``.grad`` in place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ... import distributed as dist
+from ...distributed import distributed_c10d as c10d
+from ..modules.module import Module
+
+__all__ = ["DistributedDataParallel"]
+
+_FIRST_BUCKET_BYTES = 1024 * 1024
+
+_UNUSED_ERROR = (
+    "Expected to have finished reduction in the prior iteration before starting a new "
+    "one. This error indicates that your module has parameters that were not used in "
+    "producing loss. You can enable unused parameter detection by passing the keyword "
+    "argument `find_unused_parameters=True` to "
+    "`torch.nn.parallel.DistributedDataParallel`, and by \nmaking sure all `forward` "
+    "function outputs participate in calculating loss. \nIf you already have done the "
+    "above, then the distributed data parallel module wasn't able to locate the output "
+    "tensors in the return value of your module's `forward` function. Please include "
+    "the loss function and the structure of the return value of `forward` of your "
+    "module when reporting this issue (e.g. list, dict, iterable).\nParameter indices "
+    "which did not receive grad for rank {rank}: {indices}"
+)
+
+
+class _Bucket:
+    """Parameters (indices into the DDP's parameter list) reduced together."""
+
+    def __init__(self, indices: list[int], params: list[Any]) -> None:
+        self.indices = indices
+        self.numels = [params[i].numel() for i in indices]
+        self.offsets = list(np.cumsum([0, *self.numels[:-1]]))
+        self.total = int(sum(self.numels))
+        self.dtype = params[indices[0]].detach().numpy().dtype
+        self.pending = 0
+        self.flat: np.ndarray | None = None
+        self.work: Any = None
+
+
+class DistributedDataParallel(Module):
+    """Data-parallel training over the ranks of a process group, as PyTorch's DDP.
+
+    Args:
+        module: the module to replicate (the child ``module``: state_dict keys are
+            ``module.<name>``).
+        device_ids, output_device: must be None for a CPU module, as in PyTorch.
+        broadcast_buffers: broadcast rank 0's buffers before each forward.
+        process_group: the group to reduce over (the default group when None).
+        bucket_cap_mb: bucket size in MiB (25 by default; the first bucket is 1 MiB).
+        find_unused_parameters: find, after each forward, the parameters the output does
+            not depend on and treat their gradients as zero (reduced with the others).
+        gradient_as_bucket_view, static_graph: accepted; results are the same.
+    """
+
+    def __init__(
+        self,
+        module: Module,
+        device_ids: Any = None,
+        output_device: Any = None,
+        dim: int = 0,
+        broadcast_buffers: bool = True,
+        init_sync: bool = True,
+        process_group: Any = None,
+        bucket_cap_mb: float | None = None,
+        find_unused_parameters: bool = False,
+        check_reduction: bool = False,
+        gradient_as_bucket_view: bool = False,
+        static_graph: bool = False,
+        delay_all_reduce_named_params: Any = None,
+        param_to_hook_all_reduce: Any = None,
+        mixed_precision: Any = None,
+        device_mesh: Any = None,
+        skip_all_reduce_unused_params: bool = False,
+    ) -> None:
+        super().__init__()
+        if not any(p.requires_grad for p in module.parameters()):
+            raise RuntimeError(
+                "DistributedDataParallel is not needed when a module doesn't have any "
+                "parameter that requires a gradient."
+            )
+        if device_ids is not None or output_device is not None:
+            raise ValueError(
+                "DistributedDataParallel device_ids and output_device arguments only work "
+                "with single-device/multiple-device GPU modules or CPU modules, but got "
+                f"device_ids {device_ids}, output_device {output_device}, and module "
+                "parameters {device(type='cpu')}."
+            )
+        self.module = module
+        self.device_ids = None
+        self.output_device = None
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.static_graph = static_graph
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        self.process_group = process_group if process_group is not None else c10d._group(None)
+        pg = self.process_group
+        self._world = dist.get_world_size(pg)
+        self._rank = dist.get_rank(pg)
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2**20)
+        # PyTorch: the first bucket is 1 MiB only with the default cap
+        self._first_bucket_bytes = (
+            _FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
+        )
+
+        seen: set[int] = set()
+        self._params: list[Any] = []
+        self._param_names: list[str] = []
+        for name, p in module.named_parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                self._params.append(p)
+                self._param_names.append(name)
+        self._verify_same_model()
+        if init_sync:
+            self._sync_states()
+        self._buckets = self._assign_buckets()
+        self._bucket_of = {}
+        for b, bucket in enumerate(self._buckets):
+            for pos, i in enumerate(bucket.indices):
+                self._bucket_of[i] = (b, pos)
+        self._armed = False
+        self._ready: list[bool] = []
+        self._next_bucket = 0
+        self._locally_unused: set[int] = set()
+        me = weakref.ref(self)
+        self._hook_handles = [
+            p.register_post_accumulate_grad_hook(_make_hook(me, i))
+            for i, p in enumerate(self._params)
+        ]
+
+    # --- construction -----------------------------------------------------------------
+
+    def _verify_same_model(self) -> None:
+        mine = [(tuple(p.shape), str(p.dtype)) for p in self._params]
+        everyone: list[Any] = [None] * self._world
+        dist.all_gather_object(everyone, mine, group=self.process_group)
+        for r, theirs in enumerate(everyone):
+            if len(theirs) != len(everyone[0]):
+                raise RuntimeError(
+                    f"DDP expects same model across all ranks, but Rank {r} has "
+                    f"{len(theirs)} params, while rank 0 has inconsistent "
+                    f"{len(everyone[0])} params."
+                )
+            for i, (a, b) in enumerate(zip(theirs, everyone[0])):
+                if a != b:
+                    raise RuntimeError(
+                        f"DDP expects same model across all ranks, but Rank {r} has "
+                        f"parameter {self._param_names[i]} of shape {a[0]} and dtype "
+                        f"{a[1]}, while rank 0 has shape {b[0]} and dtype {b[1]}."
+                    )
+
+    def _sync_states(self) -> None:
+        """Broadcasts rank 0's parameters and buffers (all of them, frozen included)."""
+        src = dist.get_global_rank(self.process_group, 0)
+        for t in [*self.module.parameters(), *self.module.buffers()]:
+            dist.broadcast(t.detach(), src=src, group=self.process_group)
+
+    def _assign_buckets(self) -> list[_Bucket]:
+        """PyTorch's ``compute_bucket_assignment_by_size`` over the parameters in reverse
+        order: one open bucket per dtype, closed once it reaches its cap (1 MiB for the
+        first bucket, ``bucket_cap_mb`` after)."""
+        open_: dict[str, tuple[list[int], int, int]] = {}
+        done: list[list[int]] = []
+        for i in reversed(range(len(self._params))):
+            p = self._params[i]
+            key = str(p.dtype)
+            indices, size, cap_index = open_.get(key, ([], 0, 0))
+            indices.append(i)
+            size += p.numel() * p.element_size()
+            cap = self._first_bucket_bytes if cap_index == 0 else self.bucket_bytes_cap
+            if size >= cap:
+                done.append(indices)
+                open_[key] = ([], 0, cap_index + 1)
+            else:
+                open_[key] = (indices, size, cap_index)
+        done.extend(indices for indices, _, _ in open_.values() if indices)
+        done.sort(key=lambda ix: -ix[0])
+        return [_Bucket(ix, self._params) for ix in done]
+
+    # --- forward ------------------------------------------------------------------------
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Runs ``module`` and prepares the gradient reduction of the coming backward."""
+        if self._armed:
+            missing = [i for i, r in enumerate(self._ready_params) if not r]
+            self._armed = False
+            raise RuntimeError(_UNUSED_ERROR.format(rank=self._rank, indices=missing))
+        from ... import is_grad_enabled
+
+        if self.broadcast_buffers and self.require_forward_param_sync:
+            src = dist.get_global_rank(self.process_group, 0)
+            for b in self.module.buffers():
+                dist.broadcast(b.detach(), src=src, group=self.process_group)
+        output = self.module(*inputs, **kwargs)
+        if is_grad_enabled() and self.require_backward_grad_sync:
+            self._prepare_for_backward(output)
+        return output
+
+    def _prepare_for_backward(self, output: Any) -> None:
+        self._armed = True
+        self._next_bucket = 0
+        self._ready_params = [False] * len(self._params)
+        for bucket in self._buckets:
+            bucket.pending = len(bucket.indices)
+            bucket.flat = None
+            bucket.work = None
+        self._locally_unused = set()
+        if self.find_unused_parameters:
+            used = _reachable_leaves(output)
+            unused = [i for i, p in enumerate(self._params) if id(p) not in used]
+            self._locally_unused = set(unused)
+            for i in unused:
+                self._mark_ready(i)
+
+    # --- backward -----------------------------------------------------------------------
+
+    def _mark_ready(self, i: int) -> None:
+        if self._ready_params[i]:
+            return
+        self._ready_params[i] = True
+        b, _ = self._bucket_of[i]
+        self._buckets[b].pending -= 1
+        while (
+            self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0
+        ):
+            self._launch(self._buckets[self._next_bucket])
+            self._next_bucket += 1
+        if self._next_bucket == len(self._buckets):
+            self._finalize()
+
+    def _launch(self, bucket: _Bucket) -> None:
+        flat = np.empty(bucket.total, dtype=bucket.dtype)
+        scale = flat.dtype.type(1.0 / self._world)
+        for i, off, n in zip(bucket.indices, bucket.offsets, bucket.numels):
+            grad = self._params[i].grad
+            out = flat[off : off + n]
+            if grad is None or i in self._locally_unused:
+                out[...] = 0
+            else:
+                np.multiply(grad.detach().numpy().reshape(-1), scale, out=out)
+        bucket.flat = flat
+        t = _from_numpy(flat)
+        bucket.work = dist.all_reduce(t, group=self.process_group, async_op=True)
+
+    def _finalize(self) -> None:
+        self._armed = False
+        for bucket in self._buckets:
+            bucket.work.wait()
+        globally_used = None
+        if self.find_unused_parameters:
+            used = np.zeros(len(self._params), dtype=np.int64)
+            for i in range(len(self._params)):
+                used[i] = 0 if i in self._locally_unused else 1
+            t = _from_numpy(used)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.process_group)
+            globally_used = used
+        for bucket in self._buckets:
+            for i, off, n in zip(bucket.indices, bucket.offsets, bucket.numels):
+                if globally_used is not None and not globally_used[i]:
+                    continue
+                p = self._params[i]
+                values = bucket.flat[off : off + n].reshape(tuple(p.shape))
+                if p.grad is None:
+                    p.grad = _from_numpy(values.copy())
+                else:
+                    c10d._store(_grad_target(p.grad), values)
+            bucket.flat = None
+            bucket.work = None
+
+    # --- PyTorch's helpers -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Inside, backward accumulates gradients locally without communication; the
+        first backward after it reduces the accumulated gradients."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+
+def _grad_target(grad: Any) -> Any:
+    """Where to write a gradient's new values: its numpy view (its own memory)."""
+    arr = grad.detach().numpy()
+    return arr
+
+
+def _from_numpy(arr: np.ndarray) -> Any:
+    from ... import from_numpy
+
+    return from_numpy(arr)
+
+
+def _make_hook(ddp_ref: Any, index: int) -> Any:
+    def hook(param: Any) -> None:
+        ddp = ddp_ref()
+        if ddp is not None and ddp._armed:
+            ddp._mark_ready(index)
+
+    return hook
+
+
+def _reachable_leaves(output: Any) -> set[int]:
+    """ids of the leaf tensors the autograd graph behind ``output``'s tensors reaches."""
+    from ... import Tensor
+
+    roots: list[Any] = []
+
+    def collect(obj: Any) -> None:
+        if isinstance(obj, Tensor):
+            if obj.grad_fn is not None:
+                roots.append(obj.grad_fn)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                collect(v)
+        elif isinstance(obj, (list, tuple)):
+            for v in obj:
+                collect(v)
+
+    collect(output)
+    leaves: set[int] = set()
+    seen: set[int] = set()
+    alive: list[Any] = []  # keeps the visited nodes' objects (and so their ids) alive
+    stack = roots
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        alive.append(fn)
+        var = getattr(fn, "variable", None)
+        if var is not None:
+            leaves.add(id(var))
+        for nxt, _ in fn.next_functions:
+            if nxt is not None:
+                stack.append(nxt)
+    return leaves

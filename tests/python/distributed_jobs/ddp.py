@@ -1,0 +1,188 @@
+"""One rank of the DistributedDataParallel job of tests/python/test_distributed_ddp.py.
+
+Each check trains a DDP model on this rank's share of a global batch and, on every rank,
+compares it with the same model trained in this one process on the whole batch
+(float64 within 1e-12, float32 within 1e-5). Prints ``OK <rank>`` and ``HASH <hex>``
+(a digest of the final parameters, equal on every rank) at the end.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+import numpy as np
+import rustgrad as torch
+import rustgrad.distributed as dist
+from rustgrad import nn
+from rustgrad.nn.parallel import DistributedDataParallel as DDP
+
+STEPS = 5
+
+
+def mlp(dtype: torch.dtype) -> nn.Module:
+    return nn.Sequential(
+        nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 3)
+    ).to(dtype)
+
+
+class LeNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3)
+        self.conv2 = nn.Conv2d(4, 6, 3)
+        self.fc1 = nn.Linear(6 * 2 * 2, 10)
+        self.fc2 = nn.Linear(10, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.relu(self.conv2(x))
+        return self.fc2(torch.relu(self.fc1(x.flatten(1))))
+
+
+class WithUnused(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.unused = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.tanh(self.a(x)))
+
+
+def batch(step: int, n: int, shape: tuple[int, ...], dtype: np.dtype) -> tuple[Any, Any]:
+    g = np.random.default_rng(100 + step)
+    x = g.standard_normal((n, *shape)).astype(dtype)
+    y = g.standard_normal((n, 3)).astype(dtype)
+    return torch.tensor(x), torch.tensor(y)
+
+
+def train_pair(
+    model: nn.Module,
+    shape: tuple[int, ...],
+    np_dtype: Any,
+    tol: float,
+    rank: int,
+    world: int,
+    per_rank: int = 2,
+) -> nn.Module:
+    """DDP on this rank's share against one process on the whole batch."""
+    ref = copy.deepcopy(model)
+    ddp = DDP(model)
+    # construction broadcast rank 0's parameters (each rank seeded differently)
+    ref.load_state_dict(ddp.module.state_dict())
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    for step in range(STEPS):
+        x, y = batch(step, per_rank * world, shape, np_dtype)
+        mine = slice(rank * per_rank, (rank + 1) * per_rank)
+        opt.zero_grad()
+        nn.functional.mse_loss(ddp(x[mine]), y[mine]).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        nn.functional.mse_loss(ref(x), y).backward()
+        ref_opt.step()
+    for (name, p), q in zip(ddp.module.named_parameters(), ref.parameters()):
+        np.testing.assert_allclose(
+            p.detach().numpy(), q.detach().numpy(), rtol=tol, atol=tol, err_msg=name
+        )
+    return ddp
+
+
+def digest(module: nn.Module) -> str:
+    h = hashlib.sha256()
+    for p in module.parameters():
+        h.update(p.detach().numpy().tobytes())
+    return h.hexdigest()
+
+
+def main() -> None:
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    pg = dist.GroupMember.WORLD
+
+    # MLP, float64, and a LeNet, float32
+    torch.manual_seed(rank)
+    ddp = train_pair(mlp(torch.float64), (6,), np.float64, 1e-12, rank, world)
+    assert list(ddp.state_dict())[0] == "module.0.weight", list(ddp.state_dict())
+    final = digest(ddp.module)
+    torch.manual_seed(10 + rank)
+    train_pair(LeNet(), (1, 10, 10), np.float32, 1e-5, rank, world)
+
+    # buckets: reverse registration order, small caps split them
+    torch.manual_seed(0)
+    small = DDP(mlp(torch.float64), bucket_cap_mb=1e-4)
+    order = [i for b in small._buckets for i in b.indices]
+    assert order == sorted(order, reverse=True), order
+    assert len(small._buckets) > 1
+
+    # no_sync: two accumulated micro-batches equal one step on the whole batch
+    torch.manual_seed(rank)
+    model = mlp(torch.float64)
+    ddp = DDP(model)
+    ref = copy.deepcopy(ddp.module)
+    x, y = batch(7, 4 * world, (6,), np.float64)
+    before = pg.comm_bytes.get("all_reduce", 0)
+    with ddp.no_sync():
+        part = slice(4 * rank, 4 * rank + 2)
+        (nn.functional.mse_loss(ddp(x[part]), y[part]) / 2).backward()
+    assert pg.comm_bytes.get("all_reduce", 0) == before, "no_sync communicated"
+    part = slice(4 * rank + 2, 4 * rank + 4)
+    (nn.functional.mse_loss(ddp(x[part]), y[part]) / 2).backward()
+    nn.functional.mse_loss(ref(x), y).backward()
+    for p, q in zip(ddp.module.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+    # frozen parameters are never communicated: only the head's bytes go to all_reduce
+    torch.manual_seed(0)
+    frozen = mlp(torch.float64)
+    for p in list(frozen.parameters())[:4]:
+        p.requires_grad_(False)
+    ddp = DDP(frozen)
+    x, y = batch(8, 2 * world, (6,), np.float64)
+    before = pg.comm_bytes.get("all_reduce", 0)
+    nn.functional.mse_loss(ddp(x[2 * rank : 2 * rank + 2]), y[2 * rank : 2 * rank + 2]).backward()
+    sent = pg.comm_bytes["all_reduce"] - before
+    assert sent == (8 * 3 + 3) * 8, sent
+    assert all(p.grad is None for p in list(frozen.parameters())[:4])
+
+    # find_unused_parameters: the unused layer keeps no gradient, the others are reduced
+    torch.manual_seed(rank)
+    model = WithUnused().double()
+    ddp = DDP(model, find_unused_parameters=True)
+    ref = copy.deepcopy(ddp.module)
+    x = torch.tensor(np.random.default_rng(9).standard_normal((2 * world, 4)))
+    for _ in range(2):
+        ddp.zero_grad()
+        ddp(x[2 * rank : 2 * rank + 2]).pow(2).mean().backward()
+    ref(x).pow(2).mean().backward()
+    assert model.unused.weight.grad is None
+    np.testing.assert_allclose(
+        model.a.weight.grad.numpy(), ref.a.weight.grad.numpy(), rtol=1e-12, atol=1e-12
+    )
+
+    # without it, the next forward raises PyTorch's error
+    torch.manual_seed(0)
+    ddp = DDP(WithUnused().double())
+    ddp(x[:2]).sum().backward()
+    try:
+        ddp(x[:2])
+    except RuntimeError as e:
+        assert "Expected to have finished reduction in the prior iteration" in str(e), e
+    else:
+        raise AssertionError("an unused parameter must raise at the next forward")
+
+    # every rank holds the same bits
+    hashes: list[Any] = [None] * world
+    dist.all_gather_object(hashes, final)
+    assert len(set(hashes)) == 1, hashes
+    dist.barrier()
+    print(f"OK {rank}", flush=True)
+    if rank == 0:
+        print(f"HASH {final}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
