@@ -25,6 +25,9 @@
 //! Adadelta).
 #![warn(missing_docs)]
 
+// `#[derive(Module)]` names `::rustgrad::nn`; this lets the crate derive it too.
+extern crate self as rustgrad;
+
 pub mod autograd;
 pub mod dtype;
 pub mod error;
@@ -33,6 +36,8 @@ pub mod format;
 pub mod kernels;
 pub mod layout;
 pub mod memory;
+pub mod models;
+pub mod nn;
 pub(crate) mod ops;
 pub mod optim;
 pub mod parallel;
