@@ -127,3 +127,8 @@ def test_single_process_group_and_errors_in_this_process() -> None:
     assert dist.Backend("GLOO") == "gloo"
     with pytest.raises(RuntimeError, match="doesn't have NCCL built in"):
         dist.init_process_group("nccl")
+
+
+def test_mismatched_shapes_raise_on_every_rank_in_debug_mode() -> None:
+    proc = launch(3, "mismatch.py", RUSTGRAD_DISTRIBUTED_DEBUG="DETAIL")
+    assert_ok(proc, 3)
