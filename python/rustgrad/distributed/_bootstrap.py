@@ -15,6 +15,7 @@ import os
 import runpy
 import subprocess
 import sys
+import time
 import traceback
 
 
@@ -59,6 +60,7 @@ def _fail(rank: int, code: int, text: str) -> None:
             pass
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+        time.sleep(0.5)  # let mpiexec's proxy forward the traceback first
         mpi.COMM_WORLD.Abort(code)
     os._exit(code)
 

@@ -276,6 +276,12 @@ def _group(group: Any) -> ProcessGroup | None:
     return group
 
 
+# Seconds between printing a failing rank's traceback and MPI_Abort: hydra's proxy
+# forwards a rank's stderr asynchronously and loses what it has not read yet when the
+# job is aborted.
+_ABORT_GRACE_S = 0.5
+
+
 def _abort_on_exception(exc_type: Any, exc: Any, tb: Any) -> None:
     """sys.excepthook while a group exists: print the traceback, then abort the whole
     MPI job so that the other ranks do not wait forever in a collective."""
@@ -287,6 +293,8 @@ def _abort_on_exception(exc_type: Any, exc: Any, tb: Any) -> None:
         except Exception:  # noqa: BLE001 - best effort before aborting
             pass
     if _State.default is not None and _MPI is not None and _MPI.Is_initialized():
+        # Let mpiexec's proxy forward the traceback before MPI_Abort tears it down.
+        time.sleep(_ABORT_GRACE_S)
         _MPI.COMM_WORLD.Abort(1)
 
 
