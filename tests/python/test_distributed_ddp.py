@@ -4,7 +4,8 @@ The worker (tests/python/distributed_jobs/ddp.py) checks on every rank that DDP
 training equals single-process training on the concatenated batch (MLP float64 within
 1e-12, LeNet float32 within 1e-5), no_sync accumulation, frozen parameters (only the
 trainable bytes are all-reduced), find_unused_parameters and PyTorch's error without
-it, bucket order and the ``module.`` prefix.
+it, bucket order, buffer broadcasts and the ``module.`` prefix; frozen_resnet.py checks
+that the frozen ResNet-18 fine-tune all-reduces only fc's bytes.
 """
 
 from __future__ import annotations
@@ -30,3 +31,7 @@ def test_ddp_on_three_ranks_is_bitwise_reproducible() -> None:
     second = launch(3, "ddp.py")
     assert_ok(second, 3)
     assert final_hash(first.stdout) == final_hash(second.stdout)
+
+
+def test_frozen_resnet18_fine_tune_all_reduces_only_fc() -> None:
+    assert_ok(launch(2, "frozen_resnet.py"), 2)

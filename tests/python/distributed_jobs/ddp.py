@@ -16,6 +16,7 @@ import numpy as np
 import rustgrad as torch
 import rustgrad.distributed as dist
 from rustgrad import nn
+from rustgrad.models import LeNet
 from rustgrad.nn.parallel import DistributedDataParallel as DDP
 
 STEPS = 5
@@ -27,18 +28,16 @@ def mlp(dtype: torch.dtype) -> nn.Module:
     ).to(dtype)
 
 
-class LeNet(nn.Module):
-    def __init__(self) -> None:
+class Scaled(nn.Module):
+    """A parameter and a buffer that the forward uses."""
+
+    def __init__(self, scale: float) -> None:
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 4, 3)
-        self.conv2 = nn.Conv2d(4, 6, 3)
-        self.fc1 = nn.Linear(6 * 2 * 2, 10)
-        self.fc2 = nn.Linear(10, 3)
+        self.weight = nn.Parameter(torch.ones(2, dtype=torch.float64))
+        self.register_buffer("scale", torch.tensor([scale], dtype=torch.float64))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
-        x = torch.relu(self.conv2(x))
-        return self.fc2(torch.relu(self.fc1(x.flatten(1))))
+        return x * self.weight * self.scale
 
 
 class WithUnused(nn.Module):
@@ -109,7 +108,19 @@ def main() -> None:
     assert list(ddp.state_dict())[0] == "module.0.weight", list(ddp.state_dict())
     final = digest(ddp.module)
     torch.manual_seed(10 + rank)
-    train_pair(LeNet(), (1, 10, 10), np.float32, 1e-5, rank, world)
+    train_pair(LeNet(num_classes=3), (3, 32, 32), np.float32, 1e-5, rank, world)
+
+    # buffers: rank 0's at construction and, with broadcast_buffers, before each forward
+    ddp = DDP(Scaled(rank + 1.0))
+    assert ddp.module.scale.item() == 1.0
+    ddp.module.scale.fill_(rank + 5.0)
+    ddp(torch.ones(2, dtype=torch.float64)).sum().backward()
+    assert ddp.module.scale.item() == 5.0
+    assert ddp.module.weight.grad.tolist() == [5.0, 5.0]
+    ddp = DDP(Scaled(rank + 1.0), broadcast_buffers=False)
+    ddp.module.scale.fill_(rank + 5.0)
+    ddp(torch.ones(2, dtype=torch.float64)).sum().backward()
+    assert ddp.module.scale.item() == rank + 5.0
 
     # buckets: reverse registration order, small caps split them
     torch.manual_seed(0)
