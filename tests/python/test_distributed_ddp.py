@@ -10,9 +10,13 @@ that the frozen ResNet-18 fine-tune all-reduces only fc's bytes.
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 from test_distributed import assert_ok, launch
+
+VECTORS = Path(__file__).parents[1] / "vectors" / "ddp_torchrun.json"
 
 
 def final_hash(stdout: str) -> str:
@@ -35,3 +39,16 @@ def test_ddp_on_three_ranks_is_bitwise_reproducible() -> None:
 
 def test_frozen_resnet18_fine_tune_all_reduces_only_fc() -> None:
     assert_ok(launch(2, "frozen_resnet.py"), 2)
+
+
+def test_torchrun_style_script_matches_pytorchs_losses() -> None:
+    """A torchrun + DDP + DistributedSampler script, unchanged but for its import line,
+    gives PyTorch's per-epoch losses (tests/vectors/ddp_torchrun.json) and they go down."""
+    want = json.loads(VECTORS.read_text())
+    proc = launch(want["nproc"], "torchrun_style.py")
+    assert_ok(proc, want["nproc"])
+    got = [float(v) for v in re.findall(r"^epoch \d+ loss (\S+)", proc.stdout, re.M)]
+    assert len(got) == len(want["losses"]), proc.stdout
+    for g, w in zip(got, want["losses"]):
+        assert abs(g - w) <= 1e-5 * abs(w), (got, want["losses"])
+    assert got[-1] < got[0]
