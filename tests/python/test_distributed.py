@@ -10,6 +10,7 @@ first failure. Every job runs under a subprocess timeout, so a hang fails, never
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -132,3 +133,14 @@ def test_single_process_group_and_errors_in_this_process() -> None:
 def test_mismatched_shapes_raise_on_every_rank_in_debug_mode() -> None:
     proc = launch(3, "mismatch.py", RUSTGRAD_DISTRIBUTED_DEBUG="DETAIL")
     assert_ok(proc, 3)
+
+
+def test_a_rank_that_never_joins_times_out_the_others() -> None:
+    token = uuid.uuid4().hex
+    start = time.monotonic()
+    proc = launch(3, "straggler.py", token)
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 30
+    assert "all_reduce timed out after 0:00:01" in proc.stderr, proc.stderr
+    assert re.search(r"Root Cause \(first observed failure\): rank [02]", proc.stderr)
+    assert processes_with(token) == []

@@ -572,6 +572,7 @@ class Work:
         keep: Any = None,
         outputs: list[Any] | None = None,
         timeout: Any = None,
+        what: str = "operation",
     ) -> None:
         self._requests = requests
         self._finish = finish
@@ -580,6 +581,7 @@ class Work:
         self._done = False
         self._source = -1
         self._timeout = timeout
+        self._what = what
         self._statuses = [_mpi().Status() for _ in requests]
 
     def _complete(self) -> None:
@@ -593,21 +595,32 @@ class Work:
         self._keep = None
 
     def wait(self, timeout: datetime.timedelta | None = None) -> bool:
-        """Blocks until the operation completed; returns True. With ``timeout``, raises
-        RuntimeError if it has not completed by then."""
+        """Blocks until the operation completed; returns True. Raises RuntimeError when
+        it has not completed within ``timeout`` (the process group's ``timeout`` when
+        None): a rank that never joins the operation ends the wait, not the job."""
         if self._done:
             return True
-        MPI = _mpi()
         if timeout is None:
-            MPI.Request.Waitall(self._requests, self._statuses)
-        else:
-            limit = time.monotonic() + timeout.total_seconds()
-            pause = 1e-5
-            while not MPI.Request.Testall(self._requests, self._statuses):
-                if time.monotonic() > limit:
-                    raise RuntimeError(f"Work timed out after {timeout}")
-                time.sleep(pause)
-                pause = min(pause * 2, 1e-3)
+            timeout = self._timeout
+        MPI = _mpi()
+        requests, statuses = self._requests, self._statuses
+        if not MPI.Request.Testall(requests, statuses):
+            # Poll (each test drives MPI's progress, with the GIL released) instead of
+            # MPI_Waitall, which cannot time out: a short busy phase for operations that
+            # are about to finish, then sleeps growing to 200 us, so a waiting rank
+            # leaves the CPU to the ranks it waits for.
+            limit = None if timeout is None else time.monotonic() + timeout.total_seconds()
+            polls, pause = 0, 0.0
+            while not MPI.Request.Testall(requests, statuses):
+                polls += 1
+                if polls > 64:
+                    if limit is not None and time.monotonic() > limit:
+                        raise RuntimeError(
+                            f"{self._what} timed out after {timeout} (the process group's "
+                            "timeout): some rank did not take part in the operation"
+                        )
+                    pause = min(max(2 * pause, 1e-5), 2e-4)
+                    time.sleep(pause)
         self._complete()
         return True
 
@@ -648,7 +661,8 @@ def _run(
     keep: Any,
     outputs: list[Any],
 ) -> Work | None:
-    work = Work(requests, finish, keep, outputs, pg._timeout)
+    what = sys._getframe(1).f_code.co_name
+    work = Work(requests, finish, keep, outputs, pg._timeout, what)
     if async_op:
         return work
     work.wait()
@@ -1012,7 +1026,7 @@ def isend(
     arr, _ = _buffer(tensor)
     pg._count("send", arr.nbytes)
     req = pg._comm.Isend(arr, dest=peer, tag=tag)
-    return Work([req], None, arr, [tensor], pg._timeout)
+    return Work([req], None, arr, [tensor], pg._timeout, "send")
 
 
 def send(
@@ -1044,7 +1058,7 @@ def irecv(
     arr, view = _buffer(tensor)
     req = pg._comm.Irecv(arr, source=peer, tag=tag)
     write = _writer([(arr, view)])
-    work = Work([req], None, arr, [tensor], pg._timeout)
+    work = Work([req], None, arr, [tensor], pg._timeout, "recv")
 
     def finish() -> int:
         write()
@@ -1067,13 +1081,10 @@ def recv(
     pg = _group(group)
     if pg is None:
         return -1
-    MPI = _mpi()
-    peer = MPI.ANY_SOURCE if src is None and group_src is None else _root(pg, src, group_src, "src")
-    arr, view = _buffer(tensor)
-    status = MPI.Status()
-    pg._comm.Recv(arr, source=peer, tag=tag, status=status)
-    _writer([(arr, view)])()
-    return pg._ranks[status.Get_source()]
+    work = irecv(tensor, src, group, tag, group_src)
+    assert work is not None
+    work.wait()
+    return work._source
 
 
 # --- Python objects ------------------------------------------------------------------
