@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::random::default_generator;
 use crate::variable::Variable;
+use std::cell::Cell;
 
 /// `(fan_in, fan_out)` of a weight of shape `(out, in, *kernel)`.
 pub fn fan_in_and_fan_out(shape: &[usize]) -> Result<(usize, usize)> {
@@ -49,13 +50,42 @@ fn kaiming_std(var: &Variable, fan: Fan, gain: Gain) -> Result<f64> {
     Ok(gain / (fan as f64).sqrt())
 }
 
+thread_local! {
+    static SKIP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `build` with the random initialisers turned off on this thread
+/// (`torch.nn.utils.skip_init`): parameters keep their zeros (norm layers their
+/// ones) and nothing is drawn from the generator. For models whose weights are
+/// loaded right after, e.g. `skip_init(|| resnet50(1000))` then `load_state_dict`.
+pub fn skip_init<T>(build: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SKIP.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(SKIP.with(|s| s.replace(true)));
+    build()
+}
+
+fn skipping() -> bool {
+    SKIP.with(Cell::get)
+}
+
 /// Fills `var` from U(from, to) (`init.uniform_`), under no_grad.
 pub fn uniform_(var: &Variable, from: f64, to: f64) -> Result<()> {
+    if skipping() {
+        return Ok(());
+    }
     default_generator().uniform_(&var.tensor(), from, to)
 }
 
 /// Fills `var` from N(mean, std^2) (`init.normal_`), under no_grad.
 pub fn normal_(var: &Variable, mean: f64, std: f64) -> Result<()> {
+    if skipping() {
+        return Ok(());
+    }
     default_generator().normal_(&var.tensor(), mean, std)
 }
 
