@@ -2513,6 +2513,40 @@ NN_CASES = {
         RT,
         "grid_sampler(): expected grid to have size 2 in last dimension",
     ),
+    "grid_sample/bicubic_wrong_grid": (
+        lambda: F.grid_sample(
+            torch.randn(1, 1, 4, 4), torch.randn(1, 4, 4, 3), mode="bicubic", align_corners=False
+        ),
+        RT,
+        "grid_sampler(): expected grid to have size 2 in last dimension, but got grid with",
+    ),
+    "grid_sample/bicubic_5d_wrong_grid": (
+        lambda: F.grid_sample(
+            torch.randn(1, 1, 2, 3, 4),
+            torch.randn(1, 2, 2, 2, 2),
+            mode="bicubic",
+            align_corners=False,
+        ),
+        RT,
+        "grid_sampler(): expected grid to have size 3 in last dimension, but got grid with",
+    ),
+    "grid_sample/bicubic_grid_rank": (
+        lambda: F.grid_sample(
+            torch.randn(1, 1, 3, 4), torch.randn(1, 2, 2, 2, 2), mode="bicubic", align_corners=True
+        ),
+        RT,
+        "grid_sampler(): expected 4D input and grid with same number of dimensions",
+    ),
+    "grid_sample/bicubic_int_input": (
+        lambda: F.grid_sample(
+            torch.ones(1, 1, 3, 4, dtype=torch.int64),
+            torch.ones(1, 2, 2, 2, dtype=torch.int64),
+            mode="bicubic",
+            align_corners=False,
+        ),
+        NIE,
+        "\"grid_sampler_2d_cpu_kernel_impl\" not implemented for 'Long'",
+    ),
     "interpolate/no_size": (
         lambda: F.interpolate(torch.randn(1, 1, 4)),
         VE,

@@ -305,13 +305,6 @@ def test_deprecated_upsample_warns_and_matches_interpolate(fn: str) -> None:
     np.testing.assert_array_equal(out.detach().numpy(), want.detach().numpy())
 
 
-def test_unimplemented_options_raise() -> None:
-    # antialias=True and mode="area" are implemented (tests/python/test_nn_pool3d.py).
-    x = rustgrad.ones(1, 1, 3, 3)
-    with pytest.raises(NotImplementedError):
-        F.grid_sample(x, rustgrad.zeros(1, 2, 2, 2), mode="bicubic", align_corners=False)
-
-
 def test_bad_inputs_raise_cleanly() -> None:
     x = rustgrad.ones(1, 1, 3, 3)
     with pytest.raises(RuntimeError, match="Input and output sizes should be greater than 0"):

@@ -282,9 +282,11 @@ def grid_sample(
     Args:
         input: the image (or volume) batch.
         grid: normalised (x, y[, z]) places, -1 and 1 being the input's edges.
-        mode: ``'bilinear'`` (trilinear for volumes) or ``'nearest'`` (``'bicubic'`` is
-            not implemented).
-        padding_mode: ``'zeros'``, ``'border'`` or ``'reflection'``.
+        mode: ``'bilinear'`` (trilinear for volumes), ``'nearest'`` or ``'bicubic'``
+            (PyTorch's cubic convolution, A = -0.75, over the 4 nearest pixels per axis;
+            tricubic for volumes, as PyTorch 2.15's CPU kernel).
+        padding_mode: ``'zeros'``, ``'border'`` or ``'reflection'`` (for bicubic the
+            padding applies to each of the pixels read, not to the sampling place).
         align_corners: whether -1 and 1 are the corner pixels' centres (True) or
             their outer edges (False, the default, with PyTorch's warning when unset).
 

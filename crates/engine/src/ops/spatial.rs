@@ -1,6 +1,6 @@
 //! Padding, resampling and grids: `pad` (constant, reflect, replicate, circular),
 //! `upsample` (nearest, nearest-exact, linear / bilinear / trilinear, bicubic),
-//! `grid_sample` (bilinear, nearest; zeros, border, reflection) and `affine_grid`.
+//! `grid_sample` (bilinear, nearest, bicubic; zeros, border, reflection) and `affine_grid`.
 //!
 //! Padding and upsampling are fixed linear maps of the input, one table per plane
 //! (Note [Sample maps]): the forward gathers through the table, the backward scatters
@@ -64,6 +64,20 @@ pub enum GridSampleMode {
     Bilinear,
     /// The nearest pixel (ties to even).
     Nearest,
+    /// Cubic convolution (A = -0.75) of the 4 nearest pixels along each axis (16 in
+    /// 2-D, 64 in 3-D); the padding applies to each of them, not to the place.
+    Bicubic,
+}
+
+impl GridSampleMode {
+    /// The taps per grid axis and the first one's offset from the place's floor.
+    fn taps(self) -> (usize, f64) {
+        match self {
+            GridSampleMode::Bilinear => (2, 0.0),
+            GridSampleMode::Nearest => (1, 0.0),
+            GridSampleMode::Bicubic => (4, -1.0),
+        }
+    }
 }
 
 /// `grid_sample`'s `padding_mode`.
@@ -924,6 +938,50 @@ fn reflect(x: f64, twice_low: f64, twice_high: f64) -> (f64, f64) {
 }
 
 /// A normalised grid coordinate as a pixel coordinate of a dim of `size`, with the
+/// derivative of one by the other (PyTorch's `grid_sampler_unnormalize`).
+fn unnormalize(coord: f64, size: usize, align_corners: bool) -> (f64, f64) {
+    let s = size as f64;
+    if align_corners {
+        ((coord + 1.0) / 2.0 * (s - 1.0), (s - 1.0) / 2.0)
+    } else {
+        (((coord + 1.0) * s - 1.0) / 2.0, s / 2.0)
+    }
+}
+
+/// A pixel coordinate with the padding applied (reflected, then clipped to the dim;
+/// zeros padding leaves it), with its derivative `d` carried through.
+fn pad_coordinate(
+    x: f64,
+    d: f64,
+    size: usize,
+    padding: GridPaddingMode,
+    align_corners: bool,
+) -> (f64, f64) {
+    let s = size as f64;
+    let clip = |x: f64, d: f64| {
+        if x <= 0.0 {
+            (0.0, 0.0)
+        } else if x >= s - 1.0 {
+            (s - 1.0, 0.0)
+        } else {
+            (x, d)
+        }
+    };
+    match padding {
+        GridPaddingMode::Zeros => (x, d),
+        GridPaddingMode::Border => clip(x, d),
+        GridPaddingMode::Reflection => {
+            let (r, sign) = if align_corners {
+                reflect(x, 0.0, 2.0 * (s - 1.0))
+            } else {
+                reflect(x, -1.0, 2.0 * s - 1.0)
+            };
+            clip(r, d * sign)
+        }
+    }
+}
+
+/// A normalised grid coordinate as a pixel coordinate of a dim of `size`, with the
 /// derivative of one by the other (PyTorch's `grid_sampler_compute_source_index`).
 fn grid_source(
     coord: f64,
@@ -939,45 +997,21 @@ fn grid_source(
             _ => (0.0, 0.0),
         };
     }
-    let s = size as f64;
-    let (mut x, mut d) = if align_corners {
-        ((coord + 1.0) / 2.0 * (s - 1.0), (s - 1.0) / 2.0)
-    } else {
-        (((coord + 1.0) * s - 1.0) / 2.0, s / 2.0)
-    };
-    let clip = |x: f64, d: f64| {
-        if x <= 0.0 {
-            (0.0, 0.0)
-        } else if x >= s - 1.0 {
-            (s - 1.0, 0.0)
-        } else {
-            (x, d)
-        }
-    };
-    match padding {
-        GridPaddingMode::Zeros => {}
-        GridPaddingMode::Border => (x, d) = clip(x, d),
-        GridPaddingMode::Reflection => {
-            let (r, sign) = if align_corners {
-                reflect(x, 0.0, 2.0 * (s - 1.0))
-            } else {
-                reflect(x, -1.0, 2.0 * s - 1.0)
-            };
-            (x, d) = clip(r, d * sign);
-        }
-    }
-    (x, d)
+    let (x, d) = unnormalize(coord, size, align_corners);
+    pad_coordinate(x, d, size, padding, align_corners)
 }
 
-/// Where `grid_sample` reads, computed from the grid's values: the corners' position
-/// maps (output `(N, C, *out)` into the input), whether each corner is inside, and the
+/// Where `grid_sample` reads, computed from the grid's values: the taps' position
+/// maps (output `(N, C, *out)` into the input), whether each tap is inside, and the
 /// pixel coordinates as affine functions of the grid, `ix = gx · scale + shift` with
-/// `shift` relative to the corner's floor (so `ix - floor(ix)` is `tx`). Grid axis `a`
-/// (x, y, z) indexes the input's spatial dim `rank - 1 - a`; corners are listed with x
-/// varying fastest.
+/// `shift` relative to the place's floor (so `ix - floor(ix)` is `tx`). Grid axis `a`
+/// (x, y, z) indexes the input's spatial dim `rank - 1 - a`; the `k^rank` taps (`k`
+/// per axis: [`GridSampleMode::taps`]) are listed with x varying fastest.
 struct GridTaps {
-    /// Where the grid is NaN, when the padding clips NaN places to pixel 0.
+    /// Where the grid is NaN, when bilinear padding clips NaN places to pixel 0.
     nan: Option<Tensor>,
+    /// Taps per grid axis.
+    k: usize,
     maps: Vec<Arc<IndexMap>>,
     inside: Vec<Tensor>,
     scale: Vec<Tensor>,
@@ -994,11 +1028,11 @@ fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<Gri
     let per_batch: usize = out_sp.iter().product();
     let values: Vec<f64> = grid.to_dtype(DType::F64)?.try_to_vec()?;
     let points = n * per_batch;
-    let corners: Vec<usize> = match options.mode {
-        GridSampleMode::Bilinear => (0..1usize << rank).collect(),
-        GridSampleMode::Nearest => vec![0],
-    };
-    let mut base = try_vec(points * rank, 0i64)?;
+    let (k, first) = options.mode.taps();
+    let cubic = options.mode == GridSampleMode::Bicubic;
+    let corners = k.pow(rank as u32);
+    // Each place's floor (the nearest pixel for nearest) per axis.
+    let mut base = try_vec(points * rank, 0.0f64)?;
     let mut scale = Vec::with_capacity(rank);
     let mut shift = Vec::with_capacity(rank);
     for _ in 0..rank {
@@ -1007,24 +1041,19 @@ fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<Gri
     }
     for p in 0..points {
         let g = &values[rank * p..rank * (p + 1)];
-        let mut placed = [(0.0f64, 0.0f64, 0.0f64); 3];
         for a in 0..rank {
-            let (i, d) = grid_source(g[a], size(a), options.padding, options.align_corners);
-            let f = match options.mode {
-                GridSampleMode::Bilinear => i.floor(),
-                GridSampleMode::Nearest => i.round_ties_even(),
-            };
-            placed[a] = (i, d, f);
-        }
-        // Far outside coordinates saturate; they read nothing either way.
-        let outside = placed[..rank].iter().any(|(_, _, f)| f.is_nan());
-        for a in 0..rank {
-            let (i, d, f) = placed[a];
-            base[p * rank + a] = if outside {
-                -2
+            // Bicubic pads each tap, not the place (PyTorch's `get_value_bounded`), so
+            // its place is only unnormalised and a NaN stays NaN.
+            let (i, d) = if cubic {
+                unnormalize(g[a], size(a), options.align_corners)
             } else {
-                f.clamp(-2.0, size(a) as f64 + 1.0) as i64
+                grid_source(g[a], size(a), options.padding, options.align_corners)
             };
+            let f = match options.mode {
+                GridSampleMode::Nearest => i.round_ties_even(),
+                _ => i.floor(),
+            };
+            base[p * rank + a] = f;
             // A NaN place clipped to pixel 0 has scale 0 and reads the grid as 0 (`nan`).
             let ga = if g[a].is_nan() { 0.0 } else { g[a] };
             scale[a][p] = d;
@@ -1037,10 +1066,10 @@ fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<Gri
     let mut mask_shape: Dims = smallvec![n, 1];
     mask_shape.extend_from_slice(out_sp);
     let count = shape::checked_numel(&out_shape)?;
-    crate::tensor::check_allocation(count.saturating_mul(corners.len()), DType::I64)?;
-    let mut maps = Vec::with_capacity(corners.len());
-    let mut inside = Vec::with_capacity(corners.len());
-    for &corner in &corners {
+    crate::tensor::check_allocation(count.saturating_mul(corners), DType::I64)?;
+    let mut maps = Vec::with_capacity(corners);
+    let mut inside = Vec::with_capacity(corners);
+    for corner in 0..corners {
         let mut positions = try_with_capacity(count)?;
         let mut mask = try_with_capacity(points)?;
         let mut flat = try_with_capacity(points)?;
@@ -1049,8 +1078,17 @@ fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<Gri
             // The flat position in the plane: the slowest spatial dim (grid axis
             // rank - 1) first.
             for a in (0..rank).rev() {
-                let x = base[p * rank + a] + ((corner >> a) & 1) as i64;
-                ok &= x >= 0 && (x as usize) < size(a);
+                let tap = (corner / k.pow(a as u32)) % k;
+                let mut x = base[p * rank + a] + first + tap as f64;
+                if cubic && options.padding != GridPaddingMode::Zeros {
+                    // PyTorch clamps a NaN tap to pixel 0.
+                    x = pad_coordinate(x, 0.0, size(a), options.padding, options.align_corners).0;
+                    if x.is_nan() {
+                        x = 0.0;
+                    }
+                }
+                // NaN and far places fail the comparison and read nothing.
+                ok &= x >= 0.0 && x < size(a) as f64;
                 at = at * size(a) + if ok { x as usize } else { 0 };
             }
             mask.push(ok);
@@ -1070,11 +1108,14 @@ fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<Gri
     let mut point_shape: Dims = smallvec![n];
     point_shape.extend_from_slice(out_sp);
     let to = |v: Vec<f64>| Tensor::from_vec(v, &point_shape)?.to_dtype(dtype);
-    let nan = (options.padding != GridPaddingMode::Zeros && values.iter().any(|v| v.is_nan()))
-        .then(|| Tensor::from_vec(values.iter().map(|v| v.is_nan()).collect(), gshape))
-        .transpose()?;
+    let nan = (options.mode == GridSampleMode::Bilinear
+        && options.padding != GridPaddingMode::Zeros
+        && values.iter().any(|v| v.is_nan()))
+    .then(|| Tensor::from_vec(values.iter().map(|v| v.is_nan()).collect(), gshape))
+    .transpose()?;
     Ok(GridTaps {
         nan,
+        k,
         maps,
         inside,
         scale: scale.into_iter().map(to).collect::<Result<_>>()?,
@@ -1082,12 +1123,73 @@ fn grid_taps(input: &[usize], grid: &Tensor, options: GridOptions) -> Result<Gri
     })
 }
 
-/// The corners' values (zero outside) and, for (bi/tri)linear, the weights
-/// `[1 - t, t]` per grid axis, each `(N, 1, *out)`, as differentiable functions of
-/// `input` and `grid`.
+/// PyTorch's cubic convolution constant (`UpSample.h`, `GridSamplerKernel.cpp`).
+const CUBIC_A: f64 = -0.75;
+
+/// `((A + 2) x - (A + 3)) x² + 1`, the cubic kernel on `|x| ≤ 1`, and its derivative
+/// `(3 (A + 2) x - 2 (A + 3)) x`.
+fn cubic_near(x: &Variable, slope: bool) -> Result<Variable> {
+    let a = CUBIC_A;
+    if slope {
+        x.mul_scalar(3.0 * (a + 2.0))?
+            .add_scalar(-2.0 * (a + 3.0))?
+            .mul(x)
+    } else {
+        x.mul_scalar(a + 2.0)?
+            .add_scalar(-(a + 3.0))?
+            .mul(x)?
+            .mul(x)?
+            .add_scalar(1.0)
+    }
+}
+
+/// `((A x - 5 A) x + 8 A) x - 4 A`, the cubic kernel on `1 < |x| < 2`, and its
+/// derivative `(3 A x - 10 A) x + 8 A`.
+fn cubic_far(x: &Variable, slope: bool) -> Result<Variable> {
+    let a = CUBIC_A;
+    if slope {
+        x.mul_scalar(3.0 * a)?
+            .add_scalar(-10.0 * a)?
+            .mul(x)?
+            .add_scalar(8.0 * a)
+    } else {
+        x.mul_scalar(a)?
+            .add_scalar(-5.0 * a)?
+            .mul(x)?
+            .add_scalar(8.0 * a)?
+            .mul(x)?
+            .add_scalar(-4.0 * a)
+    }
+}
+
+/// The weights of an axis's taps as functions of `t` (the place minus its floor):
+/// `[1 - t, t]` (bilinear) or the cubic convolution coefficients of the taps at
+/// `-1, 0, 1, 2` (PyTorch's `get_cubic_upsample_coefficients`); with `slope`, their
+/// derivatives by `t` (bicubic only: bilinear's are the constants `[-1, 1]`).
+fn tap_weights(t: &Variable, mode: GridSampleMode, slope: bool) -> Result<Vec<Variable>> {
+    Ok(match mode {
+        GridSampleMode::Nearest => vec![],
+        GridSampleMode::Bilinear => vec![t.rsub_scalar(1.0)?, t.clone()],
+        GridSampleMode::Bicubic => {
+            let s = |v: Variable| if slope { v.neg() } else { Ok(v) };
+            let rest = t.rsub_scalar(1.0)?;
+            vec![
+                cubic_far(&t.add_scalar(1.0)?, slope)?,
+                cubic_near(t, slope)?,
+                s(cubic_near(&rest, slope)?)?,
+                s(cubic_far(&t.rsub_scalar(2.0)?, slope)?)?,
+            ]
+        }
+    })
+}
+
+/// The taps' values (zero outside) and each grid axis's `t` (the place minus its
+/// floor, `(N, 1, *out)`) and tap weights, as differentiable functions of `input` and
+/// `grid` (no `t` and no weights for nearest).
 struct Sampling {
     values: Vec<Variable>,
-    weights: Option<Vec<[Variable; 2]>>,
+    t: Vec<Variable>,
+    weights: Vec<Vec<Variable>>,
 }
 
 fn sampling(
@@ -1102,41 +1204,58 @@ fn sampling(
         let read = input.take_map(map.clone(), Taken::Gather)?;
         values.push(Variable::where_cond(inside, &read, &zero)?);
     }
-    let weights = match mode {
-        GridSampleMode::Nearest => None,
-        GridSampleMode::Bilinear => {
-            let grid = match &taps.nan {
-                Some(nan) => Variable::where_cond(nan, &zero, grid)?,
-                None => grid.clone(),
-            };
-            let mut weights = Vec::with_capacity(taps.scale.len());
-            for (axis, (scale, shift)) in taps.scale.iter().zip(&taps.shift).enumerate() {
-                let t = grid
-                    .select(-1, axis as i64)?
-                    .mul(&Variable::from_tensor(scale.clone()))?
-                    .add(&Variable::from_tensor(shift.clone()))?
-                    .unsqueeze(1)?;
-                weights.push([t.rsub_scalar(1.0)?, t]);
-            }
-            Some(weights)
+    let (mut t, mut weights) = (Vec::new(), Vec::new());
+    if mode != GridSampleMode::Nearest {
+        let grid = match &taps.nan {
+            Some(nan) => Variable::where_cond(nan, &zero, grid)?,
+            None => grid.clone(),
+        };
+        for (axis, (scale, shift)) in taps.scale.iter().zip(&taps.shift).enumerate() {
+            let ta = grid
+                .select(-1, axis as i64)?
+                .mul(&Variable::from_tensor(scale.clone()))?
+                .add(&Variable::from_tensor(shift.clone()))?
+                .unsqueeze(1)?;
+            weights.push(tap_weights(&ta, mode, false)?);
+            t.push(ta);
         }
-    };
-    Ok(Sampling { values, weights })
+    }
+    Ok(Sampling { values, t, weights })
 }
 
-/// `values` (one per corner, x varying fastest) interpolated along each axis in turn
-/// with its `[1 - t, t]` weights: `(v0 * a + v1 * b)` along x, then the same along y
-/// and z.
-fn collapse(mut values: Vec<Variable>, weights: &[&[Variable; 2]]) -> Result<Variable> {
-    for [w0, w1] in weights {
-        values = values
-            .chunks(2)
-            .map(|pair| pair[0].mul(w0)?.add(&pair[1].mul(w1)?))
-            .collect::<Result<_>>()?;
+/// `values` (one per tap, x varying fastest, `k` taps per axis) combined along the
+/// axis of stride `stride` in that list: each group of `k` taps along it becomes
+/// `combine(group)`, and the result lists the other axes' taps in the same order.
+fn reduce_axis(
+    values: &[Variable],
+    stride: usize,
+    k: usize,
+    combine: impl Fn(&[&Variable]) -> Result<Variable>,
+) -> Result<Vec<Variable>> {
+    (0..values.len())
+        .filter(|c| (c / stride).is_multiple_of(k))
+        .map(|c| combine(&(0..k).map(|j| &values[c + j * stride]).collect::<Vec<_>>()))
+        .collect()
+}
+
+/// `Σ_j group[j] · weights[j]`.
+fn weighted(group: &[&Variable], weights: &[Variable]) -> Result<Variable> {
+    let mut acc = group[0].mul(&weights[0])?;
+    for (v, w) in group.iter().zip(weights).skip(1) {
+        acc = acc.add(&v.mul(w)?)?;
+    }
+    Ok(acc)
+}
+
+/// `values` (one per tap, x varying fastest) interpolated along each axis in turn
+/// with its tap weights: `Σ_j v_j · w_j` along x, then the same along y and z.
+fn collapse(mut values: Vec<Variable>, weights: &[&[Variable]]) -> Result<Variable> {
+    for w in weights {
+        values = reduce_axis(&values, 1, w.len(), |group| weighted(group, w))?;
     }
     values
         .pop()
-        .ok_or_else(|| Error::NotImplemented("rustgrad internal error: no grid corners".into()))
+        .ok_or_else(|| Error::NotImplemented("rustgrad internal error: no grid taps".into()))
 }
 
 fn grid_sample_backward(
@@ -1148,15 +1267,18 @@ fn grid_sample_backward(
 ) -> Result<Grads> {
     let taps = grid_taps(&input.shape(), &grid.tensor(), options)?;
     let s = sampling(input, grid, &taps, options.mode)?;
+    let k = taps.k;
     let zero = Variable::from_tensor(Tensor::scalar(0.0, grad.dtype()));
     let grad_input = if needs[0] {
-        let parts: Vec<Variable> = match &s.weights {
+        let parts: Vec<Variable> = match s.weights.split_first() {
             None => vec![grad.clone()],
-            Some(w) => (0..taps.maps.len())
+            Some((wx, rest)) => (0..taps.maps.len())
                 .map(|corner| {
-                    let mut wt = w[0][corner & 1].clone();
-                    for (a, wa) in w.iter().enumerate().skip(1) {
-                        wt = wt.mul(&wa[(corner >> a) & 1])?;
+                    let mut wt = wx[corner % k].clone();
+                    let mut stride = k;
+                    for wa in rest {
+                        wt = wt.mul(&wa[(corner / stride) % k])?;
+                        stride *= k;
                     }
                     grad.mul(&wt)
                 })
@@ -1175,27 +1297,32 @@ fn grid_sample_backward(
         None
     };
     let grad_grid = if needs.get(1).copied().unwrap_or(false) {
-        Some(match &s.weights {
-            None => Variable::from_tensor(Tensor::zeros(&grid.shape(), grid.dtype())?),
-            Some(w) => {
-                let v = &s.values;
-                let rank = w.len();
-                let mut parts = Vec::with_capacity(rank);
-                for a in 0..rank {
-                    // The difference along axis a at each corner of the other axes,
-                    // interpolated along those (x fastest).
-                    let diffs: Vec<Variable> = (0..v.len())
-                        .filter(|c| (c >> a) & 1 == 0)
-                        .map(|c| v[c | (1 << a)].sub(&v[c]))
-                        .collect::<Result<_>>()?;
-                    let others: Vec<&[Variable; 2]> =
-                        (0..rank).filter(|&b| b != a).map(|b| &w[b]).collect();
-                    let d = collapse(diffs, &others)?;
-                    let g = grad.mul(&d)?.sum_dims(&[1], false)?;
-                    parts.push(g.mul(&Variable::from_tensor(taps.scale[a].clone()))?);
-                }
-                Variable::stack(&parts, -1)?
+        Some(if s.weights.is_empty() {
+            Variable::from_tensor(Tensor::zeros(&grid.shape(), grid.dtype())?)
+        } else {
+            let w = &s.weights;
+            let rank = w.len();
+            let mut parts = Vec::with_capacity(rank);
+            for a in 0..rank {
+                // The derivative along axis a at each tap of the other axes (the
+                // taps' differences for bilinear), interpolated along those (x
+                // fastest).
+                let stride = k.pow(a as u32);
+                let along = if options.mode == GridSampleMode::Bicubic {
+                    let slopes = tap_weights(&s.t[a], options.mode, true)?;
+                    reduce_axis(&s.values, stride, k, |group| weighted(group, &slopes))?
+                } else {
+                    reduce_axis(&s.values, stride, k, |group| group[1].sub(group[0]))?
+                };
+                let others: Vec<&[Variable]> = (0..rank)
+                    .filter(|&b| b != a)
+                    .map(|b| w[b].as_slice())
+                    .collect();
+                let d = collapse(along, &others)?;
+                let g = grad.mul(&d)?.sum_dims(&[1], false)?;
+                parts.push(g.mul(&Variable::from_tensor(taps.scale[a].clone()))?);
             }
+            Variable::stack(&parts, -1)?
         })
     } else {
         None
@@ -1206,8 +1333,9 @@ fn grid_sample_backward(
 impl Variable {
     /// `torch.grid_sampler` for a 4-D input `(N, C, H, W)` and grid `(N, Ho, Wo, 2)`
     /// (x then y, normalised to [-1, 1]), or a 5-D input `(N, C, D, H, W)` and grid
-    /// `(N, Do, Ho, Wo, 3)` (x, y, z; bilinear is trilinear there): the output
-    /// `(N, C, *out)` samples the input at the grid's places. Differentiable in both.
+    /// `(N, Do, Ho, Wo, 3)` (x, y, z; bilinear and bicubic are trilinear and tricubic
+    /// there): the output `(N, C, *out)` samples the input at the grid's places.
+    /// Differentiable in both.
     pub fn grid_sample(
         &self,
         grid: &Variable,
@@ -1216,24 +1344,10 @@ impl Variable {
         align_corners: bool,
     ) -> Result<Variable> {
         let (shape, gshape) = (self.shape(), grid.shape());
-        if self.dtype() != grid.dtype() {
-            return Err(runtime(format!(
-                "grid_sampler(): expected input and grid to have same dtype, but input has {} and grid has {}",
-                self.dtype().torch_name(),
-                grid.dtype().torch_name()
-            )));
-        }
-        if shape.len() != gshape.len() || !(shape.len() == 4 || shape.len() == 5) {
-            let dims = match shape.len() {
-                4 => "4D",
-                5 => "5D",
-                _ => "4D or 5D",
-            };
-            return Err(runtime(format!(
-                "grid_sampler(): expected {dims} input and grid with same number of dimensions, but got input with sizes {:?} and grid with sizes {:?}",
-                shape.as_slice(),
-                gshape.as_slice()
-            )));
+        // PyTorch's order: the shared shape checks, then the rank's, then the kernel's
+        // dtype dispatch.
+        if shape.is_empty() || gshape.is_empty() {
+            return Err(Error::NoDimensions { dim: 0 });
         }
         if shape[0] != gshape[0] {
             return Err(runtime(format!(
@@ -1242,10 +1356,10 @@ impl Variable {
                 gshape.as_slice()
             )));
         }
-        if gshape[gshape.len() - 1] != shape.len() - 2 {
+        let coords = shape.len() as i64 - 2;
+        if gshape[gshape.len() - 1] as i64 != coords {
             return Err(runtime(format!(
-                "grid_sampler(): expected grid to have size {} in last dimension, but got grid with sizes {:?}",
-                shape.len() - 2,
+                "grid_sampler(): expected grid to have size {coords} in last dimension, but got grid with sizes {:?}",
                 gshape.as_slice()
             )));
         }
@@ -1255,16 +1369,27 @@ impl Variable {
                 shape.as_slice()
             )));
         }
+        let dims = if shape.len() == 4 { 4 } else { 5 };
+        if shape.len() != dims || gshape.len() != dims {
+            return Err(runtime(format!(
+                "grid_sampler(): expected {dims}D input and grid with same number of dimensions, but got input with sizes {:?} and grid with sizes {:?}",
+                shape.as_slice(),
+                gshape.as_slice()
+            )));
+        }
         if !self.dtype().is_floating_point() {
-            return Err(Error::NoKernel(format!(
-                "\"{}\" not implemented for '{}'",
-                // PyTorch's kernel names differ by an underscore.
-                if shape.len() == 4 {
-                    "grid_sampler_2d_cpu"
-                } else {
-                    "grid_sampler3d_cpu"
-                },
-                self.dtype().scalar_type_name()
+            let kernel = if dims == 4 {
+                "grid_sampler_2d_cpu_kernel_impl"
+            } else {
+                "grid_sampler3d_cpu"
+            };
+            return Err(Error::unsupported_dtype(kernel, self.dtype()));
+        }
+        if self.dtype() != grid.dtype() {
+            return Err(runtime(format!(
+                "grid_sampler(): expected input and grid to have same dtype, but input has {} and grid has {}",
+                self.dtype().torch_name(),
+                grid.dtype().torch_name()
             )));
         }
         let options = GridOptions {
@@ -1279,11 +1404,8 @@ impl Variable {
             let g = Variable::from_tensor(grid.tensor().clone());
             let taps = grid_taps(&shape, &grid.tensor(), options)?;
             let s = sampling(&input, &g, &taps, mode)?;
-            let out = match &s.weights {
-                None => s.values[0].clone(),
-                Some(w) => collapse(s.values.clone(), &w.iter().collect::<Vec<_>>())?,
-            };
-            out.tensor().clone()
+            let weights: Vec<&[Variable]> = s.weights.iter().map(Vec::as_slice).collect();
+            collapse(s.values, &weights)?.tensor().clone()
         };
         Ok(Variable::record(result, &[self, grid], |_, _| {
             (

@@ -97,6 +97,7 @@ impl PyTensor {
         let mode = match mode {
             "bilinear" => GridSampleMode::Bilinear,
             "nearest" => GridSampleMode::Nearest,
+            "bicubic" => GridSampleMode::Bicubic,
             other => {
                 return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
                     "rustgrad: grid_sample mode '{other}' is not implemented"
