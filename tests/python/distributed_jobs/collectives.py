@@ -175,6 +175,19 @@ def main() -> None:
     lst = ["a", rank, None] if rank == 1 else [None, None, None]
     dist.broadcast_object_list(lst, src=1)
     assert lst == ["a", 1, None], lst
+    gathered = [None] * world if rank == 0 else None
+    dist.gather_object(("r", rank), gathered, dst=0)
+    if rank == 0:
+        assert gathered == [("r", r) for r in ranks], gathered
+    out = [None]
+    dist.scatter_object_list(out, [{"to": r} for r in ranks] if rank == 0 else None, src=0)
+    assert out == [{"to": rank}], out
+    # all_to_all_single: block j of rank i's input goes to block i of rank j's output
+    blocks = {(i, j): data(i, 5000 + j, (2, 3), "float64") for i in ranks for j in ranks}
+    inp = torch.tensor(np.concatenate([blocks[rank, j] for j in ranks]))
+    out_t = torch.zeros(2 * world, 3, dtype=torch.float64)
+    dist.all_to_all_single(out_t, inp)
+    check(out_t, np.concatenate([blocks[i, rank] for i in ranks]), "all_to_all_single")
     # an integer AVG is floor division of the sum; bool SUM is logical or
     t = torch.tensor([rank * 3 + 1, -rank - 1])
     dist.all_reduce(t, op=dist.ReduceOp.AVG)

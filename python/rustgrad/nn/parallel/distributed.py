@@ -244,6 +244,11 @@ class DistributedDataParallel(Module):
         self._ready_params[i] = True
         b, _ = self._bucket_of[i]
         self._buckets[b].pending -= 1
+        # MPICH moves a non-blocking collective forward only inside MPI calls: test the
+        # buckets in flight at each gradient, so their reduction proceeds during backward.
+        for bucket in self._buckets[: self._next_bucket]:
+            if bucket.work is not None and not bucket.work._done:
+                bucket.work.is_completed()
         while (
             self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0
         ):
