@@ -26,6 +26,7 @@ from .._rustgrad import Tensor
 __all__ = [
     "Backend",
     "GroupMember",
+    "P2POp",
     "ProcessGroup",
     "ReduceOp",
     "Work",
@@ -33,7 +34,9 @@ __all__ = [
     "all_gather_into_tensor",
     "all_gather_object",
     "all_reduce",
+    "all_to_all",
     "all_to_all_single",
+    "batch_isend_irecv",
     "barrier",
     "broadcast",
     "broadcast_object_list",
@@ -42,6 +45,7 @@ __all__ = [
     "gather_object",
     "get_backend",
     "get_global_rank",
+    "get_node_local_rank",
     "get_group_rank",
     "get_process_group_ranks",
     "get_rank",
@@ -53,6 +57,8 @@ __all__ = [
     "is_mpi_available",
     "is_gloo_available",
     "is_nccl_available",
+    "is_torchelastic_launched",
+    "monitored_barrier",
     "isend",
     "new_group",
     "recv",
@@ -111,6 +117,25 @@ def is_nccl_available() -> bool:
     return False
 
 
+def is_torchelastic_launched() -> bool:
+    """True when started by a torchrun-style launcher (``TORCHELASTIC_RUN_ID`` is set,
+    as ``python -m rustgrad.distributed.run`` does)."""
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its node: ``LOCAL_RANK``, else ``fallback_rank``."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+        "`get_node_local_rank` to work, assuming you are not running in a multi-device "
+        "context and want the code to run locally instead."
+    )
+
+
 # --- enums ----------------------------------------------------------------------------
 
 
@@ -126,10 +151,7 @@ class Backend(str):
     def __new__(cls, name: str) -> Backend:
         if not isinstance(name, str):
             raise ValueError(f"Backend constructor parameter must be string-ish, got {name!r}")
-        value = name.lower()
-        if value == Backend.UNDEFINED:
-            value = Backend.GLOO
-        return str.__new__(cls, value)
+        return str.__new__(cls, name.lower())
 
 
 class ReduceOp:
@@ -164,8 +186,6 @@ class ReduceOp:
 def _mpi_op(op: Any, dtype: np.dtype) -> Any:
     """The MPI operation for ``op`` on elements of ``dtype`` (AVG reduces as SUM)."""
     MPI = _mpi()
-    if isinstance(op, ReduceOp):  # pragma: no cover - instances are not made
-        op = op.RedOpType.SUM
     if not isinstance(op, ReduceOp.RedOpType):
         raise TypeError(f"op must be a ReduceOp (e.g. ReduceOp.SUM), got {op!r}")
     if dtype == np.bool_:
@@ -689,6 +709,22 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -
     return _run(pg, async_op, [pg._comm.Ibarrier()], None, None, [])
 
 
+def monitored_barrier(
+    group: Any = None,
+    timeout: datetime.timedelta | float | None = None,
+    wait_all_ranks: bool = False,
+) -> None:
+    """A barrier that raises RuntimeError when some rank has not reached it within
+    ``timeout`` (the group's timeout when None; a number is seconds)."""
+    pg = _group(group)
+    if pg is None:
+        return
+    if isinstance(timeout, (int, float)):
+        timeout = datetime.timedelta(seconds=timeout)
+    work = Work([pg._comm.Ibarrier()], None, None, [], pg._timeout, "monitored_barrier")
+    work.wait(timeout)
+
+
 def all_reduce(
     tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False
 ) -> Work | None:
@@ -1002,6 +1038,31 @@ def all_to_all_single(
     return _run(pg, async_op, [req], _writer([(out, view)]), (send, out), [output])
 
 
+def all_to_all(
+    output_tensor_list: list[Tensor],
+    input_tensor_list: list[Tensor],
+    group: Any = None,
+    async_op: bool = False,
+) -> Work | None:
+    """Sends ``input_tensor_list[i]`` to rank i, which receives it in its
+    ``output_tensor_list[rank]`` (tensors of one shape and dtype)."""
+    pg = _group(group)
+    if pg is None:
+        return None
+    size = pg.size()
+    if not isinstance(input_tensor_list, (list, tuple)) or not input_tensor_list:
+        raise TypeError("input_tensor_list must be a non-empty list of Tensors")
+    like = input_tensor_list[0]
+    ins = _check_list(input_tensor_list, size, like, "alltoall", "input tensor list")
+    outs = _check_list(output_tensor_list, size, like, "alltoall", "output tensor list")
+    send = np.stack([_buffer(t)[0].reshape(-1) for t in ins])
+    flat = np.empty_like(send)
+    _check_consistent(pg, "all_to_all", _desc(like))
+    pg._count("all_to_all", send.nbytes)
+    req = pg._comm.Ialltoall(send, flat)
+    return _run(pg, async_op, [req], _scatter_into(flat, outs), (send, flat), outs)
+
+
 # --- point to point ------------------------------------------------------------------
 
 
@@ -1085,6 +1146,50 @@ def recv(
     assert work is not None
     work.wait()
     return work._source
+
+
+class P2POp:
+    """One point-to-point operation for ``batch_isend_irecv``: ``op`` is ``isend`` or
+    ``irecv``, ``peer`` a global rank (or ``group_peer`` a group rank)."""
+
+    def __init__(
+        self,
+        op: Callable[..., Any],
+        tensor: Tensor,
+        peer: int | None = None,
+        group: Any = None,
+        tag: int = 0,
+        group_peer: int | None = None,
+    ) -> None:
+        if op not in (isend, irecv):
+            raise ValueError(
+                "Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                "``torch.distributed.irecv``."
+            )
+        self.op = op
+        self.tensor = tensor
+        self.peer = peer
+        self.group = group
+        self.tag = tag
+        self.group_peer = group_peer
+
+
+def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
+    """Starts every operation of ``p2p_op_list``; returns their work handles."""
+    if not isinstance(p2p_op_list, list) or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError(
+            "Invalid ``p2p_op_list``. Each op is expected to to be of type "
+            "``torch.distributed.P2POp``."
+        )
+    works = []
+    for p in p2p_op_list:
+        if p.op is isend:
+            work = isend(p.tensor, p.peer, p.group, p.tag, p.group_peer)
+        else:
+            work = irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer)
+        if work is not None:
+            works.append(work)
+    return works
 
 
 # --- Python objects ------------------------------------------------------------------

@@ -188,6 +188,23 @@ def main() -> None:
     out_t = torch.zeros(2 * world, 3, dtype=torch.float64)
     dist.all_to_all_single(out_t, inp)
     check(out_t, np.concatenate([blocks[i, rank] for i in ranks]), "all_to_all_single")
+    outs = [torch.zeros(2, 3, dtype=torch.float64) for _ in ranks]
+    dist.all_to_all(outs, [torch.tensor(blocks[rank, j]) for j in ranks])
+    for i in ranks:
+        check(outs[i], blocks[i, rank], "all_to_all")
+    # batch_isend_irecv around the ring
+    right, left = (rank + 1) % world, (rank - 1) % world
+    got = torch.zeros(3, dtype=torch.int64)
+    ops = [
+        dist.P2POp(dist.isend, torch.tensor([rank, 7, -rank]), right),
+        dist.P2POp(dist.irecv, got, left),
+    ]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    assert got.tolist() == [left, 7, -left]
+    dist.monitored_barrier(timeout=30)
+    assert dist.is_torchelastic_launched() == ("TORCHELASTIC_RUN_ID" in os.environ)
+    assert dist.get_node_local_rank(fallback_rank=rank) == int(os.environ.get("LOCAL_RANK", rank))
     # an integer AVG is floor division of the sum; bool SUM is logical or
     t = torch.tensor([rank * 3 + 1, -rank - 1])
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
