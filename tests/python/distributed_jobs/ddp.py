@@ -90,6 +90,15 @@ def train_pair(
     return ddp
 
 
+def expect(kind: type, phrase: str, fn: Any) -> None:
+    try:
+        fn()
+    except kind as e:
+        assert phrase in str(e), e
+    else:
+        raise AssertionError(f"expected {kind.__name__}: {phrase}")
+
+
 def digest(module: nn.Module) -> str:
     h = hashlib.sha256()
     for p in module.parameters():
@@ -184,6 +193,21 @@ def main() -> None:
         assert "Expected to have finished reduction in the prior iteration" in str(e), e
     else:
         raise AssertionError("an unused parameter must raise at the next forward")
+
+    # PyTorch's construction errors, on every rank
+    frozen_only = nn.Linear(2, 2).requires_grad_(False)
+    expect(
+        RuntimeError,
+        "doesn't have any parameter that requires a gradient",
+        lambda: DDP(frozen_only),
+    )
+    expect(
+        ValueError,
+        "device_ids and output_device arguments only work",
+        lambda: DDP(nn.Linear(2, 2), device_ids=[0]),
+    )
+    uneven = nn.Sequential(*[nn.Linear(2, 2) for _ in range(1 + (rank == world - 1))])
+    expect(RuntimeError, "DDP expects same model across all ranks", lambda: DDP(uneven))
 
     # every rank holds the same bits
     hashes: list[Any] = [None] * world
