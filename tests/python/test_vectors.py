@@ -96,6 +96,9 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         and path.stem not in ("half_op_math", "type_promotion")
         and path.stem != "out_and_range_index"
         and path.stem not in ("losses_21", "parametrize_21", "device_meta")
+        # ddp_torchrun.json (losses of a DDP script): test_distributed_ddp.py;
+        # distributed_sampler.json (index sequences): test_distributed_sampler.py
+        and path.stem not in ("ddp_torchrun", "distributed_sampler")
     }
 
 
