@@ -1195,14 +1195,29 @@ def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
 # --- Python objects ------------------------------------------------------------------
 
 
+def _wait_arrays(pg: ProcessGroup, what: str, request: Any, keep: Any) -> None:
+    """Waits for an MPI request on numpy buffers, with the group's timeout."""
+    Work([request], None, keep, [], pg._timeout, what).wait()
+
+
 def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> None:
-    """Gathers every rank's picklable ``obj`` into ``object_list`` on every rank."""
+    """Gathers every rank's picklable ``obj`` into ``object_list`` on every rank
+    (pickled bytes through two non-blocking all-gathers: sizes, then the bytes)."""
     pg = _group(group)
     if pg is None:
         return
-    objs = pg._comm.allgather(obj)
-    for i, o in enumerate(objs):
-        object_list[i] = o
+    data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+    sizes = np.empty(pg.size(), dtype=np.int64)
+    mine = np.array([data.size], dtype=np.int64)
+    _wait_arrays(pg, "all_gather_object", pg._comm.Iallgather(mine, sizes), (mine, sizes))
+    width = int(sizes.max())
+    padded = np.zeros(width, dtype=np.uint8)
+    padded[: data.size] = data
+    everyone = np.empty((pg.size(), width), dtype=np.uint8)
+    pg._count("all_gather_object", width)
+    _wait_arrays(pg, "all_gather_object", pg._comm.Iallgather(padded, everyone), everyone)
+    for i in range(pg.size()):
+        object_list[i] = pickle.loads(everyone[i, : sizes[i]].tobytes())
 
 
 def gather_object(
@@ -1239,10 +1254,16 @@ def broadcast_object_list(
     if pg is None:
         return
     root = _root(pg, src, group_src, "src")
-    data = pickle.dumps(list(object_list)) if pg.rank() == root else None
-    objs = pickle.loads(pg._comm.bcast(data, root=root))
-    for i, o in enumerate(objs):
-        object_list[i] = o
+    is_root = pg.rank() == root
+    data = np.frombuffer(pickle.dumps(list(object_list)), dtype=np.uint8) if is_root else None
+    size = np.array([0 if data is None else data.size], dtype=np.int64)
+    _wait_arrays(pg, "broadcast_object_list", pg._comm.Ibcast(size, root=root), size)
+    buf = data.copy() if data is not None else np.empty(int(size[0]), dtype=np.uint8)
+    pg._count("broadcast_object_list", buf.nbytes)
+    _wait_arrays(pg, "broadcast_object_list", pg._comm.Ibcast(buf, root=root), buf)
+    if not is_root:
+        for i, o in enumerate(pickle.loads(buf.tobytes())):
+            object_list[i] = o
 
 
 def scatter_object_list(
