@@ -26,16 +26,17 @@ BIN = Path(sys.executable).parent
 TIMEOUT = 120
 
 
-def job_env(**extra: str) -> dict[str, str]:
-    """The environment of a job: one compute thread per process."""
+def job_env(**extra: str | None) -> dict[str, str]:
+    """The environment of a job: one compute thread per process (a variable given as
+    None is removed)."""
     env = dict(os.environ)
     env.update(RUSTGRAD_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     env.update(extra)
-    return env
+    return {k: v for k, v in env.items() if v is not None}
 
 
 def launch(
-    nproc: int, script: str, *args: str, plain: bool = False, **env: str
+    nproc: int, script: str, *args: str, plain: bool = False, **env: str | None
 ) -> subprocess.CompletedProcess[str]:
     """Runs ``script`` on ``nproc`` processes, through the launcher or plain mpiexec."""
     path = str(JOBS / script)
@@ -98,11 +99,14 @@ def test_collectives_on_two_ranks_under_plain_mpiexec() -> None:
 
 def test_a_failing_rank_ends_the_job_with_its_traceback_and_no_orphans() -> None:
     token = uuid.uuid4().hex
-    proc = launch(3, "fail.py", token)
+    proc = launch(3, "fail.py", token, RUSTGRAD_NUM_THREADS=None)
     assert proc.returncode != 0
-    # torchrun's environment reached every rank, with the script's arguments
+    # torchrun's environment reached every rank, with the script's arguments; without
+    # RUSTGRAD_NUM_THREADS the launcher splits the CPUs between the ranks
+    threads = max(1, (os.cpu_count() or 1) // 3)
     for rank in range(3):
-        assert f"env {rank} {rank} 3 ['{token}']" in proc.stdout, proc.stdout
+        line = f"env {rank} {rank} 3 ['{token}'] threads={threads}"
+        assert line in proc.stdout, proc.stdout
     assert "Root Cause (first observed failure): rank 1" in proc.stderr, proc.stderr
     assert "ZeroDivisionError: rank one failed on purpose" in proc.stderr
     assert processes_with(token) == []
@@ -144,3 +148,22 @@ def test_a_rank_that_never_joins_times_out_the_others() -> None:
     assert "all_reduce timed out after 0:00:01" in proc.stderr, proc.stderr
     assert re.search(r"Root Cause \(first observed failure\): rank [02]", proc.stderr)
     assert processes_with(token) == []
+
+
+def test_tensors_go_to_mpi_as_their_own_memory() -> None:
+    """The zero-copy claim of Note [Distributed]: a contiguous tensor's MPI buffer is
+    its storage; a transposed one goes through a temporary written back through a view
+    of its storage."""
+    import numpy as np
+    from rustgrad.distributed import distributed_c10d as c10d
+
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    arr, back = c10d._buffer(t)
+    assert back is None and np.shares_memory(arr, t.numpy())
+    arr[0, 0] = 42
+    assert t[0, 0].item() == 42
+    arr, back = c10d._buffer(t.t())
+    assert arr.flags.c_contiguous and not np.shares_memory(arr, t.numpy())
+    assert np.shares_memory(back, t.numpy())
+    with pytest.raises(TypeError, match="does not support torch.bfloat16"):
+        c10d._buffer(torch.ones(2, dtype=torch.bfloat16))

@@ -104,6 +104,18 @@ def main(argv: list[str] | None = None) -> int:
             "RUSTGRAD_RUN_NPROC_PER_NODE": str(nproc),
         }
     )
+    if nproc > 1:
+        # torchrun sets OMP_NUM_THREADS=1 for several processes per node; rustgrad's
+        # kernels use RUSTGRAD_NUM_THREADS: split the node's CPUs between the ranks.
+        threads = str(max(1, (os.cpu_count() or 1) // nproc))
+        for name in ("RUSTGRAD_NUM_THREADS", "OMP_NUM_THREADS"):
+            if name not in env:
+                env[name] = threads
+                print(
+                    f"rustgrad.distributed.run: setting {name}={threads} for each of the "
+                    f"{nproc} processes per node (set it to override)",
+                    file=sys.stderr,
+                )
     cmd = [_mpiexec(), "-n", str(world)]
     if args.hostfile:
         cmd += ["-f", args.hostfile, "-ppn", str(nproc)]

@@ -11,7 +11,8 @@ import rustgrad.distributed as dist
 dist.init_process_group("gloo")
 print(
     f"env {os.environ.get('RANK')} {os.environ.get('LOCAL_RANK')} "
-    f"{os.environ.get('WORLD_SIZE')} {sys.argv[1:]}",
+    f"{os.environ.get('WORLD_SIZE')} {sys.argv[1:]} "
+    f"threads={os.environ.get('RUSTGRAD_NUM_THREADS')}",
     flush=True,
 )
 if dist.get_rank() == 1:
