@@ -454,8 +454,14 @@ struct GroupedGemm<'a, T> {
 /// The tiling of each group's `m x n` output of a grouped GEMM that is one of `outer`
 /// concurrent ones (the sample groups of a convolution): the engine's task budget
 /// shared among them. See Note [GEMM plans].
-fn grouped_plan(groups: usize, mkn: (usize, usize, usize), outer: usize) -> GemmPlan {
-    GemmPlan::new(groups, mkn, parallel_task_budget().div_ceil(outer.max(1)))
+fn grouped_plan(
+    groups: usize,
+    mkn: (usize, usize, usize),
+    outer: usize,
+    layout: (usize, usize),
+) -> GemmPlan {
+    let budget = parallel_task_budget().div_ceil(outer.max(1));
+    GemmPlan::with_layout(groups, mkn, budget, layout)
 }
 
 /// Records the plan of a convolution kernel (`parallel::record_plan`): `outer`
@@ -467,11 +473,12 @@ fn record_conv(
     per_unit: usize,
     groups: usize,
     (m, k, n): (usize, usize, usize),
+    layout: (usize, usize),
 ) {
     if !parallel::recording() {
         return;
     }
-    let plan = grouped_plan(groups, (m, k, n), outer);
+    let plan = grouped_plan(groups, (m, k, n), outer, layout);
     let per_task = |rows: usize, cols: usize| {
         (plan.batch_per_task.min(groups) * rows * cols * k * per_unit) as u64
     };
@@ -485,7 +492,8 @@ fn record_conv(
 
 impl<T: Gemm> GroupedGemm<'_, T> {
     fn plan(&self, outer: usize) -> GemmPlan {
-        grouped_plan(self.groups, (self.m, self.k, self.n), outer)
+        let layout = (self.a.cs, self.b.rs);
+        grouped_plan(self.groups, (self.m, self.k, self.n), outer, layout)
     }
 
     /// Computes `c` as a grid of tiles per group (one GEMM call each), in parallel
@@ -692,6 +700,7 @@ fn forward_batched<T: Gemm>(
         1,
         g.groups,
         (og, ck, nb.min(g.batch) * l),
+        (1, nb.min(g.batch) * l),
     );
     run_chunks(&mut out, out_len * nb, flops, sample_group);
     scratch.finish()?;
@@ -785,6 +794,7 @@ fn input_adjoint_batched<T: Gemm>(
         1,
         g.groups,
         (ck, og, nb.min(g.batch) * l),
+        (ck, nb.min(g.batch) * l),
     );
     run_chunks(&mut out, in_len * nb, flops, sample_group);
     scratch.finish()?;
@@ -885,6 +895,7 @@ fn weight_adjoint_batched<T: Gemm>(
         per_block,
         g.groups,
         (og, cols, ck),
+        (1, 1),
     );
     run_chunks(&mut partials, w_len, flops, block);
     scratch.finish()?;

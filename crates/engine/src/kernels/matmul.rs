@@ -9,21 +9,47 @@ use crate::error::{Error, Result};
 use crate::parallel;
 
 /// Inner-dimension block of one micro-kernel pass. [`Gemm::gemm`] splits `k` into
-/// equal blocks of at most this many (a function of `k` only), each one call of the
-/// `gemm` crate, accumulated in order. Within one call the crate blocks `k` itself
-/// by a size that depends on the tile's `m` and `n` (`min(k, 512)` for tiles of at
-/// most 64 x 64, a cache-derived size of at least 512 otherwise); with `k <= 512`
-/// both are `k`, so a tile's shape cannot change the order of the sum.
-const KC: usize = 512;
+/// equal blocks of at most this many (a function of `k` only, [`k_block`]), each one
+/// call of the `gemm` crate, accumulated in order. Within one call the crate blocks
+/// `k` itself by a size that depends on the tile's `m` and `n` (`min(k, 512)` for
+/// tiles of at most 64 x 64, a cache-derived size of at least 512 otherwise); with
+/// `k <= 256` both are `k`, so a tile's shape cannot change the order of the sum.
+/// 256 rather than 512 gives small outputs with a long reduction (the fc layer's
+/// 16 x 512 x 1000 GEMMs) blocks to split over (Note [GEMM plans]); single-thread
+/// GFLOP/s of the shapes in `examples/gemm_kernels.rs` are the same for both within
+/// noise (2048^3: 103.2/103.8 vs 101.7/103.0; 64 x 576 x 3136: 96.2/103.0 vs
+/// 102.4/99.0, Zen 4, alternating runs).
+const KC: usize = 256;
 
-/// Multiply-adds one GEMM task should have at least: below it the hand-off to the
-/// pool and the re-packing of the task's operand panels cost more than the split
-/// gains. At the ~100 GFLOP/s one Zen 4 core reaches (`examples/gemm_kernels.rs`) a
-/// task of 2^17 multiply-adds is ~2.6 µs of arithmetic; handing a whole parallel job
-/// to the pool costs 6-17 µs (Note [Parallel thresholds]), so a job is only formed
-/// from at least two such tasks (a product of 2^18 multiply-adds, ~5 µs) and has at
-/// most [`TASKS_PER_THREAD`] per thread.
-pub const MIN_TASK_WORK: usize = 1 << 17;
+/// The `part`-th of the `k.div_ceil(KC)` equal blocks [`Gemm::gemm`] sums `0..k` in
+/// (there are exactly that many: each but the last has `k.div_ceil(blocks)` elements).
+pub fn k_block(k: usize, part: usize) -> std::ops::Range<usize> {
+    let blocks = k_blocks(k);
+    let kb = k.div_ceil(blocks);
+    (part * kb).min(k)..((part + 1) * kb).min(k)
+}
+
+/// How many blocks [`Gemm::gemm`] sums `0..k` in (1 for `k <= KC`).
+pub fn k_blocks(k: usize) -> usize {
+    k.div_ceil(KC).max(1)
+}
+
+/// Multiply-adds one GEMM task should have at least: below it the hand-off of a task
+/// within a running job and the re-packing of the task's operand panels cost more than
+/// the split gains. At the ~100 GFLOP/s one Zen 4 core reaches
+/// (`examples/gemm_kernels.rs`) a task of 2^16 multiply-adds is ~1.3 µs of
+/// arithmetic, several times a rayon steal within a job.
+pub const MIN_TASK_WORK: usize = 1 << 16;
+
+/// Multiply-adds a GEMM needs before it is split at all: handing a whole parallel job
+/// to the pool costs 6-17 µs (Note [Parallel thresholds]), so a job is only formed from
+/// a product of at least 2^18 multiply-adds (~5 µs of arithmetic), and then has at most
+/// [`TASKS_PER_THREAD`] tasks per thread.
+pub const MIN_PARALLEL_WORK: usize = 1 << 18;
+
+/// Output elements a K-split's partial sums may take ([`GemmPlan::with_k_split`]):
+/// it is for small outputs with long reductions, whose partials are small.
+const K_SPLIT_MAX_PARTIALS: usize = 1 << 20;
 
 /// Tasks per pool thread a large GEMM is split into: several per thread, so that
 /// threads finishing early take more work (rayon steals).
@@ -68,32 +94,25 @@ pub trait Gemm: crate::dtype::Float {
         if m == 0 || n == 0 {
             return;
         }
-        let blocks = k.div_ceil(KC).max(1);
-        let kb = k.div_ceil(blocks);
-        let mut p0 = 0;
-        loop {
-            let kk = kb.min(k - p0);
-            let first = p0 == 0;
+        for part in 0..k_blocks(k) {
+            let block = k_block(k, part);
+            let first = part == 0;
             let read_c = !first || beta != Self::ZERO;
             // SAFETY: the caller's contract covers every index of `a` (rows `..m`,
             // columns `..k`), `b` (rows `..k`, columns `..n`) and `c`; this block
-            // reads columns `p0..p0 + kk` of `a` and rows `p0..p0 + kk` of `b`.
+            // reads columns `block` of `a` and rows `block` of `b`.
             unsafe {
                 Self::gemm_block(
-                    (m, kk, n),
-                    a.wrapping_offset(p0 as isize * csa),
+                    (m, block.len(), n),
+                    a.wrapping_offset(block.start as isize * csa),
                     (rsa, csa),
-                    b.wrapping_offset(p0 as isize * rsb),
+                    b.wrapping_offset(block.start as isize * rsb),
                     (rsb, csb),
                     (read_c, if first { beta } else { Self::ONE }),
                     c,
                     rsc,
                 )
             };
-            p0 += kk;
-            if p0 >= k {
-                break;
-            }
         }
     }
 
@@ -163,8 +182,11 @@ impl_gemm!(f32);
 impl_gemm!(f64);
 
 /// How one (batched) GEMM is split into tasks: groups of `batch_per_task` batch
-/// entries, and within each matrix an `m_tiles x n_tiles` grid of output tiles whose
-/// sides differ by at most one.
+/// entries, within each matrix an `m_tiles x n_tiles` grid of output tiles whose sides
+/// differ by at most one, and for a single matrix whose tiles alone are too few, each
+/// tile's `k` blocks ([`k_block`]) as `k_parts` separate tasks whose partial sums are
+/// added in block order afterwards: the sequence [`Gemm::gemm`] computes on one
+/// thread, so every plan gives the same bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmPlan {
     /// Batch entries per task (1 when the matrices are tiled).
@@ -173,48 +195,107 @@ pub struct GemmPlan {
     pub m_tiles: usize,
     /// Tiles along the output's columns.
     pub n_tiles: usize,
+    /// Tasks per tile along `k`: 1, or all of [`k_blocks`] (only for one matrix, from
+    /// [`GemmPlan::with_k_split`]).
+    pub k_parts: usize,
 }
 
 impl GemmPlan {
     /// The plan for `batches` products of `m x k` by `k x n` in at most `max_tasks`
     /// tasks ([`parallel_task_budget`] for a GEMM that has the pool to itself): one
-    /// task when the budget is one or the work is small, else tasks of at least
-    /// [`MIN_TASK_WORK`] multiply-adds each, from tiling the output in both dims
-    /// (tiles as square as the split allows) or grouping batch entries. Any plan
-    /// gives the same bits.
-    pub fn new(batches: usize, (m, k, n): (usize, usize, usize), max_tasks: usize) -> GemmPlan {
+    /// task when the budget is one or the work is below [`MIN_PARALLEL_WORK`], else
+    /// tasks of at least [`MIN_TASK_WORK`] multiply-adds each, from tiling the output
+    /// in both dims (tiles as square as the split allows) or grouping batch entries.
+    /// Never splits `k`. Any plan gives the same bits.
+    pub fn new(batches: usize, mkn: (usize, usize, usize), max_tasks: usize) -> GemmPlan {
+        GemmPlan::with_layout(batches, mkn, max_tasks, (1, 1))
+    }
+
+    /// [`GemmPlan::new`] knowing `(csa, rsb)`, the column stride of `a` and the row
+    /// stride of `b`: the `gemm` crate takes its small-matrix path (another summation
+    /// order) only for outputs of at most `SMALL_MATRIX` elements whose `a` rows and
+    /// `b` columns are contiguous, so with other strides tiles may be that small.
+    pub fn with_layout(
+        batches: usize,
+        (m, k, n): (usize, usize, usize),
+        max_tasks: usize,
+        (csa, rsb): (usize, usize),
+    ) -> GemmPlan {
+        let small = if csa == 1 && rsb == 1 {
+            SMALL_MATRIX
+        } else {
+            0
+        };
         let whole = GemmPlan {
             batch_per_task: batches.max(1),
             m_tiles: 1,
             n_tiles: 1,
+            k_parts: 1,
         };
         let work = batches
             .saturating_mul(m)
             .saturating_mul(n)
             .saturating_mul(k.max(1));
         let want = (work / MIN_TASK_WORK).min(max_tasks);
-        if want <= 1 || m == 0 || n == 0 {
+        if work < MIN_PARALLEL_WORK || want <= 1 || m == 0 || n == 0 {
             return whole;
         }
         if want <= batches {
             return GemmPlan {
                 batch_per_task: batches.div_ceil(want),
-                m_tiles: 1,
-                n_tiles: 1,
+                ..whole
             };
         }
         let per_matrix = want.div_ceil(batches.max(1));
-        let (m_tiles, n_tiles) = split_tiles(m, n, per_matrix);
+        let (m_tiles, n_tiles) = split_tiles(m, n, per_matrix, small);
         GemmPlan {
             batch_per_task: 1,
             m_tiles,
             n_tiles,
+            k_parts: 1,
+        }
+    }
+
+    /// [`GemmPlan::new`] for one matrix, also splitting `k` where the output's tiles
+    /// alone give fewer tasks than wanted (a small output with a long reduction, such
+    /// as a linear layer on a small batch): then each tile's [`k_blocks`] blocks are
+    /// separate tasks of at least [`MIN_TASK_WORK`], their partial sums (at most
+    /// `K_SPLIT_MAX_PARTIALS` elements) added in block order afterwards.
+    pub fn with_k_split((m, k, n): (usize, usize, usize), max_tasks: usize) -> GemmPlan {
+        let plan = GemmPlan::new(1, (m, k, n), max_tasks);
+        let blocks = k_blocks(k);
+        let work = m.saturating_mul(n).saturating_mul(k);
+        let want = (work / MIN_TASK_WORK).min(max_tasks);
+        let tiles = plan.m_tiles * plan.n_tiles;
+        let partials = m.saturating_mul(n).saturating_mul(blocks - 1);
+        // Only outputs the crate computes with its main micro-kernels (accumulator from
+        // zero, then `dst + acc`), not its vector or small-matrix paths.
+        let main_path = m >= 2 && n >= 2 && m * n > SMALL_MATRIX;
+        if !main_path
+            || work < MIN_PARALLEL_WORK
+            || tiles >= want
+            || partials > K_SPLIT_MAX_PARTIALS
+        {
+            return plan;
+        }
+        // Tiles of the split must still hold MIN_TASK_WORK per block.
+        let per_block = (work / blocks / MIN_TASK_WORK).max(1);
+        let (m_tiles, n_tiles) =
+            split_tiles(m, n, want.div_ceil(blocks).min(per_block), SMALL_MATRIX);
+        if m_tiles * n_tiles * blocks <= tiles {
+            return plan;
+        }
+        GemmPlan {
+            batch_per_task: 1,
+            m_tiles,
+            n_tiles,
+            k_parts: blocks,
         }
     }
 
     /// Number of tasks for `batches` batch entries.
     pub fn tasks(&self, batches: usize) -> usize {
-        batches.div_ceil(self.batch_per_task) * self.m_tiles * self.n_tiles
+        batches.div_ceil(self.batch_per_task) * self.m_tiles * self.n_tiles * self.k_parts
     }
 }
 
@@ -228,9 +309,11 @@ pub fn parallel_task_budget() -> usize {
 }
 
 /// Splits an `m x n` output into about `want` tiles: `(m_tiles, n_tiles)` with sides
-/// of at least [`MIN_TILE`] where a dim is split, choosing the grid that re-reads the
-/// least operand data (`m_tiles * n + n_tiles * m`, i.e. square tiles).
-fn split_tiles(m: usize, n: usize, want: usize) -> (usize, usize) {
+/// of at least [`MIN_TILE`] where a dim is split and more than `small` elements (the
+/// crate's small-matrix size where the layout could take that path, else 0), choosing
+/// the grid that re-reads the least operand data (`m_tiles * n + n_tiles * m`, i.e.
+/// square tiles).
+fn split_tiles(m: usize, n: usize, want: usize, small: usize) -> (usize, usize) {
     let max_m = (m / MIN_TILE).max(1);
     let max_n = (n / MIN_TILE).max(1);
     let mut best = (1, 1);
@@ -239,10 +322,10 @@ fn split_tiles(m: usize, n: usize, want: usize) -> (usize, usize) {
         let mut nt = want.div_ceil(mt).min(max_n);
         // Keep every tile above the crate's small-matrix size (an unsplit dim may be
         // narrow, e.g. 6 output channels).
-        while nt > 1 && (m / mt) * (n / nt) <= SMALL_MATRIX {
+        while nt > 1 && (m / mt) * (n / nt) <= small {
             nt -= 1;
         }
-        if mt > 1 && (m / mt) * (n / nt) <= SMALL_MATRIX {
+        if mt > 1 && (m / mt) * (n / nt) <= small {
             continue;
         }
         let tiles = mt * nt;
@@ -282,9 +365,9 @@ unsafe impl<T: Send> Send for SharedMut<T> {}
 // SAFETY: as above: shared between tasks that never touch the same element.
 unsafe impl<T: Send> Sync for SharedMut<T> {}
 
-/// `c = a @ b + beta * c` like [`Gemm::gemm`], split into the tiles of
-/// [`GemmPlan::new`] for the engine's thread count and run on its pool; records the
-/// plan under `kernel` (see `parallel::record_plan`).
+/// `c = a @ b + beta * c` like [`Gemm::gemm`], split by [`GemmPlan::with_k_split`]
+/// for the engine's thread count and run on its pool; records the plan under `kernel`
+/// (see `parallel::record_plan`).
 ///
 /// # Safety
 /// As [`Gemm::gemm`].
@@ -300,35 +383,134 @@ pub unsafe fn gemm_parallel<T: Gemm>(
     c: *mut T,
     rsc: isize,
 ) {
-    let plan = GemmPlan::new(1, (m, k, n), parallel_task_budget());
-    let tasks = plan.tasks(1);
+    let plan = GemmPlan::with_k_split((m, k, n), parallel_task_budget());
     record_gemm(kernel, &plan, 1, (m, k, n));
+    // SAFETY: this function's contract.
+    unsafe { run_plan(&plan, (m, k, n), a, (rsa, csa), b, (rsb, csb), beta, c, rsc) }
+}
+
+/// Runs one matrix's `plan` (any [`GemmPlan`] for `batches == 1`) on the pool.
+///
+/// # Safety
+/// As [`Gemm::gemm`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_plan<T: Gemm>(
+    plan: &GemmPlan,
+    (m, k, n): (usize, usize, usize),
+    a: *const T,
+    (rsa, csa): (isize, isize),
+    b: *const T,
+    (rsb, csb): (isize, isize),
+    beta: T,
+    c: *mut T,
+    rsc: isize,
+) {
+    let tiles = plan.m_tiles * plan.n_tiles;
+    let tile = |t: usize| {
+        (
+            tile_range(m, plan.m_tiles, t / plan.n_tiles),
+            tile_range(n, plan.n_tiles, t % plan.n_tiles),
+        )
+    };
+    // The partial sums of blocks 1.. of a K-split, each `m x n` (row stride `n`); a
+    // failed allocation runs the plan without the split, which gives the same bits.
+    let mut partials = match plan.k_parts {
+        1 => None,
+        parts => try_vec((parts - 1) * m * n, T::ZERO).ok(),
+    };
+    let k_parts = if partials.is_some() { plan.k_parts } else { 1 };
     let (a, b, c) = (SharedMut(a as *mut T), SharedMut(b as *mut T), SharedMut(c));
+    let p = partials.as_mut().map(|v| SharedMut(v.as_mut_ptr()));
     let run = |t: usize| {
-        let rows = tile_range(m, plan.m_tiles, t / plan.n_tiles);
-        let cols = tile_range(n, plan.n_tiles, t % plan.n_tiles);
-        // SAFETY: the caller's contract covers rows `..m` and columns `..n` of `c`
-        // (and the matching rows of `a`, columns of `b`); this tile is rows `rows`
-        // and columns `cols` of them, and no other task writes them.
-        unsafe {
-            T::gemm(
-                rows.len(),
-                k,
-                cols.len(),
-                a.ptr().wrapping_offset(rows.start as isize * rsa),
-                rsa,
-                csa,
-                b.ptr().wrapping_offset(cols.start as isize * csb),
-                rsb,
-                csb,
-                beta,
-                c.ptr()
-                    .wrapping_offset(rows.start as isize * rsc + cols.start as isize),
-                rsc,
-            )
+        let (rows, cols) = tile(t / k_parts);
+        let a = a.ptr().wrapping_offset(rows.start as isize * rsa);
+        let b = b.ptr().wrapping_offset(cols.start as isize * csb);
+        let c_tile = c
+            .ptr()
+            .wrapping_offset(rows.start as isize * rsc + cols.start as isize);
+        let Some(p) = p else {
+            // SAFETY: the caller's contract covers rows `..m` and columns `..n` of `c`
+            // (and the matching rows of `a`, columns of `b`); this tile is rows `rows`
+            // and columns `cols` of them, and no other task writes them.
+            unsafe {
+                T::gemm(
+                    rows.len(),
+                    k,
+                    cols.len(),
+                    a,
+                    rsa,
+                    csa,
+                    b,
+                    rsb,
+                    csb,
+                    beta,
+                    c_tile,
+                    rsc,
+                )
+            };
+            return;
+        };
+        let part = t % k_parts;
+        let block = k_block(k, part);
+        let (a, b) = (
+            a.wrapping_offset(block.start as isize * csa),
+            b.wrapping_offset(block.start as isize * rsb),
+        );
+        let mkn = (rows.len(), block.len(), cols.len());
+        if part == 0 {
+            // SAFETY: as above, for columns `block` of `a` and rows `block` of `b`: the
+            // first step of `Gemm::gemm`'s sum, into `c`.
+            unsafe {
+                T::gemm_block(
+                    mkn,
+                    a,
+                    (rsa, csa),
+                    b,
+                    (rsb, csb),
+                    (beta != T::ZERO, beta),
+                    c_tile,
+                    rsc,
+                )
+            };
+        } else {
+            let dst = p
+                .ptr()
+                .wrapping_add((part - 1) * m * n + rows.start * n + cols.start);
+            // SAFETY: as above for `a` and `b`; `partials` holds `k_parts - 1` blocks of
+            // `m x n` (row stride `n`), and this tile of block `part` is this task's.
+            unsafe {
+                T::gemm_block(
+                    mkn,
+                    a,
+                    (rsa, csa),
+                    b,
+                    (rsb, csb),
+                    (false, T::ZERO),
+                    dst,
+                    n as isize,
+                )
+            };
         }
     };
-    parallel::for_each_task(tasks, run);
+    parallel::for_each_task(tiles * k_parts, run);
+    let Some(p) = p else { return };
+    // `c += partial` for blocks 1.. in order: the `dst + acc` (a fused multiply-add by
+    // 1, so one rounding) `Gemm::gemm` does for each block after the first.
+    let add = |t: usize| {
+        let (rows, cols) = tile(t);
+        for i in rows {
+            let c_row = c.ptr().wrapping_offset(i as isize * rsc);
+            for part in 1..k_parts {
+                let p_row = p.ptr().wrapping_add((part - 1) * m * n + i * n);
+                for j in cols.clone() {
+                    // SAFETY: element (`i`, `j`) of `c` (the caller's contract) and of
+                    // block `part`'s partial sums; this tile is this task's alone.
+                    unsafe { *c_row.add(j) += *p_row.add(j) };
+                }
+            }
+        }
+    };
+    parallel::for_each_task(tiles, add);
 }
 
 /// Records a GEMM plan: its task count and the multiply-adds of its smallest and
@@ -348,12 +530,17 @@ fn record_gemm(
         0 => plan.batch_per_task,
         r => r,
     };
-    let per = |b: usize, r: usize, c: usize| (b * r * c * k) as u64;
+    let ks = (
+        k_block(k, k_blocks(k) - 1).len().max(1),
+        k_block(k, 0).len().max(1),
+    );
+    let (k_min, k_max) = if plan.k_parts > 1 { ks } else { (k, k) };
+    let per = |b: usize, r: usize, c: usize, k: usize| (b * r * c * k) as u64;
     parallel::record_plan(
         kernel,
         plan.tasks(batches),
-        per(last_group.min(plan.batch_per_task), rows.0, cols.0),
-        per(plan.batch_per_task.min(batches), rows.1, cols.1),
+        per(last_group.min(plan.batch_per_task), rows.0, cols.0, k_min),
+        per(plan.batch_per_task.min(batches), rows.1, cols.1, k_max),
     );
 }
 
@@ -436,6 +623,28 @@ pub fn matmul<T: Gemm>(
             b_offsets.push(ob);
         },
     );
+    if batches == 1 {
+        let plan = GemmPlan::with_k_split((m, k, n), parallel_task_budget());
+        record_gemm("matmul", &plan, 1, (m, k, n));
+        // SAFETY: `check_in_bounds` above proved that every element of the `m x k`
+        // operand `a` and the `k x n` operand `b` at these offsets and strides lies
+        // inside its `data` (strides converted to isize without loss); `out` holds the
+        // `m x n` result, row stride `n`, and aliases neither.
+        unsafe {
+            run_plan(
+                &plan,
+                (m, k, n),
+                a.data.as_ptr().add(a_offsets[0]),
+                (rsa, csa),
+                b.data.as_ptr().add(b_offsets[0]),
+                (rsb, csb),
+                T::ZERO,
+                out.as_mut_ptr(),
+                n as isize,
+            )
+        };
+        return Ok(out);
+    }
     let plan = GemmPlan::new(batches, (m, k, n), parallel_task_budget());
     record_gemm("matmul", &plan, batches, (m, k, n));
     let tiles = plan.m_tiles * plan.n_tiles;
@@ -571,18 +780,27 @@ mod tests {
             .collect()
     }
 
+    /// Row and column strides of `a` (`m x k`) and `b` (`k x n`) stored in `layout`:
+    /// 0 both row-major, 1 both column-major, 2 `a` row-major and `b` column-major (a
+    /// linear layer's `x @ wᵀ`, the layout the crate's small-matrix path takes).
+    fn strides(layout: u8, (m, k, n): (usize, usize, usize)) -> [(usize, usize); 2] {
+        match layout {
+            0 => [(k, 1), (n, 1)],
+            1 => [(1, m), (1, k)],
+            _ => [(k, 1), (1, k)],
+        }
+    }
+
     /// `c = a @ b + beta * c` through [`Gemm::gemm`] on the tiles of an
-    /// `m_tiles x n_tiles` grid, for strided `a` and `b` (`transposed` stores them
-    /// column-major).
+    /// `m_tiles x n_tiles` grid, for `a` and `b` stored in `layout` ([`strides`]).
     fn tiled<T: Gemm>(
         (m, k, n): (usize, usize, usize),
-        (a, b, transposed): (&[T], &[T], bool),
+        (a, b, layout): (&[T], &[T], u8),
         (m_tiles, n_tiles): (usize, usize),
         beta: T,
         c: &mut [T],
     ) {
-        let (rsa, csa) = if transposed { (1, m) } else { (k, 1) };
-        let (rsb, csb) = if transposed { (1, k) } else { (n, 1) };
+        let [(rsa, csa), (rsb, csb)] = strides(layout, (m, k, n));
         for i in 0..m_tiles {
             for j in 0..n_tiles {
                 let (rows, cols) = (tile_range(m, m_tiles, i), tile_range(n, n_tiles, j));
@@ -644,12 +862,13 @@ mod tests {
                         }
                         for grid in [(1, 1), (m.div_ceil(24), n.div_ceil(24)), (m, n)] {
                             let mut c = c0.clone();
-                            tiled((m, k, n), (&a, &b, transposed), grid, 1.0, &mut c);
+                            let layout = u8::from(transposed);
+                            tiled((m, k, n), (&a, &b, layout), grid, 1.0, &mut c);
                             assert_eq!(c, want, "{m}x{k}x{n} t={transposed} grid {grid:?}");
                             let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
                             let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
                             let mut c32 = vec![f32::NAN; m * n];
-                            tiled((m, k, n), (&a32, &b32, transposed), grid, 0.0, &mut c32);
+                            tiled((m, k, n), (&a32, &b32, layout), grid, 0.0, &mut c32);
                             for (got, (&w, &c0)) in c32.iter().zip(want.iter().zip(&c0)) {
                                 assert_eq!(*got as f64, w - c0, "f32 {m}x{k}x{n}");
                             }
@@ -727,28 +946,102 @@ mod tests {
             (6, 150, 64),
             (10, 400, 30),
             (3, 64, 4000),
+            (16, 1000, 512),
+            (24, 2000, 24),
+            (64, 700, 40),
+            (256, 512, 64),
+            (32, 900, 32),
         ] {
-            for transposed in [false, true] {
+            for layout in [0u8, 1, 2] {
                 let a = values(m * k, 1, false);
                 let b = values(k * n, 2, false);
+                let [(rsa, csa), (rsb, csb)] = strides(layout, (m, k, n));
                 let mut one = vec![0.0; m * n];
-                tiled((m, k, n), (&a, &b, transposed), (1, 1), 0.0, &mut one);
+                tiled((m, k, n), (&a, &b, layout), (1, 1), 0.0, &mut one);
                 let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
                 let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
                 let mut one32 = vec![0.0f32; m * n];
-                tiled((m, k, n), (&a32, &b32, transposed), (1, 1), 0.0, &mut one32);
+                tiled((m, k, n), (&a32, &b32, layout), (1, 1), 0.0, &mut one32);
                 for budget in [2, 4, 8, 16, 64, 256] {
-                    let plan = GemmPlan::new(1, (m, k, n), budget);
+                    let split = GemmPlan::with_k_split((m, k, n), budget);
+                    let mut dst = vec![0.0; m * n];
+                    // SAFETY: `a` is `m x k`, `b` `k x n` with these strides, `dst`
+                    // `m x n` row-major.
+                    unsafe {
+                        run_plan(
+                            &split,
+                            (m, k, n),
+                            a.as_ptr(),
+                            (rsa as isize, csa as isize),
+                            b.as_ptr(),
+                            (rsb as isize, csb as isize),
+                            0.0,
+                            dst.as_mut_ptr(),
+                            n as isize,
+                        )
+                    };
+                    assert!(dst == one, "{m}x{k}x{n} layout {layout} {split:?}");
+                    let plan = GemmPlan::with_layout(1, (m, k, n), budget, (csa, rsb));
                     let grid = (plan.m_tiles, plan.n_tiles);
                     let mut c = vec![0.0; m * n];
-                    tiled((m, k, n), (&a, &b, transposed), grid, 0.0, &mut c);
-                    assert!(c == one, "{m}x{k}x{n} t={transposed} grid {grid:?}");
+                    tiled((m, k, n), (&a, &b, layout), grid, 0.0, &mut c);
+                    assert!(c == one, "{m}x{k}x{n} layout {layout} grid {grid:?}");
                     let mut c32 = vec![0.0f32; m * n];
-                    tiled((m, k, n), (&a32, &b32, transposed), grid, 0.0, &mut c32);
-                    assert!(c32 == one32, "f32 {m}x{k}x{n} t={transposed} grid {grid:?}");
+                    tiled((m, k, n), (&a32, &b32, layout), grid, 0.0, &mut c32);
+                    assert!(
+                        c32 == one32,
+                        "f32 {m}x{k}x{n} layout {layout} grid {grid:?}"
+                    );
                 }
             }
         }
+    }
+
+    #[test]
+    fn k_split_adds_its_blocks_as_one_task_does() {
+        // A small output with a long reduction splits `k` when its tiles are too few;
+        // with any `beta` (read or not) the result has the bits of one `Gemm::gemm`.
+        for &(m, k, n) in &[
+            (16, 512, 1000),
+            (16, 1000, 512),
+            (24, 2000, 24),
+            (7, 9000, 40),
+        ] {
+            let plan = GemmPlan::with_k_split((m, k, n), 64);
+            assert_eq!(plan.k_parts, k_blocks(k), "{m}x{k}x{n}: {plan:?}");
+            assert!(plan.tasks(1) > GemmPlan::new(1, (m, k, n), 64).tasks(1));
+            assert!(
+                m != 16 || plan.tasks(1) >= 64,
+                "the fc layer's GEMMs: {plan:?}"
+            );
+            let a = values(m * k, 7, false);
+            let b = values(k * n, 8, false);
+            let c0 = values(m * n, 9, false);
+            for beta in [0.0, 1.0, 0.5] {
+                let mut want = c0.clone();
+                tiled((m, k, n), (&a, &b, 0), (1, 1), beta, &mut want);
+                let mut got = c0.clone();
+                // SAFETY: row-major `a` (`m x k`), `b` (`k x n`) and `got` (`m x n`).
+                unsafe {
+                    run_plan(
+                        &plan,
+                        (m, k, n),
+                        a.as_ptr(),
+                        (k as isize, 1),
+                        b.as_ptr(),
+                        (n as isize, 1),
+                        beta,
+                        got.as_mut_ptr(),
+                        n as isize,
+                    )
+                };
+                assert!(got == want, "{m}x{k}x{n} beta {beta}");
+            }
+        }
+        // Never for batches, large outputs, or outputs the crate's vector paths take.
+        assert_eq!(GemmPlan::with_k_split((1, 100_000, 300), 64).k_parts, 1);
+        assert_eq!(GemmPlan::with_k_split((512, 4608, 64), 64).k_parts, 1);
+        assert_eq!(GemmPlan::new(4, (16, 512, 1000), 64).k_parts, 1);
     }
 
     #[test]
