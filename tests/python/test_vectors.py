@@ -96,9 +96,10 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         and path.stem not in ("half_op_math", "type_promotion")
         and path.stem != "out_and_range_index"
         and path.stem not in ("losses_21", "parametrize_21", "device_meta")
-        # ddp_torchrun.json (losses of a DDP script): test_distributed_ddp.py;
+        # ddp_torchrun.json (losses of a DDP script): test_distributed*.py;
+        # rust_nn_init.json (initial weights of the Rust layers): test_rust_nn.py;
         # distributed_sampler.json (index sequences): test_distributed_sampler.py
-        and path.stem not in ("ddp_torchrun", "distributed_sampler")
+        and path.stem not in ("ddp_torchrun", "rust_nn_init", "distributed_sampler")
     }
 
 
