@@ -90,6 +90,11 @@ def train_pair(
     return ddp
 
 
+def names(module: nn.Module, bucket: Any) -> list[str]:
+    trainable = [n for n, p in module.named_parameters() if p.requires_grad]
+    return [trainable[i] for i in bucket.indices]
+
+
 def expect(kind: type, phrase: str, fn: Any) -> None:
     try:
         fn()
@@ -137,6 +142,10 @@ def main() -> None:
     order = [i for b in small._buckets for i in b.indices]
     assert order == sorted(order, reverse=True), order
     assert len(small._buckets) > 1
+    mixed = nn.Sequential(nn.Linear(3, 3).double(), nn.Linear(3, 3), nn.Linear(3, 3).double())
+    for b in DDP(mixed)._buckets:
+        assert len({str(mixed.get_parameter(n).dtype) for n in names(mixed, b)}) == 1
+    assert len(DDP(mixed)._buckets) == 2
 
     # no_sync: two accumulated micro-batches equal one step on the whole batch
     torch.manual_seed(rank)
