@@ -112,6 +112,16 @@ def test_a_failing_rank_ends_the_job_with_its_traceback_and_no_orphans() -> None
     assert processes_with(token) == []
 
 
+def test_a_killed_rank_ends_the_job_and_leaves_no_orphans() -> None:
+    token = uuid.uuid4().hex
+    start = time.monotonic()
+    proc = launch(3, "fail.py", token, "kill")
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 30
+    assert "rustgrad.distributed.run: the job failed" in proc.stderr, proc.stderr
+    assert processes_with(token) == []
+
+
 def test_a_failing_rank_under_plain_mpiexec_aborts_the_job() -> None:
     token = uuid.uuid4().hex
     proc = launch(2, "fail.py", token, plain=True)

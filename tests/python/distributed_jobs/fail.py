@@ -1,7 +1,9 @@
-"""One rank of the failure job of tests/python/test_distributed.py: rank 1 raises while
-the others wait in a collective (which would never complete)."""
+"""One rank of the failure job of tests/python/test_distributed.py: rank 1 raises (or,
+with ``kill`` as the second argument, is killed by SIGKILL) while the others wait in a
+collective (which would never complete)."""
 
 import os
+import signal
 import sys
 import time
 
@@ -17,6 +19,8 @@ print(
 )
 if dist.get_rank() == 1:
     time.sleep(0.2)
+    if sys.argv[2:] == ["kill"]:
+        os.kill(os.getpid(), signal.SIGKILL)
     raise ZeroDivisionError("rank one failed on purpose")
 dist.all_reduce(torch.ones(3))
 time.sleep(60)
