@@ -97,7 +97,7 @@ def _load_groups() -> dict[str, list[dict[str, Any]]]:
         and path.stem != "out_and_range_index"
         and path.stem not in ("losses_21", "parametrize_21", "device_meta")
         # ddp_torchrun.json (losses of a DDP script): test_distributed*.py;
-        # rust_nn_init.json (initial weights of the Rust layers): test_rust_nn.py;
+        # rust_nn_init.json (initial weights of the Rust layers): crates/engine/tests/nn_modules.rs;
         # distributed_sampler.json (index sequences): test_distributed_sampler.py
         and path.stem not in ("ddp_torchrun", "rust_nn_init", "distributed_sampler")
     }

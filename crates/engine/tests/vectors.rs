@@ -1494,6 +1494,9 @@ fn vector_files_are_all_covered() {
                 // device_meta.json (the meta device and default-device behaviour,
                 // Python-only): tests/python/test_device_meta.py.
                 && n != "device_meta.json"
+                // rust_nn_init.json (initial weights of the rustgrad::nn layers, its own
+                // schema): tests/nn_modules.rs.
+                && n != "rust_nn_init.json"
         })
         .collect();
     // Each nn functional family's file has its own Rust reader, tests/vectors_<stem>.rs
