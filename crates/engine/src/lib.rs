@@ -23,6 +23,46 @@
 //! plus autograd state, with every differentiable op) and [`optim::Optimizer`]
 //! (PyTorch's optimizers: SGD, Adam, AdamW, Adamax, NAdam, RAdam, RMSprop, Adagrad,
 //! Adadelta).
+//!
+//! [`nn`] has PyTorch's layers as modules with the Python package's parameter names and
+//! checkpoints, and [`models`] torchvision's ResNets and the seed notes' LeNet. A module
+//! defined, trained and saved:
+//!
+//! ```
+//! use rustgrad::nn::{self, Module};
+//! use rustgrad::optim::Sgd;
+//! use rustgrad::{random, DType, Variable};
+//!
+//! #[derive(nn::Module)]
+//! struct Net {
+//!     hidden: nn::Linear,
+//!     out: nn::Linear,
+//! }
+//!
+//! impl Module for Net {
+//!     fn forward(&self, x: &Variable) -> rustgrad::Result<Variable> {
+//!         self.out.forward(&self.hidden.forward(x)?.relu()?)
+//!     }
+//! }
+//!
+//! rustgrad::manual_seed(0); // the same initial weights as in Python and PyTorch
+//! let net = Net { hidden: nn::Linear::new(4, 16)?, out: nn::Linear::new(16, 3)? };
+//! let x = Variable::from_tensor(random::randn(&[32, 4], DType::F32)?);
+//! let y = Variable::from_tensor(random::randint(0, 3, &[32], DType::I64)?);
+//! let mut sgd = Sgd::new(net.parameters(), 0.1)?.with_momentum(0.9);
+//! for _ in 0..20 {
+//!     sgd.zero_grad()?;
+//!     nn::cross_entropy(&net.forward(&x)?, &y)?.backward()?;
+//!     sgd.step()?;
+//! }
+//! // The Python package's checkpoint format: `rustgrad.load` reads these bytes, and
+//! // `net.load_state_dict` takes what `rustgrad.save(model.state_dict(), f)` wrote.
+//! let bytes = nn::state_dict_to_bytes(&net.state_dict())?;
+//! let keys: Vec<String> = net.state_dict().keys().map(String::from).collect();
+//! assert_eq!(keys, ["hidden.weight", "hidden.bias", "out.weight", "out.bias"]);
+//! net.load_state_dict(&nn::load_state_dict_bytes(&bytes)?, true)?;
+//! # Ok::<(), rustgrad::Error>(())
+//! ```
 #![warn(missing_docs)]
 
 // `#[derive(Module)]` names `::rustgrad::nn`; this lets the crate derive it too.
