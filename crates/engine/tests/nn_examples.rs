@@ -2,6 +2,9 @@
 //! that `cargo test` checks their claims, not only that they compile. One test per
 //! example, run one after the other: both seed the process-wide generator.
 
+// Each example includes examples/shared/images.rs as its own module.
+#![allow(clippy::duplicate_mod)]
+
 #[allow(dead_code)] // the example's `main`
 #[path = "../examples/train_lenet.rs"]
 mod train_lenet;

@@ -135,7 +135,8 @@ fn same_seed_gives_pytorchs_initial_weights_for_every_layer() {
 #[test]
 fn full_size_resnets_have_torchvisions_names_and_shapes() {
     let vectors = vectors();
-    let models: [(&str, fn(usize) -> Result<ResNet>); 3] = [
+    type Constructor = fn(usize) -> Result<ResNet>;
+    let models: [(&str, Constructor); 3] = [
         ("resnet18", resnet18),
         ("resnet34", resnet34),
         ("resnet50", resnet50),

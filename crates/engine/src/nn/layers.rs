@@ -112,12 +112,12 @@ fn check_groups(in_channels: usize, out_channels: usize, groups: usize) -> Resul
             "groups must be a positive integer".into(),
         ));
     }
-    if in_channels % groups != 0 {
+    if !in_channels.is_multiple_of(groups) {
         return Err(Error::InvalidArgument(
             "in_channels must be divisible by groups".into(),
         ));
     }
-    if out_channels % groups != 0 {
+    if !out_channels.is_multiple_of(groups) {
         return Err(Error::InvalidArgument(
             "out_channels must be divisible by groups".into(),
         ));
@@ -426,7 +426,7 @@ pub struct GroupNorm {
 impl GroupNorm {
     /// `nn.GroupNorm(num_groups, num_channels)`.
     pub fn new(num_groups: usize, num_channels: usize) -> Result<GroupNorm> {
-        if num_groups == 0 || num_channels % num_groups != 0 {
+        if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
             return Err(Error::InvalidArgument(
                 "num_channels must be divisible by num_groups".into(),
             ));
