@@ -127,3 +127,135 @@ fn the_same_seed_and_training_in_rust_give_the_python_packages_weights_bit_for_b
         }
     }
 }
+
+/// A checkpoint in the Python package's format with `structure` as its header's
+/// structure and a valid checksum over it (the checksum detects corruption, not an
+/// attacker: a hostile file recomputes it), holding `entries`.
+fn signed(structure: &str, entries: &[RawTensor]) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<&RawTensor> = entries.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut digest = Sha256::new();
+    digest.update(structure.as_bytes());
+    for t in sorted {
+        let dims: Vec<String> = t.shape.iter().map(usize::to_string).collect();
+        let shape = match dims.len() {
+            0 => "()".to_string(),
+            1 => format!("({},)", dims[0]),
+            _ => format!("({})", dims.join(", ")),
+        };
+        digest.update(format!("\0{}\0{}\0{shape}\0", t.name, t.dtype.torch_name()).as_bytes());
+        digest.update(&t.data);
+    }
+    let checksum: String = digest
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let metadata = [
+        ("format", "pt".to_string()),
+        ("rustgrad", structure.to_string()),
+        ("rustgrad_sha256", checksum),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    rustgrad::serialize::to_safetensors(entries, metadata).unwrap()
+}
+
+fn raw(name: &str, values: &[f32], shape: &[usize]) -> RawTensor {
+    RawTensor {
+        name: name.into(),
+        dtype: DType::F32,
+        shape: shape.to_vec(),
+        data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    }
+}
+
+#[test]
+fn hostile_structures_with_valid_checksums_are_errors_never_panics() {
+    let flat = raw("w.__storage__", &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[6]);
+    let view = |shape: &str, stride: &str, offset: &str| {
+        format!(
+            r#"{{"odict":[["w",{{"requires_grad":false,"parameter":false,"tensor":"w.__storage__","shape":{shape},"stride":{stride},"offset":{offset}}}]]}}"#
+        )
+    };
+    // A legitimate view of shared storage: the transpose of a 2x3 block.
+    let ok = signed(&view("[3,2]", "[1,3]", "0"), std::slice::from_ref(&flat));
+    let sd = nn::load_state_dict_bytes(&ok).unwrap();
+    assert_eq!(
+        sd.get("w").unwrap().to_vec::<f32>(),
+        [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
+    );
+    let hostile = [
+        view("[3,2]", "[1,3]", "1"),                             // past the end
+        view("[4611686018427387904,4]", "[1,1]", "0"),           // numel overflow
+        view("[2,2]", "[4611686018427387904,1]", "0"),           // extent overflow
+        view("[2]", "[1]", "-1"),                                // negative offset
+        view("[2,2]", "[1]", "0"),                               // rank mismatch
+        view("[2.5]", "[1]", "0"),                               // not integers
+        view("\"x\"", "[1]", "0"),                               // not a list
+        r#"{"odict":[["w",{"tensor":"missing"}]]}"#.to_string(), // no such entry
+        r#"{"odict":[["w",{"requires_grad":false}]]}"#.to_string(), // no tensor
+        r#"{"odict":[["w"]]}"#.to_string(),                      // not a pair
+        r#"{"odict":[[1,{"tensor":"w.__storage__"}]]}"#.to_string(), // key not a string
+        r#"{"list":[]}"#.to_string(),                            // not a dict
+        r#"{"odict":{"w":1}}"#.to_string(),                      // not a list
+        "[".repeat(100_000),                                     // deep nesting
+        "not json".to_string(),
+    ];
+    for structure in hostile {
+        let bytes = signed(&structure, std::slice::from_ref(&flat));
+        assert!(
+            nn::load_state_dict_bytes(&bytes).is_err(),
+            "{:.80}",
+            structure
+        );
+    }
+    // A checksum for other contents is refused.
+    let mut tampered = ok.clone();
+    let last = tampered.len() - 1;
+    tampered[last] ^= 0x40;
+    let err = nn::load_state_dict_bytes(&tampered)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("checksum mismatch"), "{err}");
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> Vec<u8> {
+        let mut sd = StateDict::new();
+        sd.insert(
+            "a.weight",
+            Tensor::from_vec(vec![1.0f32, -2.0, 3.5], &[3]).unwrap(),
+        );
+        sd.insert("a.count", Tensor::from_vec(vec![7i64], &[]).unwrap());
+        nn::state_dict_to_bytes(&sd).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Random overwrites, insertions and deletions anywhere in a checkpoint: an
+        /// error or a state dict, never a panic.
+        #[test]
+        fn mutated_checkpoints_never_panic(
+            edits in proptest::collection::vec((any::<u16>(), any::<u8>(), 0u8..3), 1..8)
+        ) {
+            let mut bytes = sample();
+            for (at, byte, kind) in edits {
+                let at = at as usize % (bytes.len() + 1);
+                match kind {
+                    0 if at < bytes.len() => bytes[at] = byte,
+                    1 => bytes.insert(at, byte),
+                    _ if at < bytes.len() => { bytes.remove(at); }
+                    _ => {}
+                }
+            }
+            let _ = nn::load_state_dict_bytes(&bytes);
+        }
+    }
+}
