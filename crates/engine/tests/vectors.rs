@@ -1497,6 +1497,11 @@ fn vector_files_are_all_covered() {
                 // rust_nn_init.json (initial weights of the rustgrad::nn layers, its own
                 // schema): tests/nn_modules.rs.
                 && n != "rust_nn_init.json"
+                // ddp_torchrun.json and distributed_sampler.json (rustgrad.distributed's
+                // DDP losses and DistributedSampler's indices, Python-only):
+                // tests/python/test_distributed_ddp.py, test_distributed_sampler.py.
+                && n != "ddp_torchrun.json"
+                && n != "distributed_sampler.json"
         })
         .collect();
     // Each nn functional family's file has its own Rust reader, tests/vectors_<stem>.rs
