@@ -69,6 +69,7 @@
 extern crate self as rustgrad;
 
 pub mod autograd;
+pub mod distributed;
 pub mod dtype;
 pub mod error;
 pub mod factory;

@@ -4,6 +4,7 @@
 mod anomaly;
 mod convert;
 mod device;
+mod distributed;
 mod dlpack;
 mod dtype;
 mod errors;
@@ -526,6 +527,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(randn, m)?)?;
     random::register(m)?;
     dlpack::register(m)?;
+    distributed::register(m)?;
     device::register(m)?;
     ops::conv::register(m)?;
     ops::pool::register(m)?;

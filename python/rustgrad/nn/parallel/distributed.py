@@ -9,7 +9,10 @@ hook: when the last gradient of a bucket is accumulated, the bucket's gradients 
 copied into one flat buffer, scaled by 1/world size, and a non-blocking all-reduce of
 it starts, in bucket order on every rank, while backward goes on with the rest of the
 graph. When every bucket has started, the hook of the last one waits for all of them
-and writes the averaged gradients back into each ``.grad`` in place.
+and writes the averaged gradients back into each ``.grad`` in place. The bucket
+assignment, the flattening and the write-back are the engine crate's
+``rustgrad::distributed`` (the same functions a Rust program uses); the all-reduce is
+``rustgrad.distributed`` (mpi4py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _rustgrad
 from ... import distributed as dist
 from ...distributed import distributed_c10d as c10d
 from ..modules.module import Module
@@ -45,16 +49,14 @@ _UNUSED_ERROR = (
 
 
 class _Bucket:
-    """Parameters (indices into the DDP's parameter list) reduced together."""
+    """Parameters (indices into the DDP's parameter list) reduced together: the engine's
+    bucket (``spec``) and the state of its reduction in the current backward."""
 
-    def __init__(self, indices: list[int], params: list[Any]) -> None:
-        self.indices = indices
-        self.numels = [params[i].numel() for i in indices]
-        self.offsets = list(np.cumsum([0, *self.numels[:-1]]))
-        self.total = int(sum(self.numels))
-        self.dtype = params[indices[0]].detach().numpy().dtype
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+        self.indices: list[int] = spec.indices
         self.pending = 0
-        self.flat: np.ndarray | None = None
+        self.flat: Any = None
         self.work: Any = None
 
 
@@ -182,24 +184,12 @@ class DistributedDataParallel(Module):
     def _assign_buckets(self) -> list[_Bucket]:
         """PyTorch's ``compute_bucket_assignment_by_size`` over the parameters in reverse
         order: one open bucket per dtype, closed once it reaches its cap (1 MiB for the
-        first bucket, ``bucket_cap_mb`` after)."""
-        open_: dict[str, tuple[list[int], int, int]] = {}
-        done: list[list[int]] = []
-        for i in reversed(range(len(self._params))):
-            p = self._params[i]
-            key = str(p.dtype)
-            indices, size, cap_index = open_.get(key, ([], 0, 0))
-            indices.append(i)
-            size += p.numel() * p.element_size()
-            cap = self._first_bucket_bytes if cap_index == 0 else self.bucket_bytes_cap
-            if size >= cap:
-                done.append(indices)
-                open_[key] = ([], 0, cap_index + 1)
-            else:
-                open_[key] = (indices, size, cap_index)
-        done.extend(indices for indices, _, _ in open_.values() if indices)
-        done.sort(key=lambda ix: -ix[0])
-        return [_Bucket(ix, self._params) for ix in done]
+        first bucket, ``bucket_cap_mb`` after); ``rustgrad::distributed::assign_buckets``.
+        """
+        specs = _rustgrad._ddp_assign_buckets(
+            [p.detach() for p in self._params], self._first_bucket_bytes, self.bucket_bytes_cap
+        )
+        return [_Bucket(spec) for spec in specs]
 
     # --- forward ------------------------------------------------------------------------
 
@@ -258,18 +248,14 @@ class DistributedDataParallel(Module):
             self._finalize()
 
     def _launch(self, bucket: _Bucket) -> None:
-        flat = np.empty(bucket.total, dtype=bucket.dtype)
-        scale = flat.dtype.type(1.0 / self._world)
-        for i, off, n in zip(bucket.indices, bucket.offsets, bucket.numels):
-            grad = self._params[i].grad
-            out = flat[off : off + n]
-            if grad is None or i in self._locally_unused:
-                out[...] = 0
-            else:
-                np.multiply(grad.detach().numpy().reshape(-1), scale, out=out)
+        # The engine copies the gradients (zeros for a missing or unused one) into one
+        # new flat tensor, times 1/world size; its numpy array is the MPI buffer.
+        grads = [
+            None if i in self._locally_unused else self._params[i].grad for i in bucket.indices
+        ]
+        flat = _rustgrad._ddp_flatten_bucket(bucket.spec, grads, self._world)
         bucket.flat = flat
-        t = _from_numpy(flat)
-        bucket.work = dist.all_reduce(t, group=self.process_group, async_op=True)
+        bucket.work = dist.all_reduce(flat, group=self.process_group, async_op=True)
 
     def _finalize(self) -> None:
         self._armed = False
@@ -284,15 +270,15 @@ class DistributedDataParallel(Module):
             dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.process_group)
             globally_used = used
         for bucket in self._buckets:
-            for i, off, n in zip(bucket.indices, bucket.offsets, bucket.numels):
-                if globally_used is not None and not globally_used[i]:
-                    continue
-                p = self._params[i]
-                values = bucket.flat[off : off + n].reshape(tuple(p.shape))
-                if p.grad is None:
-                    p.grad = _from_numpy(values.copy())
-                else:
-                    c10d._store(_grad_target(p.grad), values)
+            # The engine writes the averages into each existing .grad in place and
+            # returns new tensors for the missing ones; a parameter unused on every rank
+            # is passed as None and its result dropped (its .grad is left alone).
+            used = [globally_used is None or bool(globally_used[i]) for i in bucket.indices]
+            grads = [self._params[i].grad if u else None for i, u in zip(bucket.indices, used)]
+            new = _rustgrad._ddp_unflatten_bucket(bucket.spec, bucket.flat, grads)
+            for i, u, t in zip(bucket.indices, used, new):
+                if u and t is not None:
+                    self._params[i].grad = t
             bucket.flat = None
             bucket.work = None
 
@@ -308,12 +294,6 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
-
-
-def _grad_target(grad: Any) -> Any:
-    """Where to write a gradient's new values: its numpy view (its own memory)."""
-    arr = grad.detach().numpy()
-    return arr
 
 
 def _from_numpy(arr: np.ndarray) -> Any:
