@@ -82,8 +82,9 @@ def test_asarray_shares_and_copy_or_dtype_copies():
 
 
 def test_copied_cases():
-    # bool arrays and tensors are copied (a numpy write could store a byte that is not
-    # a valid bool); int32 keeps its dtype, as PyTorch; read-only arrays are copied.
+    # bool arrays are copied (a numpy bool array may hold a byte that is not a valid
+    # bool, e.g. from np.frombuffer); int32 keeps its dtype, as PyTorch; read-only arrays
+    # are copied.
     b = np.array([True, False])
     tb = torch.from_numpy(b)
     b[1] = True
@@ -140,3 +141,24 @@ def test_numpy_of_a_huge_expanded_view_is_a_view_not_a_copy():
     assert n.shape == (2**20, 2**20) and n.strides == (0, 0) and n[12345, 678] == 1.0
     shared = np.array(torch.ones(2), copy=False)
     assert shared.tolist() == [1.0, 1.0]
+
+
+def test_numpy_of_a_bool_tensor_shares_memory():
+    # PyTorch shares a bool tensor's memory too (numpy's bool is one byte 0/1, as the
+    # storage's): the values below are what PyTorch 2.15 gives.
+    t = torch.zeros(3, dtype=torch.bool)
+    a = t.numpy()
+    assert a.dtype == np.bool_
+    a[0] = True
+    assert t[0].item() is True
+    t[2] = True
+    assert a.tolist() == [True, False, True]
+    x = torch.tensor([[True, False], [False, True]]).t()
+    b = x.numpy()
+    assert b.strides == (1, 2) and not b.flags.c_contiguous
+    b[0, 1] = True
+    assert x.tolist() == [[True, True], [False, True]]
+    c = np.asarray(t)
+    c[1] = True
+    assert t.tolist() == [True, True, True]
+    assert (t.sum().item(), t.logical_not().tolist()) == (3, [False, False, False])

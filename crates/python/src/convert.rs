@@ -523,8 +523,8 @@ struct StorageOwner {
 }
 
 /// A numpy array sharing the tensor's memory (`t.numpy()`), as PyTorch's: writes through
-/// either are seen by the other. Bool tensors are copied (a numpy write could store a
-/// byte that is not a valid Rust bool). See Note [Shared memory].
+/// either are seen by the other, bool tensors included (numpy's bool is one byte holding
+/// 0 or 1, as Rust's). See Note [Shared memory].
 pub fn share_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     macro_rules! share {
         ($ty:ty) => {{
@@ -573,6 +573,6 @@ pub fn share_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, P
         DType::I16 => share!(i16),
         DType::I8 => share!(i8),
         DType::U8 => share!(u8),
-        DType::Bool => to_numpy(py, t),
+        DType::Bool => share!(bool),
     }
 }

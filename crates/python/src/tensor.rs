@@ -869,7 +869,7 @@ impl PyTensor {
         to_list(py, &self.var.tensor())
     }
 
-    /// A numpy array sharing the tensor's memory, as PyTorch's (bool tensors: a copy).
+    /// A numpy array sharing the tensor's memory, as PyTorch's.
     /// A tensor that requires grad refuses in grad mode and is shared under `no_grad`,
     /// as in PyTorch; `force=True` shares it in any mode (PyTorch detaches it).
     #[pyo3(signature = (*, force = false))]

@@ -516,41 +516,31 @@ def _root(pg: ProcessGroup, glob: int | None, local: int | None, what: str) -> i
 
 # --- tensors as buffers ---------------------------------------------------------------
 
-# dtypes whose Tensor.numpy() shares the tensor's memory, and those whose numpy array is
-# a copy (bool): the latter go through a temporary written back with copy_.
+# dtypes whose Tensor.numpy() shares the tensor's memory (every numpy dtype rustgrad has;
+# bfloat16 has no numpy dtype).
 _ZERO_COPY = {
     f"torch.{n}"
-    for n in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
+    for n in ("bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
 }
-_COPIED = {"torch.bool"}
 
 
 def _buffer(t: Any, what: str = "tensor") -> tuple[np.ndarray, Any]:
     """The numpy array sharing ``t``'s memory (contiguous), and where to write a
     contiguous temporary back when there is one: the strided numpy view of a
-    non-contiguous ``t``, or ``t`` itself when its numpy array is a copy (bool)."""
+    non-contiguous ``t``."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{what} must be a Tensor, got {type(t).__name__}")
-    dtype = str(t.dtype)
-    if dtype not in _ZERO_COPY:
-        if dtype not in _COPIED:
-            raise TypeError(f"rustgrad.distributed does not support {t.dtype} tensors")
-        return np.ascontiguousarray(t.detach().numpy()), t
+    if str(t.dtype) not in _ZERO_COPY:
+        raise TypeError(f"rustgrad.distributed does not support {t.dtype} tensors")
     view = t.detach().numpy()
     if view.flags.c_contiguous:
         return view, None
     return np.ascontiguousarray(view), view
 
 
-def _store(dst: Any, src: np.ndarray) -> None:
-    """Writes ``src`` into ``dst``: a numpy view of a tensor's memory, or a tensor."""
-    if isinstance(dst, Tensor):
-        from .. import from_numpy, no_grad
-
-        with no_grad():
-            dst.copy_(from_numpy(np.ascontiguousarray(src).reshape(tuple(dst.shape))))
-    else:
-        dst[...] = src.reshape(dst.shape)
+def _store(dst: np.ndarray, src: np.ndarray) -> None:
+    """Writes ``src`` into ``dst``, a numpy view of a tensor's memory."""
+    dst[...] = src.reshape(dst.shape)
 
 
 def _debug_detail() -> bool:
