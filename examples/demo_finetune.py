@@ -18,12 +18,20 @@ handwritten digits (1 797 8x8 images, upsampled to 3x32x32; no network needed):
    installed) and the two checkpoints.
 
     .venv/bin/python examples/demo_finetune.py [--epochs N] [--batch-size B]
-        [--threads T] [--out DIR] [--quick]
+        [--threads T] [--out DIR] [--quick] [--ddp N]
+
+``--ddp N`` runs phases 1 and 2 data-parallel on N processes: the script re-launches
+itself through ``python -m rustgrad.distributed.run --nproc-per-node N``; each rank
+trains on its ``DistributedSampler`` shard with ``batch-size / N`` images per step (the
+same global batch), the model wrapped in ``DistributedDataParallel`` (in phase 2 only
+``fc``'s gradients are all-reduced); rank 0 alone prints, saves and plots. Phase 3's
+single-process measurements are skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -48,11 +56,13 @@ except ImportError as error:  # pragma: no cover - a setup problem, said clearly
     )
 
 import rustgrad
+import rustgrad.distributed
 import rustgrad.nn as nn
 import rustgrad.nn.functional as F
 from rustgrad.autograd import Variable, graph_stats
 from rustgrad.models import resnet18
 from rustgrad.utils.data import DataLoader, TensorDataset
+from rustgrad.utils.data.distributed import DistributedSampler
 
 SEED = 0
 MIB = 1024 * 1024
@@ -102,11 +112,39 @@ def digits(quick: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def loader(arrays: tuple[np.ndarray, np.ndarray], batch_size: int, shuffle: bool) -> DataLoader:
+def loader(
+    arrays: tuple[np.ndarray, np.ndarray], batch_size: int, shuffle: bool, epoch: int = -1
+) -> DataLoader:
+    """Batches of ``arrays``; under ``--ddp`` (``epoch >= 0``), this rank's
+    ``DistributedSampler`` shard of them for ``epoch``."""
     x, y = arrays
     dataset = TensorDataset(rustgrad.from_numpy(x), rustgrad.from_numpy(y))
+    if epoch >= 0 and DDP.enabled:
+        sampler = DistributedSampler(dataset, shuffle=shuffle, seed=SEED)
+        sampler.set_epoch(epoch)
+        return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
     generator = rustgrad.Generator().manual_seed(SEED)
     return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=generator)
+
+
+class DDP:
+    """``--ddp``: whether this process is one rank of a data-parallel run, and its rank."""
+
+    enabled = False
+    rank = 0
+    world = 1
+
+    @classmethod
+    def wrap(cls, model: nn.Module) -> nn.Module:
+        """``model`` in ``DistributedDataParallel`` under ``--ddp``, else ``model``."""
+        if not cls.enabled:
+            return model
+        return nn.parallel.DistributedDataParallel(model)
+
+    @classmethod
+    def unwrap(cls, model: nn.Module) -> nn.Module:
+        """The module a ``DistributedDataParallel`` wraps (evaluation runs on it alone)."""
+        return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
 
 
 # --- training ------------------------------------------------------------------------
@@ -142,7 +180,12 @@ def train(
     history: dict[str, list[float]] = {"loss": [], "accuracy": []}
     model.train(not base_eval)
     for epoch in range(epochs):
-        bar = tqdm(loader(data[f"{task}_train"], batch_size, shuffle=True), leave=False)
+        batches = (
+            loader(data[f"{task}_train"], batch_size // DDP.world, shuffle=True, epoch=epoch)
+            if DDP.enabled
+            else loader(data[f"{task}_train"], batch_size, shuffle=True)
+        )
+        bar = tqdm(batches, leave=False, disable=DDP.rank != 0)
         bar.set_description(f"{name} epoch {epoch + 1}/{epochs}")
         for x, y in bar:
             optimizer.zero_grad()
@@ -153,7 +196,7 @@ def train(
             bar.set_postfix(loss=f"{float(loss):.3f}")
         if scheduler is not None:
             scheduler.step()
-        history["accuracy"].append(accuracy(model, data[f"{task}_test"]))
+        history["accuracy"].append(accuracy(DDP.unwrap(model), data[f"{task}_test"]))
         print(f"{name}: epoch {epoch + 1}/{epochs}, test accuracy {history['accuracy'][-1]:.1%}")
     return history
 
@@ -264,15 +307,31 @@ def main(argv: list[str] | None = None) -> None:
         help="pretraining epochs (3); fine-tuning runs twice as many (its steps are cheap)",
     )
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2, help="rustgrad threads (2)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="rustgrad threads (2; with --ddp, per rank: the CPUs divided by the ranks)",
+    )
     parser.add_argument("--out", type=Path, default=Path("demo_out"))
     parser.add_argument(
         "--quick", action="store_true", help="seconds: tiny subsets, one short epoch (tests)"
     )
+    parser.add_argument(
+        "--ddp",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train data-parallel on N processes (rustgrad.distributed.run, MPI)",
+    )
     args = parser.parse_args(argv)
+    if args.ddp is not None:
+        ddp_setup(args, sys.argv[1:] if argv is None else argv)
     epochs = args.epochs or (1 if args.quick else 3)
     finetune_epochs = 1 if args.quick and not args.epochs else 2 * epochs
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.threads is None:  # --ddp: the launcher's share of the CPUs
+        args.threads = rustgrad.get_num_threads()
     rustgrad.set_num_threads(args.threads)
     rustgrad.manual_seed(SEED)
     started = time.perf_counter()
@@ -289,9 +348,14 @@ def main(argv: list[str] | None = None) -> None:
     optimizer = rustgrad.optim.SGD(
         model.parameters(), lr=LR_PRETRAIN, momentum=0.9, weight_decay=1e-4
     )
-    history_a = train("task A", model, optimizer, data, "A", epochs, args.batch_size, False)
+    history_a = train(
+        "task A", DDP.wrap(model), optimizer, data, "A", epochs, args.batch_size, False
+    )
     pretrained = args.out / "resnet18_digits04.safetensors"
-    _save_state(model.state_dict(), pretrained)
+    if DDP.rank == 0:
+        _save_state(model.state_dict(), pretrained)
+    if DDP.enabled:
+        rustgrad.distributed.barrier()  # the other ranks load rank 0's checkpoint
     print(f"saved the pretrained checkpoint to {pretrained}")
 
     # 2. fine-tuning: load, freeze, replace fc, train the head on digits 5-9.
@@ -313,12 +377,24 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("the two ways of building the optimizer disagree")
     schedule = rustgrad.optim.lr_scheduler.CosineAnnealingLR(by_fc, finetune_epochs)
     history_b = train(
-        "task B", model, by_fc, data, "B", finetune_epochs, args.batch_size, True, schedule
+        "task B",
+        DDP.wrap(model),
+        by_fc,
+        data,
+        "B",
+        finetune_epochs,
+        args.batch_size,
+        True,
+        schedule,
     )
     finetuned = args.out / "resnet18_digits59_finetuned.safetensors"
-    _save_state(model.state_dict(), finetuned)
+    if DDP.rank == 0:
+        _save_state(model.state_dict(), finetuned)
     print(f"task B test accuracy: {history_b['accuracy'][-1]:.1%} (chance: 20%)")
     print(f"saved the fine-tuned checkpoint to {finetuned}")
+    if DDP.enabled:
+        ddp_finish(args, history_a, history_b, model, started)
+        return
 
     # 3. the seed notes' claims, measured.
     print("\n== 3. the seed notes' claims, measured")
@@ -375,6 +451,66 @@ def main(argv: list[str] | None = None) -> None:
     dot = write_graph(model, x[:2], y[:2], args.out)
     print(f"\nwrote {args.out / 'loss.png'}, {dot}" + (" (+ .svg)" if shutil.which("dot") else ""))
     print(f"done in {time.perf_counter() - started:.0f}s")
+
+
+# --- --ddp ---------------------------------------------------------------------------
+
+
+def ddp_setup(args: argparse.Namespace, argv: list[str]) -> None:
+    """Under ``--ddp N``: started by hand, re-runs this script on N ranks through the
+    launcher and exits with its status; started by the launcher (torchrun's
+    ``LOCAL_RANK`` is set), joins the process group. Ranks other than 0 print nothing."""
+    if "LOCAL_RANK" not in os.environ:
+        command = [
+            sys.executable,
+            "-m",
+            "rustgrad.distributed.run",
+            "--nproc-per-node",
+            str(args.ddp),
+            str(Path(__file__).resolve()),
+            *argv,
+        ]
+        sys.exit(subprocess.run(command).returncode)
+    rustgrad.distributed.init_process_group(backend="gloo")
+    DDP.enabled = True
+    DDP.rank = rustgrad.distributed.get_rank()
+    DDP.world = rustgrad.distributed.get_world_size()
+    if args.batch_size % DDP.world:
+        raise SystemExit(f"--batch-size {args.batch_size} is not a multiple of --ddp {DDP.world}")
+    if DDP.rank != 0:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+    print(
+        f"data-parallel: {DDP.world} ranks, {args.batch_size // DDP.world} images per rank "
+        f"per step (global batch {args.batch_size})"
+    )
+
+
+def ddp_finish(
+    args: argparse.Namespace,
+    history_a: dict[str, list[float]],
+    history_b: dict[str, list[float]],
+    model: nn.Module,
+    started: float,
+) -> None:
+    """The end of a ``--ddp`` run: rank 0 writes the plot and the graph (phase 3's
+    single-process measurements are skipped); every rank leaves the process group."""
+    sent = rustgrad.distributed.distributed_c10d._group(None).comm_bytes.get("all_reduce", 0)
+    print(
+        "\n== 3. single-process measurements: skipped under --ddp "
+        f"(this rank all-reduced {sent / MIB:.2f} MiB of gradients)"
+    )
+    if DDP.rank == 0:
+        plot(
+            {"task A (pretraining, 0-4)": history_a, "task B (frozen base, 5-9)": history_b},
+            args.out / "loss.png",
+        )
+        data = digits(args.quick)
+        x = rustgrad.from_numpy(data["B_train"][0][:2])
+        y = rustgrad.from_numpy(data["B_train"][1][:2])
+        dot = write_graph(model, x, y, args.out)
+        print(f"\nwrote {args.out / 'loss.png'}, {dot}")
+    print(f"done in {time.perf_counter() - started:.0f}s")
+    rustgrad.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

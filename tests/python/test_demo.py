@@ -69,3 +69,37 @@ def test_demo_quick_runs_and_prints_the_seed_notes_facts(tmp_path):
     assert saved is not None, text
     assert float(saved.group(1)) * 100 < float(saved.group(2))
     assert re.search(r"task B test accuracy: [\d.]+%", text)
+
+
+def test_demo_quick_ddp_runs_data_parallel_on_two_ranks(tmp_path):
+    """``--ddp 2`` re-launches the demo through rustgrad.distributed.run: both phases
+    train under DistributedDataParallel on DistributedSampler shards, rank 0 alone
+    prints and saves."""
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "python"), *sys.path]))
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "RUSTGRAD_NUM_THREADS", "OMP_NUM_THREADS"):
+        env.pop(name, None)
+    script = str(ROOT / "examples" / "demo_finetune.py")
+    result = subprocess.run(
+        [sys.executable, script, "--quick", "--ddp", "2", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = result.stdout
+    assert "data-parallel: 2 ranks, 16 images per rank per step (global batch 32)" in text
+    # Only rank 0 prints: each line once.
+    assert text.count("task B test accuracy:") == 1, text
+    assert re.search(r"task B test accuracy: [\d.]+%", text)
+    sent = re.search(r"this rank all-reduced ([\d.]+) MiB of gradients", text)
+    assert sent is not None and float(sent.group(1)) > 0, text
+    for name in (
+        "loss.png",
+        "frozen_step.dot",
+        "resnet18_digits04.safetensors",
+        "resnet18_digits59_finetuned.safetensors",
+    ):
+        assert (out / name).stat().st_size > 0, name
