@@ -52,3 +52,22 @@ def test_torchrun_style_script_matches_pytorchs_losses() -> None:
     for g, w in zip(got, want["losses"]):
         assert abs(g - w) <= 1e-5 * abs(w), (got, want["losses"])
     assert got[-1] < got[0]
+
+
+def test_ddp_train_example_trains_and_resumes_from_its_snapshot(tmp_path: Path) -> None:
+    """examples/ddp_train.py (torchrun style, PyTorch's API only) under the launcher: the
+    epoch losses go down, rank 0 writes the snapshot, and a second run resumes after it."""
+    script = str(Path(__file__).parents[2] / "examples" / "ddp_train.py")
+    snapshot = str(tmp_path / "snapshot.pt")
+    first = launch(2, script, "6", "3", "--snapshot", snapshot)
+    assert first.returncode == 0, first.stdout + first.stderr
+    losses = [float(v) for v in re.findall(r"^epoch \d+ loss (\S+)", first.stdout, re.M)]
+    assert len(losses) == 6, first.stdout
+    assert all(b < a for a, b in zip(losses, losses[1:])), losses
+    assert losses[-1] < 0.1 * losses[0], losses
+    assert first.stdout.count("snapshot saved") == 2, first.stdout
+    second = launch(2, script, "8", "3", "--snapshot", snapshot)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "resuming from the snapshot after epoch 6" in second.stdout, second.stdout
+    resumed = [int(v) for v in re.findall(r"^epoch (\d+) loss", second.stdout, re.M)]
+    assert resumed == [6, 7], second.stdout
