@@ -309,10 +309,13 @@ import rustgrad as torch
 torch.manual_seed(0)
 m = torch.nn.LSTM(32, 48, num_layers=2, bidirectional=True)
 g = torch.nn.GRU(32, 48)
-x = torch.randn(70, 9, 32, requires_grad=True)
-out = m(x)[0].sum() + g(x)[0].sum()
+r = torch.nn.RNN(32, 48)
+# 90 rows of 48 hidden units: the gate arithmetic of a step splits into row blocks
+# (kernels/rnn.rs, rows_per_task).
+x = torch.randn(30, 90, 32, requires_grad=True)
+out = m(x)[0].sum() + g(x)[0].sum() + r(x)[0].sum()
 out.backward()
-params = list(m.parameters()) + list(g.parameters())
+params = list(m.parameters()) + list(g.parameters()) + list(r.parameters())
 vals = [out.item(), x.grad.sum().item()] + [p.grad.double().pow(2).sum().item() for p in params]
 print(repr(vals))
 """

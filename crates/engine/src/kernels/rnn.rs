@@ -7,8 +7,9 @@
 //! gate gradients and one GEMM `dgates @ W_hh` for the previous hidden state; then one
 //! GEMM each for `dx`, `dW_ih` and `dW_hh` over all steps (the previous hidden states
 //! of every step are kept, so `dW_hh` is a single product), and column sums for the
-//! biases. Every loop has a fixed order, and GEMMs are split into fixed row blocks, so
-//! results do not depend on the thread count.
+//! biases. Every loop has a fixed order, the gate arithmetic is split into row blocks
+//! whose size depends on the sizes only, and the GEMMs follow the shared plans (Note
+//! [GEMM plans]), so results do not depend on the thread count.
 
 use crate::dtype::Float;
 use crate::error::{Error, Result};
@@ -259,30 +260,35 @@ fn gemm<T: Gemm + Send + Sync>(
     Ok(())
 }
 
-/// `out[bs, n] (=, or += with `add`) a[bs, k] @ b[k, n]`: a per-step product of the
-/// small state with the recurrent weight, through `matmul` (which reads the weight in
-/// place when `bs` is small, and tiles large products independently of the thread
-/// count).
-fn recurrent_product<T: Gemm>(
-    bs: usize,
-    k: usize,
-    n: usize,
-    a: &[T],
-    b: Mat<'_, T>,
-    add: bool,
-    out: &mut [T],
-) -> Result<()> {
-    let a = a.get(..bs * k).ok_or(Error::NumelOverflow)?;
-    let v = product((bs, k, n), (a, k, 1), b)?;
-    let out = out.get_mut(..bs * n).ok_or(Error::NumelOverflow)?;
-    if add {
-        for (o, x) in out.iter_mut().zip(v) {
-            *o += x;
-        }
-    } else {
-        out.copy_from_slice(&v);
+/// Hidden units a task of a step's gate arithmetic takes at least: each costs several
+/// transcendental functions (~10-40 ns), so a task of 2048 is ~20-80 µs, well above a
+/// job's hand-off to the pool (6-17 µs, Note [Parallel thresholds]). Rows per task are
+/// a function of the sizes only, and each row's arithmetic is the same whichever task
+/// runs it.
+const GATE_TASK_UNITS: usize = 2048;
+
+/// Rows of `h` hidden units per gate-arithmetic task.
+fn rows_per_task(h: usize) -> usize {
+    (GATE_TASK_UNITS / h.max(1)).max(1)
+}
+
+/// Runs `f` on every part (disjoint row blocks of a step's buffers, built by the
+/// caller), concurrently on the engine's pool when there are several.
+fn par_parts<A: Send>(parts: Vec<A>, f: impl Fn(A) + Sync + Send) {
+    if parts.len() <= 1 {
+        parts.into_iter().for_each(f);
+        return;
     }
-    Ok(())
+    let cells: Vec<std::sync::Mutex<Option<A>>> = parts
+        .into_iter()
+        .map(|p| std::sync::Mutex::new(Some(p)))
+        .collect();
+    crate::parallel::for_each_task(cells.len(), |i| {
+        let part = cells[i].lock().ok().and_then(|mut c| c.take());
+        if let Some(part) = part {
+            f(part);
+        }
+    });
 }
 
 /// `out[j] = Σ_r m[r, j]` over `rows` rows of width `w`, in row order.
@@ -393,13 +399,11 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
         }
         ws.hidden_prev[off * p..(off + bs) * p].copy_from_slice(&h_state[..bs * p]);
         // hg = h_prev @ W_hhᵀ.
-        recurrent_product(
-            bs,
-            p,
-            gh,
-            &h_state[..bs * p],
+        gemm(
+            (bs, p, gh),
+            (&h_state[..bs * p], p, 1),
             (&whh_t, gh, 1),
-            false,
+            zero,
             &mut hg[..bs * gh],
         )?;
         let xrows = &xw[off * gh..(off + bs) * gh];
@@ -407,51 +411,67 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
         match g.cell {
             CellKind::RnnTanh | CellKind::RnnRelu => {
                 let relu = g.cell == CellKind::RnnRelu;
-                for (((o, &xv), &hv), s) in grows
-                    .iter_mut()
-                    .zip(xrows)
-                    .zip(&hg[..bs * gh])
-                    .zip(&mut h_state[..bs * p])
-                {
-                    let a = xv + hv;
-                    let y = if relu {
-                        if a > zero {
-                            a
+                let n = rows_per_task(h) * h;
+                let parts: Vec<_> = grows
+                    .chunks_mut(n)
+                    .zip(h_state[..bs * p].chunks_mut(n))
+                    .enumerate()
+                    .collect();
+                let hg = &hg[..bs * gh];
+                par_parts(parts, |(i, (gs, hs))| {
+                    let (xs, hgs) = (&xrows[i * n..], &hg[i * n..]);
+                    for (((o, &xv), &hv), s) in gs.iter_mut().zip(xs).zip(hgs).zip(hs) {
+                        let a = xv + hv;
+                        let y = if relu {
+                            if a > zero {
+                                a
+                            } else {
+                                zero
+                            }
                         } else {
-                            zero
-                        }
-                    } else {
-                        a.tanh()
-                    };
-                    *o = y;
-                    *s = y;
-                }
+                            a.tanh()
+                        };
+                        *o = y;
+                        *s = y;
+                    }
+                });
             }
             CellKind::Lstm => {
                 ws.cell_prev[off * h..(off + bs) * h].copy_from_slice(&c_state[..bs * h]);
                 let tanh_c = &mut ws.cell[off * h..(off + bs) * h];
-                for r in 0..bs {
-                    let xr = &xrows[r * gh..(r + 1) * gh];
-                    let hr = &hg[r * gh..(r + 1) * gh];
-                    let gr = &mut grows[r * sg..(r + 1) * sg];
-                    let cr = &mut c_state[r * h..(r + 1) * h];
-                    let out_h = &mut raw[r * h..(r + 1) * h];
-                    for j in 0..h {
-                        let ig = (xr[j] + hr[j]).sigmoid();
-                        let fg = (xr[h + j] + hr[h + j]).sigmoid();
-                        let gg = (xr[2 * h + j] + hr[2 * h + j]).tanh();
-                        let og = (xr[3 * h + j] + hr[3 * h + j]).sigmoid();
-                        let c = fg * cr[j] + ig * gg;
-                        cr[j] = c;
-                        let tc = c.tanh();
-                        tanh_c[r * h + j] = tc;
-                        out_h[j] = og * tc;
-                        gr[j] = ig;
-                        gr[h + j] = fg;
-                        gr[2 * h + j] = gg;
-                        gr[3 * h + j] = og;
+                let rpt = rows_per_task(h);
+                let parts: Vec<_> = grows
+                    .chunks_mut(rpt * sg)
+                    .zip(c_state[..bs * h].chunks_mut(rpt * h))
+                    .zip(tanh_c.chunks_mut(rpt * h))
+                    .zip(raw[..bs * h].chunks_mut(rpt * h))
+                    .enumerate()
+                    .collect();
+                let hg = &hg[..bs * gh];
+                par_parts(parts, |(i, (((gs, cs), tcs), outs))| {
+                    let rows = gs.chunks_mut(sg).zip(cs.chunks_mut(h));
+                    let rows = rows.zip(tcs.chunks_mut(h)).zip(outs.chunks_mut(h));
+                    for (r, (((gr, cr), tcr), out_h)) in rows.enumerate() {
+                        let row = i * rpt + r;
+                        let xr = &xrows[row * gh..(row + 1) * gh];
+                        let hr = &hg[row * gh..(row + 1) * gh];
+                        for j in 0..h {
+                            let ig = (xr[j] + hr[j]).sigmoid();
+                            let fg = (xr[h + j] + hr[h + j]).sigmoid();
+                            let gg = (xr[2 * h + j] + hr[2 * h + j]).tanh();
+                            let og = (xr[3 * h + j] + hr[3 * h + j]).sigmoid();
+                            let c = fg * cr[j] + ig * gg;
+                            cr[j] = c;
+                            let tc = c.tanh();
+                            tcr[j] = tc;
+                            out_h[j] = og * tc;
+                            gr[j] = ig;
+                            gr[h + j] = fg;
+                            gr[2 * h + j] = gg;
+                            gr[3 * h + j] = og;
+                        }
                     }
-                }
+                });
                 if g.has_proj {
                     ws.hidden_raw[off * h..(off + bs) * h].copy_from_slice(&raw[..bs * h]);
                     let w_hr = w.w_hr.unwrap_or(&[]);
@@ -468,24 +488,32 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
             }
             CellKind::Gru => {
                 let b_hn = w.b_hh.map(|bh| &bh[2 * h..3 * h]);
-                for r in 0..bs {
-                    let xr = &xrows[r * gh..(r + 1) * gh];
-                    let hr = &hg[r * gh..(r + 1) * gh];
-                    let gr = &mut grows[r * sg..(r + 1) * sg];
-                    let hs = &mut h_state[r * p..(r + 1) * p];
-                    for j in 0..h {
-                        let rg = (xr[j] + hr[j]).sigmoid();
-                        let zg = (xr[h + j] + hr[h + j]).sigmoid();
-                        let hn = hr[2 * h + j] + b_hn.map_or(zero, |bn| bn[j]);
-                        let ng = (xr[2 * h + j] + rg * hn).tanh();
-                        let prev = hs[j];
-                        hs[j] = (one - zg) * ng + zg * prev;
-                        gr[j] = rg;
-                        gr[h + j] = zg;
-                        gr[2 * h + j] = ng;
-                        gr[3 * h + j] = hn;
+                let rpt = rows_per_task(h);
+                let parts: Vec<_> = grows
+                    .chunks_mut(rpt * sg)
+                    .zip(h_state[..bs * p].chunks_mut(rpt * p))
+                    .enumerate()
+                    .collect();
+                let hg = &hg[..bs * gh];
+                par_parts(parts, |(i, (gs, hss))| {
+                    for (r, (gr, hs)) in gs.chunks_mut(sg).zip(hss.chunks_mut(p)).enumerate() {
+                        let row = i * rpt + r;
+                        let xr = &xrows[row * gh..(row + 1) * gh];
+                        let hr = &hg[row * gh..(row + 1) * gh];
+                        for j in 0..h {
+                            let rg = (xr[j] + hr[j]).sigmoid();
+                            let zg = (xr[h + j] + hr[h + j]).sigmoid();
+                            let hn = hr[2 * h + j] + b_hn.map_or(zero, |bn| bn[j]);
+                            let ng = (xr[2 * h + j] + rg * hn).tanh();
+                            let prev = hs[j];
+                            hs[j] = (one - zg) * ng + zg * prev;
+                            gr[j] = rg;
+                            gr[h + j] = zg;
+                            gr[2 * h + j] = ng;
+                            gr[3 * h + j] = hn;
+                        }
                     }
-                }
+                });
             }
         }
         output[off * p..(off + bs) * p].copy_from_slice(&h_state[..bs * p]);
@@ -588,24 +616,28 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
         match g.cell {
             CellKind::RnnTanh | CellKind::RnnRelu => {
                 let relu = g.cell == CellKind::RnnRelu;
-                for ((d, &y), &dy) in dg.iter_mut().zip(grows).zip(dh.iter()) {
-                    *d = if relu {
-                        if y > zero {
-                            dy
+                let n = rows_per_task(h) * h;
+                let dh = &*dh;
+                par_parts(dg.chunks_mut(n).enumerate().collect(), |(i, ds)| {
+                    let (ys, dys) = (&grows[i * n..], &dh[i * n..]);
+                    for ((d, &y), &dy) in ds.iter_mut().zip(ys).zip(dys) {
+                        *d = if relu {
+                            if y > zero {
+                                dy
+                            } else {
+                                zero
+                            }
                         } else {
-                            zero
-                        }
-                    } else {
-                        dy * (one - y * y)
-                    };
-                }
-                recurrent_product(
-                    bs,
-                    gh,
-                    p,
-                    dg,
-                    (w.w_hh, p, 1),
-                    false,
+                            dy * (one - y * y)
+                        };
+                    }
+                });
+                let (dg, w_hh) = (&*dg, (w.w_hh, p, 1));
+                gemm(
+                    (bs, gh, p),
+                    (dg, gh, 1),
+                    w_hh,
+                    zero,
                     &mut dh_state[..bs * p],
                 )?;
             }
@@ -619,64 +651,84 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
                 }
                 let cs = &ws.cell[off * h..(off + bs) * h];
                 let cps = &ws.cell_prev[off * h..(off + bs) * h];
-                for r in 0..bs {
-                    let gr = &grows[r * sg..(r + 1) * sg];
-                    let dgr = &mut dg[r * gh..(r + 1) * gh];
-                    let dcr = &mut dc_state[r * h..(r + 1) * h];
-                    for j in 0..h {
-                        let (ig, fg, gg, og) = (gr[j], gr[h + j], gr[2 * h + j], gr[3 * h + j]);
-                        let tc = cs[r * h + j];
-                        let dhv = dhr[r * h + j];
-                        let dc = dcr[j] + dhv * og * (one - tc * tc);
-                        dgr[j] = dc * gg * ig * (one - ig);
-                        dgr[h + j] = dc * cps[r * h + j] * fg * (one - fg);
-                        dgr[2 * h + j] = dc * ig * (one - gg * gg);
-                        dgr[3 * h + j] = dhv * tc * og * (one - og);
-                        dcr[j] = dc * fg;
+                let rpt = rows_per_task(h);
+                let parts: Vec<_> = dg
+                    .chunks_mut(rpt * gh)
+                    .zip(dc_state[..bs * h].chunks_mut(rpt * h))
+                    .enumerate()
+                    .collect();
+                let dhr = &*dhr;
+                par_parts(parts, |(i, (dgs, dcs))| {
+                    for (r, (dgr, dcr)) in dgs.chunks_mut(gh).zip(dcs.chunks_mut(h)).enumerate() {
+                        let row = i * rpt + r;
+                        let gr = &grows[row * sg..(row + 1) * sg];
+                        let (tcs, cps) = (&cs[row * h..], &cps[row * h..]);
+                        let dhvs = &dhr[row * h..];
+                        for j in 0..h {
+                            let (ig, fg) = (gr[j], gr[h + j]);
+                            let (gg, og) = (gr[2 * h + j], gr[3 * h + j]);
+                            let tc = tcs[j];
+                            let dhv = dhvs[j];
+                            let dc = dcr[j] + dhv * og * (one - tc * tc);
+                            dgr[j] = dc * gg * ig * (one - ig);
+                            dgr[h + j] = dc * cps[j] * fg * (one - fg);
+                            dgr[2 * h + j] = dc * ig * (one - gg * gg);
+                            dgr[3 * h + j] = dhv * tc * og * (one - og);
+                            dcr[j] = dc * fg;
+                        }
                     }
-                }
-                recurrent_product(
-                    bs,
-                    gh,
-                    p,
-                    dg,
-                    (w.w_hh, p, 1),
-                    false,
+                });
+                let (dg, w_hh) = (&*dg, (w.w_hh, p, 1));
+                gemm(
+                    (bs, gh, p),
+                    (dg, gh, 1),
+                    w_hh,
+                    zero,
                     &mut dh_state[..bs * p],
                 )?;
             }
             CellKind::Gru => {
                 let hp = &ws.hidden_prev[off * p..(off + bs) * p];
                 let dgr_h = &mut dgh[off * gh..(off + bs) * gh];
-                for r in 0..bs {
-                    let gr = &grows[r * sg..(r + 1) * sg];
-                    let dxr = &mut dg[r * gh..(r + 1) * gh];
-                    let dhr_ = dgh_row(dgr_h, r, gh);
-                    let ds = &mut dh_state[r * p..(r + 1) * p];
-                    for j in 0..h {
-                        let (rg, zg, ng, hn) = (gr[j], gr[h + j], gr[2 * h + j], gr[3 * h + j]);
-                        let dy = dh[r * p + j];
-                        let dn = dy * (one - zg);
-                        let dz = dy * (hp[r * p + j] - ng);
-                        let dan = dn * (one - ng * ng);
-                        let dar = dan * hn * rg * (one - rg);
-                        let daz = dz * zg * (one - zg);
-                        dxr[j] = dar;
-                        dxr[h + j] = daz;
-                        dxr[2 * h + j] = dan;
-                        dhr_[j] = dar;
-                        dhr_[h + j] = daz;
-                        dhr_[2 * h + j] = dan * rg;
-                        ds[j] = dy * zg;
+                let rpt = rows_per_task(h);
+                let parts: Vec<_> = dg
+                    .chunks_mut(rpt * gh)
+                    .zip(dgr_h.chunks_mut(rpt * gh))
+                    .zip(dh_state[..bs * p].chunks_mut(rpt * p))
+                    .enumerate()
+                    .collect();
+                let dh = &*dh;
+                par_parts(parts, |(i, ((dxs, dhs), dss))| {
+                    let rows = dxs.chunks_mut(gh).zip(dhs.chunks_mut(gh));
+                    for (r, ((dxr, dhr_), ds)) in rows.zip(dss.chunks_mut(p)).enumerate() {
+                        let row = i * rpt + r;
+                        let gr = &grows[row * sg..(row + 1) * sg];
+                        let (dys, hps) = (&dh[row * p..], &hp[row * p..]);
+                        for j in 0..h {
+                            let (rg, zg) = (gr[j], gr[h + j]);
+                            let (ng, hn) = (gr[2 * h + j], gr[3 * h + j]);
+                            let dy = dys[j];
+                            let dn = dy * (one - zg);
+                            let dz = dy * (hps[j] - ng);
+                            let dan = dn * (one - ng * ng);
+                            let dar = dan * hn * rg * (one - rg);
+                            let daz = dz * zg * (one - zg);
+                            dxr[j] = dar;
+                            dxr[h + j] = daz;
+                            dxr[2 * h + j] = dan;
+                            dhr_[j] = dar;
+                            dhr_[h + j] = daz;
+                            dhr_[2 * h + j] = dan * rg;
+                            ds[j] = dy * zg;
+                        }
                     }
-                }
-                recurrent_product(
-                    bs,
-                    gh,
-                    p,
-                    dgr_h,
-                    (w.w_hh, p, 1),
-                    true,
+                });
+                let (dgr_h, w_hh) = (&*dgr_h, (w.w_hh, p, 1));
+                gemm(
+                    (bs, gh, p),
+                    (dgr_h, gh, 1),
+                    w_hh,
+                    one,
                     &mut dh_state[..bs * p],
                 )?;
             }
@@ -710,9 +762,4 @@ pub fn backward<T: Gemm + Float + Send + Sync>(
         }
     }
     Ok(out)
-}
-
-/// Row `r` of a `[.., w]` buffer.
-fn dgh_row<T>(m: &mut [T], r: usize, w: usize) -> &mut [T] {
-    &mut m[r * w..(r + 1) * w]
 }
