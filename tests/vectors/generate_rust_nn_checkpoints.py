@@ -7,6 +7,11 @@ evaluation-mode logits for it in ``..._io.safetensors``. Read by
 ``crates/engine/tests/nn_checkpoints.rs``, which loads them into
 ``rustgrad::models`` and checks the logits bit for bit.
 
+Also ``rust_nn_pth_expected.safetensors``: PyTorch's ``eval_input`` and
+``eval_output`` from ``ckpt_resnet_expected.npz`` (see generate_checkpoints.py) as a
+safetensors file, for the Rust test that reads ``ckpt_resnet_zip.pt`` with
+``rustgrad::nn::load_pth`` (numpy's npz is not read in Rust).
+
 Run from the repository root with the rustgrad package (not PyTorch):
 
     .venv/bin/python tests/vectors/generate_rust_nn_checkpoints.py
@@ -17,6 +22,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import rustgrad
 from rustgrad import nn
 from rustgrad.models import LeNet
@@ -52,6 +58,9 @@ def main() -> None:
         rustgrad.save(model.state_dict(), HERE / f"rust_nn_from_python_{name}.safetensors")
         io = {"input": probe, "logits": logits}
         rustgrad.save(io, HERE / f"rust_nn_from_python_{name}_io.safetensors")
+    expected = np.load(HERE / "ckpt_resnet_expected.npz")
+    pth = {k: rustgrad.from_numpy(expected[k].copy()) for k in ("eval_input", "eval_output")}
+    rustgrad.save(pth, HERE / "rust_nn_pth_expected.safetensors")
 
 
 if __name__ == "__main__":

@@ -125,9 +125,14 @@ fn tensor_node(node: &Value, entries: &BTreeMap<&str, &RawTensor>) -> Result<Ten
 }
 
 /// The state dict in a checkpoint's bytes: a file `rustgrad.save(state_dict)` wrote
-/// (its checksum verified; views of shared storage resolved) or a plain safetensors
-/// file. A truncated, corrupted or hostile file is an error, never a panic.
+/// (its checksum verified; views of shared storage resolved), a plain safetensors
+/// file, or a `torch.save(state_dict)` zip file (read by [`super::load_pth_bytes`]).
+/// A truncated, corrupted or hostile file is an error, never a panic.
 pub fn load_state_dict_bytes(bytes: &[u8]) -> Result<StateDict> {
+    if bytes.starts_with(b"PK\x03\x04") {
+        // PyTorch's zip format (`torch.save(model.state_dict(), "x.pth")`).
+        return super::pth::load_pth_bytes(bytes)?.to_state_dict();
+    }
     let (metadata, raws) = from_safetensors(bytes)?;
     let entries: BTreeMap<&str, &RawTensor> = raws.iter().map(|r| (r.name.as_str(), r)).collect();
     let (structure, expected) = (metadata.get(STRUCTURE_KEY), metadata.get(CHECKSUM_KEY));

@@ -32,6 +32,7 @@ mod data;
 pub mod init;
 mod layers;
 mod loss;
+mod pth;
 mod state;
 
 pub use checkpoint::{load_file, load_state_dict_bytes, save_file, state_dict_to_bytes};
@@ -42,6 +43,7 @@ pub use layers::{
     Linear, MaxPool2d, Sequential,
 };
 pub use loss::{binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss};
+pub use pth::{load_pth, load_pth_bytes, TorchValue};
 /// `#[derive(Module)]`: registers a struct's fields as parameters (`#[param]`), buffers
 /// (`#[buffer]`, `#[buffer(missing_ok)]`), its train/eval flag (a field of type
 /// [`Training`]), skipped fields (`#[skip]`) and submodules (everything else), under the
