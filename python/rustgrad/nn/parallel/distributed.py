@@ -18,6 +18,7 @@ assignment, the flattening and the write-back are the engine crate's
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -148,6 +149,12 @@ class DistributedDataParallel(Module):
         self._ready: list[bool] = []
         self._next_bucket = 0
         self._locally_unused: set[int] = set()
+        # Seconds of the last synchronised backward (benchmarks/bench_ddp.py): from the
+        # first bucket's all-reduce start to the end of the waits, and of the waits alone
+        # (the communication not hidden behind backward).
+        self._reduce_span_s = 0.0
+        self._reduce_wait_s = 0.0
+        self._first_launch = 0.0
         me = weakref.ref(self)
         self._hook_handles = [
             p.register_post_accumulate_grad_hook(_make_hook(me, i))
@@ -253,14 +260,20 @@ class DistributedDataParallel(Module):
         grads = [
             None if i in self._locally_unused else self._params[i].grad for i in bucket.indices
         ]
+        if bucket is self._buckets[0]:
+            self._first_launch = time.perf_counter()
         flat = _rustgrad._ddp_flatten_bucket(bucket.spec, grads, self._world)
         bucket.flat = flat
         bucket.work = dist.all_reduce(flat, group=self.process_group, async_op=True)
 
     def _finalize(self) -> None:
         self._armed = False
+        start = time.perf_counter()
         for bucket in self._buckets:
             bucket.work.wait()
+        end = time.perf_counter()
+        self._reduce_wait_s = end - start
+        self._reduce_span_s = end - self._first_launch
         globally_used = None
         if self.find_unused_parameters:
             used = np.zeros(len(self._params), dtype=np.int64)
