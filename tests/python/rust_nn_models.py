@@ -40,3 +40,24 @@ def small_resnet(
             nn.init.constant_(m.weight, 1)
             nn.init.constant_(m.bias, 0)
     return model
+
+
+def simd_path() -> str:
+    """The GEMM micro-kernel family this CPU runs (the ``gemm`` crate's dispatch):
+    ``"v4"`` (AVX-512), ``"v3"`` (AVX2 + FMA) or ``"scalar"``. Results are bitwise
+    reproducible within one family, not across them (Note [GEMM plans]), so the
+    cross-language fixtures record the family they were computed with."""
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        return "scalar"
+    if {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= flags:
+        return "v4"
+    if {"avx2", "fma"} <= flags:
+        return "v3"
+    return "scalar"

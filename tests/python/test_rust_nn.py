@@ -1,5 +1,6 @@
 """Checkpoints written by the Rust crate's ``rustgrad::nn`` load in the Python package
-and give the logits Rust computed, bit for bit (Note [Rust modules]). The fixtures
+and give the logits Rust computed, bit for bit on a CPU with the same GEMM kernels
+(Note [Rust modules]). The fixtures
 (tests/vectors/rust_nn_from_rust_*.safetensors) are written by
 ``cargo run -p rustgrad --example nn_fixtures``; the other direction is
 crates/engine/tests/nn_checkpoints.rs."""
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import rustgrad
-from rust_nn_models import small_resnet
+from rust_nn_models import simd_path, small_resnet
 from rustgrad.models import LeNet
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
@@ -28,7 +29,12 @@ def test_rust_checkpoints_load_by_name_and_give_bit_identical_logits(name: str) 
     with rustgrad.no_grad():
         logits = model(probe["input"])
     assert logits.dtype == probe["logits"].dtype
-    assert rustgrad.equal(logits, probe["logits"])
+    if bytes(probe["simd"].tolist()).decode() == simd_path():
+        assert rustgrad.equal(logits, probe["logits"])
+    else:
+        # Written on a CPU with other GEMM kernels: equal to float32 rounding only
+        # (Note [GEMM plans]).
+        assert rustgrad.allclose(logits, probe["logits"], rtol=1e-4, atol=1e-5)
 
 
 def test_a_rust_checkpoint_with_a_flipped_data_bit_is_refused() -> None:

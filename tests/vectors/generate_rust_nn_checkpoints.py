@@ -3,7 +3,8 @@ modules]): the Python package's LeNet and a width-reduced ResNet
 (``tests/python/rust_nn_models.py``), each trained for three SGD steps from
 ``rustgrad.manual_seed(0)`` and saved with ``rustgrad.save(model.state_dict())`` to
 ``rust_nn_from_python_{lenet,resnet}.safetensors``, plus an input and the model's
-evaluation-mode logits for it in ``..._io.safetensors``. Read by
+evaluation-mode logits for it in ``..._io.safetensors`` (with ``simd``, the GEMM kernel
+family of the machine that computed them, see ``rust_nn_models.simd_path``). Read by
 ``crates/engine/tests/nn_checkpoints.rs``, which loads them into
 ``rustgrad::models`` and checks the logits bit for bit.
 
@@ -30,7 +31,7 @@ from rustgrad.models import LeNet
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 
-from rust_nn_models import small_resnet  # noqa: E402
+from rust_nn_models import simd_path, small_resnet  # noqa: E402
 
 
 def train_and_probe(model: nn.Module, classes: int) -> tuple[rustgrad.Tensor, rustgrad.Tensor]:
@@ -56,7 +57,10 @@ def main() -> None:
         model = make()
         probe, logits = train_and_probe(model, classes)
         rustgrad.save(model.state_dict(), HERE / f"rust_nn_from_python_{name}.safetensors")
-        io = {"input": probe, "logits": logits}
+        # The GEMM kernel family the logits were computed with (bitwise reproducible
+        # only within one: Note [GEMM plans]), as the bytes of its name.
+        simd = rustgrad.tensor(list(simd_path().encode()), dtype=rustgrad.uint8)
+        io = {"input": probe, "logits": logits, "simd": simd}
         rustgrad.save(io, HERE / f"rust_nn_from_python_{name}_io.safetensors")
     expected = np.load(HERE / "ckpt_resnet_expected.npz")
     pth = {k: rustgrad.from_numpy(expected[k].copy()) for k in ("eval_input", "eval_output")}

@@ -1,7 +1,8 @@
 //! Writes the Rust half of the cross-language checkpoint fixtures (Note [Rust
 //! modules]): LeNet and a width-reduced ResNet-18-style network, each trained for a few
 //! SGD steps in Rust from `manual_seed(0)`, saved with `nn::save_file`, plus an input
-//! and the model's evaluation-mode logits for it. `tests/python/test_rust_nn.py` loads
+//! and the model's evaluation-mode logits for it (and `simd`, the GEMM kernel family
+//! that computed them). `tests/python/test_rust_nn.py` loads
 //! them into the Python package's models and checks the logits bit for bit;
 //! `crates/engine/tests/nn_checkpoints.rs` checks the files still match what this
 //! program computes.
@@ -19,7 +20,7 @@ use std::process::ExitCode;
 
 /// Trains `model` for three SGD steps (momentum 0.9) on random images and labels in
 /// training mode, then returns a fresh input and the evaluation-mode logits for it.
-fn train_and_probe(model: &dyn Module, classes: usize) -> Result<(Tensor, Tensor)> {
+pub fn train_and_probe(model: &dyn Module, classes: usize) -> Result<(Tensor, Tensor)> {
     let x = Variable::from_tensor(random::randn(&[4, 3, 32, 32], DType::F32)?);
     let y = Variable::from_tensor(random::randint(0, classes as i64, &[4], DType::I64)?);
     let mut sgd = Sgd::new(model.parameters(), 0.05)?.with_momentum(0.9);
@@ -42,15 +43,44 @@ pub fn small_resnet() -> Result<ResNet> {
     ResNet::with_widths(Block::Basic, [1, 1, 1, 1], [4, 8, 8, 16], 5)
 }
 
+/// The GEMM micro-kernel family this CPU runs (the `gemm` crate's dispatch): `v4`
+/// (AVX-512), `v3` (AVX2 + FMA) or `scalar`. Results are bitwise reproducible within
+/// one family, not across them (Note [GEMM plans]), so the cross-language fixtures
+/// record the family they were computed with (`tests/python/rust_nn_models.py` has
+/// the same function).
+pub fn simd_path() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512cd")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+        {
+            return "v4";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return "v3";
+        }
+    }
+    "scalar"
+}
+
 fn write(dir: &Path, name: &str, model: &dyn Module, classes: usize) -> Result<()> {
     let (input, logits) = train_and_probe(model, classes)?;
     nn::save_file(
         &model.state_dict(),
         dir.join(format!("rust_nn_from_rust_{name}.safetensors")),
     )?;
-    let io: StateDict = [("input".to_string(), input), ("logits".to_string(), logits)]
-        .into_iter()
-        .collect();
+    let simd = Tensor::from_vec(simd_path().as_bytes().to_vec(), &[simd_path().len()])?;
+    let io: StateDict = [
+        ("input".to_string(), input),
+        ("logits".to_string(), logits),
+        ("simd".to_string(), simd),
+    ]
+    .into_iter()
+    .collect();
     nn::save_file(
         &io,
         dir.join(format!("rust_nn_from_rust_{name}_io.safetensors")),
