@@ -11,10 +11,11 @@
 //! whose size depends on the sizes only, and the GEMMs follow the shared plans (Note
 //! [GEMM plans]), so results do not depend on the thread count.
 
-use crate::dtype::Float;
+use crate::dtype::{DType, Float};
 use crate::error::{Error, Result};
 use crate::kernels::matmul::{matmul, Gemm, MatOperand};
 use crate::kernels::try_vec;
+use crate::kernels::vmath::{avx2_variant, sigmoid_f32, tanh_f32};
 
 /// The recurrence of a layer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -272,6 +273,122 @@ fn rows_per_task(h: usize) -> usize {
     (GATE_TASK_UNITS / h.max(1)).max(1)
 }
 
+/// The gates' logistic sigmoid: float32 through the branch-free `vmath::sigmoid_f32`
+/// (so a row's loop vectorises), float64 through its own.
+#[inline(always)]
+fn sigmoid<T: Float>(x: T) -> T {
+    if T::DTYPE == DType::F32 {
+        T::from_f64(f64::from(sigmoid_f32(x.to_f64() as f32)))
+    } else {
+        x.sigmoid()
+    }
+}
+
+/// The gates' `tanh`: float32 through the branch-free `vmath::tanh_f32`, float64
+/// through its own.
+#[inline(always)]
+fn tanh<T: Float>(x: T) -> T {
+    if T::DTYPE == DType::F32 {
+        T::from_f64(f64::from(tanh_f32(x.to_f64() as f32)))
+    } else {
+        x.tanh()
+    }
+}
+
+/// The first `h` elements of each of the `N` consecutive blocks of `h` in `v`.
+#[inline(always)]
+fn blocks<T, const N: usize>(v: &[T], h: usize) -> [&[T]; N] {
+    std::array::from_fn(|i| &v[i * h..(i + 1) * h])
+}
+
+/// One row of an LSTM step: from the input part `xr` and recurrent part `hr` of the
+/// gate pre-activations (`[i, f, g, o]`, `h` each), the saved gates `gr`, the cell
+/// state `cr` (previous in, new out), `tanh` of it, and the hidden output.
+#[inline(always)]
+fn lstm_row_any<T: Float>(
+    xr: &[T],
+    hr: &[T],
+    gr: &mut [T],
+    cr: &mut [T],
+    tcr: &mut [T],
+    out_h: &mut [T],
+) {
+    let h = cr.len();
+    let [xi, xf, xg, xo] = blocks::<T, 4>(xr, h);
+    let [hi, hf, hgg, ho] = blocks::<T, 4>(hr, h);
+    let (gi, rest) = gr.split_at_mut(h);
+    let (gf, rest) = rest.split_at_mut(h);
+    let (gg_, go) = rest.split_at_mut(h);
+    let (go, tcr, out_h) = (&mut go[..h], &mut tcr[..h], &mut out_h[..h]);
+    for j in 0..h {
+        let ig = sigmoid(xi[j] + hi[j]);
+        let fg = sigmoid(xf[j] + hf[j]);
+        let gg = tanh(xg[j] + hgg[j]);
+        let og = sigmoid(xo[j] + ho[j]);
+        let c = fg * cr[j] + ig * gg;
+        cr[j] = c;
+        let tc = tanh(c);
+        tcr[j] = tc;
+        out_h[j] = og * tc;
+        gi[j] = ig;
+        gf[j] = fg;
+        gg_[j] = gg;
+        go[j] = og;
+    }
+}
+
+avx2_variant!(fn lstm_row<T>(xr: &[T], hr: &[T], gr: &mut [T], cr: &mut [T], tcr: &mut [T], out_h: &mut [T]) = lstm_row_any);
+
+/// One row of a GRU step: from the pre-activations `xr` and `hr` (`[r, z, n]`, `h`
+/// each) and `b_hn` (the recurrent bias of `n`, zeros when absent), the saved gates
+/// `gr` (`[r, z, n, h_n]`) and the hidden state `hs` (previous in, new out).
+#[inline(always)]
+fn gru_row_any<T: Float>(xr: &[T], hr: &[T], b_hn: &[T], gr: &mut [T], hs: &mut [T]) {
+    let h = b_hn.len();
+    let [xrg, xz, xn] = blocks::<T, 3>(xr, h);
+    let [hrg, hz, hng] = blocks::<T, 3>(hr, h);
+    let (gr_, rest) = gr.split_at_mut(h);
+    let (gz, rest) = rest.split_at_mut(h);
+    let (gn, ghn) = rest.split_at_mut(h);
+    let (ghn, hs) = (&mut ghn[..h], &mut hs[..h]);
+    for j in 0..h {
+        let rg = sigmoid(xrg[j] + hrg[j]);
+        let zg = sigmoid(xz[j] + hz[j]);
+        let hn = hng[j] + b_hn[j];
+        let ng = tanh(xn[j] + rg * hn);
+        let prev = hs[j];
+        hs[j] = (T::ONE - zg) * ng + zg * prev;
+        gr_[j] = rg;
+        gz[j] = zg;
+        gn[j] = ng;
+        ghn[j] = hn;
+    }
+}
+
+avx2_variant!(fn gru_row<T>(xr: &[T], hr: &[T], b_hn: &[T], gr: &mut [T], hs: &mut [T]) = gru_row_any);
+
+/// An Elman step's `y = tanh(x + h)` (or `relu`) into both the saved gates and the
+/// hidden state.
+#[inline(always)]
+fn elman_rows_any<T: Float>(xs: &[T], hs: &[T], relu: bool, gs: &mut [T], state: &mut [T]) {
+    for (((o, &xv), &hv), s) in gs.iter_mut().zip(xs).zip(hs).zip(state) {
+        let a = xv + hv;
+        let y = if relu {
+            if a > T::ZERO {
+                a
+            } else {
+                T::ZERO
+            }
+        } else {
+            tanh(a)
+        };
+        *o = y;
+        *s = y;
+    }
+}
+
+avx2_variant!(fn elman_rows<T>(xs: &[T], hs: &[T], relu: bool, gs: &mut [T], state: &mut [T]) = elman_rows_any);
+
 /// Runs `f` on every part (disjoint row blocks of a step's buffers, built by the
 /// caller), concurrently on the engine's pool when there are several.
 fn par_parts<A: Send>(parts: Vec<A>, f: impl Fn(A) + Sync + Send) {
@@ -391,7 +508,12 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
         }
     }
     let offsets = g.offsets();
-    let (one, zero) = (T::ONE, T::ZERO);
+    let zero = T::ZERO;
+    // GRU's `b_hn` when the layer has no biases.
+    let zeros = match (g.cell, w.b_hh) {
+        (CellKind::Gru, None) => try_vec(h, zero)?,
+        _ => Vec::new(),
+    };
     for t in g.order() {
         let (off, bs) = (offsets[t], g.batch_sizes[t]);
         if bs == 0 {
@@ -419,21 +541,7 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
                     .collect();
                 let hg = &hg[..bs * gh];
                 par_parts(parts, |(i, (gs, hs))| {
-                    let (xs, hgs) = (&xrows[i * n..], &hg[i * n..]);
-                    for (((o, &xv), &hv), s) in gs.iter_mut().zip(xs).zip(hgs).zip(hs) {
-                        let a = xv + hv;
-                        let y = if relu {
-                            if a > zero {
-                                a
-                            } else {
-                                zero
-                            }
-                        } else {
-                            a.tanh()
-                        };
-                        *o = y;
-                        *s = y;
-                    }
+                    elman_rows(&xrows[i * n..], &hg[i * n..], relu, gs, hs);
                 });
             }
             CellKind::Lstm => {
@@ -455,21 +563,7 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
                         let row = i * rpt + r;
                         let xr = &xrows[row * gh..(row + 1) * gh];
                         let hr = &hg[row * gh..(row + 1) * gh];
-                        for j in 0..h {
-                            let ig = (xr[j] + hr[j]).sigmoid();
-                            let fg = (xr[h + j] + hr[h + j]).sigmoid();
-                            let gg = (xr[2 * h + j] + hr[2 * h + j]).tanh();
-                            let og = (xr[3 * h + j] + hr[3 * h + j]).sigmoid();
-                            let c = fg * cr[j] + ig * gg;
-                            cr[j] = c;
-                            let tc = c.tanh();
-                            tcr[j] = tc;
-                            out_h[j] = og * tc;
-                            gr[j] = ig;
-                            gr[h + j] = fg;
-                            gr[2 * h + j] = gg;
-                            gr[3 * h + j] = og;
-                        }
+                        lstm_row(xr, hr, gr, cr, tcr, out_h);
                     }
                 });
                 if g.has_proj {
@@ -487,7 +581,10 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
                 }
             }
             CellKind::Gru => {
-                let b_hn = w.b_hh.map(|bh| &bh[2 * h..3 * h]);
+                let b_hn = match w.b_hh {
+                    Some(bh) => &bh[2 * h..3 * h],
+                    None => &zeros[..],
+                };
                 let rpt = rows_per_task(h);
                 let parts: Vec<_> = grows
                     .chunks_mut(rpt * sg)
@@ -500,18 +597,7 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
                         let row = i * rpt + r;
                         let xr = &xrows[row * gh..(row + 1) * gh];
                         let hr = &hg[row * gh..(row + 1) * gh];
-                        for j in 0..h {
-                            let rg = (xr[j] + hr[j]).sigmoid();
-                            let zg = (xr[h + j] + hr[h + j]).sigmoid();
-                            let hn = hr[2 * h + j] + b_hn.map_or(zero, |bn| bn[j]);
-                            let ng = (xr[2 * h + j] + rg * hn).tanh();
-                            let prev = hs[j];
-                            hs[j] = (one - zg) * ng + zg * prev;
-                            gr[j] = rg;
-                            gr[h + j] = zg;
-                            gr[2 * h + j] = ng;
-                            gr[3 * h + j] = hn;
-                        }
+                        gru_row(xr, hr, b_hn, gr, hs);
                     }
                 });
             }
