@@ -157,6 +157,15 @@ fn full_size_resnets_have_torchvisions_names_and_shapes() {
 }
 
 #[test]
+fn models_are_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<ResNet>();
+    shareable::<rustgrad::models::LeNet>();
+    shareable::<nn::Sequential>();
+    shareable::<Box<dyn Module>>();
+}
+
+#[test]
 fn names_buffers_children_and_modes() {
     let model = seeded(|| ResNet::with_widths(Block::Basic, [1, 1, 1, 1], [2, 2, 4, 4], 3));
     let params: Vec<String> = model

@@ -106,7 +106,9 @@ pub trait Members {
 
 /// A part of a network (`torch.nn.Module`): a forward pass plus, through [`Members`],
 /// the tree of named parameters, buffers and submodules that every other method walks.
-pub trait Module: Members {
+/// Modules are `Send + Sync` (their tensors are), so a model can be shared with or
+/// moved to other threads.
+pub trait Module: Members + Send + Sync {
     /// The module's output for `input`.
     fn forward(&self, input: &Variable) -> Result<Variable>;
 
