@@ -5,7 +5,8 @@
 //! classes 0-4 of synthetic images (examples/shared/images.rs) and saved with
 //! `nn::save_file`. With a path, that checkpoint is used instead: any ResNet-18 state
 //! dict, e.g. one the Python package wrote with
-//! `rustgrad.save(rustgrad.models.resnet18(num_classes=5).state_dict(), PATH)`.
+//! `rustgrad.save(rustgrad.models.resnet18(num_classes=5).state_dict(), PATH)`, or
+//! PyTorch with `torch.save(torchvision.models.resnet18().state_dict(), PATH)`.
 //! The new head learns classes 5-9 on top of the frozen features.
 //!
 //! ```sh
