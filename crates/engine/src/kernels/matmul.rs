@@ -4,7 +4,7 @@
 //! See Note [GEMM plans]: every output element is the same sequence of operations for
 //! any tiling, so the thread count changes speed, never bits.
 
-use super::{for_each_strided, try_vec};
+use super::{for_each_strided, try_vec, try_with_capacity};
 use crate::error::{Error, Result};
 use crate::parallel;
 
@@ -601,10 +601,14 @@ pub fn matmul<T: Gemm>(
     let mut out_shape: crate::shape::Dims = batch_shape.into();
     out_shape.extend_from_slice(&[m, n]);
     let batches: usize = crate::shape::checked_numel(batch_shape)?;
-    let mut out = try_vec(crate::shape::checked_numel(&out_shape)?, T::ZERO)?;
-    if out.is_empty() || k == 0 {
-        return Ok(out);
+    let numel = crate::shape::checked_numel(&out_shape)?;
+    if numel == 0 || k == 0 {
+        return try_vec(numel, T::ZERO);
     }
+    // Uninitialised: the plan's tasks write every element (with `beta == 0` the crate
+    // never reads the output), so zeroing it first would be a serial pass over memory
+    // for nothing. Written through raw pointers only; the length is set afterwards.
+    let mut out: Vec<T> = try_with_capacity(numel)?;
     // Row and column strides are passed to the GEMM as isize.
     let to_isize = |s: usize| isize::try_from(s).map_err(|_| Error::NumelOverflow);
     let (rsa, csa) = (to_isize(a.row_stride)?, to_isize(a.col_stride)?);
@@ -629,7 +633,7 @@ pub fn matmul<T: Gemm>(
         // SAFETY: `check_in_bounds` above proved that every element of the `m x k`
         // operand `a` and the `k x n` operand `b` at these offsets and strides lies
         // inside its `data` (strides converted to isize without loss); `out` holds the
-        // `m x n` result, row stride `n`, and aliases neither.
+        // `m x n` result (its capacity), row stride `n`, and aliases neither.
         unsafe {
             run_plan(
                 &plan,
@@ -643,6 +647,9 @@ pub fn matmul<T: Gemm>(
                 n as isize,
             )
         };
+        // SAFETY: the plan's tiles cover the `m x n` output (the capacity `numel`), and
+        // each task wrote its tile with `beta == 0` (written, never read first).
+        unsafe { out.set_len(numel) };
         return Ok(out);
     }
     let plan = GemmPlan::new(batches, (m, k, n), parallel_task_budget());
@@ -686,6 +693,9 @@ pub fn matmul<T: Gemm>(
         }
     };
     parallel::for_each_task(plan.tasks(batches), run);
+    // SAFETY: the tasks' tiles cover every batch's `m x n` block of the capacity
+    // `numel`, each written with `beta == 0` (never read first).
+    unsafe { out.set_len(numel) };
     Ok(out)
 }
 
