@@ -147,6 +147,7 @@ LAYERS: dict[str, Callable[[], nn.Module]] = {
     "LayerNorm([4])": lambda: nn.LayerNorm([4]),
     "GroupNorm(2, 4)": lambda: nn.GroupNorm(2, 4),
     "Embedding(5, 3)": lambda: nn.Embedding(5, 3),
+    "Embedding(5, 3, padding_idx=1)": lambda: nn.Embedding(5, 3, padding_idx=1),
     "LeNet": TheModelClass,
     "ResNet(Basic, [1, 2, 1, 1], [4, 8, 8, 16], 5)": lambda: ResNet(
         BasicBlock, [1, 2, 1, 1], [4, 8, 8, 16], 5

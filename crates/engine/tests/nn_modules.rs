@@ -95,6 +95,9 @@ fn build(name: &str) -> Box<dyn Module> {
             "LayerNorm([4])" => Box::new(nn::LayerNorm::new(&[4])?),
             "GroupNorm(2, 4)" => Box::new(nn::GroupNorm::new(2, 4)?),
             "Embedding(5, 3)" => Box::new(nn::Embedding::new(5, 3)?),
+            "Embedding(5, 3, padding_idx=1)" => {
+                Box::new(nn::Embedding::with_padding_idx(5, 3, Some(1))?)
+            }
             "LeNet" => Box::new(lenet(10)?),
             "ResNet(Basic, [1, 2, 1, 1], [4, 8, 8, 16], 5)" => Box::new(ResNet::with_widths(
                 Block::Basic,
@@ -117,7 +120,7 @@ fn build(name: &str) -> Box<dyn Module> {
 fn same_seed_gives_pytorchs_initial_weights_for_every_layer() {
     let vectors = vectors();
     let cases = vectors["layers"].as_array().unwrap();
-    assert_eq!(cases.len(), 14);
+    assert_eq!(cases.len(), 15);
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let module = build(name);
@@ -588,4 +591,51 @@ fn losses_match_pytorch() {
         .unwrap()
         .to_f64();
     assert!((bce - 0.494_877_2).abs() < 1e-6, "{bce}");
+}
+
+#[test]
+fn batch_norm_with_momentum_none_keeps_a_cumulative_average() {
+    let mut bn = nn::BatchNorm1d::new(2).unwrap();
+    bn.momentum = None;
+    let batches = [
+        [1.0f32, 10.0, 3.0, 20.0, 5.0, 60.0, 7.0, 30.0],
+        [0.0f32, -4.0, 2.0, 4.0, 4.0, 8.0, 10.0, 0.0],
+    ];
+    let mut means = Vec::new();
+    let mut vars = Vec::new();
+    for b in &batches {
+        let x = Variable::from_slice(b, &[4, 2]).unwrap();
+        bn.forward(&x).unwrap();
+        for c in 0..2 {
+            let col: Vec<f64> = (0..4).map(|r| b[2 * r + c] as f64).collect();
+            let mean = col.iter().sum::<f64>() / 4.0;
+            means.push(mean);
+            vars.push(col.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 3.0);
+        }
+    }
+    // Factor 1 for the first batch and 1/2 for the second: the plain average.
+    let rm = bn.running_mean.to_vec::<f32>();
+    let rv = bn.running_var.to_vec::<f32>();
+    for c in 0..2 {
+        assert!((rm[c] as f64 - (means[c] + means[2 + c]) / 2.0).abs() < 1e-5);
+        assert!((rv[c] as f64 - (vars[c] + vars[2 + c]) / 2.0).abs() < 1e-3);
+    }
+    assert_eq!(bn.num_batches_tracked.to_vec::<i64>(), [2]);
+}
+
+#[test]
+fn embedding_padding_row_starts_at_zero_and_gets_no_gradient() {
+    let emb = seeded(|| nn::Embedding::with_padding_idx(4, 3, Some(2)));
+    assert_eq!(emb.weight.to_vec::<f32>()[6..9], [0.0; 3]);
+    let idx = Variable::from_tensor(Tensor::from_vec(vec![2i64, 0, 2], &[3]).unwrap());
+    emb.forward(&idx)
+        .unwrap()
+        .sum()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let grad = emb.weight.grad().unwrap().to_vec::<f32>();
+    assert_eq!(grad[..3], [1.0; 3]);
+    assert_eq!(grad[6..9], [0.0; 3]);
+    assert!(nn::Embedding::with_padding_idx(4, 3, Some(4)).is_err());
 }

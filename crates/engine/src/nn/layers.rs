@@ -304,9 +304,10 @@ macro_rules! batch_norm_layer {
             /// Added to the variance.
             #[skip]
             pub eps: f64,
-            /// The running statistics' update factor.
+            /// The running statistics' update factor; `None` is PyTorch's
+            /// `momentum=None`, a cumulative average (factor `1 / num_batches_tracked`).
             #[skip]
-            pub momentum: f64,
+            pub momentum: Option<f64>,
         }
 
         impl $name {
@@ -320,7 +321,7 @@ macro_rules! batch_norm_layer {
                     num_batches_tracked: buffer(Tensor::zeros(&[], DType::I64)?),
                     training: Training::default(),
                     eps: 1e-5,
-                    momentum: 0.1,
+                    momentum: Some(0.1),
                 })
             }
         }
@@ -335,12 +336,16 @@ macro_rules! batch_norm_layer {
                     )));
                 }
                 let training = self.training.get();
+                let mut factor = self.momentum.unwrap_or(0.0);
                 if training {
                     let _guard = crate::autograd::no_grad();
-                    let count = self.num_batches_tracked.item()?.to_f64() as i64;
-                    let next = Tensor::from_vec(vec![count + 1], &[])?;
+                    let count = self.num_batches_tracked.item()?.to_f64() as i64 + 1;
+                    let next = Tensor::from_vec(vec![count], &[])?;
                     self.num_batches_tracked
                         .copy_(&Variable::from_tensor(next))?;
+                    if self.momentum.is_none() {
+                        factor = 1.0 / count as f64;
+                    }
                 }
                 input.batch_norm(
                     Some(&self.running_mean),
@@ -348,7 +353,7 @@ macro_rules! batch_norm_layer {
                     Some(&self.weight),
                     Some(&self.bias),
                     training,
-                    self.momentum,
+                    factor,
                     self.eps,
                 )
             }
@@ -459,6 +464,9 @@ pub struct Embedding {
     /// `(num_embeddings, embedding_dim)`.
     #[param]
     pub weight: Variable,
+    /// The row that starts at zero and gets no gradient (`padding_idx`).
+    #[skip]
+    pub padding_idx: Option<usize>,
     /// The train/eval flag.
     pub training: Training,
 }
@@ -466,10 +474,35 @@ pub struct Embedding {
 impl Embedding {
     /// `nn.Embedding(num_embeddings, embedding_dim)`.
     pub fn new(num_embeddings: usize, embedding_dim: usize) -> Result<Embedding> {
+        Embedding::with_padding_idx(num_embeddings, embedding_dim, None)
+    }
+
+    /// `nn.Embedding(num_embeddings, embedding_dim, padding_idx=...)`: row
+    /// `padding_idx` is zeroed after the normal draw (as PyTorch) and gets no gradient.
+    pub fn with_padding_idx(
+        num_embeddings: usize,
+        embedding_dim: usize,
+        padding_idx: Option<usize>,
+    ) -> Result<Embedding> {
+        if padding_idx.is_some_and(|p| p >= num_embeddings) {
+            return Err(Error::InvalidArgument(
+                "Padding_idx must be within num_embeddings".into(),
+            ));
+        }
         let weight = parameter(&[num_embeddings, embedding_dim])?;
         super::init::normal_(&weight, 0.0, 1.0)?;
+        if let Some(p) = padding_idx {
+            let mut values = weight.to_vec::<f32>();
+            values[p * embedding_dim..(p + 1) * embedding_dim].fill(0.0);
+            let zeroed = Tensor::from_vec(values, &[num_embeddings, embedding_dim])?;
+            weight.tensor().copy_from(
+                &zeroed,
+                crate::storage::WriteSite::Rust(std::panic::Location::caller()),
+            )?;
+        }
         Ok(Embedding {
             weight,
+            padding_idx,
             training: Training::default(),
         })
     }
@@ -477,8 +510,9 @@ impl Embedding {
 
 impl Module for Embedding {
     fn forward(&self, input: &Variable) -> Result<Variable> {
+        let padding_idx = self.padding_idx.map(|p| p as i64);
         self.weight
-            .embedding(&input.tensor(), None, None, 2.0, false)
+            .embedding(&input.tensor(), padding_idx, None, 2.0, false)
     }
 }
 
