@@ -12,6 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Clone, Debug, Default)]
 pub struct StateDict {
     entries: Vec<(String, Tensor)>,
+    /// Position of each name in `entries`.
+    index: BTreeMap<String, usize>,
 }
 
 impl StateDict {
@@ -23,21 +25,30 @@ impl StateDict {
     /// Sets `name` to `tensor`: replaces an existing entry in place, else appends.
     pub fn insert(&mut self, name: impl Into<String>, tensor: Tensor) {
         let name = name.into();
-        match self.entries.iter_mut().find(|(n, _)| *n == name) {
-            Some(entry) => entry.1 = tensor,
-            None => self.entries.push((name, tensor)),
+        match self.index.get(&name) {
+            Some(&i) => self.entries[i].1 = tensor,
+            None => {
+                self.index.insert(name.clone(), self.entries.len());
+                self.entries.push((name, tensor));
+            }
         }
     }
 
-    /// Removes and returns the entry `name`.
+    /// Removes and returns the entry `name` (the others keep their order).
     pub fn remove(&mut self, name: &str) -> Option<Tensor> {
-        let i = self.entries.iter().position(|(n, _)| n == name)?;
-        Some(self.entries.remove(i).1)
+        let i = self.index.remove(name)?;
+        let (_, tensor) = self.entries.remove(i);
+        for position in self.index.values_mut() {
+            if *position > i {
+                *position -= 1;
+            }
+        }
+        Some(tensor)
     }
 
     /// The tensor under `name`.
     pub fn get(&self, name: &str) -> Option<&Tensor> {
-        self.entries.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+        self.index.get(name).map(|&i| &self.entries[i].1)
     }
 
     /// The names, in order.
