@@ -234,3 +234,31 @@ fn hostile_pickles_are_errors_never_panics() {
     assert!(nn::load_pth_bytes(b"PK\x03\x04").is_err());
     assert!(nn::load_pth_bytes(&zip(&[("x/other", b"")])).is_err());
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        /// Random overwrites, insertions and deletions anywhere in a `torch.save`
+        /// file: an error or a value, never a panic, a hang or an abort.
+        #[test]
+        fn mutated_pth_files_never_panic(
+            edits in proptest::collection::vec((any::<u16>(), any::<u8>(), 0u8..3), 1..6)
+        ) {
+            let mut bytes = std::fs::read(vector("ckpt_views.pt")).unwrap();
+            for (at, byte, kind) in edits {
+                let at = at as usize % (bytes.len() + 1);
+                match kind {
+                    0 if at < bytes.len() => bytes[at] = byte,
+                    1 => bytes.insert(at, byte),
+                    _ if at < bytes.len() => { bytes.remove(at); }
+                    _ => {}
+                }
+            }
+            let _ = nn::load_pth_bytes(&bytes);
+        }
+    }
+}
