@@ -142,6 +142,10 @@ LAYERS: dict[str, Callable[[], nn.Module]] = {
     "Conv2d(3, 4, 3)": lambda: nn.Conv2d(3, 4, 3),
     "Conv2d(4, 6, 3, groups=2, bias=False)": lambda: nn.Conv2d(4, 6, 3, groups=2, bias=False),
     "ConvTranspose2d(3, 4, 3)": lambda: nn.ConvTranspose2d(3, 4, 3),
+    "Conv2d(3, 4, (2, 3), stride=(2, 1), padding=(1, 0))": lambda: nn.Conv2d(
+        3, 4, (2, 3), stride=(2, 1), padding=(1, 0)
+    ),
+    "ConvTranspose2d(4, 2, (3, 1), groups=2)": lambda: nn.ConvTranspose2d(4, 2, (3, 1), groups=2),
     "BatchNorm1d(3)": lambda: nn.BatchNorm1d(3),
     "BatchNorm2d(4)": lambda: nn.BatchNorm2d(4),
     "LayerNorm([4])": lambda: nn.LayerNorm([4]),

@@ -75,9 +75,10 @@ fn assert_tensor(case: &str, key: &str, tensor: &Tensor, expected: &Value) {
 
 /// The Rust module that each case of the vectors file names.
 fn build(name: &str) -> Box<dyn Module> {
-    let no_bias = nn::ConvOptions {
-        groups: 2,
-        bias: false,
+    let grouped = nn::ConvOptions::default().groups(2).bias(false);
+    let strided = nn::ConvOptions {
+        stride: [2, 1],
+        padding: [1, 0],
         ..Default::default()
     };
     seeded(|| -> Result<Box<dyn Module>> {
@@ -87,9 +88,18 @@ fn build(name: &str) -> Box<dyn Module> {
             "Conv1d(3, 4, 3)" => Box::new(nn::Conv1d::new(3, 4, 3)?),
             "Conv2d(3, 4, 3)" => Box::new(nn::Conv2d::new(3, 4, 3)?),
             "Conv2d(4, 6, 3, groups=2, bias=False)" => {
-                Box::new(nn::Conv2d::with(4, 6, 3, no_bias)?)
+                Box::new(nn::Conv2d::with(4, 6, [3, 3], grouped)?)
             }
             "ConvTranspose2d(3, 4, 3)" => Box::new(nn::ConvTranspose2d::new(3, 4, 3)?),
+            "Conv2d(3, 4, (2, 3), stride=(2, 1), padding=(1, 0))" => {
+                Box::new(nn::Conv2d::with(3, 4, [2, 3], strided)?)
+            }
+            "ConvTranspose2d(4, 2, (3, 1), groups=2)" => Box::new(nn::ConvTranspose2d::with(
+                4,
+                2,
+                [3, 1],
+                nn::ConvOptions::default().groups(2),
+            )?),
             "BatchNorm1d(3)" => Box::new(nn::BatchNorm1d::new(3)?),
             "BatchNorm2d(4)" => Box::new(nn::BatchNorm2d::new(4)?),
             "LayerNorm([4])" => Box::new(nn::LayerNorm::new(&[4])?),
@@ -120,7 +130,7 @@ fn build(name: &str) -> Box<dyn Module> {
 fn same_seed_gives_pytorchs_initial_weights_for_every_layer() {
     let vectors = vectors();
     let cases = vectors["layers"].as_array().unwrap();
-    assert_eq!(cases.len(), 15);
+    assert_eq!(cases.len(), 17);
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let module = build(name);
@@ -543,6 +553,14 @@ fn layers_run_forward_with_the_expected_shapes() {
     for ((got, name), (_, want)) in shapes.iter().zip(&cases) {
         assert_eq!(got, want, "{name}");
     }
+    // Per-dim kernel, stride and padding: (8 + 2 - 2) / 2 + 1 = 5 rows, 8 - 3 + 1 = 6 cols.
+    let options = nn::ConvOptions {
+        stride: [2, 1],
+        padding: [1, 0],
+        ..Default::default()
+    };
+    let conv = seeded(|| nn::Conv2d::with(4, 3, [2, 3], options));
+    assert_eq!(&*conv.forward(&x4).unwrap().shape(), &[2, 3, 5, 6]);
     let emb = seeded(|| nn::Embedding::new(5, 3));
     let idx = Variable::from_tensor(Tensor::from_vec(vec![0i64, 4, 4], &[3]).unwrap());
     assert_eq!(&*emb.forward(&idx).unwrap().shape(), &[3, 3]);

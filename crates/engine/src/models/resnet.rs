@@ -11,23 +11,14 @@ use crate::variable::Variable;
 
 /// A 3x3 convolution with padding 1 and no bias (`conv3x3`).
 fn conv3x3(in_planes: usize, out_planes: usize, stride: usize) -> Result<Conv2d> {
-    let options = ConvOptions {
-        stride,
-        padding: 1,
-        bias: false,
-        ..ConvOptions::default()
-    };
-    Conv2d::with(in_planes, out_planes, 3, options)
+    let options = ConvOptions::default().stride(stride).padding(1).bias(false);
+    Conv2d::with(in_planes, out_planes, [3, 3], options)
 }
 
 /// A 1x1 convolution without bias (`conv1x1`).
 fn conv1x1(in_planes: usize, out_planes: usize, stride: usize) -> Result<Conv2d> {
-    let options = ConvOptions {
-        stride,
-        bias: false,
-        ..ConvOptions::default()
-    };
-    Conv2d::with(in_planes, out_planes, 1, options)
+    let options = ConvOptions::default().stride(stride).bias(false);
+    Conv2d::with(in_planes, out_planes, [1, 1], options)
 }
 
 /// ResNet-18/34's residual block: two 3x3 conv + batch norm, plus the (optionally
@@ -171,14 +162,9 @@ impl ResNet {
         widths: [usize; 4],
         num_classes: usize,
     ) -> Result<ResNet> {
-        let stem = ConvOptions {
-            stride: 2,
-            padding: 3,
-            bias: false,
-            ..ConvOptions::default()
-        };
+        let stem = ConvOptions::default().stride(2).padding(3).bias(false);
         let mut inplanes = widths[0];
-        let conv1 = Conv2d::with(3, inplanes, 7, stem)?;
+        let conv1 = Conv2d::with(3, inplanes, [7, 7], stem)?;
         let bn1 = BatchNorm2d::new(inplanes)?;
         let mut stages = Vec::with_capacity(4);
         for (i, (&planes, &blocks)) in widths.iter().zip(&layers).enumerate() {

@@ -75,35 +75,79 @@ impl Module for Linear {
     }
 }
 
-/// The hyper-parameters of a convolution (square kernels: one number per option, as
-/// `nn.Conv2d(..., stride=2)`). `Default` is PyTorch's defaults.
+/// The hyper-parameters of an `N`-d convolution, one size per spatial dim (PyTorch's
+/// tuples: `nn.Conv2d(..., stride=(2, 1))` is `stride: [2, 1]`). `Default` is
+/// PyTorch's defaults; the builder methods set a size in every dim (`stride=2`):
+/// `ConvOptions::default().stride(2).padding(1).bias(false)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvOptions {
+pub struct ConvOptions<const N: usize> {
     /// Step between windows.
-    pub stride: usize,
+    pub stride: [usize; N],
     /// Implicit zero padding on each side.
-    pub padding: usize,
+    pub padding: [usize; N],
     /// Spacing between kernel elements.
-    pub dilation: usize,
+    pub dilation: [usize; N],
     /// Blocked connections from input to output channels.
     pub groups: usize,
     /// Whether there is a learnable bias.
     pub bias: bool,
     /// Extra size on one side of a transposed convolution's output.
-    pub output_padding: usize,
+    pub output_padding: [usize; N],
 }
 
-impl Default for ConvOptions {
-    fn default() -> ConvOptions {
+impl<const N: usize> Default for ConvOptions<N> {
+    fn default() -> ConvOptions<N> {
         ConvOptions {
-            stride: 1,
-            padding: 0,
-            dilation: 1,
+            stride: [1; N],
+            padding: [0; N],
+            dilation: [1; N],
             groups: 1,
             bias: true,
-            output_padding: 0,
+            output_padding: [0; N],
         }
     }
+}
+
+impl<const N: usize> ConvOptions<N> {
+    /// The same stride in every dim.
+    pub fn stride(mut self, stride: usize) -> Self {
+        self.stride = [stride; N];
+        self
+    }
+
+    /// The same padding in every dim.
+    pub fn padding(mut self, padding: usize) -> Self {
+        self.padding = [padding; N];
+        self
+    }
+
+    /// The same dilation in every dim.
+    pub fn dilation(mut self, dilation: usize) -> Self {
+        self.dilation = [dilation; N];
+        self
+    }
+
+    /// The number of groups.
+    pub fn groups(mut self, groups: usize) -> Self {
+        self.groups = groups;
+        self
+    }
+
+    /// Whether there is a bias.
+    pub fn bias(mut self, bias: bool) -> Self {
+        self.bias = bias;
+        self
+    }
+
+    /// The same output padding in every dim (transposed convolutions).
+    pub fn output_padding(mut self, output_padding: usize) -> Self {
+        self.output_padding = [output_padding; N];
+        self
+    }
+}
+
+fn as_i64_array<const N: usize>(values: [usize; N]) -> [i64; N] {
+    values.map(|v| v as i64)
 }
 
 fn check_groups(in_channels: usize, out_channels: usize, groups: usize) -> Result<()> {
@@ -126,7 +170,7 @@ fn check_groups(in_channels: usize, out_channels: usize, groups: usize) -> Resul
 }
 
 macro_rules! conv_layer {
-    ($name:ident, $dims:expr, $torch:literal, $method:ident) => {
+    ($name:ident, $dims:literal, $torch:literal, $method:ident) => {
         #[doc = concat!("`nn.", $torch, "`: weight `(out, in / groups, k...)`, bias `(out,)`, ")]
         #[doc = "PyTorch's default initialisation."]
         #[derive(super::Module)]
@@ -139,13 +183,14 @@ macro_rules! conv_layer {
             pub bias: Option<Variable>,
             /// Stride, padding, dilation, groups.
             #[skip]
-            pub options: ConvOptions,
+            pub options: ConvOptions<$dims>,
             /// The train/eval flag.
             pub training: Training,
         }
 
         impl $name {
-            #[doc = concat!("`nn.", $torch, "(in_channels, out_channels, kernel_size)`.")]
+            #[doc = concat!("`nn.", $torch, "(in_channels, out_channels, kernel_size)` with ")]
+            #[doc = "a square kernel."]
             pub fn new(
                 in_channels: usize,
                 out_channels: usize,
@@ -154,21 +199,22 @@ macro_rules! conv_layer {
                 $name::with(
                     in_channels,
                     out_channels,
-                    kernel_size,
+                    [kernel_size; $dims],
                     ConvOptions::default(),
                 )
             }
 
-            /// With the given stride, padding, dilation, groups and bias.
+            /// With a kernel size per dim and the given stride, padding, dilation,
+            /// groups and bias.
             pub fn with(
                 in_channels: usize,
                 out_channels: usize,
-                kernel_size: usize,
-                options: ConvOptions,
+                kernel_size: [usize; $dims],
+                options: ConvOptions<$dims>,
             ) -> Result<$name> {
                 check_groups(in_channels, out_channels, options.groups)?;
                 let mut shape = vec![out_channels, in_channels / options.groups];
-                shape.extend([kernel_size; $dims]);
+                shape.extend(kernel_size);
                 let weight = parameter(&shape)?;
                 let bias = if options.bias {
                     Some(parameter(&[out_channels])?)
@@ -188,13 +234,13 @@ macro_rules! conv_layer {
         impl Module for $name {
             fn forward(&self, input: &Variable) -> Result<Variable> {
                 let o = &self.options;
-                let padding = [o.padding as i64; $dims];
+                let padding = as_i64_array(o.padding);
                 input.$method(
                     &self.weight,
                     self.bias.as_ref(),
-                    &[o.stride as i64; $dims],
+                    &as_i64_array(o.stride),
                     ConvPadding::Explicit(&padding),
-                    &[o.dilation as i64; $dims],
+                    &as_i64_array(o.dilation),
                     o.groups as i64,
                 )
             }
@@ -205,11 +251,11 @@ macro_rules! conv_layer {
 conv_layer!(Conv1d, 1, "Conv1d", conv1d);
 conv_layer!(Conv2d, 2, "Conv2d", conv2d);
 
-/// `nn.ConvTranspose2d`: weight `(in, out / groups, k, k)`, bias `(out,)`, PyTorch's
+/// `nn.ConvTranspose2d`: weight `(in, out / groups, kh, kw)`, bias `(out,)`, PyTorch's
 /// default initialisation.
 #[derive(super::Module)]
 pub struct ConvTranspose2d {
-    /// `(in_channels, out_channels / groups, k, k)`.
+    /// `(in_channels, out_channels / groups, kh, kw)`.
     #[param]
     pub weight: Variable,
     /// `(out_channels,)`, or `None` without bias.
@@ -217,35 +263,37 @@ pub struct ConvTranspose2d {
     pub bias: Option<Variable>,
     /// Stride, padding, output padding, dilation, groups.
     #[skip]
-    pub options: ConvOptions,
+    pub options: ConvOptions<2>,
     /// The train/eval flag.
     pub training: Training,
 }
 
 impl ConvTranspose2d {
-    /// `nn.ConvTranspose2d(in_channels, out_channels, kernel_size)`.
+    /// `nn.ConvTranspose2d(in_channels, out_channels, kernel_size)` with a square
+    /// kernel.
     pub fn new(in_channels: usize, out_channels: usize, kernel_size: usize) -> Result<Self> {
         ConvTranspose2d::with(
             in_channels,
             out_channels,
-            kernel_size,
+            [kernel_size; 2],
             ConvOptions::default(),
         )
     }
 
-    /// With the given stride, padding, output padding, dilation, groups and bias.
+    /// With a kernel size per dim and the given stride, padding, output padding,
+    /// dilation, groups and bias.
     pub fn with(
         in_channels: usize,
         out_channels: usize,
-        kernel_size: usize,
-        options: ConvOptions,
+        kernel_size: [usize; 2],
+        options: ConvOptions<2>,
     ) -> Result<Self> {
         check_groups(in_channels, out_channels, options.groups)?;
         let shape = [
             in_channels,
             out_channels / options.groups,
-            kernel_size,
-            kernel_size,
+            kernel_size[0],
+            kernel_size[1],
         ];
         let weight = parameter(&shape)?;
         let bias = if options.bias {
@@ -269,11 +317,11 @@ impl Module for ConvTranspose2d {
         input.conv_transpose2d(
             &self.weight,
             self.bias.as_ref(),
-            &[o.stride as i64; 2],
-            &[o.padding as i64; 2],
-            &[o.output_padding as i64; 2],
+            &as_i64_array(o.stride),
+            &as_i64_array(o.padding),
+            &as_i64_array(o.output_padding),
             o.groups as i64,
-            &[o.dilation as i64; 2],
+            &as_i64_array(o.dilation),
         )
     }
 }
