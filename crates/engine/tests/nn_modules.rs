@@ -657,3 +657,26 @@ fn embedding_padding_row_starts_at_zero_and_gets_no_gradient() {
     assert_eq!(grad[6..9], [0.0; 3]);
     assert!(nn::Embedding::with_padding_idx(4, 3, Some(4)).is_err());
 }
+
+#[test]
+fn to_dtype_converts_floating_parameters_and_buffers_in_place() {
+    let model = seeded(|| ResNet::with_widths(Block::Basic, [1, 1, 1, 1], [2, 2, 4, 4], 3));
+    let before = model.fc.weight.to_vec::<f32>();
+    let held = model.parameters();
+    model.to_dtype(DType::F64).unwrap();
+    let sd = model.state_dict();
+    assert_eq!(sd.get("fc.weight").unwrap().dtype(), DType::F64);
+    assert_eq!(sd.get("bn1.running_var").unwrap().dtype(), DType::F64);
+    assert_eq!(
+        sd.get("bn1.num_batches_tracked").unwrap().dtype(),
+        DType::I64
+    );
+    // Same parameters (an optimizer built before still holds them), exact widening.
+    assert!(held.iter().zip(model.parameters()).all(|(a, b)| a.same(&b)));
+    let widened: Vec<f64> = before.iter().map(|&v| v as f64).collect();
+    assert_eq!(model.fc.weight.to_vec::<f64>(), widened);
+    let x = Variable::from_tensor(Tensor::ones(&[1, 3, 32, 32], DType::F64).unwrap());
+    assert_eq!(model.forward(&x).unwrap().dtype(), DType::F64);
+    let err = model.to_dtype(DType::I64).unwrap_err().to_string();
+    assert!(err.contains("only accepts floating point dtypes"), "{err}");
+}

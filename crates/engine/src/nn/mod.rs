@@ -216,6 +216,34 @@ pub trait Module: Members + Send + Sync {
         Ok(())
     }
 
+    /// Converts every floating-point parameter and buffer to `dtype` (`to(dtype)`,
+    /// `double()`, `half()`): parameters keep their identity (PyTorch's
+    /// `param.data = ...`), so optimizers built before still hold them; integer buffers
+    /// (`num_batches_tracked`) keep their dtype; gradients are dropped.
+    fn to_dtype(&self, dtype: crate::DType) -> Result<()> {
+        if !dtype.is_floating_point() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={}",
+                dtype.torch_name()
+            )));
+        }
+        let mut vars = Vec::new();
+        state::walk(self, "", &mut |_, _, member| match member {
+            Member::Parameter(v) | Member::Buffer(v) | Member::OptionalBuffer(v) => {
+                vars.push(v.clone())
+            }
+            Member::Child(_) => {}
+        });
+        for v in vars {
+            if v.dtype().is_floating_point() && v.dtype() != dtype {
+                let converted = v.tensor().to_dtype(dtype)?;
+                v.set_grad(None)?;
+                v.set_data(&Variable::from_tensor(converted))?;
+            }
+        }
+        Ok(())
+    }
+
     /// The number of parameter elements.
     fn num_parameters(&self) -> usize {
         self.parameters().iter().map(Variable::numel).sum()
