@@ -14,7 +14,7 @@
 //! partials in group order, so results do not depend on the thread count (Note
 //! [Determinism]).
 
-use super::try_vec;
+use super::{try_collect, try_vec};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::parallel::{self, CHUNK, PARALLEL_MIN_ELEMENTS};
@@ -67,6 +67,9 @@ impl NormGeom {
         Ok(())
     }
 }
+
+/// Weights per task of the weight and bias gradients' final sums.
+const WEIGHT_BLOCK: usize = 64;
 
 /// `f(j)` for every group into a vector, in groups of groups sized by `work` only.
 fn per_group<A: Send + Clone>(
@@ -313,20 +316,34 @@ pub fn normalize_backward<T: Element>(
     };
     let (dw, db) = if need_wb {
         let n = g.weights();
-        let (mut dw, mut db) = (try_vec(n, T::default())?, try_vec(n, T::default())?);
-        for i in 0..n {
-            let (jm, kk) = (i / k.max(1), i % k.max(1));
-            let (mut a, mut b) = (0.0, 0.0);
-            let mut j = jm;
-            while j < g.groups {
-                let e = sums[j].2[kk];
-                a += e.0;
-                b += e.1;
-                j += g.wmod;
+        let kq = k.max(1);
+        // Weight `i` sums the runs `i % kq` of the groups `j ≡ i / kq (mod wmod)`, in
+        // ascending `j`. In blocks of weights (in parallel when there is enough work),
+        // each block walking the groups in order, so a layer norm's weights read each
+        // group's runs once, contiguously, and every weight keeps that order.
+        let mut pairs = try_vec(n, (0.0f64, 0.0f64))?;
+        let block = |c: usize, acc: &mut [(f64, f64)]| {
+            let first = c * WEIGHT_BLOCK;
+            for (j, (_, _, runs)) in sums.iter().enumerate() {
+                let base = (j % g.wmod) * kq;
+                let lo = base.max(first);
+                let hi = (base + kq).min(first + acc.len());
+                for i in lo..hi {
+                    let e = runs[i - base];
+                    acc[i - first].0 += e.0;
+                    acc[i - first].1 += e.1;
+                }
             }
-            dw[i] = T::from_f64(a);
-            db[i] = T::from_f64(b);
+        };
+        if g.groups.saturating_mul(kq) < PARALLEL_MIN_ELEMENTS {
+            for (c, acc) in pairs.chunks_mut(WEIGHT_BLOCK).enumerate() {
+                block(c, acc);
+            }
+        } else {
+            parallel::for_each_chunk_mut(&mut pairs, WEIGHT_BLOCK, block);
         }
+        let dw = try_collect(pairs.iter().map(|p| T::from_f64(p.0)))?;
+        let db = try_collect(pairs.iter().map(|p| T::from_f64(p.1)))?;
         (needs[1].then_some(dw), needs[2].then_some(db))
     } else {
         (None, None)
