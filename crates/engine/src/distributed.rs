@@ -1,6 +1,6 @@
 //! Data-parallel training's arithmetic: gradient buckets, the flat buffer a bucket is
 //! all-reduced in, and the averaged values written back into the gradients. See
-//! Note [Distributed].
+//! Note \[Distributed\].
 //!
 //! This module has no transport: the Python package drives MPI through mpi4py
 //! (`rustgrad.distributed`), and its `DistributedDataParallel` uses exactly these

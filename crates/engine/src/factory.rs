@@ -1,5 +1,5 @@
 //! Factories with PyTorch's exact values: `linspace`, `logspace` and `eye`. See Note
-//! [Factories].
+//! \[Factories\].
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};

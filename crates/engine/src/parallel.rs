@@ -1,4 +1,4 @@
-//! The engine's own rayon pool. See Note [Determinism]: work is always split into chunks
+//! The engine's own rayon pool. See Note \[Determinism\]: work is always split into chunks
 //! whose boundaries depend only on the problem size, never on the thread count, so the
 //! pool size changes speed, not results.
 

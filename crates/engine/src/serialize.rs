@@ -2,7 +2,7 @@
 //! through the `safetensors` crate. The structure of a checkpoint (nested dicts, views
 //! sharing storage, plain values) is the Python layer's business; this module only
 //! turns named byte buffers into a file's bytes and back, checking every offset and
-//! size of a file it did not write. See Note [Checkpoints].
+//! size of a file it did not write. See Note \[Checkpoints\].
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};

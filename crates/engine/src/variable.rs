@@ -91,9 +91,9 @@ struct AutogradMeta {
     /// [Multi-output nodes].
     view_multi_output: bool,
     /// `retain_grad()` was called on this non-leaf: its grad_fn holds a hook that fills
-    /// `.grad`, which follows the variable to a new grad_fn (Note [Hooks]).
+    /// `.grad`, which follows the variable to a new grad_fn (Note \[Hooks\]).
     retains_grad: bool,
-    /// A leaf's tensor hooks and post-accumulate-grad hooks (Note [Hooks]).
+    /// A leaf's tensor hooks and post-accumulate-grad hooks (Note \[Hooks\]).
     hooks: Option<Box<NodeHooks<Variable>>>,
     /// For views: an input a custom Function returned as-is, or a view of one (PyTorch's
     /// `CreationMeta::IN_CUSTOM_FUNCTION`): recorded in-place writes raise, and its

@@ -678,5 +678,8 @@ fn to_dtype_converts_floating_parameters_and_buffers_in_place() {
     let x = Variable::from_tensor(Tensor::ones(&[1, 3, 32, 32], DType::F64).unwrap());
     assert_eq!(model.forward(&x).unwrap().dtype(), DType::F64);
     let err = model.to_dtype(DType::I64).unwrap_err().to_string();
-    assert!(err.contains("only accepts floating point or complex dtypes"), "{err}");
+    assert!(
+        err.contains("only accepts floating point or complex dtypes"),
+        "{err}"
+    );
 }

@@ -110,7 +110,7 @@ pub fn grad<V: Value>(
 /// `backward(inputs=...)`: like [`grad`], then adds each leaf input's gradient to its
 /// `.grad`, once per distinct input. A non-leaf input is made to retain its gradient
 /// first, as PyTorch does, so its `.grad` is filled once, by its `retain_grad` hook,
-/// after its tensor hooks (Note [Hooks]). Other leaves are untouched.
+/// after its tensor hooks (Note \[Hooks\]). Other leaves are untouched.
 pub fn backward_inputs<V: Value>(
     roots: &[V],
     grad_outputs: &[Option<V>],

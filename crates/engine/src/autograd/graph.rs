@@ -169,7 +169,7 @@ pub(crate) struct Node<V: Value> {
     /// dtype and shape of the gradient each output receives (its forward output's);
     /// its length is the node's number of outputs.
     pub input_meta: InputMeta,
-    /// Hooks and metadata, for the few nodes that have any (Note [Hooks]).
+    /// Hooks and metadata, for the few nodes that have any (Note \[Hooks\]).
     pub extras: Option<Box<NodeExtras<V>>>,
 }
 
@@ -553,7 +553,7 @@ pub(crate) struct NodeTask<V: Value> {
     pub saved: SavedSlots<V>,
     /// The node's number of outputs (slots of its input buffer).
     pub num_outputs: usize,
-    /// The node's hooks, if it has any (Note [Hooks]).
+    /// The node's hooks, if it has any (Note \[Hooks\]).
     pub hooks: Option<Box<NodeHooks<V>>>,
 }
 

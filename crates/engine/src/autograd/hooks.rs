@@ -1,7 +1,7 @@
 //! Autograd hooks: user callbacks the scheduler runs around a node (PyTorch's tensor
 //! pre-hooks, `retain_grad`, node pre- and post-hooks, post-accumulate-grad hooks), and
 //! the node's metadata. They are plain Rust closures, so the Python binding and Rust
-//! users share them. See Note [Hooks] in docs/architecture.md for the order and the
+//! users share them. See Note \[Hooks\] in docs/architecture.md for the order and the
 //! locking rules (no engine lock is held while a hook runs).
 
 use super::value::Value;

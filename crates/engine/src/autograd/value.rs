@@ -67,7 +67,7 @@ pub trait Value: Clone + Send + Sync + Sized + 'static {
     /// A leaf's hooks, cloned (`None` when it has none): its tensor hooks (slot 0), which
     /// run before its gradient is accumulated or captured, and its post-accumulate-grad
     /// hooks. They live on the leaf because its AccumulateGrad node may be freed and
-    /// made again while the leaf lives. See Note [Hooks].
+    /// made again while the leaf lives. See Note \[Hooks\].
     fn leaf_hooks(&self) -> Option<NodeHooks<Self>>;
     /// PyTorch's `retain_grad()` (a no-op on a leaf).
     fn retain_grad(&self) -> Result<()>;

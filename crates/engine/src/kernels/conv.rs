@@ -1,7 +1,7 @@
 //! Convolution kernels: im2col / col2im and the three GEMM-based maps of a convolution
 //! (forward, its adjoint in the input, its adjoint in the weight). Everything works on
 //! contiguous slices and three spatial dims (1-D and 2-D convolutions have size-1 leading
-//! dims). See Note [Convolutions].
+//! dims). See Note \[Convolutions\].
 //!
 //! When the output is small, several samples share one GEMM (their column matrices side
 //! by side). Work is split by group of samples, by fixed blocks of GEMM rows and, for the
@@ -396,7 +396,7 @@ fn check_len(what: &str, got: usize, want: usize) -> Result<()> {
 
 /// Columns a convolution GEMM should have at least: below this the GEMM re-reads its
 /// whole weight matrix for a few columns of work, so samples are batched side by side
-/// until their columns reach it. See Note [Convolutions].
+/// until their columns reach it. See Note \[Convolutions\].
 const TARGET_COLUMNS: usize = 256;
 
 /// Elements of one sample group's column matrix beyond which no further sample joins it

@@ -2,7 +2,7 @@
 //! input as `outer` contiguous rows of `inner` elements each (the reduced dims moved
 //! last and copied contiguous by the caller).
 //!
-//! Determinism (Note [Determinism]): [`fold_rows`] splits every row into `CHUNK`-long
+//! Determinism (Note \[Determinism\]): [`fold_rows`] splits every row into `CHUNK`-long
 //! runs, folds each run left to right from the identity and combines the partials of a
 //! row left to right; [`map_rows`] computes each output row on one thread, serially. So
 //! the work each thread does, and the order of every floating-point operation, depends

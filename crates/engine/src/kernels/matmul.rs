@@ -69,7 +69,7 @@ const SMALL_MATRIX: usize = 256;
 pub trait Gemm: crate::dtype::Float {
     /// `c = a @ b + beta * c` for strided `a` (`m x k`), `b` (`k x n`) and `c` (`m x n`,
     /// row stride `rsc`, column stride 1), on the calling thread. With `beta == 0`, `c`
-    /// is only written. Each element is the sum over `k` in blocks of [`KC`], so the
+    /// is only written. Each element is the sum over `k` in blocks of at most `KC` (256), so the
     /// result does not depend on how a caller tiles `m` and `n`.
     ///
     /// # Safety

@@ -12,7 +12,7 @@
 //! Sums accumulate in f64. Each group's statistics (and each row's outputs) are
 //! computed by one thread in a fixed order, and weight gradients combine per-group
 //! partials in group order, so results do not depend on the thread count (Note
-//! [Determinism]).
+//! \[Determinism\]).
 
 use super::{try_collect, try_vec};
 use crate::dtype::Element;
@@ -121,7 +121,7 @@ const LANES: usize = 4;
 
 /// `sum(f(x))` in f64 over a run: element `i` into lane `i % LANES`, the lanes added in
 /// a fixed tree, then the tail left to right. The order depends on the length only, so
-/// the result does not depend on the thread count (Note [Determinism]).
+/// the result does not depend on the thread count (Note \[Determinism\]).
 #[inline(always)]
 fn lanes_sum<T: Element>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
     let mut lanes = [0.0f64; LANES];

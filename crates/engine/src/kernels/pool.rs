@@ -5,7 +5,7 @@
 //! by per-plane flat indices that max pooling's backward and `max_unpool` use.
 //!
 //! Every output plane is computed by one thread, serially, from its own input plane, so
-//! results do not depend on the thread count (Note [Determinism]). Planes are handed
+//! results do not depend on the thread count (Note \[Determinism\]). Planes are handed
 //! out in groups of a size fixed by the problem's sizes only.
 
 use super::try_vec;
@@ -383,7 +383,7 @@ fn divisor(d: &Span, h: &Span, w: &Span, count_include_pad: bool, over: Option<u
     }
 }
 
-/// Average pooling of `planes` contiguous planes (the divisor as [`divisor`] says; a
+/// Average pooling of `planes` contiguous planes (the divisor as `divisor` says; a
 /// window entirely in the padding gives 0, as PyTorch). Sums accumulate in f64.
 pub fn avg_pool<T: Element>(
     x: &[T],

@@ -1,4 +1,4 @@
-//! Sum reductions over any set of dims. See Note [Determinism]: every output element
+//! Sum reductions over any set of dims. See Note \[Determinism\]: every output element
 //! is reduced in fixed-size chunks combined left to right, so the result is bitwise
 //! the same for any number of threads.
 
@@ -60,7 +60,7 @@ const LANES: usize = 8;
 
 /// The sum of a contiguous run: element `j` goes to lane `j % LANES`, the lanes are
 /// added left to right, then the tail. The order depends only on the length, so the
-/// result is the same on every run (Note [Determinism]), and the lanes vectorise.
+/// result is the same on every run (Note \[Determinism\]), and the lanes vectorise.
 #[inline]
 fn sum_slice<T: Accumulate>(xs: &[T]) -> T::Acc {
     let mut lanes = [T::Acc::ZERO; LANES];

@@ -50,7 +50,7 @@ fn check(p: Planes, idx: &[usize], w: Option<&[f64]>) -> Result<usize> {
 }
 
 /// Chunk length for `n` outputs: one chunk below the parallel threshold, else `CHUNK`
-/// (sizes only, never the thread count: Note [Determinism]).
+/// (sizes only, never the thread count: Note \[Determinism\]).
 fn chunk_len(n: usize, unit: usize) -> usize {
     if n < PARALLEL_MIN_ELEMENTS {
         n.max(1)

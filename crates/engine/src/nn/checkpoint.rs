@@ -2,7 +2,7 @@
 //! header holds the object's structure (`rustgrad`) and a SHA-256 over the structure
 //! and every entry (`rustgrad_sha256`), as `rustgrad.save(model.state_dict(), path)`
 //! writes it; plain safetensors files (no such metadata) are read as flat state dicts.
-//! See Note [Checkpoints] and Note [Rust modules].
+//! See Note \[Checkpoints\] and Note [Rust modules].
 
 use super::state::StateDict;
 use crate::error::{Error, Result};

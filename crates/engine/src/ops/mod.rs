@@ -400,7 +400,7 @@ mod tests {
     }
 
     /// Hooks and metadata (`Node::extras`) did not make the arena slot bigger: the
-    /// released flag moved into the sequence-number word (Note [Hooks]).
+    /// released flag moved into the sequence-number word (Note \[Hooks\]).
     #[test]
     fn extras_do_not_grow_the_node() {
         let with = std::mem::size_of::<crate::autograd::graph::Node<crate::variable::Variable>>();

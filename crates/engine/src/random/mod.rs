@@ -92,7 +92,7 @@ pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
 }
 
 /// Standard normal samples from the default generator (`torch.randn`); a non-float
-/// `dtype` is refused as in [`rand`].
+/// `dtype` is refused as in [`rand()`].
 pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
     DEFAULT_GENERATOR.randn(shape, dtype)
 }
