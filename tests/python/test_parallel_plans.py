@@ -15,6 +15,7 @@ import rustgrad as torch
 from rustgrad import nn
 from rustgrad.models import resnet18
 
+
 def _resnet_step_plans(num_threads):
     torch.manual_seed(0)
     model = resnet18(num_classes=1000)
