@@ -528,6 +528,9 @@ from . import (  # noqa: E402,F401
     models,  # noqa: E402,F401
 )
 
+# `rustgrad.onnx.export` (Note [ONNX]); the onnx package is imported only when called.
+from . import onnx  # noqa: E402,F401
+
 # `out=` on every function PyTorch gives one (python/rustgrad/_out.py, Note [out=
 # arguments]): last, so that it wraps the final binding of each name.
 from ._out import install as _install_out  # noqa: E402

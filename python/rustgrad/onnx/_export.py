@@ -1,0 +1,941 @@
+"""``rustgrad.onnx.export``: trace a model once and write it as an ONNX graph.
+
+The mechanism (Note [ONNX] in docs/architecture.md): while the model runs once on the
+example inputs, three layers are patched in and restored afterwards:
+
+1. ``Module.__call__``: a module whose type has an entry in ``_MODULE_EXPORTERS`` (and
+   whose ``forward`` is that type's own) runs as usual with recording suspended, then
+   its entry emits its ONNX nodes. Other modules (containers, user modules such as
+   ResNet's ``BasicBlock``) run their ``forward``, so what they call is recorded.
+2. Tensor methods and a few ``rustgrad`` / ``nn.functional`` functions: the ones in
+   ``_METHOD_EXPORTERS`` / ``_FUNCTION_EXPORTERS`` emit nodes; every other Tensor
+   method that turns a traced tensor into a tensor the trace does not know raises
+   ``UnsupportedOperatorError`` naming it.
+3. A tensor reaching a recorded op that is neither traced, nor a parameter or buffer
+   of the model, nor a tensor the trace has seen raises: it came from an operation
+   that nothing recorded, and freezing it as a constant would be silently wrong.
+
+Values are tracked by object identity (every traced tensor is kept alive until the
+export ends, so ids are never reused); an in-place op rebinds its tensor's id to the
+op's output name.
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from .. import nn
+from .._rustgrad import Tensor
+from ..nn import functional as F
+
+__all__ = ["TrainingMode", "UnsupportedOperatorError", "export"]
+
+_DEFAULT_OPSET = 17
+_MIN_OPSET = 17
+
+
+class TrainingMode(enum.IntEnum):
+    """The mode a model is exported in (PyTorch's ``torch.onnx.TrainingMode``)."""
+
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+class UnsupportedOperatorError(RuntimeError):
+    """An operator or module has no ONNX mapping (PyTorch's
+    ``torch.onnx.errors.UnsupportedOperatorError``, a ``RuntimeError``)."""
+
+
+def _unsupported(name: str, opset: int, detail: str = "") -> UnsupportedOperatorError:
+    msg = f"Exporting the operator '{name}' to ONNX opset version {opset} is not supported"
+    if detail:
+        msg += f": {detail}"
+    return UnsupportedOperatorError(msg)
+
+
+# ----------------------------------------------------------------------- the graph
+
+
+class _Graph:
+    """The nodes, initializers and value names recorded so far."""
+
+    def __init__(self, onnx: Any, opset: int, param_names: dict[int, str]) -> None:
+        self.onnx = onnx
+        self.opset = opset
+        self.nodes: list[Any] = []
+        self.initializers: dict[str, Any] = {}
+        self.values: dict[int, str] = {}  # id(tensor) -> value name
+        self.keep: list[Any] = []  # keeps traced tensors alive (ids stay unique)
+        self.param_names = param_names  # id(parameter/buffer) -> state_dict name
+        self.scope: list[str] = []
+        self.used_names: set[str] = set()
+        self.depth = 0  # > 0 while a recorded op or module runs (nothing records)
+
+    # names
+    def fresh(self, base: str) -> str:
+        name, i = base, 0
+        while name in self.used_names:
+            i += 1
+            name = f"{base}_{i}"
+        self.used_names.add(name)
+        return name
+
+    def prefix(self) -> str:
+        return "/" + "/".join(self.scope) if self.scope else ""
+
+    # values
+    def is_traced(self, t: Any) -> bool:
+        return isinstance(t, Tensor) and id(t) in self.values
+
+    def bind(self, t: Tensor, name: str) -> None:
+        self.values[id(t)] = name
+        self.keep.append(t)
+
+    def name_of(self, t: Any, what: str) -> str:
+        """The value name of tensor ``t``: traced, a parameter/buffer (an initializer
+        named as in ``state_dict``), or an error."""
+        if not isinstance(t, Tensor):
+            raise TypeError(f"ONNX export: expected a Tensor for {what}, got {type(t)}")
+        name = self.values.get(id(t))
+        if name is not None:
+            return name
+        pname = self.param_names.get(id(t))
+        if pname is None:
+            raise RuntimeError(
+                f"ONNX export: {what} is a tensor that is neither an input of the "
+                "model, nor one of its parameters or buffers, nor the result of an "
+                "operation the exporter recorded (it was created inside forward, or "
+                "by an operation the exporter cannot see); it cannot be exported"
+            )
+        if pname not in self.initializers:
+            self.initializers[pname] = self.onnx.numpy_helper.from_array(_to_numpy(t), pname)
+            self.used_names.add(pname)
+        return pname
+
+    def const(self, array: np.ndarray, hint: str) -> str:
+        """A new initializer holding ``array``."""
+        name = self.fresh(f"{self.prefix()}/{hint}")
+        self.initializers[name] = self.onnx.numpy_helper.from_array(array, name)
+        return name
+
+    def node(self, op: str, inputs: Sequence[str], n_out: int = 1, **attrs: Any) -> list[str]:
+        """Appends node ``op``; returns its output names."""
+        base = self.fresh(f"{self.prefix()}/{op}")
+        outs = [self.fresh(f"{base}_output_{i}") for i in range(n_out)]
+        self.nodes.append(self.onnx.helper.make_node(op, list(inputs), outs, name=base, **attrs))
+        return outs
+
+    def unary(self, op: str, x: Any, out: Tensor, **attrs: Any) -> None:
+        self.bind(out, self.node(op, [self.name_of(x, "input")], **attrs)[0])
+
+
+def _to_numpy(t: Tensor) -> np.ndarray:
+    return np.ascontiguousarray(t.detach().numpy())
+
+
+def _np_dtype(t: Tensor) -> Any:
+    return _to_numpy(t.reshape(-1)[:0]).dtype if t.numel() else _to_numpy(t).dtype
+
+
+# -------------------------------------------------------------- module exporters
+
+_ModuleExporter = Callable[[_Graph, Any, tuple[Any, ...], dict[str, Any], Any], None]
+_MODULE_EXPORTERS: dict[type, _ModuleExporter] = {}
+
+
+def _module(*types: type) -> Callable[[_ModuleExporter], _ModuleExporter]:
+    def register(fn: _ModuleExporter) -> _ModuleExporter:
+        for t in types:
+            _MODULE_EXPORTERS[t] = fn
+        return fn
+
+    return register
+
+
+def _tuple(v: Any, n: int) -> list[int]:
+    if isinstance(v, (tuple, list)):
+        return [int(x) for x in v]
+    return [int(v)] * n
+
+
+@_module(nn.Linear)
+def _linear(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    x = args[0]
+    xn = g.name_of(x, "input")
+    w = g.name_of(m.weight, "weight")
+    if x.dim() == 2:
+        ins = [xn, w] + ([g.name_of(m.bias, "bias")] if m.bias is not None else [])
+        g.bind(out, g.node("Gemm", ins, alpha=1.0, beta=1.0, transB=1)[0])
+        return
+    wt = g.node("Transpose", [w], perm=[1, 0])[0]
+    y = g.node("MatMul", [xn, wt])[0]
+    if m.bias is not None:
+        y = g.node("Add", [y, g.name_of(m.bias, "bias")])[0]
+    g.bind(out, y)
+
+
+@_module(nn.Conv1d, nn.Conv2d, nn.Conv3d)
+def _conv(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    nd = len(m.kernel_size)
+    if m.padding_mode != "zeros":
+        raise _unsupported(type(m).__name__, g.opset, f"padding_mode='{m.padding_mode}'")
+    kernel = _tuple(m.kernel_size, nd)
+    dil = _tuple(m.dilation, nd)
+    if isinstance(m.padding, str):
+        if m.padding == "valid":
+            begin = end = [0] * nd
+        else:  # 'same' (stride 1): PyTorch puts the odd extra element at the end
+            total = [d * (k - 1) for d, k in zip(dil, kernel)]
+            begin = [t // 2 for t in total]
+            end = [t - b for t, b in zip(total, begin)]
+    else:
+        begin = end = _tuple(m.padding, nd)
+    ins = [g.name_of(args[0], "input"), g.name_of(m.weight, "weight")]
+    if m.bias is not None:
+        ins.append(g.name_of(m.bias, "bias"))
+    y = g.node(
+        "Conv",
+        ins,
+        kernel_shape=kernel,
+        strides=_tuple(m.stride, nd),
+        pads=list(begin) + list(end),
+        dilations=dil,
+        group=int(m.groups),
+    )[0]
+    g.bind(out, y)
+
+
+@_module(nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+def _batchnorm(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    if m.training or m.running_mean is None:
+        raise _unsupported(
+            type(m).__name__,
+            g.opset,
+            "batch statistics (training mode or track_running_stats=False)",
+        )
+    x = args[0]
+    if m.affine:
+        scale, bias = g.name_of(m.weight, "weight"), g.name_of(m.bias, "bias")
+    else:
+        dt = _to_numpy(m.running_mean).dtype
+        scale = g.const(np.ones(m.num_features, dt), "scale")
+        bias = g.const(np.zeros(m.num_features, dt), "bias")
+    ins = [
+        g.name_of(x, "input"),
+        scale,
+        bias,
+        g.name_of(m.running_mean, "running_mean"),
+        g.name_of(m.running_var, "running_var"),
+    ]
+    y = g.node("BatchNormalization", ins, epsilon=float(m.eps))[0]
+    g.bind(out, y)
+
+
+@_module(nn.ReLU)
+def _relu_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    g.unary("Relu", args[0], out)
+
+
+@_module(nn.Sigmoid)
+def _sigmoid_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    g.unary("Sigmoid", args[0], out)
+
+
+@_module(nn.Tanh)
+def _tanh_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    g.unary("Tanh", args[0], out)
+
+
+@_module(nn.LeakyReLU)
+def _leaky_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    g.unary("LeakyRelu", args[0], out, alpha=float(m.negative_slope))
+
+
+def _gelu(g: _Graph, x: Any, out: Tensor, approximate: str) -> None:
+    # Opset 17 has no Gelu (it arrives in opset 20): PyTorch's decomposition.
+    xn = g.name_of(x, "input")
+    dt = _np_dtype(x)
+
+    def c(v: float, hint: str) -> str:
+        return g.const(np.array(v, dt), hint)
+
+    if approximate == "tanh":
+        cube = g.node("Mul", [xn, g.node("Mul", [xn, xn])[0]])[0]
+        inner = g.node("Add", [xn, g.node("Mul", [cube, c(0.044715, "k")])[0]])[0]
+        inner = g.node("Mul", [inner, c(math.sqrt(2.0 / math.pi), "sqrt_2_over_pi")])[0]
+        t = g.node("Tanh", [inner])[0]
+    else:
+        t = g.node("Erf", [g.node("Div", [xn, c(math.sqrt(2.0), "sqrt_2")])[0]])[0]
+    one_plus = g.node("Add", [t, c(1.0, "one")])[0]
+    y = g.node("Mul", [g.node("Mul", [xn, one_plus])[0], c(0.5, "half")])[0]
+    g.bind(out, y)
+
+
+@_module(nn.GELU)
+def _gelu_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    _gelu(g, args[0], out, m.approximate)
+
+
+def _softmax_axis(x: Tensor, dim: Any) -> int:
+    if dim is None:  # PyTorch's legacy implicit dim
+        return 0 if x.dim() in (0, 1, 3) else 1
+    return int(dim)
+
+
+@_module(nn.Softmax)
+def _softmax_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    g.unary("Softmax", args[0], out, axis=_softmax_axis(args[0], m.dim))
+
+
+@_module(nn.LogSoftmax)
+def _logsoftmax_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    g.unary("LogSoftmax", args[0], out, axis=_softmax_axis(args[0], m.dim))
+
+
+@_module(nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.Identity)
+def _identity_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    if getattr(m, "training", False) and not isinstance(m, nn.Identity) and m.p > 0:
+        raise _unsupported(type(m).__name__, g.opset, "dropout in training mode")
+    g.bind(out, g.name_of(args[0], "input"))
+
+
+@_module(nn.Flatten)
+def _flatten_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    _flatten(g, args[0], m.start_dim, m.end_dim, out)
+
+
+def _pool_common(m: Any, nd: int) -> dict[str, Any]:
+    kernel = _tuple(m.kernel_size, nd)
+    stride = _tuple(m.stride if m.stride is not None else m.kernel_size, nd)
+    pad = _tuple(m.padding, nd)
+    return {
+        "kernel_shape": kernel,
+        "strides": stride,
+        "pads": pad + pad,
+        "ceil_mode": int(bool(m.ceil_mode)),
+    }
+
+
+@_module(nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d)
+def _maxpool_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Any) -> None:
+    if m.return_indices:
+        raise _unsupported(type(m).__name__, g.opset, "return_indices=True")
+    nd = args[0].dim() - 2
+    attrs = _pool_common(m, nd)
+    attrs["dilations"] = _tuple(m.dilation, nd)
+    g.unary("MaxPool", args[0], out, **attrs)
+
+
+@_module(nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d)
+def _avgpool_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    if getattr(m, "divisor_override", None) is not None:
+        raise _unsupported(type(m).__name__, g.opset, "divisor_override")
+    attrs = _pool_common(m, args[0].dim() - 2)
+    attrs["count_include_pad"] = int(bool(m.count_include_pad))
+    g.unary("AveragePool", args[0], out, **attrs)
+
+
+@_module(nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)
+def _adaptive_avg_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    x = args[0]
+    spatial = list(x.shape[2:])
+    want = [
+        s if o is None else int(o)
+        for o, s in zip(_tuple_none(m.output_size, len(spatial)), spatial)
+    ]
+    if all(o == 1 for o in want):
+        g.unary("GlobalAveragePool", x, out)
+    elif all(s % o == 0 for s, o in zip(spatial, want)):
+        k = [s // o for s, o in zip(spatial, want)]
+        g.unary("AveragePool", x, out, kernel_shape=k, strides=k)
+    else:
+        raise _unsupported(
+            type(m).__name__,
+            g.opset,
+            f"output size {tuple(want)} does not divide input size {tuple(spatial)}",
+        )
+
+
+def _tuple_none(v: Any, n: int) -> list[Any]:
+    return list(v) if isinstance(v, (tuple, list)) else [v] * n
+
+
+# ------------------------------------------------------- tensor-op exporters
+
+_OpExporter = Callable[[_Graph, tuple[Any, ...], dict[str, Any], Any], None]
+
+
+def _arg(args: tuple, kwargs: dict, i: int, name: str, default: Any) -> Any:
+    if len(args) > i:
+        return args[i]
+    return kwargs.get(name, default)
+
+
+def _shape_arg(args: tuple, start: int) -> list[int]:
+    rest = args[start:]
+    if (
+        len(rest) == 1
+        and isinstance(rest[0], (tuple, list))
+        or (len(rest) == 1 and not isinstance(rest[0], int))
+    ):
+        return [int(s) for s in rest[0]]
+    return [int(s) for s in rest]
+
+
+def _reshape_to(g: _Graph, x: Tensor, target: list[int], out: Tensor) -> None:
+    # Leading dims kept from the input are written as 0 ("copy this dim"), so a
+    # dynamic batch dim stays dynamic, as PyTorch's ``x.view(x.size(0), -1)`` does.
+    shape = list(x.shape)
+    spec = list(target)
+    for i, s in enumerate(spec):
+        if i < len(shape) and s == shape[i] and s != -1:
+            spec[i] = 0
+        else:
+            break
+    sname = g.const(np.array(spec, np.int64), "shape")
+    g.bind(out, g.node("Reshape", [g.name_of(x, "input"), sname])[0])
+
+
+def _flatten(g: _Graph, x: Tensor, start: int, end: int, out: Tensor) -> None:
+    nd = max(x.dim(), 1)
+    start = start % nd
+    end = end % nd
+    if x.dim() == 0 or start >= end:
+        _reshape_to(g, x, list(out.shape), out)
+        return
+    target = [0] * start + [-1] + [int(s) for s in x.shape[end + 1 :]]
+    sname = g.const(np.array(target, np.int64), "shape")
+    g.bind(out, g.node("Reshape", [g.name_of(x, "input"), sname])[0])
+
+
+def _operand(g: _Graph, v: Any, like: Tensor) -> str:
+    if isinstance(v, Tensor):
+        return g.name_of(v, "operand")
+    if isinstance(v, (bool, int, float)):
+        return g.const(np.array(v, _np_dtype(like)), "scalar")
+    raise TypeError(f"ONNX export: unsupported operand {type(v).__name__}")
+
+
+def _binary(op: str, reverse: bool = False) -> _OpExporter:
+    def emit(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+        a, b = args[0], _arg(args, kwargs, 1, "other", None)
+        alpha = kwargs.get("alpha", 1)
+        if alpha != 1:
+            raise _unsupported(f"{op.lower()} with alpha != 1", g.opset)
+        like = a if isinstance(a, Tensor) else b
+        an, bn = _operand(g, a, like), _operand(g, b, like)
+        if reverse:
+            an, bn = bn, an
+        g.bind(out, g.node(op, [an, bn])[0])
+
+    return emit
+
+
+def _unary(op: str, **attrs: Any) -> _OpExporter:
+    def emit(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+        g.unary(op, args[0], out, **attrs)
+
+    return emit
+
+
+def _view(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    if (
+        len(args) == 2
+        and not isinstance(args[1], (int, tuple, list))
+        and not hasattr(args[1], "__len__")
+    ):
+        raise _unsupported("view(dtype)", g.opset)
+    _reshape_to(g, args[0], _shape_arg(args, 1), out)
+
+
+def _flatten_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    start = _arg(args, kwargs, 1, "start_dim", 0)
+    end = _arg(args, kwargs, 2, "end_dim", -1)
+    _flatten(g, args[0], int(start), int(end), out)
+
+
+def _softmax_op(op: str) -> _OpExporter:
+    def emit(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+        dim = _arg(args, kwargs, 1, "dim", None)
+        g.unary(op, args[0], out, axis=_softmax_axis(args[0], dim))
+
+    return emit
+
+
+def _identity_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    g.bind(out, g.name_of(args[0], "input"))
+
+
+def _gelu_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    _gelu(g, args[0], out, kwargs.get("approximate", "none"))
+
+
+def _leaky_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    slope = _arg(args, kwargs, 1, "negative_slope", 0.01)
+    g.unary("LeakyRelu", args[0], out, alpha=float(slope))
+
+
+def _matmul_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    a, b = args[0], _arg(args, kwargs, 1, "other", None)
+    g.bind(out, g.node("MatMul", [g.name_of(a, "input"), g.name_of(b, "other")])[0])
+
+
+def _transpose_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    x = args[0]
+    nd = x.dim()
+    d0 = int(_arg(args, kwargs, 1, "dim0", 0)) % max(nd, 1)
+    d1 = int(_arg(args, kwargs, 2, "dim1", 1)) % max(nd, 1)
+    perm = list(range(nd))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    g.unary("Transpose", x, out, perm=perm)
+
+
+def _permute_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    x = args[0]
+    perm = [int(p) % max(x.dim(), 1) for p in _shape_arg(args, 1)]
+    g.unary("Transpose", x, out, perm=perm)
+
+
+def _relu_f(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    g.unary("Relu", args[0], out)
+
+
+def _dropout_f(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    p = _arg(args, kwargs, 1, "p", 0.5)
+    training = _arg(args, kwargs, 2, "training", True)
+    if training and p > 0:
+        raise _unsupported("dropout", g.opset, "dropout in training mode")
+    _identity_op(g, args, kwargs, out)
+
+
+# Tensor methods with a mapping (the in-place ones rebind their tensor).
+_METHOD_EXPORTERS: dict[str, _OpExporter] = {
+    "__add__": _binary("Add"),
+    "__radd__": _binary("Add", reverse=True),
+    "__iadd__": _binary("Add"),
+    "add": _binary("Add"),
+    "add_": _binary("Add"),
+    "__sub__": _binary("Sub"),
+    "__rsub__": _binary("Sub", reverse=True),
+    "__isub__": _binary("Sub"),
+    "sub": _binary("Sub"),
+    "sub_": _binary("Sub"),
+    "__mul__": _binary("Mul"),
+    "__rmul__": _binary("Mul", reverse=True),
+    "__imul__": _binary("Mul"),
+    "mul": _binary("Mul"),
+    "mul_": _binary("Mul"),
+    "__truediv__": _binary("Div"),
+    "__rtruediv__": _binary("Div", reverse=True),
+    "__itruediv__": _binary("Div"),
+    "div": _binary("Div"),
+    "div_": _binary("Div"),
+    "__matmul__": _matmul_op,
+    "matmul": _matmul_op,
+    "relu": _unary("Relu"),
+    "relu_": _unary("Relu"),
+    "sigmoid": _unary("Sigmoid"),
+    "tanh": _unary("Tanh"),
+    "exp": _unary("Exp"),
+    "__neg__": _unary("Neg"),
+    "neg": _unary("Neg"),
+    "view": _view,
+    "reshape": _view,
+    "flatten": _flatten_op,
+    "softmax": _softmax_op("Softmax"),
+    "log_softmax": _softmax_op("LogSoftmax"),
+    "transpose": _transpose_op,
+    "permute": _permute_op,
+    "contiguous": _identity_op,
+    "clone": _identity_op,
+    "detach": _identity_op,
+}
+
+# Dunder methods that get the "unsupported" check when they have no mapping.
+_CHECKED_DUNDERS = (
+    "__getitem__",
+    "__pow__",
+    "__rpow__",
+    "__floordiv__",
+    "__mod__",
+    "__abs__",
+)
+
+# Functions of ``rustgrad`` / ``rustgrad.nn.functional`` with a mapping.
+_FUNCTION_EXPORTERS: dict[str, _OpExporter] = {
+    "relu": _relu_f,
+    "relu_": _relu_f,
+    "sigmoid": _unary("Sigmoid"),
+    "tanh": _unary("Tanh"),
+    "softmax": _softmax_op("Softmax"),
+    "log_softmax": _softmax_op("LogSoftmax"),
+    "gelu": _gelu_op,
+    "leaky_relu": _leaky_op,
+    "flatten": _flatten_op,
+    "reshape": _view,
+    "add": _binary("Add"),
+    "mul": _binary("Mul"),
+    "matmul": _matmul_op,
+    "transpose": _transpose_op,
+    "permute": _permute_op,
+    "dropout": _dropout_f,
+}
+
+
+# ------------------------------------------------------------------ tracing
+
+
+def _tensors(obj: Any) -> Iterator[Tensor]:
+    if isinstance(obj, Tensor):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for o in obj:
+            yield from _tensors(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o)
+
+
+def _module_exporter(m: Any) -> _ModuleExporter | None:
+    for cls in type(m).__mro__:
+        fn = _MODULE_EXPORTERS.get(cls)
+        if fn is not None:
+            # A subclass with its own forward is traced through, not mapped.
+            return fn if type(m).forward is cls.forward else None
+    return None
+
+
+class _Tracer:
+    """Installs the recording layers for one export and removes them afterwards."""
+
+    def __init__(self, graph: _Graph, module_names: dict[int, str]) -> None:
+        self.g = graph
+        self.module_names = module_names
+        self.saved: list[tuple[Any, str, Any]] = []
+
+    def _patch(self, owner: Any, name: str, new: Any) -> None:
+        self.saved.append((owner, name, owner.__dict__[name]))
+        setattr(owner, name, new)
+
+    def restore(self) -> None:
+        while self.saved:
+            owner, name, old = self.saved.pop()
+            setattr(owner, name, old)
+
+    @contextmanager
+    def suspended(self) -> Iterator[None]:
+        self.g.depth += 1
+        try:
+            yield
+        finally:
+            self.g.depth -= 1
+
+    def install(self) -> None:
+        g = self.g
+        module_call = nn.Module.__call__
+
+        def call(m: Any, *args: Any, **kwargs: Any) -> Any:
+            if g.depth:
+                return module_call(m, *args, **kwargs)
+            name = self.module_names.get(id(m))
+            exporter = _module_exporter(m)
+            if exporter is None:
+                if name:
+                    g.scope.append(name)
+                try:
+                    return module_call(m, *args, **kwargs)
+                finally:
+                    if name:
+                        g.scope.pop()
+            if not any(g.is_traced(t) for t in _tensors((args, kwargs))):
+                return module_call(m, *args, **kwargs)  # constants only
+            with self.suspended():
+                out = module_call(m, *args, **kwargs)
+            if name:
+                g.scope.append(name)
+            try:
+                exporter(g, m, args, kwargs, out)
+            finally:
+                if name:
+                    g.scope.pop()
+            return out
+
+        self._patch(nn.Module, "__call__", call)
+
+        for name, fn in _METHOD_EXPORTERS.items():
+            if name in Tensor.__dict__:
+                old = Tensor.__dict__[name]
+                self._patch(Tensor, name, self._recorder(f"Tensor.{name}", fn, old))
+        for name, attr in list(Tensor.__dict__.items()):
+            if name in _METHOD_EXPORTERS or not callable(attr):
+                continue
+            if name.startswith("__") and name not in _CHECKED_DUNDERS:
+                continue
+            if isinstance(attr, (staticmethod, classmethod, type)):
+                continue
+            self._patch(Tensor, name, self._checker(f"Tensor.{name}", attr))
+        import rustgrad
+
+        for owner in (rustgrad, F):
+            for name, fn in _FUNCTION_EXPORTERS.items():
+                if name in owner.__dict__ and callable(owner.__dict__[name]):
+                    prefix = "rustgrad" if owner is rustgrad else "F"
+                    old = owner.__dict__[name]
+                    self._patch(owner, name, self._recorder(f"{prefix}.{name}", fn, old))
+
+    def _recorder(self, label: str, emit: _OpExporter, original: Any) -> Callable[..., Any]:
+        g = self.g
+        tracer = self
+
+        def record(*args: Any, **kwargs: Any) -> Any:
+            if g.depth or not any(g.is_traced(t) for t in _tensors((args, kwargs))):
+                return original(*args, **kwargs)
+            with tracer.suspended():
+                out = original(*args, **kwargs)
+            if not isinstance(out, Tensor):
+                raise _unsupported(label, g.opset, "it does not return one tensor")
+            emit(g, args, kwargs, out)
+            return out
+
+        return record
+
+    def _checker(self, label: str, original: Any) -> Callable[..., Any]:
+        g = self.g
+
+        def check(*args: Any, **kwargs: Any) -> Any:
+            if g.depth:
+                return original(*args, **kwargs)
+            inputs = [t for t in _tensors((args, kwargs)) if g.is_traced(t)]
+            if not inputs:
+                return original(*args, **kwargs)
+            before = {id(t): g.values[id(t)] for t in inputs}
+            out = original(*args, **kwargs)
+            for t in _tensors(out):
+                if id(t) not in g.values or before.get(id(t)) == g.values[id(t)]:
+                    raise _unsupported(label.replace("Tensor.", ""), g.opset)
+            return out
+
+        return check
+
+
+# ------------------------------------------------------------------ export
+
+
+def _value_info(onnx: Any, name: str, t: Tensor, dyn: Mapping[int, str] | None) -> Any:
+    elem = onnx.helper.np_dtype_to_tensor_dtype(_np_dtype(t))
+    shape: list[Any] = list(t.shape)
+    for axis, label in (dyn or {}).items():
+        shape[int(axis)] = label
+    return onnx.helper.make_tensor_value_info(name, elem, shape)
+
+
+def _dyn_axes(
+    dynamic_axes: Mapping[str, Any] | None, name: str, known: set[str]
+) -> dict[int, str] | None:
+    if not dynamic_axes or name not in dynamic_axes:
+        return None
+    spec = dynamic_axes[name]
+    if isinstance(spec, Mapping):
+        return {int(k): str(v) for k, v in spec.items()}
+    return {int(a): f"{name}_dynamic_axes_{i + 1}" for i, a in enumerate(spec)}
+
+
+def _set_modes(model: Any, training: bool) -> list[tuple[Any, bool]]:
+    saved = [(m, m.training) for m in model.modules()]
+    for m, _ in saved:
+        m.training = training
+    return saved
+
+
+def export(
+    model: Any,
+    args: Any = (),
+    f: str | os.PathLike[str] | io.IOBase | None = None,
+    *,
+    kwargs: dict[str, Any] | None = None,
+    verbose: bool | None = None,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    opset_version: int | None = None,
+    dynamo: bool = True,
+    external_data: bool = True,
+    dynamic_shapes: Any = None,
+    export_params: bool = True,
+    keep_initializers_as_inputs: bool = False,
+    dynamic_axes: Mapping[str, Mapping[int, str]] | Mapping[str, Sequence[int]] | None = None,
+    training: TrainingMode = TrainingMode.EVAL,
+    do_constant_folding: bool = True,
+    **unsupported: Any,
+) -> None:
+    """Exports ``model`` to ONNX by running it once on ``args``: ``torch.onnx.export``.
+
+    The model runs in eval mode (``training=TrainingMode.EVAL``, the default; its
+    modes are restored afterwards) and its parameters and buffers become the graph's
+    initializers, named as in its ``state_dict``. Supported: Linear, Conv1d/2d/3d,
+    BatchNorm (eval), ReLU/GELU/Sigmoid/Tanh/LeakyReLU, Softmax/LogSoftmax, max and
+    average pooling, AdaptiveAvgPool (output 1 or dividing the input), Flatten,
+    Dropout/Identity, containers, and modules whose forward combines these with the
+    tensor ops add/sub/mul/div, matmul, relu, view/reshape/flatten, transpose/permute,
+    softmax. Anything else raises ``UnsupportedOperatorError`` naming it.
+
+    Args:
+        model: the ``nn.Module`` to export.
+        args: the example input: a tensor or a tuple of positional arguments.
+        f: a path or a binary file object to write the model to; ``None`` writes
+            nothing (the model proto is still built and checked).
+        kwargs: keyword arguments for ``model``'s forward.
+        input_names, output_names: names of the graph's inputs / outputs, in order
+            (default ``input``/``output``, numbered when several).
+        opset_version: the ONNX opset (default 17; 17 up to the installed ``onnx``'s
+            newest).
+        dynamic_axes: ``{name: {axis: label}}`` or ``{name: [axis, ...]}``: axes of
+            inputs/outputs whose size is symbolic (typically the batch axis).
+        export_params: store the parameters in the file (``False``: they become
+            graph inputs).
+        keep_initializers_as_inputs: also list the initializers as graph inputs.
+        training: ``TrainingMode.EVAL`` or ``PRESERVE`` (a model in training mode
+            with batch norm or dropout then raises).
+        verbose, dynamo, external_data, dynamic_shapes, do_constant_folding:
+            accepted for compatibility; rustgrad has one (tracing) exporter.
+
+    Returns:
+        None (PyTorch's TorchScript exporter also returns None).
+    """
+    if unsupported:
+        raise TypeError(f"export() got an unexpected keyword argument '{next(iter(unsupported))}'")
+    try:
+        import onnx
+    except ImportError as e:  # pragma: no cover - dependency missing
+        raise ImportError("rustgrad.onnx.export needs the 'onnx' package: pip install onnx") from e
+    opset = _DEFAULT_OPSET if opset_version is None else int(opset_version)
+    newest = onnx.defs.onnx_opset_version()
+    if not _MIN_OPSET <= opset <= newest:
+        raise ValueError(
+            f"Unsupported ONNX opset version: {opset} (rustgrad exports opsets "
+            f"{_MIN_OPSET} to {newest})"
+        )
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"export() expects an nn.Module, got {type(model).__name__}")
+    if training == TrainingMode.TRAINING:
+        raise _unsupported("training-mode export", opset, "use TrainingMode.EVAL")
+    if isinstance(args, Tensor):
+        args = (args,)
+    args = tuple(args)
+    if args and isinstance(args[-1], dict) and kwargs is None:
+        args, kwargs = args[:-1], args[-1]
+    kwargs = dict(kwargs or {})
+
+    params: dict[int, str] = {}
+    for pname, p in model.named_parameters(remove_duplicate=True):
+        params.setdefault(id(p), pname)
+    for bname, b in model.named_buffers():
+        if b is not None:
+            params.setdefault(id(b), bname)
+    module_names = {id(m): n for n, m in model.named_modules() if n}
+    g = _Graph(onnx, opset, params)
+
+    flat_inputs = list(_tensors((args, kwargs)))
+    names_in = list(input_names or [])
+    graph_inputs = []
+    for i, t in enumerate(flat_inputs):
+        if i < len(names_in):
+            nm = names_in[i]
+        else:
+            nm = "input" if len(flat_inputs) == 1 else f"input_{i}"
+        if nm in g.used_names:
+            raise ValueError(f"ONNX export: duplicate input name '{nm}'")
+        g.used_names.add(nm)
+        g.bind(t, nm)
+        graph_inputs.append((nm, t))
+    if len(names_in) > len(flat_inputs):
+        raise ValueError(f"ONNX export: {len(names_in)} input_names for {len(flat_inputs)} inputs")
+
+    saved_modes = _set_modes(model, False) if training == TrainingMode.EVAL else []
+    tracer = _Tracer(g, module_names)
+    from ..autograd.grad_mode import no_grad
+
+    try:
+        tracer.install()
+        with no_grad():
+            result = model(*args, **kwargs)
+    finally:
+        tracer.restore()
+        for m, mode in saved_modes:
+            m.training = mode
+
+    outs = list(_tensors(result))
+    if not outs:
+        raise RuntimeError("ONNX export: the model returned no tensor")
+    names_out = list(output_names or [])
+    if len(names_out) > len(outs):
+        raise ValueError(f"ONNX export: {len(names_out)} output_names for {len(outs)} outputs")
+    input_set = {nm for nm, _ in graph_inputs}
+    rename: dict[str, str] = {}
+    graph_outputs = []
+    for i, t in enumerate(outs):
+        src = g.name_of(t, f"output {i}")
+        nm = names_out[i] if i < len(names_out) else ("output" if len(outs) == 1 else f"output_{i}")
+        produced = any(src in n.output for n in g.nodes)
+        if produced and src not in rename and nm not in g.used_names:
+            rename[src] = nm
+        elif src != nm:
+            if nm in g.used_names and nm not in rename.values():
+                raise ValueError(f"ONNX export: output name '{nm}' is already used")
+            g.nodes.append(onnx.helper.make_node("Identity", [rename.get(src, src)], [nm]))
+        g.used_names.add(nm)
+        graph_outputs.append((nm, t))
+    for node in g.nodes:
+        for seq in (node.input, node.output):
+            for j, v in enumerate(seq):
+                if v in rename:
+                    seq[j] = rename[v]
+
+    known = {nm for nm, _ in graph_inputs} | {nm for nm, _ in graph_outputs}
+    if dynamic_axes:
+        for key in dynamic_axes:
+            if key not in known:
+                raise ValueError(
+                    f"ONNX export: dynamic_axes names '{key}', which is neither an "
+                    "input nor an output name"
+                )
+    inputs_vi = [
+        _value_info(onnx, nm, t, _dyn_axes(dynamic_axes, nm, known)) for nm, t in graph_inputs
+    ]
+    outputs_vi = [
+        _value_info(onnx, nm, t, _dyn_axes(dynamic_axes, nm, known)) for nm, t in graph_outputs
+    ]
+    inits = list(g.initializers.values())
+    param_set = set(params.values())
+    if not export_params:
+        for init in inits:
+            if init.name in param_set:
+                inputs_vi.append(
+                    onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+                )
+        inits = [i for i in inits if i.name not in param_set]
+    elif keep_initializers_as_inputs:
+        for init in inits:
+            inputs_vi.append(
+                onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+            )
+    del input_set
+    graph = onnx.helper.make_graph(g.nodes, "main_graph", inputs_vi, outputs_vi, initializer=inits)
+    proto = onnx.helper.make_model(
+        graph,
+        opset_imports=[onnx.helper.make_opsetid("", opset)],
+        producer_name="rustgrad",
+    )
+    if opset <= 18:  # the IR version of the onnx release that introduced the opset
+        proto.ir_version = 8
+    onnx.checker.check_model(proto)
+    if f is not None:
+        onnx.save_model(proto, f)
