@@ -526,10 +526,8 @@ from . import (  # noqa: E402,F401
     _device,
     _meta,
     models,  # noqa: E402,F401
+    onnx,  # `rustgrad.onnx.export` (Note [ONNX]); needs the onnx package when called
 )
-
-# `rustgrad.onnx.export` (Note [ONNX]); the onnx package is imported only when called.
-from . import onnx  # noqa: E402,F401
 
 # `out=` on every function PyTorch gives one (python/rustgrad/_out.py, Note [out=
 # arguments]): last, so that it wraps the final binding of each name.
