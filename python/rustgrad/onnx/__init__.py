@@ -7,5 +7,6 @@ The ``onnx`` Python package is needed only when these functions are called.
 from __future__ import annotations
 
 from ._export import TrainingMode, UnsupportedOperatorError, export
+from ._import import load_model as load_model
 
 __all__ = ["TrainingMode", "UnsupportedOperatorError", "export"]
