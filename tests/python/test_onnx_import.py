@@ -191,3 +191,23 @@ def test_truncated_and_garbage_bytes_raise(tmp_path: Path) -> None:
         path.write_bytes(rng.integers(0, 256, 200 + 50 * k, dtype=np.uint8).tobytes())
         with pytest.raises(ValueError):
             load_model(path)
+
+
+@pytest.mark.parametrize("name", ["mlp", "misc", "lenet"])
+def test_mutated_files_raise_cleanly(name: str) -> None:
+    """Random byte mutations of a fixture either load and run, or raise a clear
+    ValueError / RuntimeError / IndexError (NotImplementedError is a RuntimeError) at
+    load or run time: never another exception, a crash or a hang. Mutated names with
+    invalid UTF-8 are among the cases this covers."""
+    data = (FIXTURES / f"{name}.onnx").read_bytes()
+    x = torch.from_numpy(np.load(FIXTURES / f"{name}_io.npz")["input"].copy())
+    rng = np.random.default_rng(24)
+    for _ in range(150):
+        mutated = bytearray(data)
+        for pos in rng.integers(0, len(data), rng.integers(1, 4)):
+            mutated[pos] = rng.integers(0, 256)
+        try:
+            model = load_model(bytes(mutated))
+            model(x)
+        except (ValueError, RuntimeError, IndexError):
+            pass

@@ -52,7 +52,7 @@ def _onnx() -> Any:
 def _read_external(tensor: Any, base_dir: str | None) -> bytes:
     """The bytes of an initializer stored outside the model file, read only from a file
     inside the model's folder and only within that file's bounds."""
-    info = {e.key: e.value for e in tensor.external_data}
+    info = {_str(e.key): _str(e.value) for e in tensor.external_data}
     location = info.get("location")
     if not location:
         raise ValueError(f"initializer '{tensor.name}' has external data without a location")
@@ -95,7 +95,7 @@ def _tensor_to_numpy(tensor: Any, base_dir: str | None) -> np.ndarray:
     onnx = _onnx()
     from onnx import numpy_helper
 
-    name = tensor.name or "<constant>"
+    name = _str(tensor.name) or "<constant>"
     dims = list(tensor.dims)
     if any(d < 0 for d in dims):
         raise ValueError(f"tensor '{name}' has a negative dimension: {dims}")
@@ -145,6 +145,14 @@ def _to_tensor(arr: np.ndarray, name: str) -> rustgrad.Tensor:
         return rustgrad.from_numpy(arr.copy())
     except Exception as exc:
         raise ValueError(f"tensor '{name}': dtype {arr.dtype} is not supported") from exc
+
+
+def _str(value: Any) -> str:
+    """A protobuf string field as ``str``: invalid UTF-8 (which the parser hands back
+    as ``bytes``) is decoded with ``surrogateescape``, so distinct names stay distinct."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return str(value)
 
 
 def _sanitise(name: str, taken: set[str]) -> str:
@@ -215,18 +223,21 @@ class OnnxModule(nn.Module):
         taken: set[str] = set()
         self.initializer_names: dict[str, str] = {}
         for init in graph.initializer:
-            if init.name in self.initializer_names:
-                raise ValueError(f"initializer '{init.name}' is defined twice")
+            init_name = _str(init.name)
+            if init_name in self.initializer_names:
+                raise ValueError(f"initializer '{init_name}' is defined twice")
             arr = _tensor_to_numpy(init, base_dir)
-            attr = _sanitise(init.name, taken | set(dir(self)))
-            t = _to_tensor(arr, init.name)
+            attr = _sanitise(init_name, taken | set(dir(self)))
+            t = _to_tensor(arr, init_name)
             if t.is_floating_point():
                 self.register_parameter(attr, nn.Parameter(t))
             else:
                 self.register_buffer(attr, t)
-            self.initializer_names[init.name] = attr
-        self.input_names = [i.name for i in graph.input if i.name not in self.initializer_names]
-        self.output_names = [o.name for o in graph.output]
+            self.initializer_names[init_name] = attr
+        self.input_names = [
+            _str(i.name) for i in graph.input if _str(i.name) not in self.initializer_names
+        ]
+        self.output_names = [_str(o.name) for o in graph.output]
         if not self.output_names:
             raise ValueError("ONNX graph has no outputs")
         self.nodes = self._sort_nodes(graph)
@@ -240,17 +251,26 @@ class OnnxModule(nn.Module):
         producer: dict[str, int] = {}
         raw: list[OnnxNode] = []
         for i, node in enumerate(graph.node):
-            name = node.name or f"{node.op_type}_{i}"
-            if node.domain not in ("", "ai.onnx"):
+            op_type, domain = _str(node.op_type), _str(node.domain)
+            name = _str(node.name) or f"{op_type}_{i}"
+            if domain not in ("", "ai.onnx"):
                 raise NotImplementedError(
-                    f"ONNX op '{node.domain}::{node.op_type}' (node '{name}') is not supported"
+                    f"ONNX op '{domain}::{op_type}' (node '{name}') is not supported"
                 )
-            if node.op_type not in _OPS:
+            if op_type not in _OPS:
                 raise NotImplementedError(
-                    f"ONNX op '{node.op_type}' (node '{name}') is not supported by rustgrad's"
-                    " importer"
+                    f"ONNX op '{op_type}' (node '{name}') is not supported by rustgrad's importer"
                 )
-            attrs = {}
+            inputs = tuple(_str(v) for v in node.input)
+            outputs = tuple(_str(v) for v in node.output)
+            need = _MIN_INPUTS.get(op_type, 1)
+            if sum(1 for v in inputs[:need] if v) < need:
+                raise ValueError(
+                    f"node '{name}' ({op_type}) needs {need} input(s), has {list(inputs)}"
+                )
+            if not any(outputs):
+                raise ValueError(f"node '{name}' ({op_type}) has no output")
+            attrs: dict[str, Any] = {}
             for a in node.attribute:
                 if a.type == onnx.AttributeProto.TENSOR:
                     attrs[a.name] = _tensor_to_numpy(a.t, None)
@@ -259,16 +279,17 @@ class OnnxModule(nn.Module):
                         f"node '{name}': subgraph attributes are not supported"
                     )
                 else:
-                    attrs[a.name] = onnx.helper.get_attribute_value(a)
-                    if isinstance(attrs[a.name], bytes):
-                        attrs[a.name] = attrs[a.name].decode("utf-8", "replace")
-            for out in node.output:
+                    value = onnx.helper.get_attribute_value(a)
+                    if value is None:
+                        raise ValueError(f"node '{name}': attribute '{_str(a.name)}' has no value")
+                    attrs[_str(a.name)] = _str(value) if isinstance(value, bytes) else value
+            for out in outputs:
                 if not out:
                     continue
                 if out in producer or out in available:
                     raise ValueError(f"value '{out}' is produced twice (node '{name}')")
                 producer[out] = i
-            raw.append(OnnxNode(name, node.op_type, tuple(node.input), tuple(node.output), attrs))
+            raw.append(OnnxNode(name, op_type, inputs, outputs, attrs))
         # Kahn's algorithm: a node runs once every input it names is available.
         deps: list[set[int]] = []
         users: dict[int, list[int]] = {i: [] for i in range(len(raw))}
@@ -342,7 +363,12 @@ class OnnxModule(nn.Module):
             if node.name in self._replacements:
                 outs: Any = getattr(self, self._replacements[node.name])(ins[0])
             else:
-                outs = _OPS[node.op_type](self, node, ins)
+                try:
+                    outs = _OPS[node.op_type](self, node, ins)
+                except (TypeError, KeyError, AttributeError) as exc:
+                    raise ValueError(
+                        f"node '{node.name}' ({node.op_type}) is malformed: {exc}"
+                    ) from exc
             if not isinstance(outs, (tuple, list)):
                 outs = (outs,)
             for name, value in zip(node.outputs, outs):
@@ -659,6 +685,22 @@ def _dropout(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
         return x, rustgrad.ones(x.shape, dtype=rustgrad.bool)
     return x
 
+
+#: Inputs an op cannot run without (1 when not listed).
+_MIN_INPUTS = {
+    "Gemm": 2,
+    "MatMul": 2,
+    "Add": 2,
+    "Sub": 2,
+    "Mul": 2,
+    "Div": 2,
+    "Pow": 2,
+    "Conv": 2,
+    "BatchNormalization": 5,
+    "Reshape": 2,
+    "Gather": 2,
+    "Constant": 0,
+}
 
 _CAST = {1: "float32", 11: "float64", 10: "float16", 7: "int64", 6: "int32", 9: "bool"}
 
