@@ -26,6 +26,7 @@ import enum
 import io
 import math
 import os
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -605,6 +606,15 @@ def _tensors(obj: Any) -> Iterator[Tensor]:
             yield from _tensors(o)
 
 
+def _untraced(g: _Graph, out: Any, before: dict[int, str]) -> bool:
+    """Whether a tensor in ``out`` is unknown to the trace, or is an input that an
+    in-place op changed without recording it."""
+    for t in _tensors(out):
+        if id(t) not in g.values or before.get(id(t)) == g.values[id(t)]:
+            return True
+    return False
+
+
 def _module_exporter(m: Any) -> _ModuleExporter | None:
     for cls in type(m).__mro__:
         fn = _MODULE_EXPORTERS.get(cls)
@@ -649,13 +659,25 @@ class _Tracer:
             name = self.module_names.get(id(m))
             exporter = _module_exporter(m)
             if exporter is None:
+                inputs = [t for t in _tensors((args, kwargs)) if g.is_traced(t)]
+                before = {id(t): g.values[id(t)] for t in inputs}
                 if name:
                     g.scope.append(name)
                 try:
-                    return module_call(m, *args, **kwargs)
+                    out = module_call(m, *args, **kwargs)
                 finally:
                     if name:
                         g.scope.pop()
+                if inputs and _untraced(g, out, before):
+                    kind = type(m).__name__
+                    if next(iter(m.children()), None) is None:
+                        raise _unsupported(kind, g.opset, "no ONNX mapping for module")
+                    raise _unsupported(
+                        kind,
+                        g.opset,
+                        "an operation in its forward has no ONNX mapping",
+                    )
+                return out
             if not any(g.is_traced(t) for t in _tensors((args, kwargs))):
                 return module_call(m, *args, **kwargs)  # constants only
             with self.suspended():
@@ -663,7 +685,8 @@ class _Tracer:
             if name:
                 g.scope.append(name)
             try:
-                exporter(g, m, args, kwargs, out)
+                with self.suspended():  # the exporter's own tensor calls record nothing
+                    exporter(g, m, args, kwargs, out)
             finally:
                 if name:
                     g.scope.pop()
@@ -678,14 +701,20 @@ class _Tracer:
         for name, attr in list(Tensor.__dict__.items()):
             if name in _METHOD_EXPORTERS or not callable(attr):
                 continue
-            if name.startswith("__") and name not in _CHECKED_DUNDERS:
-                continue
+            if name.startswith("_") and name not in _CHECKED_DUNDERS:
+                continue  # private helpers: the public op calling them is named
             if isinstance(attr, (staticmethod, classmethod, type)):
                 continue
             self._patch(Tensor, name, self._checker(f"Tensor.{name}", attr))
         import rustgrad
 
         for owner in (rustgrad, F):
+            prefix = "rustgrad" if owner is rustgrad else "F"
+            for name, attr in list(owner.__dict__.items()):
+                if name in _FUNCTION_EXPORTERS or name.startswith("_"):
+                    continue
+                if isinstance(attr, (types.FunctionType, types.BuiltinFunctionType)):
+                    self._patch(owner, name, self._checker(f"{prefix}.{name}", attr))
             for name, fn in _FUNCTION_EXPORTERS.items():
                 if name in owner.__dict__ and callable(owner.__dict__[name]):
                     prefix = "rustgrad" if owner is rustgrad else "F"
@@ -703,7 +732,8 @@ class _Tracer:
                 out = original(*args, **kwargs)
             if not isinstance(out, Tensor):
                 raise _unsupported(label, g.opset, "it does not return one tensor")
-            emit(g, args, kwargs, out)
+            with tracer.suspended():
+                emit(g, args, kwargs, out)
             return out
 
         return record
@@ -719,9 +749,8 @@ class _Tracer:
                 return original(*args, **kwargs)
             before = {id(t): g.values[id(t)] for t in inputs}
             out = original(*args, **kwargs)
-            for t in _tensors(out):
-                if id(t) not in g.values or before.get(id(t)) == g.values[id(t)]:
-                    raise _unsupported(label.replace("Tensor.", ""), g.opset)
+            if _untraced(g, out, before):
+                raise _unsupported(label, g.opset)
             return out
 
         return check

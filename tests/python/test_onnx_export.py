@@ -1,0 +1,254 @@
+"""rustgrad.onnx.export (Note [ONNX]): exported models pass onnx.checker and, run by
+onnxruntime (an independent implementation of every op), give rustgrad's eval outputs
+within 1e-5; names, dynamic axes, errors and the model's state behave as in
+torch.onnx.export."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import rustgrad as torch
+import rustgrad.onnx
+from rustgrad import nn
+from rustgrad.models import LeNet, ResNet
+from rustgrad.models.resnet import BasicBlock, Bottleneck
+from rustgrad.nn import functional as F
+from rustgrad.onnx import UnsupportedOperatorError
+
+
+def _export(model, x, **kw):
+    buf = io.BytesIO()
+    rustgrad.onnx.export(model, (x,), buf, **kw)
+    data = buf.getvalue()
+    proto = onnx.load_from_string(data)
+    onnx.checker.check_model(proto, full_check=True)
+    return proto, ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+
+
+def _randomise_bn(model):
+    g = np.random.default_rng(0)
+    for m in model.modules():
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            n = m.num_features
+            m.running_mean.copy_(torch.tensor(g.normal(0, 0.1, n).astype(np.float32)))
+            m.running_var.copy_(torch.tensor(g.uniform(0.5, 1.5, n).astype(np.float32)))
+            with torch.no_grad():
+                m.weight.copy_(torch.tensor(g.uniform(0.5, 1.5, n).astype(np.float32)))
+                m.bias.copy_(torch.tensor(g.normal(0, 0.1, n).astype(np.float32)))
+
+
+def _check(model, x, atol=1e-5, **kw):
+    proto, sess = _export(model, x, **kw)
+    model.eval()
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=atol)
+    return proto, sess
+
+
+def _ops(proto):
+    return [n.op_type for n in proto.graph.node]
+
+
+def test_mlp_with_every_activation_matches_onnxruntime():
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(6, 16),
+        nn.ReLU(),
+        nn.Linear(16, 16),
+        nn.GELU(),
+        nn.Linear(16, 16),
+        nn.GELU(approximate="tanh"),
+        nn.Dropout(0.3),
+        nn.Linear(16, 16),
+        nn.Tanh(),
+        nn.Linear(16, 16),
+        nn.Sigmoid(),
+        nn.Linear(16, 16),
+        nn.LeakyReLU(0.2),
+        nn.Linear(16, 4),
+        nn.Softmax(dim=-1),
+    )
+    proto, _ = _check(model, torch.randn(2, 6))
+    ops = _ops(proto)
+    assert ops.count("Gemm") == 7 and "Erf" in ops and "LeakyRelu" in ops
+    assert proto.opset_import[0].version == 17
+    # parameters are initializers named as in the state_dict
+    assert {i.name for i in proto.graph.initializer} >= {"0.weight", "13.bias"}
+
+
+def test_lenet_matches_onnxruntime():
+    torch.manual_seed(1)
+    proto, _ = _check(LeNet(), torch.randn(2, 3, 32, 32))
+    assert _ops(proto)[:3] == ["Conv", "Relu", "MaxPool"]
+
+
+def test_resnet18_exports_with_dynamic_batch_and_names():
+    torch.manual_seed(2)
+    model = ResNet(BasicBlock, [2, 2, 2, 2], num_classes=7)
+    _randomise_bn(model)
+    x = torch.randn(2, 3, 32, 32)
+    proto, sess = _check(
+        model,
+        x,
+        input_names=["images"],
+        output_names=["logits"],
+        dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}},
+    )
+    assert [i.name for i in sess.get_inputs()] == ["images"]
+    assert [o.name for o in sess.get_outputs()] == ["logits"]
+    dim0 = proto.graph.input[0].type.tensor_type.shape.dim[0]
+    assert dim0.dim_param == "batch"
+    assert {"BatchNormalization", "Add", "GlobalAveragePool", "Gemm"} <= set(_ops(proto))
+    # another batch size runs through the same file
+    x5 = torch.randn(5, 3, 32, 32)
+    with torch.no_grad():
+        want = model(x5).numpy()
+    got = sess.run(["logits"], {"images": x5.numpy()})[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+
+
+def test_without_dynamic_axes_the_batch_is_fixed():
+    proto, sess = _export(nn.Linear(3, 2), torch.randn(2, 3))
+    dims = proto.graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_value for d in dims] == [2, 3]
+    with pytest.raises(Exception, match="(?i)dimension|shape"):
+        sess.run(None, {"input": np.zeros((4, 3), np.float32)})
+
+
+def test_dynamic_axes_as_a_list_and_view_with_size():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(2, 4, 3, padding=1)
+            self.fc = nn.Linear(4 * 4 * 4, 3)
+
+        def forward(self, x):
+            x = F.relu(self.conv(x))
+            x = x.view(x.size(0), -1)
+            return self.fc(x)
+
+    torch.manual_seed(3)
+    model = Net()
+    _, sess = _check(model, torch.randn(2, 2, 4, 4), dynamic_axes={"input": [0], "output": [0]})
+    x = torch.randn(3, 2, 4, 4)
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(sess.run(None, {"input": x.numpy()})[0], want, atol=1e-5)
+
+
+def test_bottleneck_conv1d_pools_and_tensor_ops():
+    torch.manual_seed(4)
+    block = Bottleneck(
+        8,
+        4,
+        stride=2,
+        downsample=nn.Sequential(nn.Conv2d(8, 16, 1, stride=2, bias=False), nn.BatchNorm2d(16)),
+    )
+    _randomise_bn(block)
+    _check(block, torch.randn(2, 8, 8, 8))
+
+    class Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv1d(3, 5, 3, padding="same", dilation=2)
+            self.bn = nn.BatchNorm1d(5)
+            self.avg = nn.AvgPool1d(2)
+            self.pool = nn.AdaptiveAvgPool2d((3, 1))
+            self.mp = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+            self.flat = nn.Flatten()
+
+        def forward(self, x):
+            y = self.avg(self.bn(self.c1(x)))  # (N, 5, 8)
+            z = self.mp(y.reshape(y.shape[0], 1, 5, 8) * 2.0 - 1.0)  # (N, 1, 3, 5)
+            w = self.pool(z).transpose(1, 2)
+            return torch.flatten(self.flat(w), 1).softmax(dim=1) + 1 / (1 + z.sum() * 0)
+
+    # the last line's `z.sum()` has no mapping: the error names it
+    with pytest.raises(UnsupportedOperatorError, match="'Tensor.sum' to ONNX opset version 17"):
+        _export(Seq(), torch.randn(2, 3, 16))
+
+    class Seq2(Seq):
+        def forward(self, x):
+            y = self.avg(self.bn(self.c1(x)))
+            z = self.mp(y.reshape(y.shape[0], 1, 5, 8) * 2.0 - 1.0)
+            w = self.pool(z).transpose(1, 2)
+            return torch.flatten(self.flat(w), 1).softmax(dim=1) / 2
+
+    model = Seq2()
+    _randomise_bn(model)
+    _check(model, torch.randn(2, 3, 16))
+
+
+def test_unsupported_module_and_function_raise_naming_them():
+    with pytest.raises(UnsupportedOperatorError, match="'ELU' to ONNX opset version 17"):
+        rustgrad.onnx.export(
+            nn.Sequential(nn.Linear(3, 3), nn.ELU()), torch.randn(2, 3), io.BytesIO()
+        )
+    assert issubclass(UnsupportedOperatorError, RuntimeError)
+
+    class UsesElu(nn.Module):
+        def forward(self, x):
+            return F.elu(x) + 1
+
+    with pytest.raises(UnsupportedOperatorError, match="'F.elu'"):
+        rustgrad.onnx.export(UsesElu(), torch.randn(2, 3), io.BytesIO())
+
+    class Indexes(nn.Module):
+        def forward(self, x):
+            return x[0] + 1
+
+    with pytest.raises(UnsupportedOperatorError, match="__getitem__"):
+        rustgrad.onnx.export(Indexes(), torch.randn(2, 3), io.BytesIO())
+
+    class MakesTensor(nn.Module):
+        def forward(self, x):
+            return x + torch.ones(3)
+
+    with pytest.raises(RuntimeError, match="created inside forward"):
+        rustgrad.onnx.export(MakesTensor(), torch.randn(2, 3), io.BytesIO())
+
+    with pytest.raises(ValueError, match="Unsupported ONNX opset version: 11"):
+        rustgrad.onnx.export(nn.Linear(3, 3), torch.randn(2, 3), io.BytesIO(), opset_version=11)
+
+
+def test_export_leaves_the_model_and_tensor_class_unchanged(tmp_path):
+    torch.manual_seed(5)
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 3),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.Dropout(0.5),
+        nn.Flatten(),
+        nn.Linear(64, 2),
+    )
+    model.train()
+    model[1].eval()  # a mixed state must come back as it was
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    add, relu, frelu = torch.Tensor.__add__, torch.relu, F.relu
+    path = tmp_path / "m.onnx"
+    rustgrad.onnx.export(model, (torch.randn(2, 3, 6, 6),), str(path))
+    onnx.checker.check_model(str(path))
+    assert [m.training for m in model.modules()] == [True, True, False, True, True, True, True]
+    after = model.state_dict()
+    assert before.keys() == after.keys()
+    for k in before:
+        assert torch.equal(before[k], after[k]), k
+    # a failed export restores everything too
+    with pytest.raises(UnsupportedOperatorError):
+        rustgrad.onnx.export(nn.ELU(), torch.randn(2, 3), io.BytesIO())
+    assert torch.Tensor.__add__ is add and torch.relu is relu and F.relu is frelu
+    assert (torch.ones(2) + 1).tolist() == [2.0, 2.0]
+    # training=PRESERVE keeps training mode, where dropout has no ONNX mapping
+    with pytest.raises(UnsupportedOperatorError, match="training mode"):
+        rustgrad.onnx.export(
+            model,
+            torch.randn(2, 3, 6, 6),
+            io.BytesIO(),
+            training=rustgrad.onnx.TrainingMode.PRESERVE,
+        )
