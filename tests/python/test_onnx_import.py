@@ -15,7 +15,7 @@ from rustgrad import nn
 from rustgrad.onnx import load_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "vectors" / "onnx"
-MODELS = ["mlp", "lenet", "resnet18_small", "misc"]
+MODELS = ["mlp", "lenet", "resnet18_small", "misc", "lstm"]
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -129,6 +129,20 @@ def test_absurd_reshape_raises() -> None:
         model(torch.ones(2, 3))
 
 
+def test_absurd_constant_of_shape_raises() -> None:
+    """ConstantOfShape refuses to create a huge tensor."""
+    shape = numpy_helper.from_array(np.array([1 << 20, 1 << 20], dtype=np.int64), "s")
+    m = _model(
+        [
+            helper.make_node("ConstantOfShape", ["s"], ["z"]),
+            helper.make_node("Add", ["x", "z"], ["y"]),
+        ],
+        inits=[shape],
+    )
+    with pytest.raises(RuntimeError, match="refusing to create"):
+        load_model(m)(torch.ones(2))
+
+
 def test_absurd_initializer_dims_raise() -> None:
     """Initializer dims inconsistent with its data, or huge, raise ValueError."""
     huge = helper.make_tensor("w", TensorProto.FLOAT, [4], b"\0" * 16, raw=True)
@@ -193,7 +207,7 @@ def test_truncated_and_garbage_bytes_raise(tmp_path: Path) -> None:
             load_model(path)
 
 
-@pytest.mark.parametrize("name", ["mlp", "misc", "lenet"])
+@pytest.mark.parametrize("name", ["mlp", "misc", "lenet", "lstm"])
 def test_mutated_files_raise_cleanly(name: str) -> None:
     """Random byte mutations of a fixture either load and run, or raise a clear
     ValueError / RuntimeError / IndexError (NotImplementedError is a RuntimeError) at

@@ -7,7 +7,7 @@ dependency):
 
     .torch-venv/bin/python tests/vectors/generate_onnx_fixtures.py
 
-The batch dimension is dynamic (``dynamic_axes``), so shape arithmetic stays in the
+The batch (and sequence) dimensions are dynamic (``dynamic_axes``), so shape arithmetic stays in the
 graph. Files, all in ``tests/vectors/onnx/``: ``<name>.onnx`` and ``<name>_io.npz`` (float32
 arrays ``input``, ``output``, ``cotangent`` and ``input_grad``, the gradient of
 ``(output * cotangent).sum()`` with respect to the input) for
@@ -19,7 +19,9 @@ arrays ``input``, ``output``, ``cotangent`` and ``input_grad``, the gradient of
   ``torch.nn`` at stage widths 4/8/16/32 on a 32x32 input, 10 classes (BatchNorm is
   exported as BatchNormalization: ``training=PRESERVE`` on an eval-mode model keeps it);
 - ``misc``: slicing, transpose, squeeze/unsqueeze, concat, matmul, sub/div/mul,
-  sigmoid and softmax.
+  sigmoid and softmax;
+- ``lstm``: a two-layer bidirectional ``nn.LSTM`` (ONNX LSTM op) over a
+  (seq, batch, feature) input and a Linear head on the last step.
 
 Each model is built right after ``torch.manual_seed(0)``; BatchNorm running statistics
 are randomised so inference normalisation is exercised.
@@ -136,6 +138,20 @@ class Misc(nn.Module):
         return torch.softmax(f, dim=-1)
 
 
+class LSTMNet(nn.Module):
+    """A two-layer bidirectional LSTM over (seq, batch, feature) and a Linear head on
+    the last step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(5, 7, num_layers=2, bidirectional=True)
+        self.fc = nn.Linear(14, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(x)
+        return self.fc(out[-1])
+
+
 def randomise_bn(model: nn.Module) -> None:
     """Give BatchNorm layers non-trivial affine parameters and running statistics."""
     for m in model.modules():
@@ -147,7 +163,11 @@ def randomise_bn(model: nn.Module) -> None:
                 m.running_var.uniform_(0.5, 1.5)
 
 
-def export(name: str, model: nn.Module, x: torch.Tensor) -> None:
+BATCH_FIRST = {"input": {0: "batch"}, "output": {0: "batch"}}
+SEQ_FIRST = {"input": {0: "seq", 1: "batch"}, "output": {0: "batch"}}
+
+
+def export(name: str, model: nn.Module, x: torch.Tensor, dynamic: dict) -> None:
     """Export ``model`` (eval mode) and save its input and PyTorch's output."""
     randomise_bn(model)
     model.eval()
@@ -165,7 +185,7 @@ def export(name: str, model: nn.Module, x: torch.Tensor) -> None:
         str(OUT / f"{name}.onnx"),
         input_names=["input"],
         output_names=["output"],
-        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+        dynamic_axes=dynamic,
         opset_version=17,
         training=torch.onnx.TrainingMode.PRESERVE,
         do_constant_folding=False,
@@ -185,16 +205,17 @@ def main() -> None:
     torch.set_num_threads(1)
     OUT.mkdir(exist_ok=True)
     cases = [
-        ("mlp", MLP, (3, 6)),
-        ("lenet", LeNet, (2, 1, 28, 28)),
-        ("resnet18_small", ResNet18, (2, 3, 32, 32)),
-        ("misc", Misc, (2, 6, 6)),
+        ("mlp", MLP, (3, 6), BATCH_FIRST),
+        ("lenet", LeNet, (2, 1, 28, 28), BATCH_FIRST),
+        ("resnet18_small", ResNet18, (2, 3, 32, 32), BATCH_FIRST),
+        ("misc", Misc, (2, 6, 6), BATCH_FIRST),
+        ("lstm", LSTMNet, (4, 2, 5), SEQ_FIRST),
     ]
-    for name, cls, shape in cases:
+    for name, cls, shape, dynamic in cases:
         torch.manual_seed(0)
         model = cls()
         x = torch.randn(*shape)
-        export(name, model, x)
+        export(name, model, x, dynamic)
 
 
 if __name__ == "__main__":

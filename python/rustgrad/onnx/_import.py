@@ -23,7 +23,8 @@ from rustgrad.nn import functional as F
 #: Largest element count accepted for one initializer or Constant (2**31 elements).
 MAX_ELEMENTS = 1 << 31
 
-_INT64_MAX = (1 << 63) - 1
+#: Largest element count a ConstantOfShape may create (2**28 elements).
+MAX_CREATED_ELEMENTS = 1 << 28
 
 
 class OnnxNode(NamedTuple):
@@ -140,9 +141,8 @@ def _tensor_to_numpy(tensor: Any, base_dir: str | None) -> np.ndarray:
 
 
 def _to_tensor(arr: np.ndarray, name: str) -> rustgrad.Tensor:
-    arr = np.ascontiguousarray(arr)
     try:
-        return rustgrad.from_numpy(arr.copy())
+        return rustgrad.from_numpy(np.array(arr, order="C", copy=True))
     except Exception as exc:
         raise ValueError(f"tensor '{name}': dtype {arr.dtype} is not supported") from exc
 
@@ -700,7 +700,83 @@ _MIN_INPUTS = {
     "Reshape": 2,
     "Gather": 2,
     "Constant": 0,
+    "LSTM": 3,
 }
+
+
+def _constant_of_shape(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    shape = _ints(ins[0])
+    if any(d < 0 for d in shape) or math.prod(shape) > MAX_CREATED_ELEMENTS:
+        raise RuntimeError(f"node '{n.name}' (ConstantOfShape): refusing to create shape {shape}")
+    value = n.attrs.get("value")
+    if value is None:
+        return rustgrad.zeros(shape, dtype=rustgrad.float32)
+    if value.size != 1:
+        raise ValueError(f"node '{n.name}' (ConstantOfShape): value must hold one element")
+    t = _to_tensor(value.reshape(()), n.name)
+    return rustgrad.full(shape, t.item(), dtype=t.dtype)
+
+
+_LSTM_ACTIVATIONS = ["Sigmoid", "Tanh", "Tanh"]
+
+
+def _lstm(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    """ONNX LSTM (gate order i, o, f, c) with the default activations, unrolled in
+    rustgrad ops; ``Y`` is (seq, directions, batch, hidden)."""
+    ins = list(ins) + [None] * (8 - len(ins))
+    x, w, r, b, seq_lens, h0, c0, peep = ins[:8]
+    a = n.attrs
+    hidden = int(a.get("hidden_size", r.shape[-1]))
+    direction = a.get("direction", "forward")
+    dirs = {"forward": ["forward"], "reverse": ["reverse"]}.get(
+        direction, ["forward", "reverse"] if direction == "bidirectional" else None
+    )
+    if dirs is None:
+        raise ValueError(f"node '{n.name}' (LSTM): unknown direction '{direction}'")
+    acts = [_str(v) for v in a.get("activations", _LSTM_ACTIVATIONS * len(dirs))]
+    if acts != _LSTM_ACTIVATIONS * len(dirs) or "clip" in a or a.get("input_forget", 0):
+        raise NotImplementedError(
+            f"node '{n.name}' (LSTM): only the default activations, no clip, no input_forget"
+        )
+    if peep is not None:
+        raise NotImplementedError(f"node '{n.name}' (LSTM): peephole weights")
+    layout = int(a.get("layout", 0))
+    if layout:
+        x = x.transpose(0, 1)
+        h0 = None if h0 is None else h0.transpose(0, 1)
+        c0 = None if c0 is None else c0.transpose(0, 1)
+    steps, batch = x.shape[0], x.shape[1]
+    if seq_lens is not None and any(v != steps for v in _ints(seq_lens)):
+        raise NotImplementedError(f"node '{n.name}' (LSTM): sequence_lens shorter than the input")
+    nd = len(dirs)
+    if tuple(w.shape[:2]) != (nd, 4 * hidden) or tuple(r.shape) != (nd, 4 * hidden, hidden):
+        raise ValueError(f"node '{n.name}' (LSTM): W/R shapes do not match hidden_size {hidden}")
+    ys, hs, cs = [], [], []
+    for d, kind in enumerate(dirs):
+        gx = rustgrad.matmul(x, w[d].t())
+        if b is not None:
+            gx = gx + b[d, : 4 * hidden] + b[d, 4 * hidden :]
+        zeros = rustgrad.zeros(batch, hidden, dtype=x.dtype)
+        h = zeros if h0 is None else h0[d]
+        c = zeros if c0 is None else c0[d]
+        order = range(steps) if kind == "forward" else range(steps - 1, -1, -1)
+        out = [None] * steps
+        rt = r[d].t()
+        for t in order:
+            g = gx[t] + rustgrad.matmul(h, rt)
+            i, o, f, cand = g.chunk(4, dim=-1)
+            c = rustgrad.sigmoid(f) * c + rustgrad.sigmoid(i) * rustgrad.tanh(cand)
+            h = rustgrad.sigmoid(o) * rustgrad.tanh(c)
+            out[t] = h
+        ys.append(rustgrad.stack(out, 0))
+        hs.append(h)
+        cs.append(c)
+    y = rustgrad.stack(ys, 1)
+    y_h, y_c = rustgrad.stack(hs, 0), rustgrad.stack(cs, 0)
+    if layout:
+        return y.permute(2, 0, 1, 3), y_h.transpose(0, 1), y_c.transpose(0, 1)
+    return y, y_h, y_c
+
 
 _CAST = {1: "float32", 11: "float64", 10: "float16", 7: "int64", 6: "int32", 9: "bool"}
 
@@ -746,6 +822,8 @@ _OPS: dict[str, Callable[[OnnxModule, OnnxNode, list], Any]] = {
     "Shape": _shape,
     "Dropout": _dropout,
     "Cast": _cast,
+    "ConstantOfShape": _constant_of_shape,
+    "LSTM": _lstm,
 }
 
 #: The ONNX op types :func:`load_model` understands.
