@@ -18,7 +18,11 @@ handwritten digits (1 797 8x8 images, upsampled to 3x32x32; no network needed):
    installed) and the two checkpoints.
 
     .venv/bin/python examples/demo_finetune.py [--epochs N] [--batch-size B]
-        [--threads T] [--out DIR] [--quick] [--ddp N]
+        [--threads T] [--out DIR] [--quick] [--ddp N] [--export-onnx PATH]
+
+``--export-onnx PATH`` also writes the fine-tuned model as an ONNX file
+(``rustgrad.onnx.export``, opset 17, input ``images`` and output ``logits`` with a
+dynamic batch axis), runnable by onnxruntime; it needs the ``onnx`` package.
 
 ``--ddp N`` runs phases 1 and 2 data-parallel on N processes: the script re-launches
 itself through ``python -m rustgrad.distributed.run --nproc-per-node N``; each rank
@@ -59,6 +63,7 @@ import rustgrad
 import rustgrad.distributed
 import rustgrad.nn as nn
 import rustgrad.nn.functional as F
+import rustgrad.onnx
 from rustgrad.autograd import Variable, graph_stats
 from rustgrad.models import resnet18
 from rustgrad.utils.data import DataLoader, TensorDataset
@@ -298,6 +303,21 @@ def write_graph(model: nn.Module, x: Any, y: Any, out: Path) -> Path:
     return path
 
 
+def export_onnx(model: nn.Module, data: dict[str, Any], path: Path) -> None:
+    """Writes ``model`` to ``path`` as ONNX, traced on two task-B images; the batch
+    axis stays dynamic. The model's train/eval mode is left as it was."""
+    example = rustgrad.from_numpy(data["B_train"][0][:2])
+    rustgrad.onnx.export(
+        model,
+        (example,),
+        str(path),
+        input_names=["images"],
+        output_names=["logits"],
+        dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}},
+    )
+    print(f"exported the fine-tuned model to {path} (ONNX opset 17)")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -323,6 +343,13 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         metavar="N",
         help="train data-parallel on N processes (rustgrad.distributed.run, MPI)",
+    )
+    parser.add_argument(
+        "--export-onnx",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also write the fine-tuned model to PATH as ONNX (rustgrad.onnx.export)",
     )
     args = parser.parse_args(argv)
     if args.ddp is not None:
@@ -392,6 +419,8 @@ def main(argv: list[str] | None = None) -> None:
         _save_state(model.state_dict(), finetuned)
     print(f"task B test accuracy: {history_b['accuracy'][-1]:.1%} (chance: 20%)")
     print(f"saved the fine-tuned checkpoint to {finetuned}")
+    if args.export_onnx is not None and DDP.rank == 0:
+        export_onnx(model, data, args.export_onnx)
     if DDP.enabled:
         ddp_finish(args, history_a, history_b, model, started)
         return

@@ -12,11 +12,42 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _check_exported_onnx(out: Path, text: str) -> None:
+    """``--export-onnx``: the file passes onnx.checker and onnxruntime gives the
+    fine-tuned checkpoint's eval logits (any batch size) within 1e-5."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import rustgrad
+    from rustgrad.models import resnet18
+
+    path = out / "finetuned.onnx"
+    assert f"exported the fine-tuned model to {path} (ONNX opset 17)" in text
+    onnx.checker.check_model(str(path))
+    model = resnet18(num_classes=5)
+    model.load_state_dict(rustgrad.load(out / "resnet18_digits59_finetuned.safetensors"))
+    model.eval()
+    x = np.random.default_rng(0).standard_normal((3, 3, 32, 32)).astype(np.float32)
+    with rustgrad.no_grad():
+        want = model(rustgrad.from_numpy(x)).numpy()
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = session.run(["logits"], {"images": x})[0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+
+
 def test_demo_quick_runs_and_prints_the_seed_notes_facts(tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "python"), *sys.path]))
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo_finetune.py"), "--quick", "--out", str(out)],
+        [
+            sys.executable,
+            str(ROOT / "examples" / "demo_finetune.py"),
+            "--quick",
+            "--out",
+            str(out),
+            "--export-onnx",
+            str(out / "finetuned.onnx"),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -25,6 +56,7 @@ def test_demo_quick_runs_and_prints_the_seed_notes_facts(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     text = result.stdout
+    _check_exported_onnx(out, text)
     for name in (
         "loss.png",
         "frozen_step.dot",
