@@ -225,3 +225,125 @@ def test_mutated_files_raise_cleanly(name: str) -> None:
             model(x)
         except (ValueError, RuntimeError, IndexError):
             pass
+
+
+# ------------------------------------------------------- single ops vs onnx's reference
+
+
+def _attr_case(op, inputs, attrs=None, consts=(), opset=17):
+    """(model, feeds): one ``op`` node over float inputs ``inputs`` (name -> array) and
+    constant initializers ``consts`` (name -> array), output ``y``."""
+    names = list(inputs) + [k for k, _ in consts]
+    graph = helper.make_graph(
+        [helper.make_node(op, names, ["y"], **(attrs or {}))],
+        "g",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in consts],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), inputs
+
+
+def _r(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+_I64 = np.int64
+OP_CASES = {
+    "gemm_alpha_beta_transA": _attr_case(
+        "Gemm",
+        {"a": _r(4, 3), "b": _r(4, 5, seed=1), "c": _r(5, seed=2)},
+        {"alpha": 0.5, "beta": 2.0, "transA": 1},
+    ),
+    "gemm_transB_no_c": _attr_case("Gemm", {"a": _r(2, 3), "b": _r(4, 3, seed=1)}, {"transB": 1}),
+    "conv_group_dilation_asym_pads": _attr_case(
+        "Conv",
+        {"x": _r(1, 4, 7, 6), "w": _r(6, 2, 3, 2, seed=1), "b": _r(6, seed=2)},
+        {"group": 2, "dilations": [2, 1], "strides": [1, 2], "pads": [1, 0, 2, 1]},
+    ),
+    "conv1d_same_upper": _attr_case(
+        "Conv", {"x": _r(2, 3, 9), "w": _r(4, 3, 4, seed=1)}, {"auto_pad": "SAME_UPPER"}
+    ),
+    "maxpool_ceil_pads": _attr_case(
+        "MaxPool",
+        {"x": _r(1, 2, 7, 7)},
+        {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1},
+    ),
+    "avgpool_exclude_pad": _attr_case(
+        "AveragePool",
+        {"x": _r(1, 2, 6, 5)},
+        {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 1, 1, 1], "count_include_pad": 0},
+    ),
+    "flatten_axis2": _attr_case("Flatten", {"x": _r(2, 3, 4, 5)}, {"axis": 2}),
+    "transpose_default": _attr_case("Transpose", {"x": _r(2, 3, 4)}),
+    "slice_steps_negative_bounds": _attr_case(
+        "Slice",
+        {"x": _r(5, 8)},
+        consts=[
+            ("starts", np.array([1, -7], _I64)),
+            ("ends", np.array([1 << 62, -1], _I64)),
+            ("axes", np.array([0, 1], _I64)),
+            ("steps", np.array([2, 3], _I64)),
+        ],
+    ),
+    "squeeze_all": _attr_case("Squeeze", {"x": _r(1, 3, 1, 2)}),
+    "unsqueeze_negative": _attr_case(
+        "Unsqueeze", {"x": _r(3, 2)}, consts=[("axes", np.array([-1, 0], _I64))]
+    ),
+    "reshape_zero_minus_one": _attr_case(
+        "Reshape", {"x": _r(2, 3, 4)}, consts=[("s", np.array([0, -1, 2], _I64))]
+    ),
+    "gather_axis1_negative": _attr_case(
+        "Gather", {"x": _r(3, 5)}, {"axis": 1}, consts=[("i", np.array([[0, -1], [2, 2]], _I64))]
+    ),
+    "reduce_mean_keepdims0": _attr_case(
+        "ReduceMean", {"x": _r(2, 3, 4)}, {"axes": [0, 2], "keepdims": 0}
+    ),
+    "batchnorm_eps": _attr_case(
+        "BatchNormalization",
+        {"x": _r(2, 3, 4)},
+        {"epsilon": 1e-3},
+        consts=[
+            ("s", _r(3, seed=1)),
+            ("b", _r(3, seed=2)),
+            ("m", _r(3, seed=3)),
+            ("v", np.abs(_r(3, seed=4)) + 0.5),
+        ],
+    ),
+    "lstm_reverse_with_initial_state": _attr_case(
+        "LSTM",
+        {"x": _r(3, 2, 4), "w": _r(1, 20, 4, seed=1), "r": _r(1, 20, 5, seed=2)},
+        {"hidden_size": 5, "direction": "reverse"},
+        consts=[
+            ("b", _r(1, 40, seed=3)),
+            ("", np.zeros(0, np.float32)),
+            ("h0", _r(1, 2, 5, seed=4)),
+            ("c0", _r(1, 2, 5, seed=5)),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OP_CASES))
+def test_single_op_matches_onnx_reference(case: str) -> None:
+    """Each op's attribute handling agrees with onnx's reference evaluator."""
+    from onnx.reference import ReferenceEvaluator
+
+    model, feeds = OP_CASES[case]
+    expected = ReferenceEvaluator(model).run(None, feeds)[0]
+    got = load_model(model)(*[torch.from_numpy(v.copy()) for v in feeds.values()])
+    if isinstance(got, tuple):
+        got = got[0]
+    assert tuple(got.shape) == expected.shape
+    np.testing.assert_allclose(got.detach().numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_before_opset13_flattens() -> None:
+    """Softmax-1/11 normalise over all dims from ``axis`` on (the input coerced to 2-D),
+    unlike Softmax-13 (onnx's reference evaluator implements only the latter)."""
+    x = _r(2, 3, 4)
+    model, _ = _attr_case("Softmax", {"x": x}, {"axis": 1}, opset=11)
+    flat = np.exp(x.reshape(2, 12) - x.reshape(2, 12).max(axis=1, keepdims=True))
+    expected = (flat / flat.sum(axis=1, keepdims=True)).reshape(2, 3, 4)
+    got = load_model(model)(torch.from_numpy(x.copy()))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
