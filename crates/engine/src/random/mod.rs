@@ -397,6 +397,13 @@ impl GeneratorState {
         x.mul_add(to - from, from)
     }
 
+    /// `uniform_f64(0.0, 1.0)` without the multiply-add (`x * 1 + 0` is `x` exactly,
+    /// and `mul_add` is a library call where the build has no FMA instruction).
+    fn unit_f64(&mut self) -> f64 {
+        let bits = self.random64() & ((1 << 53) - 1);
+        bits as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
     /// `uniform_real_distribution<double>` where PyTorch's compiled code does not fuse
     /// `x * (to - from) + from` into an FMA: its generic (non-AVX2) translation units,
     /// such as the `rrelu` kernel.

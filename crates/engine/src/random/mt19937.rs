@@ -69,10 +69,16 @@ impl Mt19937 {
             (mixed >> 1) ^ if v & 1 == 1 { MATRIX_A } else { 0 }
         };
         let s = &mut self.state;
-        for j in 0..STATE_N {
-            let following = s[(j + 1) % STATE_N];
-            s[j] = s[(j + STATE_M) % STATE_N] ^ twist(s[j], following);
+        // The recurrence `s[j] = s[(j + M) % N] ^ twist(s[j], s[(j + 1) % N])` in
+        // order, in three runs without the modulo (so the first two vectorise): the
+        // first reads only words not yet regenerated, the second words the first wrote.
+        for j in 0..STATE_N - STATE_M {
+            s[j] = s[j + STATE_M] ^ twist(s[j], s[j + 1]);
         }
+        for j in STATE_N - STATE_M..STATE_N - 1 {
+            s[j] = s[j + STATE_M - STATE_N] ^ twist(s[j], s[j + 1]);
+        }
+        s[STATE_N - 1] = s[STATE_M - 1] ^ twist(s[STATE_N - 1], s[0]);
         self.left = STATE_N as u32;
         self.next = 0;
     }

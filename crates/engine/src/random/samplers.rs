@@ -442,6 +442,14 @@ impl Generator {
         dist.check(dtype)?;
         let numel = crate::shape::checked_numel(shape)?;
         let buffer = match dist {
+            // Masks (dropout's): straight into float32 when that is the dtype, with the
+            // unit uniform's 53 bits compared to `p` (what `uniform_f64(0.0, 1.0) < p`
+            // computes: `x * 1 + 0` is `x`), without a float64 buffer to convert.
+            Distribution::Bernoulli(p) if dtype == DType::F32 => {
+                let mut s = self.lock();
+                let mask = (0..numel).map(|_| f32::from(u8::from(s.unit_f64() < p)));
+                Buffer::F32(crate::kernels::try_collect(mask)?)
+            }
             Distribution::Random | Distribution::RandomFromTo(..) => {
                 let range = match dist {
                     Distribution::RandomFromTo(from, to) => Some(from_to_range(from, to, dtype)?),
@@ -464,9 +472,7 @@ impl Generator {
                 let mut s = self.lock();
                 for x in v.iter_mut() {
                     *x = match dist {
-                        Distribution::Bernoulli(p) => {
-                            f64::from(u8::from(s.uniform_f64(0.0, 1.0) < p))
-                        }
+                        Distribution::Bernoulli(p) => f64::from(u8::from(s.unit_f64() < p)),
                         Distribution::Exponential(lambd) => {
                             (-1.0 / lambd) * (-s.uniform_f64(0.0, 1.0)).ln_1p()
                         }
