@@ -179,6 +179,19 @@ def test_external_data_outside_folder_raises(tmp_path: Path, location: str) -> N
         load_model(_save(m, folder / "m.onnx"))
 
 
+def test_external_data_symlink_out_of_folder_raises(tmp_path: Path) -> None:
+    """A symlink inside the folder that points outside it is refused too."""
+    (tmp_path / "outside.bin").write_bytes(b"\0" * 16)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "link.bin").symlink_to(tmp_path / "outside.bin")
+    m = _model(
+        [helper.make_node("Add", ["x", "w"], ["y"])], inits=[_external({"location": "link.bin"})]
+    )
+    with pytest.raises(ValueError, match="outside the model's folder"):
+        load_model(_save(m, folder / "m.onnx"))
+
+
 def test_external_data_inside_folder_loads(tmp_path: Path) -> None:
     """External data inside the folder is read, within the declared range."""
     (tmp_path / "w.bin").write_bytes(b"\xff" * 8 + np.arange(4, dtype=np.float32).tobytes())
@@ -347,3 +360,22 @@ def test_softmax_before_opset13_flattens() -> None:
     expected = (flat / flat.sum(axis=1, keepdims=True)).reshape(2, 3, 4)
     got = load_model(model)(torch.from_numpy(x.copy()))
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_round_trip_with_rustgrad_export(tmp_path: Path) -> None:
+    """A model written by ``rustgrad.onnx.export`` loads back and computes the same."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(64, 5),
+    ).eval()
+    x = torch.randn(2, 1, 8, 8)
+    torch.onnx.export(model, (x,), str(tmp_path / "m.onnx"), input_names=["x"])
+    loaded = load_model(tmp_path / "m.onnx")
+    np.testing.assert_allclose(
+        loaded(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6, atol=1e-6
+    )
