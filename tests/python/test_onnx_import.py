@@ -143,6 +143,18 @@ def test_absurd_constant_of_shape_raises() -> None:
         load_model(m)(torch.ones(2))
 
 
+@pytest.mark.parametrize("op", ["Conv", "MaxPool"])
+def test_absurd_pads_raise(op: str) -> None:
+    """Pads that would make a huge padded input raise before allocating."""
+    ins = {"x": _r(1, 2, 5, 5)} | ({"w": _r(2, 2, 3, 3)} if op == "Conv" else {})
+    attrs = {"pads": [30000, 30000, 30000, 29999]} | (
+        {} if op == "Conv" else {"kernel_shape": [2, 2]}
+    )
+    model, _ = _attr_case(op, ins, attrs)
+    with pytest.raises(RuntimeError, match="refusing pads"):
+        load_model(model)(*[torch.from_numpy(v) for v in ins.values()])
+
+
 def test_absurd_initializer_dims_raise() -> None:
     """Initializer dims inconsistent with its data, or huge, raise ValueError."""
     huge = helper.make_tensor("w", TensorProto.FLOAT, [4], b"\0" * 16, raw=True)

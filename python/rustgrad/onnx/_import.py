@@ -9,6 +9,7 @@ initializers are ``nn.Parameter`` objects, the others buffers.
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import re
@@ -23,7 +24,8 @@ from rustgrad.nn import functional as F
 #: Largest element count accepted for one initializer or Constant (2**31 elements).
 MAX_ELEMENTS = 1 << 31
 
-#: Largest element count a ConstantOfShape may create (2**28 elements).
+#: Largest element count a ConstantOfShape or a padded Conv/pool input may have
+#: (2**28 elements): hostile attributes raise instead of exhausting memory.
 MAX_CREATED_ELEMENTS = 1 << 28
 
 
@@ -307,11 +309,11 @@ class OnnxModule(nn.Module):
             deps.append(d)
             for j in d:
                 users[j].append(i)
-        ready = [i for i, d in enumerate(deps) if not d]
+        ready = collections.deque(i for i, d in enumerate(deps) if not d)
         order: list[int] = []
         remaining = [len(d) for d in deps]
         while ready:
-            i = ready.pop(0)
+            i = ready.popleft()
             order.append(i)
             for u in users[i]:
                 remaining[u] -= 1
@@ -451,6 +453,13 @@ def _pads(n: OnnxNode, x: Any, kernel: list[int], strides: list[int], dil: list[
         raise ValueError(f"node '{n.name}': unknown auto_pad '{auto}'")
     if len(pads) != 2 * nd or any(p < 0 for p in pads):
         raise ValueError(f"node '{n.name}' ({n.op_type}): bad pads {pads}")
+    padded = math.prod(x.shape[:2]) * math.prod(
+        x.shape[2 + i] + pads[i] + pads[i + nd] for i in range(nd)
+    )
+    if padded > MAX_CREATED_ELEMENTS:
+        raise RuntimeError(
+            f"node '{n.name}' ({n.op_type}): refusing pads {pads} (padded input too large)"
+        )
     return pads
 
 
