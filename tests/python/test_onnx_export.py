@@ -199,12 +199,19 @@ def test_unsupported_module_and_function_raise_naming_them():
     with pytest.raises(UnsupportedOperatorError, match="'F.elu'"):
         rustgrad.onnx.export(UsesElu(), torch.randn(2, 3), io.BytesIO())
 
-    class Indexes(nn.Module):
+    class Abs(nn.Module):
         def forward(self, x):
-            return x[0] + 1
+            return x.abs() + 1
 
-    with pytest.raises(UnsupportedOperatorError, match="__getitem__"):
-        rustgrad.onnx.export(Indexes(), torch.randn(2, 3), io.BytesIO())
+    with pytest.raises(UnsupportedOperatorError, match="'Tensor.abs'"):
+        rustgrad.onnx.export(Abs(), torch.randn(2, 3), io.BytesIO())
+
+    class MaskIndex(nn.Module):
+        def forward(self, x):
+            return x[:, [0, 2]]
+
+    with pytest.raises(UnsupportedOperatorError, match="'Tensor.__getitem__'"):
+        rustgrad.onnx.export(MaskIndex(), torch.randn(2, 3), io.BytesIO())
 
     class MakesTensor(nn.Module):
         def forward(self, x):
@@ -252,3 +259,89 @@ def test_export_leaves_the_model_and_tensor_class_unchanged(tmp_path):
             io.BytesIO(),
             training=rustgrad.onnx.TrainingMode.PRESERVE,
         )
+
+
+def _run_all(model, inputs, **kw):
+    """Exports ``model`` on ``inputs`` (a tuple) and compares every output."""
+    buf = io.BytesIO()
+    rustgrad.onnx.export(model, inputs, buf, **kw)
+    onnx.checker.check_model(onnx.load_from_string(buf.getvalue()), full_check=True)
+    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    return sess
+
+
+def _compare(sess, model, inputs):
+    flat = list(rustgrad.onnx._export._tensors(inputs))
+    got = sess.run(None, {i.name: t.numpy() for i, t in zip(sess.get_inputs(), flat)})
+    model.eval()
+    with torch.no_grad():
+        want = [t.numpy() for t in rustgrad.onnx._export._tensors(model(*inputs))]
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: nn.LSTM(4, 6, num_layers=2, bidirectional=True),
+        lambda: nn.GRU(4, 6, num_layers=2, bidirectional=True),
+        lambda: nn.RNN(4, 6, nonlinearity="relu", bias=False),
+    ],
+    ids=["lstm", "gru", "rnn"],
+)
+def test_recurrent_layers_match_onnxruntime(make):
+    torch.manual_seed(6)
+    model = make()
+    x = torch.randn(5, 2, 4)
+    _compare(_run_all(model, (x,)), model, (x,))
+
+
+def test_lstm_classifier_with_state_embedding_and_indexing():
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(20, 4)
+            self.lstm = nn.LSTM(4, 6, num_layers=2, batch_first=True)
+            self.head = nn.Linear(6, 3)
+
+        def forward(self, tokens, state):
+            out, (h, c) = self.lstm(self.emb(tokens), state)
+            return self.head(out[:, -1]), h[-1] + c[-1]
+
+    torch.manual_seed(7)
+    model = Tagger()
+    tokens = torch.tensor(np.random.default_rng(1).integers(0, 20, (2, 7)))
+    state = (torch.randn(2, 2, 6), torch.randn(2, 2, 6))
+    sess = _run_all(
+        model,
+        (tokens, state),
+        input_names=["tokens", "h0", "c0"],
+        dynamic_axes={"tokens": {1: "time"}},
+    )
+    assert [i.name for i in sess.get_inputs()] == ["tokens", "h0", "c0"]
+    _compare(sess, model, (tokens, state))
+    longer = torch.tensor(np.random.default_rng(2).integers(0, 20, (2, 11)))
+    _compare(sess, model, (longer, state))
+
+
+def test_transformer_encoder_and_attention_match_onnxruntime():
+    torch.manual_seed(8)
+    mha = nn.MultiheadAttention(8, 2)
+    q, kv = torch.randn(5, 2, 8), torch.randn(3, 2, 8)
+    _compare(_run_all(mha, (q, kv, kv)), mha, (q, kv, kv))  # output and mean weights
+
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+    enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    x = torch.randn(2, 5, 8)
+    axes = {"input": {0: "batch", 1: "time"}, "output": {0: "batch", 1: "time"}}
+    sess = _run_all(enc, (x,), dynamic_axes=axes)
+    _compare(sess, enc, (x,))
+    _compare(sess, enc, (torch.randn(3, 4, 8),))
+
+    gelu = nn.TransformerEncoderLayer(8, 2, 16, activation="gelu", norm_first=True)
+    x = torch.randn(5, 2, 8)
+    _compare(_run_all(gelu, (x,)), gelu, (x,))
+    with pytest.raises(UnsupportedOperatorError, match="attention masks"):
+        mask = nn.Transformer.generate_square_subsequent_mask(5)
+        rustgrad.onnx.export(gelu, (x, mask), io.BytesIO())

@@ -370,6 +370,185 @@ def _tuple_none(v: Any, n: int) -> list[Any]:
     return list(v) if isinstance(v, (tuple, list)) else [v] * n
 
 
+# Recurrent layers: one ONNX LSTM/GRU/RNN node per layer (both directions in one).
+# ONNX orders the gates differently: PyTorch's LSTM chunks are (i, f, g, o), ONNX's
+# (i, o, f, c); GRU (r, z, n) vs (z, r, h), with linear_before_reset=1 being PyTorch's
+# ``r * (W_hn h + b_hn)``.
+_RNN_GATES = {"LSTM": [0, 3, 1, 2], "GRU": [1, 0, 2], "RNN_TANH": [0], "RNN_RELU": [0]}
+
+
+def _gates(a: np.ndarray, order: list[int], hidden: int) -> np.ndarray:
+    return np.concatenate([a[i * hidden : (i + 1) * hidden] for i in order], axis=0)
+
+
+@_module(nn.LSTM, nn.GRU, nn.RNN)
+def _rnn_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Any) -> None:
+    kind = type(m).__name__
+    x = args[0]
+    if not isinstance(x, Tensor):
+        raise _unsupported(kind, g.opset, "packed sequences")
+    if x.dim() != 3:
+        raise _unsupported(kind, g.opset, "unbatched (2-D) input")
+    if getattr(m, "proj_size", 0):
+        raise _unsupported(kind, g.opset, "proj_size > 0")
+    hx = _arg(args, kwargs, 1, "hx", None)
+    h0, c0 = (hx if hx is not None else (None, None)) if m.mode == "LSTM" else (hx, None)
+    nd = 2 if m.bidirectional else 1
+    hidden = m.hidden_size
+    order = _RNN_GATES[m.mode]
+    attrs: dict[str, Any] = {
+        "hidden_size": hidden,
+        "direction": "bidirectional" if nd == 2 else "forward",
+    }
+    if m.mode == "GRU":
+        attrs["linear_before_reset"] = 1
+    elif m.mode != "LSTM":
+        attrs["activations"] = ["Tanh" if m.mode == "RNN_TANH" else "Relu"] * nd
+    op = {"LSTM": "LSTM", "GRU": "GRU"}.get(m.mode, "RNN")
+    cur = g.name_of(x, "input")
+    if m.batch_first:
+        cur = g.node("Transpose", [cur], perm=[1, 0, 2])[0]
+    hs, cs = [], []
+    for layer in range(m.num_layers):
+        ws, rs, bs = [], [], []
+        for d in range(nd):
+            sfx = f"l{layer}" + ("_reverse" if d else "")
+            w_ih = _to_numpy(getattr(m, f"weight_ih_{sfx}"))
+            w_hh = _to_numpy(getattr(m, f"weight_hh_{sfx}"))
+            ws.append(_gates(w_ih, order, hidden))
+            rs.append(_gates(w_hh, order, hidden))
+            if m.bias:
+                b_ih = _to_numpy(getattr(m, f"bias_ih_{sfx}"))
+                b_hh = _to_numpy(getattr(m, f"bias_hh_{sfx}"))
+                bs.append(
+                    np.concatenate([_gates(b_ih, order, hidden), _gates(b_hh, order, hidden)])
+                )
+            else:
+                bs.append(np.zeros(2 * w_ih.shape[0], w_ih.dtype))
+        ins = [
+            cur,
+            g.const(np.stack(ws), f"W_l{layer}"),
+            g.const(np.stack(rs), f"R_l{layer}"),
+            g.const(np.stack(bs), f"B_l{layer}"),
+            "",
+        ]
+
+        def state(t: Any, hint: str, layer: int = layer) -> str:
+            if t is None:
+                return ""
+            starts = g.const(np.array([layer * nd], np.int64), "starts")
+            ends = g.const(np.array([(layer + 1) * nd], np.int64), "ends")
+            axes = g.const(np.array([0], np.int64), "axes")
+            return g.node("Slice", [g.name_of(t, hint), starts, ends, axes])[0]
+
+        ins.append(state(h0, "h0"))
+        if op == "LSTM":
+            ins.append(state(c0, "c0"))
+        while ins and ins[-1] == "":
+            ins.pop()
+        res = g.node(op, ins, n_out=3 if op == "LSTM" else 2, **attrs)
+        y = g.node("Transpose", [res[0]], perm=[0, 2, 1, 3])[0]  # (L, N, dirs, H)
+        cur = g.node("Reshape", [y, g.const(np.array([0, 0, -1], np.int64), "shape")])[0]
+        hs.append(res[1])
+        if op == "LSTM":
+            cs.append(res[2])
+    if m.batch_first:
+        cur = g.node("Transpose", [cur], perm=[1, 0, 2])[0]
+
+    def stack(names: list[str]) -> str:
+        return names[0] if len(names) == 1 else g.node("Concat", names, axis=0)[0]
+
+    g.bind(out[0], cur)
+    if op == "LSTM":
+        g.bind(out[1][0], stack(hs))
+        g.bind(out[1][1], stack(cs))
+    else:
+        g.bind(out[1], stack(hs))
+
+
+@_module(nn.Embedding)
+def _embedding_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    if m.max_norm is not None:
+        raise _unsupported("Embedding", g.opset, "max_norm")
+    ins = [g.name_of(m.weight, "weight"), g.name_of(args[0], "indices")]
+    g.bind(out, g.node("Gather", ins, axis=0)[0])
+
+
+@_module(nn.LayerNorm)
+def _layernorm_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> None:
+    shape = tuple(m.normalized_shape)
+    dt = _np_dtype(args[0])
+    if m.weight is not None:
+        scale = g.name_of(m.weight, "weight")
+    else:
+        scale = g.const(np.ones(shape, dt), "scale")
+    ins = [g.name_of(args[0], "input"), scale]
+    if getattr(m, "bias", None) is not None:
+        ins.append(g.name_of(m.bias, "bias"))
+    y = g.node("LayerNormalization", ins, axis=-len(shape), epsilon=float(m.eps))[0]
+    g.bind(out, y)
+
+
+@_module(nn.MultiheadAttention)
+def _mha_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Any) -> None:
+    names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask")
+    names += ("average_attn_weights", "is_causal")
+    defaults = (None, None, None, None, True, None, True, False)
+    a = {n: _arg(args, kwargs, i, n, d) for i, (n, d) in enumerate(zip(names, defaults))}
+    if a["key_padding_mask"] is not None or a["attn_mask"] is not None or a["is_causal"]:
+        raise _unsupported("MultiheadAttention", g.opset, "attention masks")
+    if m.bias_k is not None or m.add_zero_attn:
+        raise _unsupported("MultiheadAttention", g.opset, "bias_k/bias_v/add_zero_attn")
+    q, k, v = a["query"], a["key"], a["value"]
+    if q.dim() != 3:
+        raise _unsupported("MultiheadAttention", g.opset, "unbatched (2-D) input")
+    e, h, d = m.embed_dim, m.num_heads, m.head_dim
+    if m._qkv_same_embed_dim:
+        w = _to_numpy(m.in_proj_weight)
+        wq, wk, wv = w[:e], w[e : 2 * e], w[2 * e :]
+    else:
+        wq, wk, wv = (_to_numpy(t) for t in (m.q_proj_weight, m.k_proj_weight, m.v_proj_weight))
+    b = _to_numpy(m.in_proj_bias) if m.in_proj_bias is not None else None
+
+    def project(t: Any, wt: np.ndarray, i: int, hint: str) -> str:
+        xn = g.name_of(t, hint)
+        if not m.batch_first:
+            xn = g.node("Transpose", [xn], perm=[1, 0, 2])[0]  # (N, L, E)
+        y = g.node("MatMul", [xn, g.const(np.ascontiguousarray(wt.T), f"{hint}_weight")])[0]
+        if b is not None:
+            y = g.node("Add", [y, g.const(b[i * e : (i + 1) * e], f"{hint}_bias")])[0]
+        heads = g.const(np.array([0, 0, h, d], np.int64), "shape")
+        return g.node("Reshape", [y, heads])[0]  # (N, L, h, d)
+
+    qh = g.node("Transpose", [project(q, wq, 0, "q")], perm=[0, 2, 1, 3])[0]
+    kh = g.node("Transpose", [project(k, wk, 1, "k")], perm=[0, 2, 3, 1])[0]
+    vh = g.node("Transpose", [project(v, wv, 2, "v")], perm=[0, 2, 1, 3])[0]
+    dt = _np_dtype(q)
+    scores = g.node("MatMul", [qh, kh])[0]
+    scores = g.node("Mul", [scores, g.const(np.array(1.0 / math.sqrt(d), dt), "scale")])[0]
+    probs = g.node("Softmax", [scores], axis=-1)[0]  # (N, h, L, S)
+    ctx = g.node("MatMul", [probs, vh])[0]
+    ctx = g.node("Transpose", [ctx], perm=[0, 2, 1, 3])[0]
+    ctx = g.node("Reshape", [ctx, g.const(np.array([0, 0, e], np.int64), "shape")])[0]
+    wo = g.node("Transpose", [g.name_of(m.out_proj.weight, "out_proj.weight")], perm=[1, 0])[0]
+    y = g.node("MatMul", [ctx, wo])[0]
+    if m.out_proj.bias is not None:
+        y = g.node("Add", [y, g.name_of(m.out_proj.bias, "out_proj.bias")])[0]
+    if not m.batch_first:
+        y = g.node("Transpose", [y], perm=[1, 0, 2])[0]
+    g.bind(out[0], y)
+    if isinstance(out[1], Tensor):
+        if a["average_attn_weights"]:
+            if g.opset >= 18:
+                axes = g.const(np.array([1], np.int64), "axes")
+                weights = g.node("ReduceMean", [probs, axes], keepdims=0)[0]
+            else:
+                weights = g.node("ReduceMean", [probs], axes=[1], keepdims=0)[0]
+        else:
+            weights = probs
+        g.bind(out[1], weights)
+
+
 # ------------------------------------------------------- tensor-op exporters
 
 _OpExporter = Callable[[_Graph, tuple[Any, ...], dict[str, Any], Any], None]
@@ -518,6 +697,41 @@ def _dropout_f(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
     _identity_op(g, args, kwargs, out)
 
 
+def _getitem_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    x, key = args[0], args[1]
+    key = key if isinstance(key, tuple) else (key,)
+    if any(k is None or isinstance(k, (Tensor, list, bool)) for k in key):
+        raise _unsupported("Tensor.__getitem__", g.opset, "only ints, slices and ...")
+    n_real = sum(k is not Ellipsis for k in key)
+    full: list[Any] = []
+    for k in key:
+        full.extend([slice(None)] * (x.dim() - n_real) if k is Ellipsis else [k])
+    starts, ends, axes, steps, picks = [], [], [], [], []
+    for axis, k in enumerate(full):
+        if isinstance(k, slice):
+            if k == slice(None):
+                continue
+            step = 1 if k.step is None else int(k.step)
+            if step <= 0:
+                raise _unsupported("Tensor.__getitem__", g.opset, "non-positive steps")
+            starts.append(0 if k.start is None else int(k.start))
+            ends.append(np.iinfo(np.int64).max if k.stop is None else int(k.stop))
+            axes.append(axis)
+            steps.append(step)
+        else:
+            picks.append((axis, int(k)))
+    y = g.name_of(x, "input")
+    if axes:
+        consts = [
+            g.const(np.array(v, np.int64), hint)
+            for v, hint in ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps"))
+        ]
+        y = g.node("Slice", [y, *consts])[0]
+    for axis, i in reversed(picks):  # last axis first: earlier axes keep their place
+        y = g.node("Gather", [y, g.const(np.array(i, np.int64), "index")], axis=axis)[0]
+    g.bind(out, y)
+
+
 # Tensor methods with a mapping (the in-place ones rebind their tensor).
 _METHOD_EXPORTERS: dict[str, _OpExporter] = {
     "__add__": _binary("Add"),
@@ -556,6 +770,7 @@ _METHOD_EXPORTERS: dict[str, _OpExporter] = {
     "log_softmax": _softmax_op("LogSoftmax"),
     "transpose": _transpose_op,
     "permute": _permute_op,
+    "__getitem__": _getitem_op,
     "contiguous": _identity_op,
     "clone": _identity_op,
     "detach": _identity_op,
@@ -563,7 +778,6 @@ _METHOD_EXPORTERS: dict[str, _OpExporter] = {
 
 # Dunder methods that get the "unsupported" check when they have no mapping.
 _CHECKED_DUNDERS = (
-    "__getitem__",
     "__pow__",
     "__rpow__",
     "__floordiv__",
@@ -627,19 +841,26 @@ def _module_exporter(m: Any) -> _ModuleExporter | None:
 class _Tracer:
     """Installs the recording layers for one export and removes them afterwards."""
 
-    def __init__(self, graph: _Graph, module_names: dict[int, str]) -> None:
+    def __init__(self, graph: _Graph, module_names: dict[int, str], modules: list[Any]) -> None:
         self.g = graph
         self.module_names = module_names
+        self.modules = modules
         self.saved: list[tuple[Any, str, Any]] = []
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
         self.saved.append((owner, name, owner.__dict__[name]))
-        setattr(owner, name, new)
+        if isinstance(owner, nn.Module):
+            owner.__dict__[name] = new  # an instance attribute, no __setattr__ logic
+        else:
+            setattr(owner, name, new)
 
     def restore(self) -> None:
         while self.saved:
             owner, name, old = self.saved.pop()
-            setattr(owner, name, old)
+            if isinstance(owner, nn.Module):
+                owner.__dict__[name] = old
+            else:
+                setattr(owner, name, old)
 
     @contextmanager
     def suspended(self) -> Iterator[None]:
@@ -720,6 +941,18 @@ class _Tracer:
                     prefix = "rustgrad" if owner is rustgrad else "F"
                     old = owner.__dict__[name]
                     self._patch(owner, name, self._recorder(f"{prefix}.{name}", fn, old))
+        # Functions stored on modules (TransformerEncoderLayer.activation = F.gelu) are
+        # the unpatched objects: point them at the patched ones for the export.
+        patched = {
+            id(old): (old, getattr(owner, name))
+            for owner, name, old in self.saved
+            if owner is rustgrad or owner is F
+        }
+        for m in self.modules:
+            for name, attr in list(vars(m).items()):
+                hit = patched.get(id(attr))
+                if hit is not None and hit[0] is attr:
+                    self._patch(m, name, hit[1])
 
     def _recorder(self, label: str, emit: _OpExporter, original: Any) -> Callable[..., Any]:
         g = self.g
@@ -889,7 +1122,7 @@ def export(
         raise ValueError(f"ONNX export: {len(names_in)} input_names for {len(flat_inputs)} inputs")
 
     saved_modes = _set_modes(model, False) if training == TrainingMode.EVAL else []
-    tracer = _Tracer(g, module_names)
+    tracer = _Tracer(g, module_names, list(model.modules()))
     from ..autograd.grad_mode import no_grad
 
     try:
