@@ -346,6 +346,27 @@ OP_CASES = {
             ("c0", _r(1, 2, 5, seed=5)),
         ],
     ),
+    "gru_forward_bias": _attr_case(
+        "GRU",
+        {"x": _r(3, 2, 4), "w": _r(1, 15, 4, seed=1), "r": _r(1, 15, 5, seed=2)},
+        {"hidden_size": 5},
+        consts=[("b", _r(1, 30, seed=3))],
+    ),
+    "gru_bidirectional_linear_before_reset": _attr_case(
+        "GRU",
+        {"x": _r(4, 2, 3), "w": _r(2, 12, 3, seed=1), "r": _r(2, 12, 4, seed=2)},
+        {"hidden_size": 4, "direction": "bidirectional", "linear_before_reset": 1},
+        consts=[
+            ("b", _r(2, 24, seed=3)),
+            ("", np.zeros(0, np.float32)),
+            ("h0", _r(2, 2, 4, seed=4)),
+        ],
+    ),
+    "lstm_layout1": _attr_case(
+        "LSTM",
+        {"x": _r(2, 3, 4), "w": _r(1, 20, 4, seed=1), "r": _r(1, 20, 5, seed=2)},
+        {"hidden_size": 5, "layout": 1},
+    ),
 }
 
 

@@ -710,6 +710,7 @@ _MIN_INPUTS = {
     "Gather": 2,
     "Constant": 0,
     "LSTM": 3,
+    "GRU": 3,
 }
 
 
@@ -726,14 +727,19 @@ def _constant_of_shape(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
     return rustgrad.full(shape, t.item(), dtype=t.dtype)
 
 
-_LSTM_ACTIVATIONS = ["Sigmoid", "Tanh", "Tanh"]
+_RNN_GATES = {"LSTM": (4, ["Sigmoid", "Tanh", "Tanh"]), "GRU": (3, ["Sigmoid", "Tanh"])}
 
 
-def _lstm(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
-    """ONNX LSTM (gate order i, o, f, c) with the default activations, unrolled in
-    rustgrad ops; ``Y`` is (seq, directions, batch, hidden)."""
+def _rnn(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    """ONNX LSTM (gates i, o, f, c) and GRU (gates z, r, h) with the default
+    activations, unrolled over time in rustgrad ops; ``Y`` is (seq, directions, batch,
+    hidden), then ``Y_h`` (and LSTM's ``Y_c``)."""
+    lstm = n.op_type == "LSTM"
+    gates, default_acts = _RNN_GATES[n.op_type]
     ins = list(ins) + [None] * (8 - len(ins))
-    x, w, r, b, seq_lens, h0, c0, peep = ins[:8]
+    x, w, r, b, seq_lens, h0 = ins[:6]
+    c0 = ins[6] if lstm else None
+    peep = ins[7] if lstm else None
     a = n.attrs
     hidden = int(a.get("hidden_size", r.shape[-1]))
     direction = a.get("direction", "forward")
@@ -741,14 +747,15 @@ def _lstm(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
         direction, ["forward", "reverse"] if direction == "bidirectional" else None
     )
     if dirs is None:
-        raise ValueError(f"node '{n.name}' (LSTM): unknown direction '{direction}'")
-    acts = [_str(v) for v in a.get("activations", _LSTM_ACTIVATIONS * len(dirs))]
-    if acts != _LSTM_ACTIVATIONS * len(dirs) or "clip" in a or a.get("input_forget", 0):
+        raise ValueError(f"node '{n.name}' ({n.op_type}): unknown direction '{direction}'")
+    acts = [_str(v) for v in a.get("activations", default_acts * len(dirs))]
+    if acts != default_acts * len(dirs) or "clip" in a or a.get("input_forget", 0):
         raise NotImplementedError(
-            f"node '{n.name}' (LSTM): only the default activations, no clip, no input_forget"
+            f"node '{n.name}' ({n.op_type}): only the default activations, no clip, no input_forget"
         )
     if peep is not None:
         raise NotImplementedError(f"node '{n.name}' (LSTM): peephole weights")
+    before_reset = bool(a.get("linear_before_reset", 0))
     layout = int(a.get("layout", 0))
     if layout:
         x = x.transpose(0, 1)
@@ -756,35 +763,57 @@ def _lstm(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
         c0 = None if c0 is None else c0.transpose(0, 1)
     steps, batch = x.shape[0], x.shape[1]
     if seq_lens is not None and any(v != steps for v in _ints(seq_lens)):
-        raise NotImplementedError(f"node '{n.name}' (LSTM): sequence_lens shorter than the input")
-    nd = len(dirs)
-    if tuple(w.shape[:2]) != (nd, 4 * hidden) or tuple(r.shape) != (nd, 4 * hidden, hidden):
-        raise ValueError(f"node '{n.name}' (LSTM): W/R shapes do not match hidden_size {hidden}")
+        raise NotImplementedError(
+            f"node '{n.name}' ({n.op_type}): sequence_lens shorter than the input"
+        )
+    nd, gh = len(dirs), gates * hidden
+    if tuple(w.shape[:2]) != (nd, gh) or tuple(r.shape) != (nd, gh, hidden):
+        raise ValueError(
+            f"node '{n.name}' ({n.op_type}): W/R shapes do not match hidden_size {hidden}"
+        )
     ys, hs, cs = [], [], []
     for d, kind in enumerate(dirs):
         gx = rustgrad.matmul(x, w[d].t())
+        rb = None
         if b is not None:
-            gx = gx + b[d, : 4 * hidden] + b[d, 4 * hidden :]
+            gx = gx + b[d, :gh]
+            rb = b[d, gh:]
+            if lstm:
+                gx, rb = gx + rb, None
         zeros = rustgrad.zeros(batch, hidden, dtype=x.dtype)
         h = zeros if h0 is None else h0[d]
         c = zeros if c0 is None else c0[d]
-        order = range(steps) if kind == "forward" else range(steps - 1, -1, -1)
-        out = [None] * steps
         rt = r[d].t()
-        for t in order:
-            g = gx[t] + rustgrad.matmul(h, rt)
-            i, o, f, cand = g.chunk(4, dim=-1)
-            c = rustgrad.sigmoid(f) * c + rustgrad.sigmoid(i) * rustgrad.tanh(cand)
-            h = rustgrad.sigmoid(o) * rustgrad.tanh(c)
+        out: list[Any] = [None] * steps
+        for t in range(steps) if kind == "forward" else range(steps - 1, -1, -1):
+            if lstm:
+                i, o, f, cand = (gx[t] + rustgrad.matmul(h, rt)).chunk(4, dim=-1)
+                c = rustgrad.sigmoid(f) * c + rustgrad.sigmoid(i) * rustgrad.tanh(cand)
+                h = rustgrad.sigmoid(o) * rustgrad.tanh(c)
+            else:
+                xz, xr, xh = gx[t].chunk(3, dim=-1)
+                rz, rr, rh = rt[:, :hidden], rt[:, hidden : 2 * hidden], rt[:, 2 * hidden :]
+                bz, br, bh = (None, None, None) if rb is None else rb.chunk(3)
+                hz, hr = rustgrad.matmul(h, rz), rustgrad.matmul(h, rr)
+                if rb is not None:
+                    hz, hr = hz + bz, hr + br
+                z, rg = rustgrad.sigmoid(xz + hz), rustgrad.sigmoid(xr + hr)
+                if before_reset:
+                    hh = rustgrad.matmul(h, rh)
+                    hh = rg * (hh if bh is None else hh + bh)
+                else:
+                    hh = rustgrad.matmul(rg * h, rh)
+                    hh = hh if bh is None else hh + bh
+                h = (1 - z) * rustgrad.tanh(xh + hh) + z * h
             out[t] = h
         ys.append(rustgrad.stack(out, 0))
         hs.append(h)
         cs.append(c)
     y = rustgrad.stack(ys, 1)
-    y_h, y_c = rustgrad.stack(hs, 0), rustgrad.stack(cs, 0)
+    states = [rustgrad.stack(hs, 0)] + ([rustgrad.stack(cs, 0)] if lstm else [])
     if layout:
-        return y.permute(2, 0, 1, 3), y_h.transpose(0, 1), y_c.transpose(0, 1)
-    return y, y_h, y_c
+        return (y.permute(2, 0, 1, 3), *(s.transpose(0, 1) for s in states))
+    return (y, *states)
 
 
 _CAST = {1: "float32", 11: "float64", 10: "float16", 7: "int64", 6: "int32", 9: "bool"}
@@ -832,7 +861,8 @@ _OPS: dict[str, Callable[[OnnxModule, OnnxNode, list], Any]] = {
     "Dropout": _dropout,
     "Cast": _cast,
     "ConstantOfShape": _constant_of_shape,
-    "LSTM": _lstm,
+    "LSTM": _rnn,
+    "GRU": _rnn,
 }
 
 #: The ONNX op types :func:`load_model` understands.
