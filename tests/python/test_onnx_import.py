@@ -362,6 +362,16 @@ OP_CASES = {
             ("h0", _r(2, 2, 4, seed=4)),
         ],
     ),
+    "layer_norm_axis1": _attr_case(
+        "LayerNormalization",
+        {"x": _r(2, 3, 4)},
+        {"axis": 1, "epsilon": 1e-3},
+        consts=[("s", _r(3, 4, seed=1)), ("b", _r(3, 4, seed=2))],
+    ),
+    "layer_norm_broadcast_scale": _attr_case(
+        "LayerNormalization", {"x": _r(2, 3, 4)}, {"axis": 1}, consts=[("s", _r(4, seed=1))]
+    ),
+    "erf": _attr_case("Erf", {"x": _r(3, 4)}),
     "lstm_layout1": _attr_case(
         "LSTM",
         {"x": _r(2, 3, 4), "w": _r(1, 20, 4, seed=1), "r": _r(1, 20, 5, seed=2)},
@@ -395,20 +405,33 @@ def test_softmax_before_opset13_flattens() -> None:
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
-def test_round_trip_with_rustgrad_export(tmp_path: Path) -> None:
+ROUND_TRIP = {
+    "cnn": (
+        lambda: nn.Sequential(
+            nn.Conv2d(1, 4, 3, padding=1),
+            nn.BatchNorm2d(4),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(64, 5),
+        ),
+        (2, 1, 8, 8),
+    ),
+    "lstm": (lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True), (5, 2, 3)),
+    "gru": (lambda: nn.GRU(3, 4, batch_first=True), (2, 5, 3)),
+    "transformer_layer": (lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), (5, 2, 8)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TRIP))
+def test_round_trip_with_rustgrad_export(tmp_path: Path, name: str) -> None:
     """A model written by ``rustgrad.onnx.export`` loads back and computes the same."""
     torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(1, 4, 3, padding=1),
-        nn.BatchNorm2d(4),
-        nn.ReLU(),
-        nn.MaxPool2d(2),
-        nn.Flatten(),
-        nn.Linear(64, 5),
-    ).eval()
-    x = torch.randn(2, 1, 8, 8)
-    torch.onnx.export(model, (x,), str(tmp_path / "m.onnx"), input_names=["x"])
-    loaded = load_model(tmp_path / "m.onnx")
-    np.testing.assert_allclose(
-        loaded(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6, atol=1e-6
-    )
+    make, shape = ROUND_TRIP[name]
+    model = make().eval()
+    x = torch.randn(*shape)
+    torch.onnx.export(model, (x,), str(tmp_path / "m.onnx"))
+    got, want = load_model(tmp_path / "m.onnx")(x), model(x)
+    got = got[0] if isinstance(got, tuple) else got
+    want = want[0] if isinstance(want, tuple) else want
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -533,6 +533,20 @@ def _batch_norm(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
     return F.batch_norm(x, mean, var, scale, bias, False, 0.0, float(n.attrs.get("epsilon", 1e-5)))
 
 
+def _layer_norm(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    x, scale = ins[0], ins[1]
+    bias = ins[2] if len(ins) > 2 else None
+    if any(n.outputs[1:]):
+        raise NotImplementedError(f"node '{n.name}': LayerNormalization's Mean/InvStdDev outputs")
+    axis = _axis(int(n.attrs.get("axis", -1)), x.dim(), n)
+    shape = tuple(x.shape[axis:])
+    eps = float(n.attrs.get("epsilon", 1e-5))
+    if tuple(scale.shape) == shape and (bias is None or tuple(bias.shape) == shape):
+        return F.layer_norm(x, shape, scale, bias, eps)
+    y = F.layer_norm(x, shape, None, None, eps) * scale
+    return y if bias is None else y + bias
+
+
 def _flatten(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
     x = ins[0]
     axis = int(n.attrs.get("axis", 1))
@@ -706,6 +720,7 @@ _MIN_INPUTS = {
     "Pow": 2,
     "Conv": 2,
     "BatchNormalization": 5,
+    "LayerNormalization": 2,
     "Reshape": 2,
     "Gather": 2,
     "Constant": 0,
@@ -842,6 +857,8 @@ _OPS: dict[str, Callable[[OnnxModule, OnnxNode, list], Any]] = {
     "Neg": _unary(lambda x: -x),
     "Conv": _conv,
     "BatchNormalization": _batch_norm,
+    "LayerNormalization": _layer_norm,
+    "Erf": _unary(rustgrad.erf),
     "MaxPool": _pool("max"),
     "AveragePool": _pool("avg"),
     "GlobalAveragePool": _global_avg,
