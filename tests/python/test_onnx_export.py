@@ -345,3 +345,25 @@ def test_transformer_encoder_and_attention_match_onnxruntime():
     with pytest.raises(UnsupportedOperatorError, match="attention masks"):
         mask = nn.Transformer.generate_square_subsequent_mask(5)
         rustgrad.onnx.export(gelu, (x, mask), io.BytesIO())
+
+
+def test_export_params_false_and_initializers_as_inputs(capsys):
+    torch.manual_seed(9)
+    model = nn.Linear(3, 2)
+    x = torch.randn(2, 3)
+    buf = io.BytesIO()
+    rustgrad.onnx.export(model, (x,), buf, export_params=False, verbose=True)
+    assert "Gemm" in capsys.readouterr().out
+    proto = onnx.load_from_string(buf.getvalue())
+    assert not proto.graph.initializer
+    assert [i.name for i in proto.graph.input] == ["input", "weight", "bias"]
+    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    feeds = {"input": x.numpy(), "weight": model.weight.detach().numpy()}
+    feeds["bias"] = model.bias.detach().numpy()
+    with torch.no_grad():
+        np.testing.assert_allclose(sess.run(None, feeds)[0], model(x).numpy(), atol=1e-6)
+    buf = io.BytesIO()
+    rustgrad.onnx.export(model, x, buf, keep_initializers_as_inputs=True)
+    proto = onnx.load_from_string(buf.getvalue())
+    assert [i.name for i in proto.graph.input] == ["input", "weight", "bias"]
+    assert {i.name for i in proto.graph.initializer} == {"weight", "bias"}

@@ -1043,11 +1043,13 @@ def export(
     The model runs in eval mode (``training=TrainingMode.EVAL``, the default; its
     modes are restored afterwards) and its parameters and buffers become the graph's
     initializers, named as in its ``state_dict``. Supported: Linear, Conv1d/2d/3d,
-    BatchNorm (eval), ReLU/GELU/Sigmoid/Tanh/LeakyReLU, Softmax/LogSoftmax, max and
-    average pooling, AdaptiveAvgPool (output 1 or dividing the input), Flatten,
-    Dropout/Identity, containers, and modules whose forward combines these with the
-    tensor ops add/sub/mul/div, matmul, relu, view/reshape/flatten, transpose/permute,
-    softmax. Anything else raises ``UnsupportedOperatorError`` naming it.
+    BatchNorm (eval), LayerNorm, Embedding, ReLU/GELU/Sigmoid/Tanh/LeakyReLU,
+    Softmax/LogSoftmax, max and average pooling, AdaptiveAvgPool (output 1 or dividing
+    the input), Flatten, Dropout/Identity, LSTM/GRU/RNN, MultiheadAttention (no
+    masks), Transformer encoder layers, containers, and modules whose forward combines
+    these with the tensor ops add/sub/mul/div, matmul, relu, view/reshape/flatten,
+    transpose/permute, softmax and int/slice indexing. Anything else raises
+    ``UnsupportedOperatorError`` naming it.
 
     Args:
         model: the ``nn.Module`` to export.
@@ -1066,8 +1068,9 @@ def export(
         keep_initializers_as_inputs: also list the initializers as graph inputs.
         training: ``TrainingMode.EVAL`` or ``PRESERVE`` (a model in training mode
             with batch norm or dropout then raises).
-        verbose, dynamo, external_data, dynamic_shapes, do_constant_folding:
-            accepted for compatibility; rustgrad has one (tracing) exporter.
+        verbose: print the graph.
+        dynamo, external_data, dynamic_shapes, do_constant_folding: accepted for
+            compatibility; rustgrad has one (tracing) exporter.
 
     Returns:
         None (PyTorch's TorchScript exporter also returns None).
@@ -1199,5 +1202,7 @@ def export(
     if opset <= 18:  # the IR version of the onnx release that introduced the opset
         proto.ir_version = 8
     onnx.checker.check_model(proto)
+    if verbose:
+        print(onnx.printer.to_text(proto.graph))
     if f is not None:
         onnx.save_model(proto, f)
