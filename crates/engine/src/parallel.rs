@@ -183,6 +183,18 @@ pub fn fill_each<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
     for_each_chunk_mut(out, 1, |i, c| c[0] = f(i));
 }
 
+/// Runs `f` on one of the engine's pool threads (on this thread when the pool has one
+/// thread), returning its result. For kernels that run many small parallel jobs in a
+/// sequence (a recurrent layer's time loop: a GEMM and the gate arithmetic per step):
+/// inside the pool each job is split by work-stealing among threads that are still
+/// awake from the last one, instead of being handed in from outside and waking them.
+pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    match pool() {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
 /// Calls `f(i)` for every task `i` in `0..tasks`: concurrently on the engine's pool
 /// when it has more than one thread and there is more than one task, else in order on
 /// this thread. Kernels that split 2-D work (GEMM tiles) use it; the tasks must touch

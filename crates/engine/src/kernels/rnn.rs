@@ -438,6 +438,19 @@ pub fn forward<T: Gemm + Float + Send + Sync>(
     c0: &[T],
     w: &Weights<'_, T>,
 ) -> Result<Forward<T>> {
+    // The time loop's many small parallel jobs run from inside the pool
+    // (`parallel::install`).
+    crate::parallel::install(|| forward_in_pool(g, x, h0, c0, w))
+}
+
+/// [`forward`] on the pool.
+fn forward_in_pool<T: Gemm + Float + Send + Sync>(
+    g: &RnnGeom,
+    x: &[T],
+    h0: &[T],
+    c0: &[T],
+    w: &Weights<'_, T>,
+) -> Result<Forward<T>> {
     g.validate()?;
     let (i_sz, h, p, b) = (g.input, g.hidden, g.proj, g.batch());
     let rows = g.rows();
@@ -625,6 +638,22 @@ pub struct Wants {
 /// `h_n` and of `c_n` (empty slices for zero gradients).
 #[allow(clippy::too_many_arguments)]
 pub fn backward<T: Gemm + Float + Send + Sync>(
+    g: &RnnGeom,
+    x: &[T],
+    w: &Weights<'_, T>,
+    ws: &Workspace<T>,
+    d_out: &[T],
+    d_hn: &[T],
+    d_cn: &[T],
+    want: Wants,
+) -> Result<Backward<T>> {
+    // As `forward`: the time loop runs from inside the pool.
+    crate::parallel::install(|| backward_in_pool(g, x, w, ws, d_out, d_hn, d_cn, want))
+}
+
+/// [`backward`] on the pool.
+#[allow(clippy::too_many_arguments)]
+fn backward_in_pool<T: Gemm + Float + Send + Sync>(
     g: &RnnGeom,
     x: &[T],
     w: &Weights<'_, T>,
