@@ -1048,6 +1048,41 @@ mod tests {
                 assert!(got == want, "{m}x{k}x{n} beta {beta}");
             }
         }
+        // Odd sizes on integer-valued data, both layouts: the definition's exact values.
+        for &(m, k, n) in &[(17, 777, 33), (33, 1029, 65)] {
+            let plan = GemmPlan::with_k_split((m, k, n), 64);
+            assert!(plan.k_parts > 1, "{m}x{k}x{n}: {plan:?}");
+            let a = values(m * k, 11, true);
+            let b = values(k * n, 12, true);
+            for layout in [0u8, 1] {
+                let [(rsa, csa), (rsb, csb)] = strides(layout, (m, k, n));
+                let mut want = vec![0.0; m * n];
+                for i in 0..m {
+                    for j in 0..n {
+                        want[i * n + j] = (0..k)
+                            .map(|p| a[i * rsa + p * csa] * b[p * rsb + j * csb])
+                            .sum();
+                    }
+                }
+                let mut got = vec![f64::NAN; m * n];
+                // SAFETY: `a` (`m x k`) and `b` (`k x n`) with these strides, `got`
+                // `m x n` row-major.
+                unsafe {
+                    run_plan(
+                        &plan,
+                        (m, k, n),
+                        a.as_ptr(),
+                        (rsa as isize, csa as isize),
+                        b.as_ptr(),
+                        (rsb as isize, csb as isize),
+                        0.0,
+                        got.as_mut_ptr(),
+                        n as isize,
+                    )
+                };
+                assert_eq!(got, want, "{m}x{k}x{n} layout {layout}");
+            }
+        }
         // Never for batches, large outputs, or outputs the crate's vector paths take.
         assert_eq!(GemmPlan::with_k_split((1, 100_000, 300), 64).k_parts, 1);
         assert_eq!(GemmPlan::with_k_split((512, 4608, 64), 64).k_parts, 1);
