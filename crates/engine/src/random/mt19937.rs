@@ -50,6 +50,7 @@ impl Mt19937 {
     }
 
     /// The next 32-bit output.
+    #[inline]
     pub fn next_u32(&mut self) -> u32 {
         self.left -= 1;
         if self.left == 0 {
@@ -63,6 +64,8 @@ impl Mt19937 {
         y ^ (y >> 18)
     }
 
+    #[cold]
+    #[inline(never)]
     fn regenerate(&mut self) {
         let twist = |u: u32, v: u32| {
             let mixed = (u & UPPER_MASK) | (v & LOWER_MASK);
