@@ -232,11 +232,7 @@ impl GemmPlan {
             n_tiles: 1,
             k_parts: 1,
         };
-        let work = batches
-            .saturating_mul(m)
-            .saturating_mul(n)
-            .saturating_mul(k.max(1));
-        let want = (work / MIN_TASK_WORK).min(max_tasks);
+        let (work, want) = wanted_tasks(batches, (m, k, n), max_tasks);
         if work < MIN_PARALLEL_WORK || want <= 1 || m == 0 || n == 0 {
             return whole;
         }
@@ -264,8 +260,7 @@ impl GemmPlan {
     pub fn with_k_split((m, k, n): (usize, usize, usize), max_tasks: usize) -> GemmPlan {
         let plan = GemmPlan::new(1, (m, k, n), max_tasks);
         let blocks = k_blocks(k);
-        let work = m.saturating_mul(n).saturating_mul(k);
-        let want = (work / MIN_TASK_WORK).min(max_tasks);
+        let (work, want) = wanted_tasks(1, (m, k, n), max_tasks);
         let tiles = plan.m_tiles * plan.n_tiles;
         let partials = m.saturating_mul(n).saturating_mul(blocks - 1);
         // Only outputs the crate computes with its main micro-kernels (accumulator from
@@ -297,6 +292,20 @@ impl GemmPlan {
     pub fn tasks(&self, batches: usize) -> usize {
         batches.div_ceil(self.batch_per_task) * self.m_tiles * self.n_tiles * self.k_parts
     }
+}
+
+/// The multiply-adds of `batches` products of `m x k` by `k x n`, and the tasks of at
+/// least [`MIN_TASK_WORK`] they would make within `max_tasks`.
+fn wanted_tasks(
+    batches: usize,
+    (m, k, n): (usize, usize, usize),
+    max_tasks: usize,
+) -> (usize, usize) {
+    let work = batches
+        .saturating_mul(m)
+        .saturating_mul(n)
+        .saturating_mul(k.max(1));
+    (work, (work / MIN_TASK_WORK).min(max_tasks))
 }
 
 /// Tasks one parallel kernel may split into: [`TASKS_PER_THREAD`] per thread of the
@@ -836,6 +845,34 @@ mod tests {
         }
     }
 
+    /// `c = a @ b + beta * c` through [`run_plan`] for `a` and `b` with the given
+    /// (row, column) strides and a row-major `m x n` `c`.
+    fn planned(
+        plan: &GemmPlan,
+        (m, k, n): (usize, usize, usize),
+        (a, b): (&[f64], &[f64]),
+        [(rsa, csa), (rsb, csb)]: [(usize, usize); 2],
+        beta: f64,
+        c: &mut [f64],
+    ) {
+        assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+        // SAFETY: callers pass strides that keep `a` (`m x k`) and `b` (`k x n`) inside
+        // their slices; `c` holds the `m x n` row-major output.
+        unsafe {
+            run_plan(
+                plan,
+                (m, k, n),
+                a.as_ptr(),
+                (rsa as isize, csa as isize),
+                b.as_ptr(),
+                (rsb as isize, csb as isize),
+                beta,
+                c.as_mut_ptr(),
+                n as isize,
+            )
+        }
+    }
+
     #[test]
     fn odd_sizes_match_the_definition_exactly_on_integers() {
         // Integer-valued data: every partial sum is exact, so any order gives the
@@ -975,21 +1012,14 @@ mod tests {
                 for budget in [2, 4, 8, 16, 64, 256] {
                     let split = GemmPlan::with_k_split((m, k, n), budget);
                     let mut dst = vec![0.0; m * n];
-                    // SAFETY: `a` is `m x k`, `b` `k x n` with these strides, `dst`
-                    // `m x n` row-major.
-                    unsafe {
-                        run_plan(
-                            &split,
-                            (m, k, n),
-                            a.as_ptr(),
-                            (rsa as isize, csa as isize),
-                            b.as_ptr(),
-                            (rsb as isize, csb as isize),
-                            0.0,
-                            dst.as_mut_ptr(),
-                            n as isize,
-                        )
-                    };
+                    planned(
+                        &split,
+                        (m, k, n),
+                        (&a, &b),
+                        [(rsa, csa), (rsb, csb)],
+                        0.0,
+                        &mut dst,
+                    );
                     assert!(dst == one, "{m}x{k}x{n} layout {layout} {split:?}");
                     let plan = GemmPlan::with_layout(1, (m, k, n), budget, (csa, rsb));
                     let grid = (plan.m_tiles, plan.n_tiles);
@@ -1031,20 +1061,14 @@ mod tests {
                 let mut want = c0.clone();
                 tiled((m, k, n), (&a, &b, 0), (1, 1), beta, &mut want);
                 let mut got = c0.clone();
-                // SAFETY: row-major `a` (`m x k`), `b` (`k x n`) and `got` (`m x n`).
-                unsafe {
-                    run_plan(
-                        &plan,
-                        (m, k, n),
-                        a.as_ptr(),
-                        (k as isize, 1),
-                        b.as_ptr(),
-                        (n as isize, 1),
-                        beta,
-                        got.as_mut_ptr(),
-                        n as isize,
-                    )
-                };
+                planned(
+                    &plan,
+                    (m, k, n),
+                    (&a, &b),
+                    strides(0, (m, k, n)),
+                    beta,
+                    &mut got,
+                );
                 assert!(got == want, "{m}x{k}x{n} beta {beta}");
             }
         }
@@ -1065,21 +1089,14 @@ mod tests {
                     }
                 }
                 let mut got = vec![f64::NAN; m * n];
-                // SAFETY: `a` (`m x k`) and `b` (`k x n`) with these strides, `got`
-                // `m x n` row-major.
-                unsafe {
-                    run_plan(
-                        &plan,
-                        (m, k, n),
-                        a.as_ptr(),
-                        (rsa as isize, csa as isize),
-                        b.as_ptr(),
-                        (rsb as isize, csb as isize),
-                        0.0,
-                        got.as_mut_ptr(),
-                        n as isize,
-                    )
-                };
+                planned(
+                    &plan,
+                    (m, k, n),
+                    (&a, &b),
+                    [(rsa, csa), (rsb, csb)],
+                    0.0,
+                    &mut got,
+                );
                 assert_eq!(got, want, "{m}x{k}x{n} layout {layout}");
             }
         }
