@@ -42,7 +42,7 @@ help:
 	@echo 'make demo         set up, then run examples/demo_finetune.py (DEMO_ARGS=...)'
 	@echo 'make test         set up, lint, cargo test, pytest, wheel check (what CI runs)'
 	@echo 'make setup        .venv + requirements-dev/-demo.txt + maturin develop --release (skips what is done)'
-	@echo 'make lint         cargo fmt --check, clippy -D warnings, ruff check, ruff format --check'
+	@echo 'make lint         cargo fmt --check, clippy -D warnings, cargo doc -D warnings, ruff check, ruff format --check'
 	@echo 'make memcheck     the engine unit, safety and autograd tests under Valgrind memcheck'
 	@echo 'make bench        benchmarks/bench_chain.py (with PyTorch when .torch-venv exists)'
 	@echo 'make fuzz         random programs against the numpy model for FUZZ_SECONDS (default 600)'
@@ -62,6 +62,7 @@ lint:
 	$(call run,setup (deps),./scripts/setup.sh --deps-only)
 	$(call run,cargo fmt --check,cargo fmt --all --check)
 	$(call run,cargo clippy,cargo clippy --workspace --all-targets -- -D warnings)
+	$(call run,cargo doc,RUSTDOCFLAGS='-D warnings' cargo doc -q -p rustgrad -p rustgrad-derive --no-deps)
 	$(call run,ruff check,$(RUFF) check .)
 	$(call run,ruff format --check,$(RUFF) format --check .)
 
