@@ -564,6 +564,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(anomaly::is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(anomaly::is_anomaly_check_nan_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_optim_step, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::registry::_op_registry, m)?)?;
     anomaly::install();
     Ok(())
 }

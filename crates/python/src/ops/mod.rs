@@ -17,6 +17,7 @@ pub(crate) mod loss;
 pub(crate) mod norm;
 pub(crate) mod pool;
 mod reduce;
+pub(crate) mod registry;
 pub(crate) mod rnn;
 mod shape;
 mod spatial;

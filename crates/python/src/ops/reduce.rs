@@ -43,8 +43,67 @@ impl PyTensor {
         new_tensor(py, out.py()?)
     }
 
+    /// A reduction over `dim` (an int, a tuple, or every dim when absent), in `dtype`
+    /// when given: the shell of `sum`, `mean`, `amax`, `all`, ... (Note [Op registry]).
+    pub(super) fn reduce_dims(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+        f: impl FnOnce(&Variable, Option<&[i64]>, bool) -> Result<Variable> + Send,
+    ) -> PyResult<Py<PyTensor>> {
+        let dims = extract_dims(dim)?;
+        let src = self.with_dtype(dtype)?;
+        Self::run(py, &src, |v| f(v, dims.as_deref(), keepdim))
+    }
+
+    /// A reduction along one optional `dim` (`argmax`, `prod`, ...), in `dtype` when
+    /// given.
+    pub(super) fn reduce_opt_dim(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+        f: impl FnOnce(&Variable, Option<i64>, bool) -> Result<Variable> + Send,
+    ) -> PyResult<Py<PyTensor>> {
+        let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
+        let src = self.with_dtype(dtype)?;
+        Self::run(py, &src, |v| f(v, dim, keepdim))
+    }
+
+    /// An op along one required `dim` (`softmax`, `cumsum`, ...), in `dtype` when given.
+    pub(super) fn along_dim(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        f: impl FnOnce(&Variable, i64) -> Result<Variable> + Send,
+    ) -> PyResult<Py<PyTensor>> {
+        let dim = extract_int(dim)?;
+        let src = self.with_dtype(dtype)?;
+        Self::run(py, &src, |v| f(v, dim))
+    }
+
+    /// `var` / `std` with PyTorch's three overloads (see [`correction_of`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn corrected(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<&Bound<'_, PyAny>>,
+        f: impl FnOnce(&Variable, Option<&[i64]>, f64, bool) -> Result<Variable> + Send,
+    ) -> PyResult<Py<PyTensor>> {
+        let (dims, c) = correction_of(name, dim, unbiased, correction)?;
+        Self::run(py, &self.var, |v| f(v, dims.as_deref(), c, keepdim))
+    }
+
     /// `max()` / `max(dim, keepdim)` and the same for `min`.
-    fn extremum(
+    pub(super) fn extremum(
         &self,
         py: Python<'_>,
         name: &str,
@@ -159,137 +218,6 @@ fn norm_order(p: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
 
 #[pymethods]
 impl PyTensor {
-    /// Sum of all elements, or over `dim` (int or tuple), keeping dims if `keepdim`.
-    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-    fn sum(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::sum_keepdim)] keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let src = self.with_dtype(dtype)?;
-        let dims = extract_dims(dim)?;
-        // `sum(None, keepdim=True)` keeps every dim as size 1, as PyTorch's.
-        Self::run(py, &src, |v| match &dims {
-            None if !keepdim => v.sum(),
-            None => v.sum_dims(&[], true),
-            Some(d) => v.sum_dims(d, keepdim),
-        })
-    }
-
-    /// Mean of all elements, or over `dim`.
-    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-    fn mean(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::mean_keepdim)] keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let src = self.with_dtype(dtype)?;
-        let dims = extract_dims(dim)?;
-        Self::run(py, &src, |v| match &dims {
-            None if !keepdim => v.mean(),
-            None => v.mean_dims(&[], true),
-            Some(d) => v.mean_dims(d, keepdim),
-        })
-    }
-
-    /// `max()`: the largest element; `max(dim, keepdim)`: `(values, indices)`.
-    #[pyo3(signature = (dim = None, keepdim = false))]
-    fn max(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::max_keepdim)] keepdim: bool,
-    ) -> PyResult<Py<PyAny>> {
-        self.extremum(py, "max", dim, keepdim)
-    }
-
-    /// `min()`: the smallest element; `min(dim, keepdim)`: `(values, indices)`.
-    #[pyo3(signature = (dim = None, keepdim = false))]
-    fn min(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::min_keepdim)] keepdim: bool,
-    ) -> PyResult<Py<PyAny>> {
-        self.extremum(py, "min", dim, keepdim)
-    }
-
-    /// The largest element over `dim` (int or tuple; every dim by default).
-    #[pyo3(signature = (dim = None, keepdim = false))]
-    fn amax(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::amax_keepdim)] keepdim: bool,
-    ) -> PyResult<Py<PyTensor>> {
-        let dims = extract_dims(dim)?.unwrap_or_default();
-        Self::run(py, &self.var, |v| v.amax(&dims, keepdim))
-    }
-
-    /// The smallest element over `dim` (int or tuple; every dim by default).
-    #[pyo3(signature = (dim = None, keepdim = false))]
-    fn amin(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::amin_keepdim)] keepdim: bool,
-    ) -> PyResult<Py<PyTensor>> {
-        let dims = extract_dims(dim)?.unwrap_or_default();
-        Self::run(py, &self.var, |v| v.amin(&dims, keepdim))
-    }
-
-    /// The index of the largest element (along `dim`, or of the flattened tensor).
-    #[pyo3(signature = (dim = None, keepdim = false))]
-    fn argmax(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::argmax_keepdim)] keepdim: bool,
-    ) -> PyResult<Py<PyTensor>> {
-        let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
-        Self::run(py, &self.var, |v| v.argmax(dim, keepdim))
-    }
-
-    /// The index of the smallest element (along `dim`, or of the flattened tensor).
-    #[pyo3(signature = (dim = None, keepdim = false))]
-    fn argmin(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::argmin_keepdim)] keepdim: bool,
-    ) -> PyResult<Py<PyTensor>> {
-        let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
-        Self::run(py, &self.var, |v| v.argmin(dim, keepdim))
-    }
-
-    /// `softmax` along `dim` (after converting to `dtype` if given).
-    #[pyo3(signature = (dim, dtype = None))]
-    fn softmax(
-        &self,
-        py: Python<'_>,
-        dim: &Bound<'_, PyAny>,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let dim = extract_int(dim)?;
-        Self::run(py, &self.with_dtype(dtype)?, |v| v.softmax(dim))
-    }
-
-    /// `log_softmax` along `dim` (after converting to `dtype` if given).
-    #[pyo3(signature = (dim, dtype = None))]
-    fn log_softmax(
-        &self,
-        py: Python<'_>,
-        dim: &Bound<'_, PyAny>,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let dim = extract_int(dim)?;
-        Self::run(py, &self.with_dtype(dtype)?, |v| v.log_softmax(dim))
-    }
-
     /// `log(sum(exp(x)))` over `dim` (int or tuple), computed stably.
     #[pyo3(signature = (dim, keepdim = false))]
     fn logsumexp(
@@ -300,50 +228,6 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let dims = extract_dims(Some(dim))?.unwrap_or_default();
         Self::run(py, &self.var, |v| v.logsumexp(&dims, keepdim))
-    }
-
-    /// Product of all elements, or along `dim` (an int).
-    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-    fn prod(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::prod_keepdim)] keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let dim = dim.filter(|d| !d.is_none()).map(extract_int).transpose()?;
-        Self::run(py, &self.with_dtype(dtype)?, |v| match dim {
-            None => v.prod(),
-            Some(d) => v.prod_dim(d, keepdim),
-        })
-    }
-
-    /// Variance over `dim` with `correction` (or `unbiased`).
-    #[pyo3(signature = (dim = None, unbiased = None, keepdim = false, *, correction = None))]
-    fn var(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::var_unbiased)] unbiased: Option<bool>,
-        #[pyo3(from_py_with = crate::flag::var_keepdim_overloaded)] keepdim: bool,
-        correction: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let (dims, c) = correction_of("var", dim, unbiased, correction)?;
-        Self::run(py, &self.var, |v| v.var(dims.as_deref(), c, keepdim))
-    }
-
-    /// Standard deviation over `dim` with `correction` (or `unbiased`).
-    #[pyo3(signature = (dim = None, unbiased = None, keepdim = false, *, correction = None))]
-    fn std(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::std_unbiased)] unbiased: Option<bool>,
-        #[pyo3(from_py_with = crate::flag::std_keepdim_overloaded)] keepdim: bool,
-        correction: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let (dims, c) = correction_of("std", dim, unbiased, correction)?;
-        Self::run(py, &self.var, |v| v.std(dims.as_deref(), c, keepdim))
     }
 
     /// `(var, mean)`, or `(std, mean)` when `std`, over `dim`: the two outputs of one
@@ -370,30 +254,6 @@ impl PyTensor {
         Ok(PyTuple::new(py, [new_tensor(py, a)?, new_tensor(py, b)?])?.unbind())
     }
 
-    /// Running sums along `dim`.
-    #[pyo3(signature = (dim, *, dtype = None))]
-    fn cumsum(
-        &self,
-        py: Python<'_>,
-        dim: &Bound<'_, PyAny>,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let dim = extract_int(dim)?;
-        Self::run(py, &self.with_dtype(dtype)?, |v| v.cumsum(dim))
-    }
-
-    /// Running products along `dim`.
-    #[pyo3(signature = (dim, *, dtype = None))]
-    fn cumprod(
-        &self,
-        py: Python<'_>,
-        dim: &Bound<'_, PyAny>,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let dim = extract_int(dim)?;
-        Self::run(py, &self.with_dtype(dtype)?, |v| v.cumprod(dim))
-    }
-
     /// The vector `p`-norm over `dim` (`'fro'` is the 2-norm).
     #[pyo3(signature = (p = None, dim = None, keepdim = false, dtype = None))]
     fn norm(
@@ -409,60 +269,6 @@ impl PyTensor {
         Self::run(py, &self.with_dtype(dtype)?, |v| {
             v.vector_norm(ord, dims.as_deref(), keepdim)
         })
-    }
-
-    /// Sum over `dim` treating NaN as zero.
-    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-    fn nansum(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::nansum_keepdim)] keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let dims = extract_dims(dim)?;
-        Self::run(py, &self.with_dtype(dtype)?, |v| {
-            v.nansum(dims.as_deref(), keepdim)
-        })
-    }
-
-    /// Mean over `dim` of the elements that are not NaN.
-    #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-    fn nanmean(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::nanmean_keepdim)] keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let dims = extract_dims(dim)?;
-        Self::run(py, &self.with_dtype(dtype)?, |v| {
-            v.nanmean(dims.as_deref(), keepdim)
-        })
-    }
-
-    /// Whether every element (over `dim`) is nonzero.
-    #[pyo3(signature = (dim = None, keepdim = false))]
-    fn all(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::all_keepdim_overloaded)] keepdim: bool,
-    ) -> PyResult<Py<PyTensor>> {
-        let dims = extract_dims(dim)?;
-        Self::run(py, &self.var, |v| v.all(dims.as_deref(), keepdim))
-    }
-
-    /// Whether any element (over `dim`) is nonzero.
-    #[pyo3(signature = (dim = None, keepdim = false))]
-    fn any(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        #[pyo3(from_py_with = crate::flag::any_keepdim_overloaded)] keepdim: bool,
-    ) -> PyResult<Py<PyTensor>> {
-        let dims = extract_dims(dim)?;
-        Self::run(py, &self.var, |v| v.any(dims.as_deref(), keepdim))
     }
 
     /// The number of nonzero elements (over `dim`).

@@ -1,0 +1,667 @@
+//! The op registry: every `Tensor` op of the binding listed once, in one table
+//! (Note [Op registry]).
+//!
+//! Each entry names the op (its Python name), its family (the file
+//! `crates/python/src/ops/<family>.rs` that holds its helpers) and its *form*: the
+//! signature shape that [`shell!`] turns into the `#[pymethods]` method, with the
+//! engine call the entry gives. `manual` marks an op whose method is written by hand
+//! in its family file (a signature no form covers). From the same table come
+//! [`OPS`], which `rustgrad._rustgrad._op_registry()` returns and from which
+//! docs/ops.md, the fuzzer's and the bad-input sweep's op coverage are derived.
+//!
+//! Adding an op: its forward and rule in the engine's family file, and one entry
+//! here (plus a helper in the binding's family file when no form fits).
+
+use crate::PyTensor;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use rustgrad::Variable;
+
+/// One row of the registry: what `_op_registry()` reports for a method.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OpEntry {
+    /// The Python method name (`sum`, `__add__`, `addmm_`).
+    pub name: &'static str,
+    /// The binding family file (`reduce`, `binary`, ...).
+    pub family: &'static str,
+    /// The signature form that writes the method, or `manual`.
+    pub form: &'static str,
+    /// The ONNX operator the op maps to directly, where there is one.
+    pub onnx: Option<&'static str>,
+    /// For an in-place method written by the same entry (`addmm_`), the
+    /// out-of-place op's name (`addmm`).
+    pub in_place_of: Option<&'static str>,
+}
+
+/// `Some(name)` for an entry that gives `onnx "Name"`.
+const fn onnx(names: &[&'static str]) -> Option<&'static str> {
+    match names {
+        [name] => Some(*name),
+        _ => None,
+    }
+}
+
+/// The Python name of an entry: `r#where` is `where`.
+const fn python_name(name: &'static str) -> &'static str {
+    match name.as_bytes() {
+        [b'r', b'#', ..] => name.split_at(2).1,
+        _ => name,
+    }
+}
+
+/// The `#[pymethods]` method(s) of one registry entry, by form. Each arm fixes the
+/// Python signature shape and the argument conversion, and calls the family's helper
+/// with the entry's engine call; the argument parsing, error messages and GIL release
+/// (`maybe_detach`) are the helper's, shared by every op of the form.
+macro_rules! shell {
+    // Written by hand in the family file.
+    (manual $name:ident [] [$($doc:literal)*] {}) => {};
+
+    // ---- reduce: `(dim=None, keepdim=False, *, dtype=None)` ------------------------
+    (reduce_dims_dtype $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                dim: Option<&Bound<'_, PyAny>>,
+                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
+                dtype: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Py<PyTensor>> {
+                self.reduce_dims(py, dim, keepdim, dtype, $call)
+            }
+        }
+    };
+    // `(dim=None, keepdim=False)` over an int or a tuple of dims.
+    (reduce_dims $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (dim = None, keepdim = false))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                dim: Option<&Bound<'_, PyAny>>,
+                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
+            ) -> PyResult<Py<PyTensor>> {
+                self.reduce_dims(py, dim, keepdim, None, $call)
+            }
+        }
+    };
+    // `(dim=None, keepdim=False)` over one optional int dim.
+    (reduce_opt_dim $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (dim = None, keepdim = false))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                dim: Option<&Bound<'_, PyAny>>,
+                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
+            ) -> PyResult<Py<PyTensor>> {
+                self.reduce_opt_dim(py, dim, keepdim, None, $call)
+            }
+        }
+    };
+    // `(dim=None, keepdim=False, *, dtype=None)` over one optional int dim.
+    (reduce_opt_dim_dtype $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                dim: Option<&Bound<'_, PyAny>>,
+                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
+                dtype: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Py<PyTensor>> {
+                self.reduce_opt_dim(py, dim, keepdim, dtype, $call)
+            }
+        }
+    };
+    // `(dim, dtype=None)` or `(dim, *, dtype=None)`: the entry gives the signature.
+    (along_dim $name:ident [] [$($doc:literal)*] { signature = $sig:tt; $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = $sig)]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                dim: &Bound<'_, PyAny>,
+                dtype: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Py<PyTensor>> {
+                self.along_dim(py, dim, dtype, $call)
+            }
+        }
+    };
+    // `max` / `min`: `()`, `(dim, keepdim=False)` or `(other)`.
+    (extremum $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (dim = None, keepdim = false))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                dim: Option<&Bound<'_, PyAny>>,
+                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
+            ) -> PyResult<Py<PyAny>> {
+                self.extremum(py, stringify!($name), dim, keepdim)
+            }
+        }
+    };
+    // `var` / `std`: `(dim=None, unbiased=None, keepdim=False, *, correction=None)`.
+    (corrected $name:ident [] [$($doc:literal)*] {
+        unbiased = $ub:ident, keepdim = $kd:ident; $call:expr
+    }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (dim = None, unbiased = None, keepdim = false, *, correction = None))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                dim: Option<&Bound<'_, PyAny>>,
+                #[pyo3(from_py_with = crate::flag::$ub)] unbiased: Option<bool>,
+                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
+                correction: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Py<PyTensor>> {
+                self.corrected(py, stringify!($name), dim, unbiased, keepdim, correction, $call)
+            }
+        }
+    };
+}
+
+/// The registry table: writes every entry's method(s) through [`shell!`] and the
+/// rows of [`OPS`], in table order (the order of docs/ops.md).
+macro_rules! op_table {
+    ($(
+        $family:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $name:ident $(/ $in_place:ident)? : $form:ident $args:tt $(onnx $onnx:literal)?;
+            )*
+        }
+    )*) => {
+        $($(
+            shell!($form $name [$($in_place)?] [$($doc)*] $args);
+        )*)*
+
+        /// Every `Tensor` op of the binding, in table order (an entry that also writes
+        /// an in-place method gives a second row for it).
+        pub(crate) const OPS: &[OpEntry] = &[$($(
+            OpEntry {
+                name: python_name(stringify!($name)),
+                family: stringify!($family),
+                form: stringify!($form),
+                onnx: onnx(&[$($onnx)?]),
+                in_place_of: None,
+            },
+            $(OpEntry {
+                name: stringify!($in_place),
+                family: stringify!($family),
+                form: stringify!($form),
+                onnx: None,
+                in_place_of: Some(stringify!($name)),
+            },)?
+        )*)*];
+    };
+}
+
+/// The registry's rows as a list of dicts (`name`, `family`, `form`, `onnx`,
+/// `in_place_of`): the source docs/ops.md and the tests derive their op lists from.
+#[pyfunction]
+pub(crate) fn _op_registry(py: Python<'_>) -> PyResult<Py<PyList>> {
+    let rows = PyList::empty(py);
+    for op in OPS {
+        let row = PyDict::new(py);
+        row.set_item("name", op.name)?;
+        row.set_item("family", op.family)?;
+        row.set_item("form", op.form)?;
+        row.set_item("onnx", op.onnx)?;
+        row.set_item("in_place_of", op.in_place_of)?;
+        rows.append(row)?;
+    }
+    Ok(rows.unbind())
+}
+
+op_table! {
+    binary {
+        __add__: manual {};
+        __radd__: manual {};
+        __sub__: manual {};
+        __rsub__: manual {};
+        __mul__: manual {};
+        __rmul__: manual {};
+        __truediv__: manual {};
+        __rtruediv__: manual {};
+        __pow__: manual {};
+        __rpow__: manual {};
+        __eq__: manual {};
+        __ne__: manual {};
+        __lt__: manual {};
+        __le__: manual {};
+        __gt__: manual {};
+        __ge__: manual {};
+        add: manual {};
+        sub: manual {};
+        mul: manual {};
+        div: manual {};
+        divide: manual {};
+        true_divide: manual {};
+        floor_divide: manual {};
+        floor_divide_: manual {};
+        __floordiv__: manual {};
+        __rfloordiv__: manual {};
+        __ifloordiv__: manual {};
+        pow: manual {};
+        atan2: manual {};
+        arctan2: manual {};
+        maximum: manual {};
+        minimum: manual {};
+        fmax: manual {};
+        fmin: manual {};
+        fmod: manual {};
+        remainder: manual {};
+        copysign: manual {};
+        hypot: manual {};
+        logaddexp: manual {};
+        logaddexp2: manual {};
+        xlogy: manual {};
+        xlogy_: manual {};
+        _xlog1py: manual {};
+        _xlogy_scalar_self: manual {};
+        float_power: manual {};
+        float_power_: manual {};
+        _float_power_scalar_base: manual {};
+        hypot_: manual {};
+        atan2_: manual {};
+        arctan2_: manual {};
+        fmod_: manual {};
+        remainder_: manual {};
+        copysign_: manual {};
+        __mod__: manual {};
+        __rmod__: manual {};
+        __imod__: manual {};
+        eq: manual {};
+        ne: manual {};
+        lt: manual {};
+        le: manual {};
+        gt: manual {};
+        ge: manual {};
+    }
+    copy {
+        float: manual {};
+        double: manual {};
+        long: manual {};
+        int: manual {};
+        short: manual {};
+        char: manual {};
+        byte: manual {};
+        half: manual {};
+        bfloat16: manual {};
+        bool: manual {};
+        contiguous: manual {};
+        clone: manual {};
+    }
+    forms {
+        cumsum_: manual {};
+        cumprod_: manual {};
+    }
+    index {
+        __getitem__: manual {};
+        __setitem__: manual {};
+        index_select: manual {};
+        gather: manual {};
+        scatter: manual {};
+        scatter_: manual {};
+        scatter_add: manual {};
+        scatter_add_: manual {};
+        scatter_reduce: manual {};
+        scatter_reduce_: manual {};
+        index_add: manual {};
+        index_add_: manual {};
+        index_fill: manual {};
+        index_fill_: manual {};
+        masked_fill: manual {};
+        masked_fill_: manual {};
+        index_copy: manual {};
+        index_copy_: manual {};
+        masked_scatter: manual {};
+        masked_scatter_: manual {};
+        put: manual {};
+        put_: manual {};
+        fill_diagonal_: manual {};
+        masked_select: manual {};
+        take: manual {};
+        _index: manual {};
+        index_put_: manual {};
+        as_strided: manual {};
+        as_strided_: manual {};
+        nonzero: manual {};
+    }
+    inplace {
+        add_: manual {};
+        sub_: manual {};
+        mul_: manual {};
+        div_: manual {};
+        divide_: manual {};
+        true_divide_: manual {};
+        zero_: manual {};
+        fill_: manual {};
+        copy_: manual {};
+        relu_: manual {};
+        __iadd__: manual {};
+        __isub__: manual {};
+        __imul__: manual {};
+        __itruediv__: manual {};
+    }
+    linalg {
+        __matmul__: manual {};
+        __rmatmul__: manual {};
+        matmul: manual {};
+        mm: manual {};
+        bmm: manual {};
+        mv: manual {};
+        dot: manual {};
+        outer: manual {};
+        addmm: manual {};
+        addmm_: manual {};
+        addmv: manual {};
+        addmv_: manual {};
+        baddbmm: manual {};
+        baddbmm_: manual {};
+        addbmm: manual {};
+        addbmm_: manual {};
+        _tensordot: manual {};
+        _einsum: manual {};
+    }
+    logical {
+        isnan: manual {};
+        isinf: manual {};
+        isfinite: manual {};
+        isposinf: manual {};
+        isneginf: manual {};
+        signbit: manual {};
+        nan_to_num: manual {};
+        nan_to_num_: manual {};
+        logical_and: manual {};
+        logical_or: manual {};
+        logical_xor: manual {};
+        logical_not: manual {};
+        logical_and_: manual {};
+        logical_or_: manual {};
+        logical_xor_: manual {};
+        logical_not_: manual {};
+        bitwise_and: manual {};
+        bitwise_or: manual {};
+        bitwise_xor: manual {};
+        bitwise_not: manual {};
+        bitwise_and_: manual {};
+        bitwise_or_: manual {};
+        bitwise_xor_: manual {};
+        bitwise_not_: manual {};
+        __and__: manual {};
+        __rand__: manual {};
+        __or__: manual {};
+        __ror__: manual {};
+        __xor__: manual {};
+        __rxor__: manual {};
+        __iand__: manual {};
+        __ior__: manual {};
+        __ixor__: manual {};
+        __invert__: manual {};
+        eq_: manual {};
+        ne_: manual {};
+        lt_: manual {};
+        le_: manual {};
+        gt_: manual {};
+        ge_: manual {};
+    }
+    reduce {
+        /// Sum of all elements, or over `dim` (int or tuple), keeping dims if `keepdim`.
+        sum: reduce_dims_dtype {
+            keepdim = sum_keepdim;
+            // `sum(None, keepdim=True)` keeps every dim as size 1, as PyTorch's.
+            |v, dims, keepdim| match dims {
+                None if !keepdim => v.sum(),
+                None => v.sum_dims(&[], true),
+                Some(d) => v.sum_dims(d, keepdim),
+            }
+        } onnx "ReduceSum";
+        /// Mean of all elements, or over `dim`.
+        mean: reduce_dims_dtype {
+            keepdim = mean_keepdim;
+            |v, dims, keepdim| match dims {
+                None if !keepdim => v.mean(),
+                None => v.mean_dims(&[], true),
+                Some(d) => v.mean_dims(d, keepdim),
+            }
+        } onnx "ReduceMean";
+        /// `max()`: the largest element; `max(dim, keepdim)`: `(values, indices)`.
+        max: extremum { keepdim = max_keepdim } onnx "ReduceMax";
+        /// `min()`: the smallest element; `min(dim, keepdim)`: `(values, indices)`.
+        min: extremum { keepdim = min_keepdim } onnx "ReduceMin";
+        /// The largest element over `dim` (int or tuple; every dim by default).
+        amax: reduce_dims {
+            keepdim = amax_keepdim;
+            |v, dims, keepdim| v.amax(dims.unwrap_or_default(), keepdim)
+        } onnx "ReduceMax";
+        /// The smallest element over `dim` (int or tuple; every dim by default).
+        amin: reduce_dims {
+            keepdim = amin_keepdim;
+            |v, dims, keepdim| v.amin(dims.unwrap_or_default(), keepdim)
+        } onnx "ReduceMin";
+        /// The index of the largest element (along `dim`, or of the flattened tensor).
+        argmax: reduce_opt_dim { keepdim = argmax_keepdim; Variable::argmax } onnx "ArgMax";
+        /// The index of the smallest element (along `dim`, or of the flattened tensor).
+        argmin: reduce_opt_dim { keepdim = argmin_keepdim; Variable::argmin } onnx "ArgMin";
+        /// `softmax` along `dim` (after converting to `dtype` if given).
+        softmax: along_dim { signature = (dim, dtype = None); Variable::softmax } onnx "Softmax";
+        /// `log_softmax` along `dim` (after converting to `dtype` if given).
+        log_softmax: along_dim {
+            signature = (dim, dtype = None);
+            Variable::log_softmax
+        } onnx "LogSoftmax";
+        logsumexp: manual {} onnx "ReduceLogSumExp";
+        /// Product of all elements, or along `dim` (an int).
+        prod: reduce_opt_dim_dtype {
+            keepdim = prod_keepdim;
+            |v, dim, keepdim| match dim {
+                None => v.prod(),
+                Some(d) => v.prod_dim(d, keepdim),
+            }
+        } onnx "ReduceProd";
+        /// Variance over `dim` with `correction` (or `unbiased`).
+        var: corrected {
+            unbiased = var_unbiased, keepdim = var_keepdim_overloaded;
+            Variable::var
+        };
+        /// Standard deviation over `dim` with `correction` (or `unbiased`).
+        std: corrected {
+            unbiased = std_unbiased, keepdim = std_keepdim_overloaded;
+            Variable::std
+        };
+        _var_mean: manual {};
+        /// Running sums along `dim`.
+        cumsum: along_dim { signature = (dim, *, dtype = None); Variable::cumsum } onnx "CumSum";
+        /// Running products along `dim`.
+        cumprod: along_dim { signature = (dim, *, dtype = None); Variable::cumprod };
+        norm: manual {};
+        /// Sum over `dim` treating NaN as zero.
+        nansum: reduce_dims_dtype { keepdim = nansum_keepdim; Variable::nansum };
+        /// Mean over `dim` of the elements that are not NaN.
+        nanmean: reduce_dims_dtype { keepdim = nanmean_keepdim; Variable::nanmean };
+        /// Whether every element (over `dim`) is nonzero.
+        all: reduce_dims { keepdim = all_keepdim_overloaded; Variable::all };
+        /// Whether any element (over `dim`) is nonzero.
+        any: reduce_dims { keepdim = any_keepdim_overloaded; Variable::any };
+        count_nonzero: manual {};
+        median: manual {};
+        topk: manual {} onnx "TopK";
+        sort: manual {};
+        argsort: manual {};
+        unique: manual {} onnx "Unique";
+    }
+    shape {
+        view: manual {};
+        reshape: manual {};
+        transpose: manual {};
+        flatten: manual {};
+        t: manual {};
+        permute: manual {};
+        expand: manual {};
+        unsqueeze: manual {};
+        squeeze: manual {};
+        squeeze_: manual {};
+        unsqueeze_: manual {};
+        transpose_: manual {};
+        t_: manual {};
+        _cat: manual {};
+        _stack: manual {};
+        split: manual {};
+        split_with_sizes: manual {};
+        chunk: manual {};
+        unbind: manual {};
+        narrow: manual {};
+        select: manual {};
+        flip: manual {};
+        roll: manual {};
+        repeat: manual {};
+        tile: manual {};
+        tril: manual {};
+        triu: manual {};
+        tril_: manual {};
+        triu_: manual {};
+        diagonal: manual {};
+        diag: manual {};
+        diag_embed: manual {};
+        movedim: manual {};
+        moveaxis: manual {};
+        unfold: manual {};
+        repeat_interleave: manual {};
+    }
+    spatial {
+        _pad: manual {};
+        _upsample_antialias: manual {};
+        _upsample: manual {};
+        _grid_sample: manual {};
+        _affine_grid: manual {};
+    }
+    ternary {
+        clamp: manual {};
+        clip: manual {};
+        clamp_: manual {};
+        clip_: manual {};
+        lerp: manual {};
+        lerp_: manual {};
+        addcmul: manual {};
+        addcmul_: manual {};
+        addcdiv: manual {};
+        addcdiv_: manual {};
+        r#where: manual {};
+    }
+    unary {
+        __neg__: manual {};
+        __pos__: manual {};
+        __abs__: manual {};
+        neg: manual {};
+        exp: manual {};
+        log: manual {};
+        sqrt: manual {};
+        tanh: manual {};
+        sigmoid: manual {};
+        relu: manual {};
+        abs: manual {};
+        sign: manual {};
+        sgn: manual {};
+        sgn_: manual {};
+        rsqrt: manual {};
+        exp2: manual {};
+        expm1: manual {};
+        log1p: manual {};
+        log2: manual {};
+        log10: manual {};
+        sin: manual {};
+        cos: manual {};
+        tan: manual {};
+        asin: manual {};
+        arcsin: manual {};
+        acos: manual {};
+        arccos: manual {};
+        atan: manual {};
+        arctan: manual {};
+        sinh: manual {};
+        cosh: manual {};
+        reciprocal: manual {};
+        square: manual {};
+        erf: manual {};
+        erfinv: manual {};
+        floor: manual {};
+        ceil: manual {};
+        round: manual {};
+        trunc: manual {};
+        fix: manual {};
+        frac: manual {};
+        neg_: manual {};
+        negative_: manual {};
+        exp_: manual {};
+        log_: manual {};
+        sqrt_: manual {};
+        tanh_: manual {};
+        sigmoid_: manual {};
+        abs_: manual {};
+        absolute_: manual {};
+        sign_: manual {};
+        pow_: manual {};
+        clamp_min: manual {};
+        clamp_max: manual {};
+        clamp_min_: manual {};
+        clamp_max_: manual {};
+        rsqrt_: manual {};
+        exp2_: manual {};
+        expm1_: manual {};
+        log1p_: manual {};
+        log2_: manual {};
+        log10_: manual {};
+        sin_: manual {};
+        cos_: manual {};
+        tan_: manual {};
+        asin_: manual {};
+        arcsin_: manual {};
+        acos_: manual {};
+        arccos_: manual {};
+        atan_: manual {};
+        arctan_: manual {};
+        sinh_: manual {};
+        cosh_: manual {};
+        reciprocal_: manual {};
+        square_: manual {};
+        erf_: manual {};
+        erfinv_: manual {};
+        floor_: manual {};
+        ceil_: manual {};
+        round_: manual {};
+        trunc_: manual {};
+        fix_: manual {};
+        frac_: manual {};
+        _selu: manual {};
+        _celu: manual {};
+        _elu: manual {};
+        _leaky_relu: manual {};
+        _hardtanh: manual {};
+        _silu: manual {};
+        _mish: manual {};
+        _hardsigmoid: manual {};
+        _hardswish: manual {};
+        _logsigmoid: manual {};
+        _gelu: manual {};
+        _softplus: manual {};
+        _softsign: manual {};
+    }
+}
