@@ -27,6 +27,7 @@ import io
 import math
 import os
 import types
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -80,6 +81,12 @@ class _Graph:
         self.scope: list[str] = []
         self.used_names: set[str] = set()
         self.depth = 0  # > 0 while a recorded op or module runs (nothing records)
+        # Tensors created inside forward from no traced input (factories such as
+        # ``torch.full``, and ops over such tensors): exported as initializers holding
+        # their export-time value. ``const_names`` caches the initializer of each.
+        self.consts: dict[int, Tensor] = {}
+        self.const_names: dict[int, str] = {}
+        self.forward_consts: list[tuple[str, tuple[int, ...]]] = []
 
     # names
     def fresh(self, base: str) -> str:
@@ -109,18 +116,39 @@ class _Graph:
         name = self.values.get(id(t))
         if name is not None:
             return name
+        if id(t) in self.consts:
+            name = self.const_names.get(id(t))
+            if name is None:
+                name = self.const(_to_numpy(t), "Constant")
+                self.const_names[id(t)] = name
+                self.forward_consts.append((name, tuple(t.shape)))
+            return name
         pname = self.param_names.get(id(t))
         if pname is None:
             raise RuntimeError(
                 f"ONNX export: {what} is a tensor that is neither an input of the "
                 "model, nor one of its parameters or buffers, nor the result of an "
-                "operation the exporter recorded (it was created inside forward, or "
-                "by an operation the exporter cannot see); it cannot be exported"
+                "operation the exporter recorded, nor a constant made inside forward "
+                "by a factory function (such as torch.full) from constants only: it "
+                "came from an operation the exporter cannot see (a property such as "
+                ".data); it cannot be exported"
             )
         if pname not in self.initializers:
             self.initializers[pname] = self.onnx.numpy_helper.from_array(_to_numpy(t), pname)
             self.used_names.add(pname)
         return pname
+
+    def mark_consts(self, args: Any, out: Any) -> None:
+        """Marks the tensors in ``out`` as constants when every tensor in ``args`` is
+        one (a factory call has none): an op over constants made inside forward."""
+        if not all(id(t) in self.consts for t in _tensors(args)):
+            return
+        for t in _tensors(out):
+            if id(t) in self.values or id(t) in self.param_names:
+                continue
+            self.consts[id(t)] = t
+            self.const_names.pop(id(t), None)  # an in-place op changed its value
+            self.keep.append(t)
 
     def const(self, array: np.ndarray, hint: str) -> str:
         """A new initializer holding ``array``."""
@@ -489,20 +517,69 @@ def _layernorm_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Tensor) -> N
     g.bind(out, y)
 
 
+def _reduce(g: _Graph, op: str, x: str, axes: list[int], keepdims: int) -> str:
+    """A Reduce* node: axes are an input from opset 18, an attribute before."""
+    if g.opset >= 18:
+        axes_name = g.const(np.array(axes, np.int64), "axes")
+        return g.node(op, [x, axes_name], keepdims=keepdims)[0]
+    return g.node(op, [x], axes=axes, keepdims=keepdims)[0]
+
+
+def _is_bool(t: Tensor) -> bool:
+    return _np_dtype(t) == np.bool_
+
+
+def _additive_mask(g: _Graph, mask: Tensor, hint: str, dt: Any) -> str:
+    """``mask`` as a float mask added to the scores: a bool mask (True: masked, as
+    PyTorch's ``_canonical_mask``) becomes ``Where(mask, -inf, 0)``."""
+    name = g.name_of(mask, hint)
+    if not _is_bool(mask):
+        return name
+    neg = g.const(np.array(-np.inf, dt), "neg_inf")
+    return g.node("Where", [name, neg, g.const(np.array(0, dt), "zero")])[0]
+
+
+def _causal(g: _Graph, scores: str, dt: Any) -> str:
+    """Scores with the keys ``j > i`` of query ``i`` at ``-inf`` (top-left aligned, as
+    PyTorch's ``is_causal``), the mask computed in the graph from the scores' last
+    two dims, so it follows dynamic sequence lengths."""
+    dims = g.node("Shape", [scores], start=-2)[0]
+    one = g.onnx.numpy_helper.from_array(np.ones(1, dt), "value")
+    ones = g.node("ConstantOfShape", [dims], value=one)[0]
+    keep = g.node("Trilu", [ones], upper=0)[0]
+    masked = g.node("Equal", [keep, g.const(np.array(0, dt), "zero")])[0]
+    neg = g.const(np.array(-np.inf, dt), "neg_inf")
+    return g.node("Where", [masked, neg, scores])[0]
+
+
+def _softmax_rows(g: _Graph, scores: str, dt: Any, safe: bool) -> str:
+    """Softmax over the last axis; ``safe``: a row whose scores are all ``-inf`` (a
+    query that sees no key) gives zeros instead of NaN, as rustgrad's and PyTorch's
+    fused attention do."""
+    probs = g.node("Softmax", [scores], axis=-1)[0]
+    if not safe:
+        return probs
+    row_max = _reduce(g, "ReduceMax", scores, [-1], 1)
+    dead = g.node("Equal", [row_max, g.const(np.array(-np.inf, dt), "neg_inf")])[0]
+    return g.node("Where", [dead, g.const(np.array(0, dt), "zero"), probs])[0]
+
+
 @_module(nn.MultiheadAttention)
 def _mha_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Any) -> None:
+    # The computation of F.multi_head_attention_forward, batch-first inside:
+    # (N, L, E) -> heads (N, h, L, d); scores (N, h, L, S [+ bias_k] [+ zero column]).
     names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask")
     names += ("average_attn_weights", "is_causal")
     defaults = (None, None, None, None, True, None, True, False)
     a = {n: _arg(args, kwargs, i, n, d) for i, (n, d) in enumerate(zip(names, defaults))}
-    if a["key_padding_mask"] is not None or a["attn_mask"] is not None or a["is_causal"]:
-        raise _unsupported("MultiheadAttention", g.opset, "attention masks")
-    if m.bias_k is not None or m.add_zero_attn:
-        raise _unsupported("MultiheadAttention", g.opset, "bias_k/bias_v/add_zero_attn")
     q, k, v = a["query"], a["key"], a["value"]
-    if q.dim() != 3:
-        raise _unsupported("MultiheadAttention", g.opset, "unbatched (2-D) input")
+    kpm, attn_mask = a["key_padding_mask"], a["attn_mask"]
+    need_weights = bool(a["need_weights"])
+    if m.training and m.dropout > 0:
+        raise _unsupported("MultiheadAttention", g.opset, "dropout in training mode")
+    batched = q.dim() == 3
     e, h, d = m.embed_dim, m.num_heads, m.head_dim
+    dt = _np_dtype(q)
     if m._qkv_same_embed_dim:
         w = _to_numpy(m.in_proj_weight)
         wq, wk, wv = w[:e], w[e : 2 * e], w[2 * e :]
@@ -512,7 +589,9 @@ def _mha_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Any) -> None:
 
     def project(t: Any, wt: np.ndarray, i: int, hint: str) -> str:
         xn = g.name_of(t, hint)
-        if not m.batch_first:
+        if not batched:
+            xn = g.node("Unsqueeze", [xn, g.const(np.array([0], np.int64), "axes")])[0]
+        elif not m.batch_first:
             xn = g.node("Transpose", [xn], perm=[1, 0, 2])[0]  # (N, L, E)
         y = g.node("MatMul", [xn, g.const(np.ascontiguousarray(wt.T), f"{hint}_weight")])[0]
         if b is not None:
@@ -523,30 +602,105 @@ def _mha_m(g: _Graph, m: Any, args: tuple, kwargs: dict, out: Any) -> None:
     qh = g.node("Transpose", [project(q, wq, 0, "q")], perm=[0, 2, 1, 3])[0]
     kh = g.node("Transpose", [project(k, wk, 1, "k")], perm=[0, 2, 3, 1])[0]
     vh = g.node("Transpose", [project(v, wv, 2, "v")], perm=[0, 2, 1, 3])[0]
-    dt = _np_dtype(q)
+    qh = g.node("Mul", [qh, g.const(np.array(1.0 / math.sqrt(d), dt), "scale")])[0]
     scores = g.node("MatMul", [qh, kh])[0]
-    scores = g.node("Mul", [scores, g.const(np.array(1.0 / math.sqrt(d), dt), "scale")])[0]
-    probs = g.node("Softmax", [scores], axis=-1)[0]  # (N, h, L, S)
-    ctx = g.node("MatMul", [probs, vh])[0]
+    # Eager drops the mask and lets the fused kernel apply causality exactly when
+    # is_causal, no key padding mask and no weights; a mask that is a graph value
+    # (an input of the model) is kept, so the file honours the mask it is fed.
+    causal = bool(a["is_causal"]) and kpm is None and not need_weights
+    if causal and attn_mask is not None and g.is_traced(attn_mask):
+        causal = False
+    if attn_mask is not None and not causal:
+        mask = _additive_mask(g, attn_mask, "attn_mask", dt)
+        if attn_mask.dim() == 3:  # (N * h, L, S) -> (N, h, L, S)
+            tail = g.node("Shape", [mask], start=1)[0]
+            lead = g.const(np.array([-1, h], np.int64), "shape")
+            target = g.node("Concat", [lead, tail], axis=0)[0]
+            mask = g.node("Reshape", [mask, target])[0]
+        scores = g.node("Add", [scores, mask])[0]
+    if kpm is not None:
+        pad = _additive_mask(g, kpm, "key_padding_mask", dt)  # (N, S) or (S,)
+        axes = [0, 1, 2] if not batched else [1, 2]
+        pad = g.node("Unsqueeze", [pad, g.const(np.array(axes, np.int64), "axes")])[0]
+        scores = g.node("Add", [scores, pad])[0]
+    extras: list[str] = []  # columns after the S keys: bias_k, then the zero attention
+    if m.bias_k is not None:
+        bk = _to_numpy(m.bias_k).reshape(h, d, 1)
+        extras.append(g.node("MatMul", [qh, g.const(np.ascontiguousarray(bk), "bias_k")])[0])
+    if m.add_zero_attn:
+        extras.append(g.node("MatMul", [qh, g.const(np.zeros((d, 1), dt), "zero_key")])[0])
+    n_extra = len(extras)
+    if extras:
+        scores = g.node("Concat", [scores, *extras], axis=-1)[0]
+    if causal:
+        scores = _causal(g, scores, dt)
+    probs = _softmax_rows(g, scores, dt, safe=not need_weights)  # (N, h, L, S')
+    attend = probs
+    if extras:
+        starts, ends, axes = ([0], [-n_extra], [-1])
+        consts = [g.const(np.array(v, np.int64), "slice") for v in (starts, ends, axes)]
+        attend = g.node("Slice", [probs, *consts])[0]
+    ctx = g.node("MatMul", [attend, vh])[0]
+    if m.bias_v is not None:
+        consts = [g.const(np.array(v, np.int64), "slice") for v in ([-n_extra], [1 - n_extra])]
+        consts.append(g.const(np.array([-1], np.int64), "axes"))
+        if n_extra == 1:  # [-1, 0) is empty: the bias column is the last one
+            consts[1] = g.const(np.array([np.iinfo(np.int64).max], np.int64), "slice")
+        col = g.node("Slice", [probs, *consts])[0]  # (N, h, L, 1)
+        bv = np.ascontiguousarray(_to_numpy(m.bias_v).reshape(h, 1, d))
+        ctx = g.node("Add", [ctx, g.node("MatMul", [col, g.const(bv, "bias_v")])[0]])[0]
     ctx = g.node("Transpose", [ctx], perm=[0, 2, 1, 3])[0]
     ctx = g.node("Reshape", [ctx, g.const(np.array([0, 0, e], np.int64), "shape")])[0]
     wo = g.node("Transpose", [g.name_of(m.out_proj.weight, "out_proj.weight")], perm=[1, 0])[0]
     y = g.node("MatMul", [ctx, wo])[0]
     if m.out_proj.bias is not None:
         y = g.node("Add", [y, g.name_of(m.out_proj.bias, "out_proj.bias")])[0]
-    if not m.batch_first:
+    axis0 = g.const(np.array([0], np.int64), "axes") if not batched else ""
+    if not batched:
+        y = g.node("Squeeze", [y, axis0])[0]
+    elif not m.batch_first:
         y = g.node("Transpose", [y], perm=[1, 0, 2])[0]
     g.bind(out[0], y)
     if isinstance(out[1], Tensor):
-        if a["average_attn_weights"]:
-            if g.opset >= 18:
-                axes = g.const(np.array([1], np.int64), "axes")
-                weights = g.node("ReduceMean", [probs, axes], keepdims=0)[0]
-            else:
-                weights = g.node("ReduceMean", [probs], axes=[1], keepdims=0)[0]
-        else:
-            weights = probs
+        weights = _reduce(g, "ReduceMean", probs, [1], 0) if a["average_attn_weights"] else probs
+        if not batched:
+            weights = g.node("Squeeze", [weights, axis0])[0]
         g.bind(out[1], weights)
+
+
+def _sdpa_f(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    """``F.scaled_dot_product_attention`` as MatMul/Softmax: bool masks by ``Where``,
+    float masks added, ``is_causal`` computed in the graph; rows that see no key give
+    zeros, as the fused kernel."""
+    q, k, v = (_arg(args, kwargs, i, n, None) for i, n in enumerate(("query", "key", "value")))
+    mask = _arg(args, kwargs, 3, "attn_mask", None)
+    dropout_p = float(_arg(args, kwargs, 4, "dropout_p", 0.0))
+    is_causal = bool(_arg(args, kwargs, 5, "is_causal", False))
+    scale = _arg(args, kwargs, 6, "scale", None)
+    gqa = bool(_arg(args, kwargs, 7, "enable_gqa", False))
+    label = "F.scaled_dot_product_attention"
+    if dropout_p > 0:
+        raise _unsupported(label, g.opset, "dropout_p > 0")
+    if gqa and q.dim() >= 3 and q.shape[-3] != k.shape[-3]:
+        raise _unsupported(label, g.opset, "enable_gqa with fewer key heads")
+    dt = _np_dtype(q)
+    perm = list(range(k.dim()))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    kt = g.node("Transpose", [g.name_of(k, "key")], perm=perm)[0]
+    scores = g.node("MatMul", [g.name_of(q, "query"), kt])[0]
+    factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scores = g.node("Mul", [scores, g.const(np.array(factor, dt), "scale")])[0]
+    if mask is not None:
+        mn = g.name_of(mask, "attn_mask")
+        if _is_bool(mask):  # True takes part in attention
+            neg = g.const(np.array(-np.inf, dt), "neg_inf")
+            scores = g.node("Where", [mn, scores, neg])[0]
+        else:
+            scores = g.node("Add", [scores, mn])[0]
+    if is_causal:
+        scores = _causal(g, scores, dt)
+    probs = _softmax_rows(g, scores, dt, safe=True)
+    g.bind(out, g.node("MatMul", [probs, g.name_of(v, "value")])[0])
 
 
 # ------------------------------------------------------- tensor-op exporters
@@ -697,39 +851,165 @@ def _dropout_f(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
     _identity_op(g, args, kwargs, out)
 
 
+def _int64(g: _Graph, values: Any, hint: str) -> str:
+    return g.const(np.array(values, np.int64), hint)
+
+
 def _getitem_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    """``x[key]``, left to right over the key: a slice -> Slice, an int -> Gather of a
+    scalar (the dim goes), ``None`` -> Unsqueeze, an int tensor or list -> Gather (its
+    dims replace the indexed one; ints are applied first, as PyTorch does), a 1-D bool
+    tensor -> Compress, a k-D bool tensor on the leading dims -> GatherND of its
+    NonZero positions. At most one tensor/list index."""
     x, key = args[0], args[1]
     key = key if isinstance(key, tuple) else (key,)
-    if any(k is None or isinstance(k, (Tensor, list, bool)) for k in key):
-        raise _unsupported("Tensor.__getitem__", g.opset, "only ints, slices and ...")
-    n_real = sum(k is not Ellipsis for k in key)
+    label = "Tensor.__getitem__"
+    if any(isinstance(k, bool) for k in key):
+        raise _unsupported(label, g.opset, "bool scalars as indices")
+    advanced = [k for k in key if isinstance(k, (Tensor, list))]
+    if len(advanced) > 1:
+        raise _unsupported(label, g.opset, "more than one tensor or list index")
+    n_real = 0
+    for k in key:
+        if isinstance(k, Tensor) and _is_bool(k):
+            n_real += k.dim()
+        elif k is not None and k is not Ellipsis:
+            n_real += 1
     full: list[Any] = []
     for k in key:
         full.extend([slice(None)] * (x.dim() - n_real) if k is Ellipsis else [k])
-    starts, ends, axes, steps, picks = [], [], [], [], []
-    for axis, k in enumerate(full):
-        if isinstance(k, slice):
-            if k == slice(None):
-                continue
-            step = 1 if k.step is None else int(k.step)
-            if step <= 0:
-                raise _unsupported("Tensor.__getitem__", g.opset, "non-positive steps")
-            starts.append(0 if k.start is None else int(k.start))
-            ends.append(np.iinfo(np.int64).max if k.stop is None else int(k.stop))
-            axes.append(axis)
-            steps.append(step)
-        else:
-            picks.append((axis, int(k)))
     y = g.name_of(x, "input")
-    if axes:
-        consts = [
-            g.const(np.array(v, np.int64), hint)
-            for v, hint in ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps"))
-        ]
-        y = g.node("Slice", [y, *consts])[0]
-    for axis, i in reversed(picks):  # last axis first: earlier axes keep their place
-        y = g.node("Gather", [y, g.const(np.array(i, np.int64), "index")], axis=axis)[0]
+    axis = 0  # the output axis the next key element applies to
+    for k in full:
+        if k is None:
+            y = g.node("Unsqueeze", [y, _int64(g, [axis], "axes")])[0]
+            axis += 1
+        elif isinstance(k, slice):
+            if k != slice(None):
+                step = 1 if k.step is None else int(k.step)
+                if step <= 0:
+                    raise _unsupported(label, g.opset, "non-positive steps")
+                start = 0 if k.start is None else int(k.start)
+                stop = np.iinfo(np.int64).max if k.stop is None else int(k.stop)
+                consts = [_int64(g, [v], h) for v, h in ((start, "starts"), (stop, "ends"))]
+                consts += [_int64(g, [axis], "axes"), _int64(g, [step], "steps")]
+                y = g.node("Slice", [y, *consts])[0]
+            axis += 1
+        elif isinstance(k, list):
+            if any(isinstance(i, bool) or not isinstance(i, int) for i in k):
+                raise _unsupported(label, g.opset, "lists of anything but ints")
+            y = g.node("Gather", [y, _int64(g, k, "index")], axis=axis)[0]
+            axis += 1
+        elif isinstance(k, Tensor):
+            if _is_bool(k):
+                if k.dim() == 0:
+                    raise _unsupported(label, g.opset, "a 0-dim bool index")
+                mask = g.name_of(k, "index")
+                if k.dim() == 1:
+                    y = g.node("Compress", [y, mask], axis=axis)[0]
+                elif axis == 0:
+                    pos = g.node("Transpose", [g.node("NonZero", [mask])[0]], perm=[1, 0])[0]
+                    y = g.node("GatherND", [y, pos])[0]
+                else:
+                    raise _unsupported(label, g.opset, "a multi-dim bool index after dim 0")
+                axis += 1
+            elif k.is_floating_point():
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            else:
+                y = g.node("Gather", [y, g.name_of(k, "index")], axis=axis)[0]
+                axis += k.dim()
+        else:
+            y = g.node("Gather", [y, _int64(g, int(k), "index")], axis=axis)[0]
     g.bind(out, y)
+
+
+def _const_like(g: _Graph, value: Any, like: Tensor) -> str:
+    if isinstance(value, Tensor):
+        return g.name_of(value, "value")
+    return g.const(np.array(value, _np_dtype(like)), "value")
+
+
+def _masked_fill_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    x = args[0]
+    mask = _arg(args, kwargs, 1, "mask", None)
+    value = _arg(args, kwargs, 2, "value", None)
+    ins = [g.name_of(mask, "mask"), _const_like(g, value, out), g.name_of(x, "input")]
+    g.bind(out, g.node("Where", ins)[0])
+
+
+def _where_f(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    cond = _arg(args, kwargs, 0, "condition", None)
+    a, b = _arg(args, kwargs, 1, "input", None), _arg(args, kwargs, 2, "other", None)
+    if a is None or b is None:
+        raise _unsupported("rustgrad.where", g.opset, "the one-argument form (nonzero)")
+    ins = [g.name_of(cond, "condition"), _const_like(g, a, out), _const_like(g, b, out)]
+    g.bind(out, g.node("Where", ins)[0])
+
+
+def _where_m(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    # x.where(condition, y) is where(condition, x, y)
+    cond = _arg(args, kwargs, 1, "condition", None)
+    other = _arg(args, kwargs, 2, "other", None)
+    _where_f(g, (cond, args[0], other), {}, out)
+
+
+def _compare(op: str, negate: bool = False) -> _OpExporter:
+    def emit(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+        a, b = args[0], _arg(args, kwargs, 1, "other", None)
+        like = a if isinstance(a, Tensor) else b
+        y = g.node(op, [_operand(g, a, like), _operand(g, b, like)])[0]
+        g.bind(out, g.node("Not", [y])[0] if negate else y)
+
+    return emit
+
+
+def _not_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    if not _is_bool(args[0]):
+        raise _unsupported("bitwise_not", g.opset, "only bool tensors")
+    g.unary("Not", args[0], out)
+
+
+def _unsqueeze_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    dim = int(_arg(args, kwargs, 1, "dim", None)) % out.dim()
+    g.bind(out, g.node("Unsqueeze", [g.name_of(args[0], "input"), _int64(g, [dim], "axes")])[0])
+
+
+def _squeeze_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    x = args[0]
+    dim = _arg(args, kwargs, 1, "dim", None)
+    if dim is None:
+        dims = [i for i, s in enumerate(x.shape) if s == 1]
+    else:
+        dims = [int(d) for d in (dim if isinstance(dim, (tuple, list)) else [dim])]
+        dims = [d % max(x.dim(), 1) for d in dims if x.shape[d % max(x.dim(), 1)] == 1]
+    if not dims:
+        g.bind(out, g.name_of(x, "input"))
+        return
+    g.bind(out, g.node("Squeeze", [g.name_of(x, "input"), _int64(g, dims, "axes")])[0])
+
+
+def _expand_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    # ONNX Expand broadcasts both ways: a kept dim (-1) is written as 1.
+    shape = [1 if s == -1 else s for s in _shape_arg(args, 1)]
+    g.bind(out, g.node("Expand", [g.name_of(args[0], "input"), _int64(g, shape, "shape")])[0])
+
+
+def _full_like(fill: float | None) -> _OpExporter:
+    def emit(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+        value = _arg(args, kwargs, 1, "fill_value", None) if fill is None else fill
+        dims = g.node("Shape", [g.name_of(args[0], "input")])[0]
+        proto = g.onnx.numpy_helper.from_array(np.array([value], _np_dtype(out)), "value")
+        g.bind(out, g.node("ConstantOfShape", [dims], value=proto)[0])
+
+    return emit
+
+
+def _cast_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+    to = g.onnx.helper.np_dtype_to_tensor_dtype(_np_dtype(out))
+    if _np_dtype(out) == _np_dtype(args[0]):
+        g.bind(out, g.name_of(args[0], "input"))
+    else:
+        g.bind(out, g.node("Cast", [g.name_of(args[0], "input")], to=to)[0])
 
 
 # Tensor methods with a mapping (the in-place ones rebind their tensor).
@@ -771,6 +1051,20 @@ _METHOD_EXPORTERS: dict[str, _OpExporter] = {
     "transpose": _transpose_op,
     "permute": _permute_op,
     "__getitem__": _getitem_op,
+    "masked_fill": _masked_fill_op,
+    "masked_fill_": _masked_fill_op,
+    "where": _where_m,
+    "eq": _compare("Equal"),
+    "ne": _compare("Equal", negate=True),
+    "__invert__": _not_op,
+    "logical_not": _not_op,
+    "unsqueeze": _unsqueeze_op,
+    "squeeze": _squeeze_op,
+    "expand": _expand_op,
+    "float": _cast_op,
+    "bool": _cast_op,
+    "long": _cast_op,
+    "to": _cast_op,
     "contiguous": _identity_op,
     "clone": _identity_op,
     "detach": _identity_op,
@@ -784,6 +1078,9 @@ _CHECKED_DUNDERS = (
     "__mod__",
     "__abs__",
 )
+
+# Methods that hand a traced tensor's values to Python (a warning, as PyTorch's).
+_VALUE_READS = ("Tensor.item", "Tensor.tolist", "Tensor.numpy")
 
 # Functions of ``rustgrad`` / ``rustgrad.nn.functional`` with a mapping.
 _FUNCTION_EXPORTERS: dict[str, _OpExporter] = {
@@ -803,6 +1100,16 @@ _FUNCTION_EXPORTERS: dict[str, _OpExporter] = {
     "transpose": _transpose_op,
     "permute": _permute_op,
     "dropout": _dropout_f,
+    "scaled_dot_product_attention": _sdpa_f,
+    "where": _where_f,
+    "eq": _compare("Equal"),
+    "ne": _compare("Equal", negate=True),
+    "logical_not": _not_op,
+    "unsqueeze": _unsqueeze_op,
+    "squeeze": _squeeze_op,
+    "zeros_like": _full_like(0),
+    "ones_like": _full_like(1),
+    "full_like": _full_like(None),
 }
 
 
@@ -959,8 +1266,12 @@ class _Tracer:
         tracer = self
 
         def record(*args: Any, **kwargs: Any) -> Any:
-            if g.depth or not any(g.is_traced(t) for t in _tensors((args, kwargs))):
+            if g.depth:
                 return original(*args, **kwargs)
+            if not any(g.is_traced(t) for t in _tensors((args, kwargs))):
+                out = original(*args, **kwargs)
+                g.mark_consts((args, kwargs), out)
+                return out
             with tracer.suspended():
                 out = original(*args, **kwargs)
             if not isinstance(out, Tensor):
@@ -979,8 +1290,17 @@ class _Tracer:
                 return original(*args, **kwargs)
             inputs = [t for t in _tensors((args, kwargs)) if g.is_traced(t)]
             if not inputs:
-                return original(*args, **kwargs)
+                out = original(*args, **kwargs)
+                g.mark_consts((args, kwargs), out)
+                return out
             before = {id(t): g.values[id(t)] for t in inputs}
+            if label in _VALUE_READS:
+                warnings.warn(
+                    f"ONNX export: {label} reads the value of a traced tensor into "
+                    "Python; whatever is computed from it is fixed at its export-time "
+                    "value (as PyTorch's TracerWarning)",
+                    stacklevel=2,
+                )
             out = original(*args, **kwargs)
             if _untraced(g, out, before):
                 raise _unsupported(label, g.opset)
@@ -1009,6 +1329,33 @@ def _dyn_axes(
     if isinstance(spec, Mapping):
         return {int(k): str(v) for k, v in spec.items()}
     return {int(a): f"{name}_dynamic_axes_{i + 1}" for i, a in enumerate(spec)}
+
+
+def _warn_fixed_constants(
+    g: _Graph,
+    graph_inputs: list[tuple[str, Tensor]],
+    dynamic_axes: Mapping[str, Any] | None,
+    known: set[str],
+) -> None:
+    """Warns (as PyTorch's ``TracerWarning``) when a tensor created inside forward,
+    stored with its export-time value, has a dim of the size of a dynamic input axis:
+    it probably depends on that size (``generate_square_subsequent_mask(x.size(0))``)
+    and will not follow it."""
+    sizes: dict[int, str] = {}
+    for nm, t in graph_inputs:
+        for axis, label in (_dyn_axes(dynamic_axes, nm, known) or {}).items():
+            if t.shape[axis] > 1:
+                sizes.setdefault(int(t.shape[axis]), label)
+    for name, shape in g.forward_consts:
+        hit = next((sizes[s] for s in shape if s in sizes), None)
+        if hit is not None:
+            warnings.warn(
+                f"ONNX export: '{name}', a tensor created inside forward with shape "
+                f"{list(shape)}, is stored with its export-time value, but dynamic axis "
+                f"'{hit}' has one of its sizes: it will not follow that axis. Pass it "
+                "as an input (or use is_causal) if it depends on the input's shape.",
+                stacklevel=3,
+            )
 
 
 def _set_modes(model: Any, training: bool) -> list[tuple[Any, bool]]:
@@ -1178,6 +1525,7 @@ def export(
     outputs_vi = [
         _value_info(onnx, nm, t, _dyn_axes(dynamic_axes, nm, known)) for nm, t in graph_outputs
     ]
+    _warn_fixed_constants(g, graph_inputs, dynamic_axes, known)
     inits = list(g.initializers.values())
     param_set = set(params.values())
     if not export_params:
