@@ -679,6 +679,88 @@ def _reduce_mean(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
     return x.mean(dim=tuple(_axis(a, x.dim(), n) for a in axes), keepdim=keep)
 
 
+def _reduce_max(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    x = ins[0]
+    axes = _axes_of(m, n, ins, 18)
+    keep = bool(n.attrs.get("keepdims", 1))
+    if not axes:
+        if n.attrs.get("noop_with_empty_axes", 0):
+            return x
+        axes = list(range(x.dim()))
+    return rustgrad.amax(x, dim=tuple(_axis(a, x.dim(), n) for a in axes), keepdim=keep)
+
+
+def _where(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    cond, a, b = ins
+    return rustgrad.where(cond.to(rustgrad.bool), a, b)
+
+
+def _not(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    return rustgrad.logical_not(ins[0])
+
+
+def _trilu(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    x = ins[0]
+    k = _ints(ins[1])[0] if len(ins) > 1 and ins[1] is not None else 0
+    if x.dim() < 2:
+        raise ValueError(f"node '{n.name}' (Trilu): input of rank {x.dim()} (at least 2)")
+    upper = bool(n.attrs.get("upper", 1))
+    return rustgrad.triu(x, k) if upper else rustgrad.tril(x, k)
+
+
+def _expand(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    x, shape = ins[0], _ints(ins[1])
+    try:
+        target = np.broadcast_shapes(tuple(x.shape), tuple(shape))
+    except ValueError as exc:
+        raise ValueError(
+            f"node '{n.name}' (Expand): shape {shape} does not broadcast with {list(x.shape)}"
+        ) from exc
+    if math.prod(target) > MAX_CREATED_ELEMENTS:
+        raise RuntimeError(f"node '{n.name}' (Expand): refusing to create shape {list(target)}")
+    return x.expand(*target)
+
+
+def _nonzero(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    x = ins[0]
+    if x.dim() == 0:
+        x = x.reshape(1)
+    return rustgrad.nonzero(x).t().contiguous()
+
+
+def _gather_nd(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    x, idx = ins
+    if n.attrs.get("batch_dims", 0):
+        raise NotImplementedError(f"node '{n.name}' (GatherND): batch_dims > 0")
+    r = idx.shape[-1] if idx.dim() else 0
+    if idx.dim() == 0 or r > x.dim():
+        raise ValueError(f"node '{n.name}' (GatherND): index depth {r} for rank {x.dim()}")
+    idx = idx.to(rustgrad.int64)
+    for j in range(r):
+        col = idx[..., j]
+        size = x.shape[j]
+        if col.numel() and (int(col.min()) < -size or int(col.max()) >= size):
+            raise IndexError(
+                f"node '{n.name}' (GatherND): index out of range for dimension of size {size}"
+            )
+    return x[tuple(idx[..., j] for j in range(r))]
+
+
+def _compress(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+    x, cond = ins
+    axis = n.attrs.get("axis")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    axis = _axis(int(axis), x.dim(), n)
+    if cond.dim() != 1 or cond.shape[0] > x.shape[axis]:
+        raise ValueError(
+            f"node '{n.name}' (Compress): condition of shape {list(cond.shape)} for "
+            f"dimension of size {x.shape[axis]}"
+        )
+    keep = rustgrad.nonzero(cond.to(rustgrad.bool)).reshape(-1)
+    return rustgrad.index_select(x, axis, keep)
+
+
 def _constant(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
     a = n.attrs
     if "value" in a:
@@ -723,6 +805,11 @@ _MIN_INPUTS = {
     "LayerNormalization": 2,
     "Reshape": 2,
     "Gather": 2,
+    "Where": 3,
+    "Equal": 2,
+    "Expand": 2,
+    "GatherND": 2,
+    "Compress": 2,
     "Constant": 0,
     "LSTM": 3,
     "GRU": 3,
@@ -872,6 +959,15 @@ _OPS: dict[str, Callable[[OnnxModule, OnnxNode, list], Any]] = {
     "Unsqueeze": _unsqueeze,
     "Squeeze": _squeeze,
     "ReduceMean": _reduce_mean,
+    "ReduceMax": _reduce_max,
+    "Where": _where,
+    "Equal": _binary(lambda a, b: a == b),
+    "Not": _not,
+    "Trilu": _trilu,
+    "Expand": _expand,
+    "NonZero": _nonzero,
+    "GatherND": _gather_nd,
+    "Compress": _compress,
     "Constant": _constant,
     "Identity": _unary(lambda x: x),
     "Shape": _shape,
