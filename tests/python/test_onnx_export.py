@@ -432,3 +432,193 @@ def test_attention_masks_as_inputs_match_onnxruntime(make, flags):
     assert bool(row0.isnan().all()) == (sees_nothing and flags.get("need_weights", True))
     if sees_nothing and not flags.get("need_weights", True):  # zeros, then out_proj
         assert torch.allclose(row0, mha.out_proj.bias.detach().expand(length, 8))
+
+
+def test_attention_is_causal_unbatched_and_weights_per_head():
+    torch.manual_seed(11)
+    mha = nn.MultiheadAttention(8, 2)
+
+    class Causal(nn.Module):
+        # the mask is made inside forward: with is_causal and no weights, eager lets
+        # the kernel apply causality, and the file computes it from the input's length
+        def __init__(self):
+            super().__init__()
+            self.mha = mha
+
+        def forward(self, x):
+            mask = nn.Transformer.generate_square_subsequent_mask(x.size(0))
+            return self.mha(x, x, x, attn_mask=mask, is_causal=True, need_weights=False)[0]
+
+    model = Causal()
+    x = torch.randn(5, 2, 8)
+    sess = _run_all(model, (x,), dynamic_axes={"input": {0: "time"}})
+    _compare(sess, model, (x,))
+    _compare(sess, model, (torch.randn(7, 2, 8),))  # another length
+
+    # a mask made inside forward without is_causal is stored as an initializer
+    class Fixed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = mha
+
+        def forward(self, x):
+            mask = torch.ones(5, 5).tril().logical_not()  # bool: True is masked
+            return self.mha(x, x, x, attn_mask=mask)
+
+    model = Fixed()
+    x = torch.randn(5, 8)  # unbatched (L, E)
+    _compare(_run_all(model, (x,)), model, (x,))
+
+    unbatched = _Attend(mha, {"average_attn_weights": False}, mask=True, kpm=True)
+    kpm = torch.tensor([0.0, float("-inf"), 0.0, 0.0, float("-inf")])
+    inputs = (x, x, x, torch.randn(2, 5, 5), kpm)
+    _compare(_run_all(unbatched, inputs), unbatched, inputs)
+
+
+class _SDPA(nn.Module):
+    def __init__(self, **kw):
+        super().__init__()
+        self.kw = kw
+
+    def forward(self, q, k, v, *mask):
+        return F.scaled_dot_product_attention(q, k, v, *mask, **self.kw)
+
+
+def test_scaled_dot_product_attention_matches_onnxruntime():
+    torch.manual_seed(12)
+    q, k, v = torch.randn(2, 3, 4, 6), torch.randn(2, 3, 5, 6), torch.randn(2, 3, 5, 7)
+    rows = np.random.default_rng(4).random((4, 5)) < 0.5
+    rows[1] = False  # a query that sees no key gives zeros (rustgrad, PyTorch)
+    bool_mask = torch.tensor(rows)
+    for model, inputs in [
+        (_SDPA(), (q, k, v, bool_mask)),
+        (_SDPA(scale=0.3), (q, k, v, torch.randn(3, 4, 5))),
+        (_SDPA(is_causal=True), (q, k, v)),
+        (_SDPA(is_causal=True), (k, q, q)),  # more queries than keys, top-left aligned
+    ]:
+        _compare(_run_all(model, inputs), model, inputs)
+    with torch.no_grad():
+        assert _SDPA()(q, k, v, bool_mask)[:, :, 1].abs().max().item() == 0
+    with pytest.raises(UnsupportedOperatorError, match="scaled_dot_product_attention.*dropout"):
+        rustgrad.onnx.export(_SDPA(dropout_p=0.5), (q, k, v), io.BytesIO())
+
+
+def test_transformer_encoder_with_masks_as_inputs():
+    torch.manual_seed(13)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+    enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+
+    class Enc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = enc
+
+        def forward(self, x, mask, kpm):
+            return self.enc(x, mask=mask, src_key_padding_mask=kpm)
+
+    model = Enc()
+    x = torch.randn(3, 5, 8)
+    kpm = _padding(3, 5)
+    float_kpm = torch.zeros(3, 5).masked_fill(kpm, float("-inf"))
+    bool_mask = torch.tensor(np.random.default_rng(5).random((5, 5)) < 0.3)
+    # a causal mask fed as an input is used as fed (eager sees it is causal)
+    causal = nn.Transformer.generate_square_subsequent_mask(5)
+    for inputs in [(x, bool_mask, kpm), (x, torch.randn(5, 5), float_kpm), (x, causal, float_kpm)]:
+        _compare(_run_all(model, inputs), model, inputs)
+
+
+def test_transformer_with_masks_made_inside_forward():
+    torch.manual_seed(14)
+    model = nn.Transformer(
+        d_model=8,
+        nhead=2,
+        num_encoder_layers=1,
+        num_decoder_layers=2,
+        dim_feedforward=16,
+        dropout=0.0,
+    )
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t = model
+
+        def forward(self, src, tgt, src_kpm):
+            tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt.size(0))
+            return self.t(
+                src,
+                tgt,
+                tgt_mask=tgt_mask,
+                src_key_padding_mask=src_kpm,
+                memory_key_padding_mask=src_kpm,
+            )
+
+    net = Seq2Seq()
+    src, tgt = torch.randn(6, 2, 8), torch.randn(4, 2, 8)
+    kpm = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    axes = {"input_0": {0: "src_len"}, "input_1": {0: "tgt_len"}, "input_2": {1: "src_len"}}
+    axes["output"] = {0: "tgt_len"}
+    sess = _run_all(net, (src, tgt, kpm), dynamic_axes=axes)
+    _compare(sess, net, (src, tgt, kpm))
+    # the decoder's causal mask is computed in the graph: other lengths run
+    src, tgt = torch.randn(3, 2, 8), torch.randn(7, 2, 8)
+    kpm = torch.tensor([[False] * 3, [False, False, True]])
+    _compare(sess, net, (src, tgt, kpm))
+
+    # a decoder layer with a memory mask given as an input
+    dec = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, norm_first=True)
+
+    class Dec(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dec = dec
+
+        def forward(self, tgt, memory, memory_mask):
+            return self.dec(tgt, memory, memory_mask=memory_mask)
+
+    inputs = (torch.randn(4, 2, 8), torch.randn(6, 2, 8), torch.randn(4, 6))
+    _compare(_run_all(Dec(), inputs), Dec(), inputs)
+
+
+def test_fixed_constant_on_a_dynamic_axis_warns():
+    mha = nn.MultiheadAttention(8, 2)
+
+    class Fixed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = mha
+
+        def forward(self, x):
+            mask = nn.Transformer.generate_square_subsequent_mask(x.size(0))
+            return self.mha(x, x, x, attn_mask=mask)[0]
+
+    with pytest.warns(UserWarning, match="created inside forward.*'time'"):
+        rustgrad.onnx.export(
+            Fixed(), torch.randn(5, 2, 8), io.BytesIO(), dynamic_axes={"input": {0: "time"}}
+        )
+
+
+def test_advanced_indexing_and_mask_ops():
+    class Index(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.randn(10, 3))
+
+        def forward(self, x, idx, rows, mask):
+            a = x[idx]  # Gather on dim 0 with an int tensor (negative indices too)
+            b = x[1, :, idx[:2]]  # an int, then a tensor: ints go first, as PyTorch
+            c = x[:, [0, 2], None, 1:]  # a list, None
+            d = x[mask]  # a 2-D bool mask on the leading dims -> (K, 5)
+            e = x[..., rows[0] > 0]  # a 1-D bool mask -> Compress
+            f = self.table[idx].masked_fill(self.table[idx] > 0.5, 0.0)
+            g = torch.where(x > 0, x, -x).unsqueeze(0).expand(2, -1, -1, -1)
+            return a, b, c, d, e, f, g * (~x.eq(1)).float() + x.ne(0).float()
+
+    torch.manual_seed(15)
+    model = Index()
+    x = torch.randn(3, 4, 5)
+    idx = torch.tensor([2, 0, -1])
+    rows = torch.randn(1, 5)
+    mask = torch.tensor(np.random.default_rng(6).random((3, 4)) < 0.5)
+    inputs = (x, idx, rows, mask)
+    _compare(_run_all(model, inputs), model, inputs)

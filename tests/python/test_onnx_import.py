@@ -4,6 +4,7 @@ an imported network with a new head, and hostile files (Note [ONNX import])."""
 
 from __future__ import annotations
 
+from io import BytesIO
 from pathlib import Path
 
 import numpy as np
@@ -435,3 +436,44 @@ def test_round_trip_with_rustgrad_export(tmp_path: Path, name: str) -> None:
     got = got[0] if isinstance(got, tuple) else got
     want = want[0] if isinstance(want, tuple) else want
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+class _Masked(nn.Module):
+    """Attention with masks (an encoder-decoder with a causal mask made inside forward
+    and a key padding mask input, MHA with bias_k/zero attention and a bool mask,
+    scaled_dot_product_attention) and advanced indexing, for the round trip."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.t = nn.Transformer(8, 2, 1, 1, 16, dropout=0.0)
+        self.mha = nn.MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True)
+
+    def forward(self, src, tgt, kpm, mask, idx):
+        tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt.size(0))
+        y = self.t(src, tgt, tgt_mask=tgt_mask, src_key_padding_mask=kpm)
+        z, w = self.mha(y, src, src, attn_mask=mask, key_padding_mask=kpm)
+        q = z.permute(1, 0, 2).unsqueeze(1)  # (N, 1, L, E)
+        s = nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+        return s[:, 0][:, :, idx], w[~kpm[:, :4]], z[..., z[0, 0] > 0]
+
+
+def test_round_trip_of_masked_attention_and_indexing() -> None:
+    """An export with masks (inputs and made inside forward), causal attention computed
+    in the graph and Gather/GatherND/Compress indexing loads back and agrees."""
+    torch.manual_seed(1)
+    model = _Masked().eval()
+    src, tgt = torch.randn(6, 2, 8), torch.randn(4, 2, 8)
+    kpm = torch.tensor([[False] * 6, [False] * 3 + [True] * 3])
+    mask = torch.tensor(np.random.default_rng(0).random((4, 6)) < 0.3)
+    inputs = (src, tgt, kpm, mask, torch.tensor([1, 5, -1]))
+    buf = BytesIO()
+    torch.onnx.export(model, inputs, buf)
+    loaded = load_model(buf.getvalue())
+    with torch.no_grad():
+        want = model(*inputs)
+        got = loaded(*inputs)
+    assert len(got) == len(want) == 3
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+    ops = {n.op_type for n in loaded.nodes}
+    assert {"Where", "Trilu", "ReduceMax", "GatherND", "NonZero", "Compress"} <= ops
