@@ -1400,11 +1400,16 @@ def export(
     initializers, named as in its ``state_dict``. Supported: Linear, Conv1d/2d/3d,
     BatchNorm (eval), LayerNorm, Embedding, ReLU/GELU/Sigmoid/Tanh/LeakyReLU,
     Softmax/LogSoftmax, max and average pooling, AdaptiveAvgPool (output 1 or dividing
-    the input), Flatten, Dropout/Identity, LSTM/GRU/RNN, MultiheadAttention (no
-    masks), Transformer encoder layers, containers, and modules whose forward combines
+    the input), Flatten, Dropout/Identity, LSTM/GRU/RNN, MultiheadAttention (masks,
+    key padding, is_causal, bias_k/v, zero attention, kdim/vdim, unbatched),
+    ``F.scaled_dot_product_attention``, Transformer encoder/decoder layers and
+    ``nn.Transformer`` with masks, containers, and modules whose forward combines
     these with the tensor ops add/sub/mul/div, matmul, relu, view/reshape/flatten,
-    transpose/permute, softmax and int/slice indexing. Anything else raises
-    ``UnsupportedOperatorError`` naming it.
+    transpose/permute, softmax, comparisons, masked_fill/where, unsqueeze/squeeze/
+    expand, casts and indexing (ints, slices, None, one int/bool tensor or list).
+    Tensors made inside forward from constants only (``torch.full``, a mask from
+    ``generate_square_subsequent_mask(n)``) are stored with their export-time value.
+    Anything else raises ``UnsupportedOperatorError`` naming it.
 
     Args:
         model: the ``nn.Module`` to export.
