@@ -144,6 +144,22 @@ def test_absurd_constant_of_shape_raises() -> None:
         load_model(m)(torch.ones(2))
 
 
+def test_absurd_expand_raises() -> None:
+    """Expand refuses to create a huge tensor; GatherND and Compress check indices."""
+    shape = numpy_helper.from_array(np.array([1 << 20, 1 << 20], dtype=np.int64), "s")
+    m = _model([helper.make_node("Expand", ["x", "s"], ["y"])], inits=[shape])
+    with pytest.raises(RuntimeError, match="refusing to create"):
+        load_model(m)(torch.ones(1))
+    idx = numpy_helper.from_array(np.array([[5]], dtype=np.int64), "i")
+    m = _model([helper.make_node("GatherND", ["x", "i"], ["y"])], inits=[idx])
+    with pytest.raises(IndexError, match="out of range"):
+        load_model(m)(torch.ones(2))
+    cond = numpy_helper.from_array(np.ones(3, bool), "c")
+    m = _model([helper.make_node("Compress", ["x", "c"], ["y"], axis=0)], inits=[cond])
+    with pytest.raises(ValueError, match="condition of shape"):
+        load_model(m)(torch.ones(2))
+
+
 @pytest.mark.parametrize("op", ["Conv", "MaxPool"])
 def test_absurd_pads_raise(op: str) -> None:
     """Pads that would make a huge padded input raise before allocating."""
@@ -373,6 +389,25 @@ OP_CASES = {
         "LayerNormalization", {"x": _r(2, 3, 4)}, {"axis": 1}, consts=[("s", _r(4, seed=1))]
     ),
     "erf": _attr_case("Erf", {"x": _r(3, 4)}),
+    "reduce_max_keepdims": _attr_case("ReduceMax", {"x": _r(2, 3, 4)}, {"axes": [-1]}),
+    "trilu_lower_k1": _attr_case(
+        "Trilu", {"x": _r(3, 4)}, {"upper": 0}, consts=[("k", np.array(1, _I64))]
+    ),
+    "expand_bidirectional": _attr_case(
+        "Expand", {"x": _r(3, 1)}, consts=[("s", np.array([2, 1, 4], _I64))]
+    ),
+    "gather_nd_negative": _attr_case(
+        "GatherND", {"x": _r(3, 4, 2)}, consts=[("i", np.array([[0, 1], [2, -1]], _I64))]
+    ),
+    "compress_axis1_short_condition": _attr_case(
+        "Compress", {"x": _r(3, 5)}, {"axis": 1}, consts=[("c", np.array([1, 0, 1, 1], bool))]
+    ),
+    "compress_flat": _attr_case(
+        "Compress", {"x": _r(2, 2)}, consts=[("c", np.array([0, 1, 1], bool))]
+    ),
+    "nonzero": _attr_case("NonZero", {"x": np.maximum(_r(3, 4), 0)}),
+    "greater_broadcast": _attr_case("Greater", {"a": _r(3, 4), "b": _r(4, seed=1)}),
+    "less_or_equal": _attr_case("LessOrEqual", {"a": _r(3, 4), "b": _r(3, 1, seed=1)}),
     "lstm_layout1": _attr_case(
         "LSTM",
         {"x": _r(2, 3, 4), "w": _r(1, 20, 4, seed=1), "r": _r(1, 20, 5, seed=2)},

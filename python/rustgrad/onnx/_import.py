@@ -733,7 +733,7 @@ def _gather_nd(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
     if n.attrs.get("batch_dims", 0):
         raise NotImplementedError(f"node '{n.name}' (GatherND): batch_dims > 0")
     r = idx.shape[-1] if idx.dim() else 0
-    if idx.dim() == 0 or r > x.dim():
+    if idx.dim() == 0 or not 1 <= r <= x.dim():
         raise ValueError(f"node '{n.name}' (GatherND): index depth {r} for rank {x.dim()}")
     idx = idx.to(rustgrad.int64)
     for j in range(r):
