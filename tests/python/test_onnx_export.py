@@ -612,7 +612,8 @@ def test_advanced_indexing_and_mask_ops():
             e = x[..., rows[0] > 0]  # a 1-D bool mask -> Compress
             f = self.table[idx].masked_fill(self.table[idx] > 0.5, 0.0)
             g = torch.where(x > 0, x, -x).unsqueeze(0).expand(2, -1, -1, -1)
-            return a, b, c, d, e, f, g * (~x.eq(1)).float() + x.ne(0).float()
+            h = (~(x == 1)).float() + (x != 0).float() + x.eq(0).float()
+            return a, b, c, d, e, f, g * h, (x > 0).all(dim=-1), (x > 2).any()
 
     torch.manual_seed(15)
     model = Index()
@@ -622,3 +623,27 @@ def test_advanced_indexing_and_mask_ops():
     mask = torch.tensor(np.random.default_rng(6).random((3, 4)) < 0.5)
     inputs = (x, idx, rows, mask)
     _compare(_run_all(model, inputs), model, inputs)
+
+
+def test_padding_mask_from_tokens():
+    # the usual `tokens == pad` key padding mask; the encoder's causal-mask detection
+    # compares the mask in Python (`(mask == causal).all()`): those nodes are pruned
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(12, 8, padding_idx=0)
+            layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+            self.enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+
+        def forward(self, tokens, mask):
+            return self.enc(self.emb(tokens), mask=mask, src_key_padding_mask=tokens == 0)
+
+    torch.manual_seed(16)
+    model = Encoder()
+    tokens = torch.tensor([[3, 5, 7, 0, 0], [0, 0, 0, 0, 0]])  # row 1: all padding
+    mask = nn.Transformer.generate_square_subsequent_mask(5) == float("-inf")  # bool
+    buf = io.BytesIO()
+    rustgrad.onnx.export(model, (tokens, mask), buf)
+    ops = _ops(onnx.load_from_string(buf.getvalue()))
+    assert "Equal" in ops and "ReduceMin" not in ops
+    _compare(_run_all(model, (tokens, mask)), model, (tokens, mask))

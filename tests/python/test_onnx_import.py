@@ -390,6 +390,7 @@ OP_CASES = {
     ),
     "erf": _attr_case("Erf", {"x": _r(3, 4)}),
     "reduce_max_keepdims": _attr_case("ReduceMax", {"x": _r(2, 3, 4)}, {"axes": [-1]}),
+    "reduce_min_all": _attr_case("ReduceMin", {"x": _r(2, 3, 4)}, {"keepdims": 0}),
     "trilu_lower_k1": _attr_case(
         "Trilu", {"x": _r(3, 4)}, {"upper": 0}, consts=[("k", np.array(1, _I64))]
     ),
@@ -489,7 +490,7 @@ class _Masked(nn.Module):
         z, w = self.mha(y, src, src, attn_mask=mask, key_padding_mask=kpm)
         q = z.permute(1, 0, 2).unsqueeze(1)  # (N, 1, L, E)
         s = nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
-        return s[:, 0][:, :, idx], w[~kpm[:, :4]], z[..., z[0, 0] > 0]
+        return s[:, 0][:, :, idx], w[~kpm[:, :4]], z[..., z[0, 0] > 0], (z == z).all(-1)
 
 
 def test_round_trip_of_masked_attention_and_indexing() -> None:
@@ -507,8 +508,8 @@ def test_round_trip_of_masked_attention_and_indexing() -> None:
     with torch.no_grad():
         want = model(*inputs)
         got = loaded(*inputs)
-    assert len(got) == len(want) == 3
+    assert len(got) == len(want) == 4
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
     ops = {n.op_type for n in loaded.nodes}
-    assert {"Where", "Trilu", "ReduceMax", "GatherND", "NonZero", "Compress"} <= ops
+    assert {"Where", "Trilu", "ReduceMax", "ReduceMin", "GatherND", "NonZero", "Compress"} <= ops

@@ -1004,6 +1004,29 @@ def _full_like(fill: float | None) -> _OpExporter:
     return emit
 
 
+def _reduce_bool(op: str) -> _OpExporter:
+    """``all``/``any``: the input as 0/1 floats, ReduceMin/ReduceMax, back to bool."""
+
+    def emit(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
+        x = args[0]
+        dim = _arg(args, kwargs, 1, "dim", None)
+        keep = int(bool(_arg(args, kwargs, 2, "keepdim", False)))
+        nd = max(x.dim(), 1)
+        if dim is None:
+            axes = list(range(x.dim()))
+        else:
+            axes = [int(d) % nd for d in (dim if isinstance(dim, (tuple, list)) else [dim])]
+        y = g.name_of(x, "input")
+        if not _is_bool(x):
+            y = g.node("Cast", [y], to=g.onnx.TensorProto.BOOL)[0]
+        y = g.node("Cast", [y], to=g.onnx.TensorProto.FLOAT)[0]
+        if axes:
+            y = _reduce(g, op, y, axes, keep)
+        g.bind(out, g.node("Cast", [y], to=g.onnx.TensorProto.BOOL)[0])
+
+    return emit
+
+
 def _cast_op(g: _Graph, args: tuple, kwargs: dict, out: Tensor) -> None:
     to = g.onnx.helper.np_dtype_to_tensor_dtype(_np_dtype(out))
     if _np_dtype(out) == _np_dtype(args[0]):
@@ -1056,6 +1079,10 @@ _METHOD_EXPORTERS: dict[str, _OpExporter] = {
     "where": _where_m,
     "eq": _compare("Equal"),
     "ne": _compare("Equal", negate=True),
+    "__eq__": _compare("Equal"),
+    "__ne__": _compare("Equal", negate=True),
+    "all": _reduce_bool("ReduceMin"),
+    "any": _reduce_bool("ReduceMax"),
     "__gt__": _compare("Greater"),
     "__lt__": _compare("Less"),
     "__ge__": _compare("GreaterOrEqual"),
@@ -1113,6 +1140,8 @@ _FUNCTION_EXPORTERS: dict[str, _OpExporter] = {
     "eq": _compare("Equal"),
     "ne": _compare("Equal", negate=True),
     "logical_not": _not_op,
+    "all": _reduce_bool("ReduceMin"),
+    "any": _reduce_bool("ReduceMax"),
     "unsqueeze": _unsqueeze_op,
     "squeeze": _squeeze_op,
     "zeros_like": _full_like(0),
@@ -1283,6 +1312,8 @@ class _Tracer:
             with tracer.suspended():
                 out = original(*args, **kwargs)
             if not isinstance(out, Tensor):
+                if label in ("Tensor.__eq__", "Tensor.__ne__"):
+                    return out  # ``t == None`` and the like: no tensor, nothing to record
                 raise _unsupported(label, g.opset, "it does not return one tensor")
             with tracer.suspended():
                 emit(g, args, kwargs, out)
@@ -1337,6 +1368,22 @@ def _dyn_axes(
     if isinstance(spec, Mapping):
         return {int(k): str(v) for k, v in spec.items()}
     return {int(a): f"{name}_dynamic_axes_{i + 1}" for i, a in enumerate(spec)}
+
+
+def _prune(g: _Graph, outputs: list[str], param_set: set[str]) -> None:
+    """Drops the nodes no output depends on (ops recorded for Python control flow,
+    such as ``(mask == causal).all()`` in ``_detect_is_causal_mask``) and the
+    initializers only they read (parameters stay)."""
+    needed = set(outputs)
+    kept = []
+    for node in reversed(g.nodes):
+        if any(o in needed for o in node.output):
+            kept.append(node)
+            needed.update(i for i in node.input if i)
+    g.nodes = kept[::-1]
+    for name in list(g.initializers):
+        if name not in needed and name not in param_set:
+            del g.initializers[name]
 
 
 def _warn_fixed_constants(
@@ -1523,6 +1570,7 @@ def export(
             for j, v in enumerate(seq):
                 if v in rename:
                     seq[j] = rename[v]
+    _prune(g, [nm for nm, _ in graph_outputs], set(params.values()))
 
     known = {nm for nm, _ in graph_inputs} | {nm for nm, _ in graph_outputs}
     if dynamic_axes:

@@ -679,15 +679,20 @@ def _reduce_mean(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
     return x.mean(dim=tuple(_axis(a, x.dim(), n) for a in axes), keepdim=keep)
 
 
-def _reduce_max(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
-    x = ins[0]
-    axes = _axes_of(m, n, ins, 18)
-    keep = bool(n.attrs.get("keepdims", 1))
-    if not axes:
-        if n.attrs.get("noop_with_empty_axes", 0):
-            return x
-        axes = list(range(x.dim()))
-    return rustgrad.amax(x, dim=tuple(_axis(a, x.dim(), n) for a in axes), keepdim=keep)
+def _reduce_extreme(fn: Callable) -> Callable:
+    """ReduceMax / ReduceMin (axes an input from opset 18)."""
+
+    def run(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
+        x = ins[0]
+        axes = _axes_of(m, n, ins, 18)
+        keep = bool(n.attrs.get("keepdims", 1))
+        if not axes:
+            if n.attrs.get("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(x.dim()))
+        return fn(x, dim=tuple(_axis(a, x.dim(), n) for a in axes), keepdim=keep)
+
+    return run
 
 
 def _where(m: OnnxModule, n: OnnxNode, ins: list) -> Any:
@@ -963,7 +968,8 @@ _OPS: dict[str, Callable[[OnnxModule, OnnxNode, list], Any]] = {
     "Unsqueeze": _unsqueeze,
     "Squeeze": _squeeze,
     "ReduceMean": _reduce_mean,
-    "ReduceMax": _reduce_max,
+    "ReduceMax": _reduce_extreme(rustgrad.amax),
+    "ReduceMin": _reduce_extreme(rustgrad.amin),
     "Where": _where,
     "Equal": _binary(lambda a, b: a == b),
     "Greater": _binary(lambda a, b: a > b),
