@@ -69,16 +69,19 @@
 extern crate self as rustgrad;
 
 pub mod autograd;
+pub mod buffer_cache;
 pub mod distributed;
 pub mod dtype;
 pub mod error;
 pub mod factory;
 pub mod format;
+pub mod jit;
 pub mod kernels;
 pub mod layout;
 pub mod memory;
 pub mod models;
 pub mod nn;
+pub mod onnx;
 pub(crate) mod ops;
 pub mod optim;
 pub mod parallel;

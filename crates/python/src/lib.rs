@@ -13,6 +13,7 @@ mod flag;
 mod function;
 mod hooks;
 mod identity;
+mod jit;
 mod node;
 mod ops;
 mod optim;
@@ -29,6 +30,10 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use rustgrad::{DType, Tensor, Variable};
+
+/// Large tensor buffers are reused between steps instead of faulted in anew (Note [Buffer cache]).
+#[global_allocator]
+static ALLOCATOR: rustgrad::buffer_cache::BufferCache = rustgrad::buffer_cache::BufferCache::new();
 
 pub(crate) fn leaf(tensor: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
     let var = Variable::new(tensor, requires_grad).py()?;
@@ -498,7 +503,11 @@ fn _pool_nodes_run() -> u64 {
 
 #[pymodule]
 fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    if std::env::var_os("RUSTGRAD_BUFFER_CACHE").is_some_and(|v| v == "0") {
+        ALLOCATOR.disable();
+    }
     m.add_class::<PyTensor>()?;
+    jit::register(m)?;
     m.add_class::<PyDType>()?;
     m.add_class::<node::PyNode>()?;
     m.add_class::<hooks::PyRemovableHandle>()?;
