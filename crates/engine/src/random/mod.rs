@@ -404,6 +404,26 @@ impl GeneratorState {
         bits as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
+    /// `numel` float32 draws of `unit_f64() < p` (dropout's masks), from the words of
+    /// the twister taken in blocks. `bits * 2^-53 < p` is `bits < ceil(p * 2^53)`
+    /// exactly (both sides scale by a power of two), so the comparison is on integers
+    /// and the loop vectorises.
+    fn bernoulli_f32(&mut self, numel: usize, p: f64) -> Result<Vec<f32>> {
+        const BLOCK: usize = 512;
+        let threshold = (p.clamp(0.0, 1.0) * (1u64 << 53) as f64).ceil() as u64;
+        let mut out = try_vec(numel, 0.0f32)?;
+        let mut words = [0u32; 2 * BLOCK];
+        for chunk in out.chunks_mut(BLOCK) {
+            let words = &mut words[..2 * chunk.len()];
+            self.engine.fill_u32(words);
+            for (m, pair) in chunk.iter_mut().zip(words.chunks_exact(2)) {
+                let bits = ((u64::from(pair[0]) << 32) | u64::from(pair[1])) & ((1 << 53) - 1);
+                *m = f32::from(u8::from(bits < threshold));
+            }
+        }
+        Ok(out)
+    }
+
     /// `uniform_real_distribution<double>` where PyTorch's compiled code does not fuse
     /// `x * (to - from) + from` into an FMA: its generic (non-AVX2) translation units,
     /// such as the `rrelu` kernel.
@@ -573,5 +593,45 @@ impl MemoryOrder {
     /// A tensor of the permuted shape, viewed back in the original dim order.
     fn arrange_tensor(&self, values: Tensor) -> Result<Tensor> {
         values.permute(&self.inverse)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocked_masks_are_the_per_draw_masks() {
+        // Probabilities at and beside representable thresholds, and lengths across
+        // block and regeneration boundaries, from a state already partly consumed.
+        let ps = [
+            0.0,
+            1.0,
+            0.5,
+            0.1,
+            0.9,
+            1.0 / 3.0,
+            f64::from(0.1f32),
+            1e-17,
+            2.0,
+            -1.0,
+        ];
+        for &p in &ps {
+            for numel in [0usize, 1, 511, 512, 513, 1500] {
+                let mut a = GeneratorState {
+                    engine: Mt19937::new(7),
+                    next_float_normal: None,
+                    next_double_normal: None,
+                };
+                a.engine.next_u32();
+                let mut b = a.clone();
+                let bulk = a.bernoulli_f32(numel, p).unwrap();
+                let single: Vec<f32> = (0..numel)
+                    .map(|_| f32::from(u8::from(b.unit_f64() < p)))
+                    .collect();
+                assert_eq!(bulk, single, "p {p} numel {numel}");
+                assert_eq!(a.random64(), b.random64(), "same position afterwards");
+            }
+        }
     }
 }

@@ -446,9 +446,7 @@ impl Generator {
             // unit uniform's 53 bits compared to `p` (what `uniform_f64(0.0, 1.0) < p`
             // computes: `x * 1 + 0` is `x`), without a float64 buffer to convert.
             Distribution::Bernoulli(p) if dtype == DType::F32 => {
-                let mut s = self.lock();
-                let mask = (0..numel).map(|_| f32::from(u8::from(s.unit_f64() < p)));
-                Buffer::F32(crate::kernels::try_collect(mask)?)
+                Buffer::F32(self.lock().bernoulli_f32(numel, p)?)
             }
             Distribution::Random | Distribution::RandomFromTo(..) => {
                 let range = match dist {
