@@ -5,14 +5,11 @@ use crate::convert::extract_scalar;
 use crate::errors::IntoPyResult;
 use crate::tensor::binary;
 use crate::tensor::compare;
-use crate::tensor::compare_method;
 use crate::tensor::mark_python_site;
 use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
 use crate::tensor::operand_var;
 use crate::tensor::reflected;
-use crate::tensor::scaled_operand;
-use crate::tensor::subtrahend;
 use crate::tensor::written;
 use crate::tensor::Operand;
 use crate::PyTensor;
@@ -58,7 +55,7 @@ fn op_name(op: MathBinaryOp) -> &'static str {
 impl PyTensor {
     /// `op(self, other)` for a tensor `other`, or a number where PyTorch has the
     /// `.Scalar` overload (`fmod`, `remainder`, `copysign`).
-    fn math_binary(
+    pub(super) fn math_binary(
         &self,
         py: Python<'_>,
         other: &Bound<'_, PyAny>,
@@ -76,7 +73,7 @@ impl PyTensor {
     }
 
     /// The in-place form of [`PyTensor::math_binary`]; returns `self`.
-    fn math_binary_in_place<'py>(
+    pub(super) fn math_binary_in_place<'py>(
         slf: Bound<'py, Self>,
         other: &Bound<'py, PyAny>,
         op: MathBinaryOp,
@@ -88,6 +85,35 @@ impl PyTensor {
         }
         mark_python_site(slf.py(), v);
         Ok(slf)
+    }
+}
+
+impl PyTensor {
+    /// `f(self, other)` for a tensor or number `other` (`mul`, `floor_divide`, ...).
+    pub(super) fn with_operand(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send,
+    ) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let b = operand_var(other, v)?;
+        new_tensor(py, maybe_detach(py, v.numel(), || f(v, &b)).py()?)
+    }
+
+    /// `f(self, alpha * other)` for `add` / `sub`, `operand` scaling `other` with
+    /// PyTorch's checks of `alpha` (`scaled_operand` / `subtrahend`).
+    pub(super) fn with_alpha(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+        operand: fn(&Variable, &Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>) -> PyResult<Variable>,
+        f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send,
+    ) -> PyResult<Py<PyTensor>> {
+        let v = &self.var;
+        let b = operand(v, other, alpha)?;
+        new_tensor(py, maybe_detach(py, v.numel(), || f(v, &b)).py()?)
     }
 }
 
@@ -105,7 +131,7 @@ pub(crate) fn rounding_op(mode: Option<&str>) -> PyResult<Option<MathBinaryOp>> 
 
 impl PyTensor {
     /// `div` / `divide` / `true_divide` with an optional rounding mode.
-    fn div_any(
+    pub(super) fn div_any(
         &self,
         py: Python<'_>,
         other: &Bound<'_, PyAny>,
@@ -153,40 +179,32 @@ fn float_power_exponent(obj: &Bound<'_, PyAny>) -> PyResult<Operand> {
     })
 }
 
+/// The rich comparisons: PyO3 builds one `__richcmp__` slot from them, so they stay in
+/// one `#[pymethods]` block (Note [Op registry]).
 #[pymethods]
 impl PyTensor {
-    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.add(b))
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Eq)
     }
 
-    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.add(b))
+    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Ne)
     }
 
-    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.sub(b))
+    fn __lt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Lt)
     }
 
-    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.rsub(b))
+    fn __le__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Le)
     }
 
-    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.mul(b))
+    fn __gt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Gt)
     }
 
-    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.mul(b))
-    }
-
-    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.div(b))
-    }
-
-    /// `number / self`: PyTorch's `__rdiv__`, `self.reciprocal() * number` (MulBackward0),
-    /// whose bits differ from a true division's (`3 / tensor([7.])` is 0.42857146).
-    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.reciprocal()?.mul(b))
+    fn __ge__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(py, &self.var, other, CmpOp::Ge)
     }
 
     fn __pow__(
@@ -217,117 +235,12 @@ impl PyTensor {
         reflected(py, &self.var, other, |a, b| a.pow(b))
     }
 
-    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Eq)
-    }
-
-    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Ne)
-    }
-
-    fn __lt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Lt)
-    }
-
-    fn __le__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Le)
-    }
-
-    fn __gt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Gt)
-    }
-
-    fn __ge__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare(py, &self.var, other, CmpOp::Ge)
-    }
-
-    /// `self + alpha * other`.
-    #[pyo3(signature = (other, *, alpha = None))]
-    fn add(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        alpha: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let b = scaled_operand(&self.var, other, alpha)?;
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.add(&b)).py()?,
-        )
-    }
-
-    /// `self - alpha * other`.
-    #[pyo3(signature = (other, *, alpha = None))]
-    fn sub(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        alpha: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        let b = subtrahend(&self.var, other, alpha)?;
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.sub(&b)).py()?,
-        )
-    }
-
-    /// `self * other`.
-    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let b = operand_var(other, &self.var)?;
-        new_tensor(
-            py,
-            maybe_detach(py, self.var.numel(), || self.var.mul(&b)).py()?,
-        )
-    }
-
-    /// `self / other`, rounded when `rounding_mode` is 'trunc' or 'floor'.
-    #[pyo3(signature = (other, *, rounding_mode = None))]
-    fn div(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        rounding_mode: Option<&str>,
-    ) -> PyResult<Py<PyTensor>> {
-        self.div_any(py, other, rounding_mode)
-    }
-
-    /// Alias of `div`.
-    #[pyo3(signature = (other, *, rounding_mode = None))]
-    fn divide(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        rounding_mode: Option<&str>,
-    ) -> PyResult<Py<PyTensor>> {
-        self.div_any(py, other, rounding_mode)
-    }
-
-    /// `self / other` (true division).
-    fn true_divide(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.div_any(py, other, None)
-    }
-
-    /// `self / other` rounded down (not differentiable, as in PyTorch).
-    fn floor_divide(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let v = &self.var;
-        let b = operand_var(other, v)?;
-        new_tensor(py, maybe_detach(py, v.numel(), || v.floor_divide(&b)).py()?)
-    }
-
     /// `floor_divide` in place.
     fn floor_divide_<'py>(
         slf: Bound<'py, Self>,
         other: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, Self>> {
         written(slf, |_, v| v.floor_divide_(&operand_var(other, v)?).py())
-    }
-
-    fn __floordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.floor_divide(b))
-    }
-
-    fn __rfloordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        reflected(py, &self.var, other, |a, b| a.floor_divide(b))
     }
 
     fn __ifloordiv__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
@@ -341,67 +254,6 @@ impl PyTensor {
             None => self.var.pow(&operand_var(exponent, &self.var)?),
         };
         new_tensor(py, out.py()?)
-    }
-
-    fn atan2(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Atan2)
-    }
-
-    fn arctan2(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Atan2)
-    }
-
-    fn maximum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Maximum)
-    }
-
-    fn minimum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Minimum)
-    }
-
-    fn fmax(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Fmax)
-    }
-
-    fn fmin(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Fmin)
-    }
-
-    fn fmod(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Fmod)
-    }
-
-    fn remainder(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Remainder)
-    }
-
-    fn copysign(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Copysign)
-    }
-
-    fn hypot(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Hypot)
-    }
-
-    fn logaddexp(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Logaddexp)
-    }
-
-    fn logaddexp2(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Logaddexp2)
-    }
-
-    fn xlogy(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Xlogy)
-    }
-
-    fn xlogy_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::math_binary_in_place(slf, other, MathBinaryOp::Xlogy)
-    }
-
-    /// `rustgrad.special.xlog1py(self, other)` (no Tensor method in PyTorch).
-    fn _xlog1py(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.math_binary(py, other, MathBinaryOp::Xlog1py)
     }
 
     /// `xlogy(value, self)` / `xlog1py(value, self)` for a number `value` (the function
@@ -459,39 +311,6 @@ impl PyTensor {
         new_tensor(py, out.py()?)
     }
 
-    fn hypot_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::math_binary_in_place(slf, other, MathBinaryOp::Hypot)
-    }
-
-    fn atan2_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::math_binary_in_place(slf, other, MathBinaryOp::Atan2)
-    }
-
-    fn arctan2_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::math_binary_in_place(slf, other, MathBinaryOp::Atan2)
-    }
-
-    fn fmod_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::math_binary_in_place(slf, other, MathBinaryOp::Fmod)
-    }
-
-    fn remainder_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::math_binary_in_place(slf, other, MathBinaryOp::Remainder)
-    }
-
-    fn copysign_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::math_binary_in_place(slf, other, MathBinaryOp::Copysign)
-    }
-
     /// `self % other` (Python's remainder: the divisor's sign).
     fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         if Operand::extract(other)?.is_none() {
@@ -502,39 +321,7 @@ impl PyTensor {
             .into_any())
     }
 
-    /// `other % self`, computed with `other` as a 0-d tensor (PyTorch records no
-    /// gradient formula for a number dividend; here the gradient of `self` is defined).
-    fn __rmod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        reflected(py, &self.var, other, |a, b| {
-            a.math_binary(b, MathBinaryOp::Remainder)
-        })
-    }
-
     fn __imod__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
         Self::math_binary_in_place(slf, other, MathBinaryOp::Remainder).map(|_| ())
-    }
-
-    fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Eq)
-    }
-
-    fn ne(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Ne)
-    }
-
-    fn lt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Lt)
-    }
-
-    fn le(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Le)
-    }
-
-    fn gt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Gt)
-    }
-
-    fn ge(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        compare_method(py, &self.var, other, CmpOp::Ge)
     }
 }

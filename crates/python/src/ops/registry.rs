@@ -12,9 +12,12 @@
 //! Adding an op: its forward and rule in the engine's family file, and one entry
 //! here (plus a helper in the binding's family file when no form fits).
 
+use crate::tensor::{binary, compare_method, reflected, scaled_operand, subtrahend};
 use crate::PyTensor;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use rustgrad::kernels::math::MathBinaryOp;
+use rustgrad::tensor::CmpOp;
 use rustgrad::Variable;
 
 /// One row of the registry: what `_op_registry()` reports for a method.
@@ -175,6 +178,91 @@ macro_rules! shell {
             }
         }
     };
+
+    // ---- binary: `(other)` operators, returning NotImplemented for other types ---
+    (operator $name:ident [] [$($doc:literal)*] { $helper:ident; $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                $helper(py, &self.var, other, $call)
+            }
+        }
+    };
+    // `eq`, `lt`, ...: a TypeError for other types.
+    (compare $name:ident [] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                compare_method(py, &self.var, other, CmpOp::$op)
+            }
+        }
+    };
+    // `(other)`: a tensor or a number.
+    (with_operand $name:ident [] [$($doc:literal)*] { $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+                self.with_operand(py, other, $call)
+            }
+        }
+    };
+    // `(other, *, alpha=None)`.
+    (with_alpha $name:ident [] [$($doc:literal)*] { $operand:ident; $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (other, *, alpha = None))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                other: &Bound<'_, PyAny>,
+                alpha: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Py<PyTensor>> {
+                self.with_alpha(py, other, alpha, $operand, $call)
+            }
+        }
+    };
+    // `(other, *, rounding_mode=None)`.
+    (divide $name:ident [] [$($doc:literal)*] {}) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (other, *, rounding_mode = None))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                other: &Bound<'_, PyAny>,
+                rounding_mode: Option<&str>,
+            ) -> PyResult<Py<PyTensor>> {
+                self.div_any(py, other, rounding_mode)
+            }
+        }
+    };
+    // `(other)` of a `MathBinaryOp`, and with `name / name_` its in-place form.
+    (math_binary $name:ident [] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+                self.math_binary(py, other, MathBinaryOp::$op)
+            }
+        }
+    };
+    (math_binary $name:ident [$in_place:ident] [$($doc:literal)*] { $op:ident }) => {
+        shell!(math_binary $name [] [$($doc)*] { $op });
+        #[pymethods]
+        impl PyTensor {
+            fn $in_place<'py>(
+                slf: Bound<'py, Self>,
+                other: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, Self>> {
+                Self::math_binary_in_place(slf, other, MathBinaryOp::$op)
+            }
+        }
+    };
 }
 
 /// The registry table: writes every entry's method(s) through [`shell!`] and the
@@ -232,68 +320,76 @@ pub(crate) fn _op_registry(py: Python<'_>) -> PyResult<Py<PyList>> {
 
 op_table! {
     binary {
-        __add__: manual {};
-        __radd__: manual {};
-        __sub__: manual {};
-        __rsub__: manual {};
-        __mul__: manual {};
-        __rmul__: manual {};
-        __truediv__: manual {};
-        __rtruediv__: manual {};
-        __pow__: manual {};
-        __rpow__: manual {};
-        __eq__: manual {};
+        __add__: operator { binary; |a, b| a.add(b) } onnx "Add";
+        __radd__: operator { binary; |a, b| a.add(b) } onnx "Add";
+        __sub__: operator { binary; |a, b| a.sub(b) } onnx "Sub";
+        __rsub__: operator { binary; |a, b| a.rsub(b) } onnx "Sub";
+        __mul__: operator { binary; |a, b| a.mul(b) } onnx "Mul";
+        __rmul__: operator { binary; |a, b| a.mul(b) } onnx "Mul";
+        __truediv__: operator { binary; |a, b| a.div(b) } onnx "Div";
+        /// `number / self`: PyTorch's `__rdiv__`, `self.reciprocal() * number` (MulBackward0),
+        /// whose bits differ from a true division's (`3 / tensor([7.])` is 0.42857146).
+        __rtruediv__: operator { binary; |a, b| a.reciprocal()?.mul(b) };
+        __pow__: manual {} onnx "Pow";
+        __rpow__: manual {} onnx "Pow";
+        __eq__: manual {} onnx "Equal";
         __ne__: manual {};
-        __lt__: manual {};
-        __le__: manual {};
-        __gt__: manual {};
-        __ge__: manual {};
-        add: manual {};
-        sub: manual {};
-        mul: manual {};
-        div: manual {};
-        divide: manual {};
-        true_divide: manual {};
-        floor_divide: manual {};
+        __lt__: manual {} onnx "Less";
+        __le__: manual {} onnx "LessOrEqual";
+        __gt__: manual {} onnx "Greater";
+        __ge__: manual {} onnx "GreaterOrEqual";
+        /// `self + alpha * other`.
+        add: with_alpha { scaled_operand; |a, b| a.add(b) } onnx "Add";
+        /// `self - alpha * other`.
+        sub: with_alpha { subtrahend; |a, b| a.sub(b) } onnx "Sub";
+        /// `self * other`.
+        mul: with_operand { |a, b| a.mul(b) } onnx "Mul";
+        /// `self / other`, rounded when `rounding_mode` is 'trunc' or 'floor'.
+        div: divide {} onnx "Div";
+        /// Alias of `div`.
+        divide: divide {} onnx "Div";
+        /// `self / other` (true division).
+        true_divide: with_operand { |a, b| a.div(b) } onnx "Div";
+        /// `self / other` rounded down (not differentiable, as in PyTorch).
+        floor_divide: with_operand { |a, b| a.floor_divide(b) };
         floor_divide_: manual {};
-        __floordiv__: manual {};
-        __rfloordiv__: manual {};
+        __floordiv__: operator { binary; |a, b| a.floor_divide(b) };
+        __rfloordiv__: operator { reflected; |a, b| a.floor_divide(b) };
         __ifloordiv__: manual {};
-        pow: manual {};
-        atan2: manual {};
-        arctan2: manual {};
-        maximum: manual {};
-        minimum: manual {};
-        fmax: manual {};
-        fmin: manual {};
-        fmod: manual {};
-        remainder: manual {};
-        copysign: manual {};
-        hypot: manual {};
-        logaddexp: manual {};
-        logaddexp2: manual {};
-        xlogy: manual {};
-        xlogy_: manual {};
-        _xlog1py: manual {};
+        pow: manual {} onnx "Pow";
+        atan2 / atan2_: math_binary { Atan2 };
+        arctan2 / arctan2_: math_binary { Atan2 };
+        maximum: math_binary { Maximum } onnx "Max";
+        minimum: math_binary { Minimum } onnx "Min";
+        fmax: math_binary { Fmax };
+        fmin: math_binary { Fmin };
+        fmod / fmod_: math_binary { Fmod } onnx "Mod";
+        remainder / remainder_: math_binary { Remainder };
+        copysign / copysign_: math_binary { Copysign };
+        hypot / hypot_: math_binary { Hypot };
+        logaddexp: math_binary { Logaddexp };
+        logaddexp2: math_binary { Logaddexp2 };
+        xlogy / xlogy_: math_binary { Xlogy };
+        /// `rustgrad.special.xlog1py(self, other)` (no Tensor method in PyTorch).
+        _xlog1py: math_binary { Xlog1py };
         _xlogy_scalar_self: manual {};
         float_power: manual {};
         float_power_: manual {};
         _float_power_scalar_base: manual {};
-        hypot_: manual {};
-        atan2_: manual {};
-        arctan2_: manual {};
-        fmod_: manual {};
-        remainder_: manual {};
-        copysign_: manual {};
         __mod__: manual {};
-        __rmod__: manual {};
+        /// `other % self`, computed with `other` as a 0-d tensor (PyTorch records no
+        /// gradient formula for a number dividend; here the gradient of `self` is defined).
+        __rmod__: operator {
+            reflected;
+            |a, b| a.math_binary(b, MathBinaryOp::Remainder)
+        };
         __imod__: manual {};
-        eq: manual {};
-        ne: manual {};
-        lt: manual {};
-        le: manual {};
-        gt: manual {};
-        ge: manual {};
+        eq: compare { Eq } onnx "Equal";
+        ne: compare { Ne };
+        lt: compare { Lt } onnx "Less";
+        le: compare { Le } onnx "LessOrEqual";
+        gt: compare { Gt } onnx "Greater";
+        ge: compare { Ge } onnx "GreaterOrEqual";
     }
     copy {
         float: manual {};
