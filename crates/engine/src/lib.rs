@@ -82,7 +82,6 @@ pub mod memory;
 pub mod models;
 pub mod nn;
 pub mod onnx;
-pub mod onnx;
 pub(crate) mod ops;
 pub mod optim;
 pub mod parallel;
