@@ -884,3 +884,257 @@ fn external_data_is_read_only_inside_the_models_folder_and_file() {
     assert_err(&matmul_model(&w), "load the model from a file path");
     std::fs::remove_dir_all(&root).ok();
 }
+
+/// An INTS attribute.
+fn attr_ints(name: &str, values: &[i64]) -> Vec<u8> {
+    let mut fields = vec![pb::bytes(1, name.as_bytes()), pb::int(20, 7)];
+    fields.extend(values.iter().map(|&v| pb::int(8, v)));
+    pb::cat(&fields)
+}
+
+/// An int64 initializer.
+fn ints_init(name: &str, values: &[i64]) -> Vec<u8> {
+    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    pb::tensor(name, &[values.len() as i64], 7, &[pb::raw(&raw)])
+}
+
+fn f32_init(name: &str, dims: &[i64]) -> Vec<u8> {
+    let n: i64 = dims.iter().product();
+    let values: Vec<f32> = (0..n).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
+    pb::tensor(name, dims, 1, &[pb::f32_raw(&values)])
+}
+
+#[test]
+fn hostile_attribute_values_and_shape_inputs_are_errors_never_panics() {
+    const HOSTILE: [i64; 12] = [
+        i64::MIN,
+        -(1 << 62),
+        -(1 << 31),
+        -5,
+        -1,
+        0,
+        1,
+        2,
+        7,
+        1 << 31,
+        1 << 62,
+        i64::MAX,
+    ];
+    // (op, int attributes with their lengths (0: a single INT), int64 inputs with their
+    // lengths, the float inputs' shapes); x is (1, 2, 5, 5).
+    type Case = (
+        &'static str,
+        &'static [(&'static str, usize)],
+        &'static [(&'static str, usize)],
+        &'static [&'static [i64]],
+    );
+    let cases: &[Case] = &[
+        (
+            "Conv",
+            &[
+                ("kernel_shape", 2),
+                ("strides", 2),
+                ("pads", 4),
+                ("dilations", 2),
+                ("group", 0),
+            ],
+            &[],
+            &[&[2, 2, 3, 3]],
+        ),
+        ("Conv", &[("group", 0)], &[], &[&[2, 1, 3, 3], &[2]]),
+        (
+            "MaxPool",
+            &[
+                ("kernel_shape", 2),
+                ("strides", 2),
+                ("pads", 4),
+                ("dilations", 2),
+                ("ceil_mode", 0),
+            ],
+            &[],
+            &[],
+        ),
+        (
+            "AveragePool",
+            &[
+                ("kernel_shape", 2),
+                ("strides", 2),
+                ("pads", 4),
+                ("ceil_mode", 0),
+                ("count_include_pad", 0),
+            ],
+            &[],
+            &[],
+        ),
+        ("Flatten", &[("axis", 0)], &[], &[]),
+        ("Softmax", &[("axis", 0)], &[], &[]),
+        ("Concat", &[("axis", 0)], &[], &[&[1, 2, 5, 5]]),
+        ("Transpose", &[("perm", 4)], &[], &[]),
+        ("Gather", &[("axis", 0)], &[("i", 2)], &[]),
+        ("Reshape", &[("allowzero", 0)], &[("s", 3)], &[]),
+        ("Unsqueeze", &[], &[("a", 2)], &[]),
+        ("Squeeze", &[], &[("a", 1)], &[]),
+        ("ReduceMean", &[("keepdims", 0)], &[("a", 2)], &[]),
+        (
+            "Slice",
+            &[],
+            &[("st", 2), ("en", 2), ("ax", 2), ("sp", 2)],
+            &[],
+        ),
+        ("Shape", &[("start", 0), ("end", 0)], &[], &[]),
+        ("Cast", &[("to", 0)], &[], &[]),
+        ("ConstantOfShape", &[], &[("s", 3)], &[]),
+        (
+            "BatchNormalization",
+            &[("training_mode", 0)],
+            &[],
+            &[&[2], &[2], &[2], &[2]],
+        ),
+        ("GlobalAveragePool", &[], &[], &[]),
+        (
+            "LSTM",
+            &[("hidden_size", 0), ("layout", 0)],
+            &[],
+            &[&[1, 12, 5], &[1, 12, 3]],
+        ),
+        (
+            "GRU",
+            &[("hidden_size", 0), ("linear_before_reset", 0)],
+            &[],
+            &[&[1, 9, 5], &[1, 9, 3]],
+        ),
+    ];
+    let x4 = Variable::from_tensor(Tensor::ones(&[1, 2, 5, 5], DType::F32).unwrap());
+    let x3 = Variable::from_tensor(Tensor::ones(&[2, 1, 5], DType::F32).unwrap());
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut failures = Vec::new();
+    let mut rng = Rng(7);
+    let mut errors = 0;
+    let mut ran = std::collections::BTreeSet::new();
+    for &(op, attrs, int_inputs, float_inputs) in cases {
+        let x = if op == "LSTM" || op == "GRU" {
+            &x3
+        } else {
+            &x4
+        };
+        // Defaults that make the plain case valid, then one value at a time replaced.
+        let plain = |len: usize| vec![1i64; len.max(1)];
+        let mut trials: Vec<(Vec<Vec<i64>>, Vec<Vec<i64>>)> = Vec::new();
+        let base_attrs: Vec<Vec<i64>> = attrs
+            .iter()
+            .map(|&(name, len)| match name {
+                "hidden_size" => vec![3],
+                "perm" => vec![0, 2, 1, 3],
+                _ => plain(len),
+            })
+            .collect();
+        let base_inputs: Vec<Vec<i64>> = int_inputs.iter().map(|&(_, len)| plain(len)).collect();
+        for (k, &(_, len)) in attrs.iter().enumerate() {
+            for pos in 0..len.max(1) {
+                for &v in &HOSTILE {
+                    let mut a = base_attrs.clone();
+                    a[k][pos] = v;
+                    trials.push((a, base_inputs.clone()));
+                }
+            }
+        }
+        for (k, &(_, len)) in int_inputs.iter().enumerate() {
+            for pos in 0..len {
+                for &v in &HOSTILE {
+                    let mut inp = base_inputs.clone();
+                    inp[k][pos] = v;
+                    trials.push((base_attrs.clone(), inp));
+                }
+            }
+        }
+        // And some random combinations of the hostile values everywhere.
+        for _ in 0..40 {
+            let pick = |rng: &mut Rng, len: usize| -> Vec<i64> {
+                (0..len.max(1))
+                    .map(|_| HOSTILE[rng.below(HOSTILE.len())])
+                    .collect()
+            };
+            let a = attrs.iter().map(|&(_, len)| pick(&mut rng, len)).collect();
+            let i = int_inputs
+                .iter()
+                .map(|&(_, len)| pick(&mut rng, len))
+                .collect();
+            trials.push((a, i));
+        }
+        for (attr_values, input_values) in trials {
+            let attr_protos: Vec<Vec<u8>> = attrs
+                .iter()
+                .zip(&attr_values)
+                .map(|(&(name, len), v)| {
+                    if len == 0 {
+                        pb::attr_int(name, v[0])
+                    } else {
+                        attr_ints(name, v)
+                    }
+                })
+                .collect();
+            let mut inits = Vec::new();
+            let mut names = vec!["x".to_string()];
+            for (k, dims) in float_inputs.iter().enumerate() {
+                let name = format!("f{k}");
+                inits.push(f32_init(&name, dims));
+                names.push(name);
+            }
+            for (&(name, _), v) in int_inputs.iter().zip(&input_values) {
+                inits.push(ints_init(name, v));
+                names.push(name.to_string());
+            }
+            if op == "Concat" || op == "ConstantOfShape" {
+                names.remove(0);
+            }
+            let ins: Vec<&str> = names.iter().map(String::as_str).collect();
+            let outs: &[&str] = if op == "ConstantOfShape" {
+                &["y"]
+            } else {
+                &["y"]
+            };
+            let mut graph_inputs = vec!["x"];
+            if op == "ConstantOfShape" {
+                graph_inputs.clear();
+            }
+            let bytes = pb::model(&pb::graph(
+                &[pb::node(op, &ins, outs, &attr_protos)],
+                &inits,
+                &graph_inputs,
+                &["y"],
+            ));
+            let t0 = Instant::now();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let model = load_model_bytes(&bytes)?;
+                if op == "ConstantOfShape" {
+                    model.run(&[])
+                } else {
+                    model.run(std::slice::from_ref(x))
+                }
+            }));
+            match outcome {
+                Err(_) => failures.push(format!("{op} {attr_values:?} {input_values:?}")),
+                Ok(Err(_)) => errors += 1,
+                Ok(Ok(_)) => {
+                    ran.insert(op);
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "{op} {attr_values:?} {input_values:?} took {:?}",
+                t0.elapsed()
+            );
+        }
+    }
+    std::panic::set_hook(hook);
+    assert!(
+        failures.is_empty(),
+        "{} panics: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(20)]
+    );
+    assert!(errors > 100, "only {errors} errors");
+    // Every op also ran with valid values (the sweep reaches the run-time checks).
+    assert_eq!(ran.len(), cases.len() - 1, "ops that ran: {ran:?}");
+}

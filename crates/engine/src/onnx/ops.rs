@@ -874,8 +874,14 @@ fn rnn(_: &OnnxModel, n: &OnnxNode, ins: Ins<'_>) -> Result<Vec<Variable>> {
         }
     }
     let nd = dirs.len();
-    let gh = gates * hidden.max(0) as usize;
-    let hidden = hidden.max(0) as usize;
+    if hidden != rshape[2] as i64 {
+        return Err(bad(
+            n,
+            format!("W/R shapes do not match hidden_size {hidden}"),
+        ));
+    }
+    let hidden = rshape[2];
+    let gh = gates * hidden;
     if w.shape()[..2] != [nd, gh] || rshape[..] != [nd, gh, hidden] {
         return Err(bad(
             n,
