@@ -519,6 +519,12 @@ from .serialization import load, save  # noqa: E402
 
 __all__ += ["load", "save"]
 
+# Capture and replay: rustgrad.jit.trace / rustgrad.compile (Note [Capture and replay]).
+from . import jit  # noqa: E402,F401
+from .jit import compile  # noqa: E402
+
+__all__ += ["compile"]
+
 # Device flags of tensors and the meta device (Note [Meta device]): after every module
 # that adds Tensor methods, since meta tensors override or refuse each of them.
 # torchvision-style models (python/rustgrad/models/): `rustgrad.models.resnet18()`.

@@ -514,12 +514,24 @@ impl Variable {
 
     /// The accumulated gradient (leaves that require grad, after backward).
     pub fn grad(&self) -> Option<Variable> {
-        self.meta().grad.clone()
+        let grad = self.meta().grad.clone();
+        if let Some(g) = &grad {
+            crate::jit::record_now(|| crate::jit::Op::Grad, &[self], std::slice::from_ref(g));
+        }
+        grad
     }
 
     /// Replaces the accumulated gradient (`x.grad = g` / `x.grad = None`). The gradient
     /// must have this variable's shape and dtype and must not be the variable itself.
     pub fn set_grad(&self, grad: Option<Variable>) -> Result<()> {
+        let value = grad.clone();
+        let op = || crate::jit::Op::SetGrad {
+            has_value: value.is_some(),
+        };
+        crate::jit::op_opt(op, &[self], &[value.as_ref()], || self.set_grad_impl(grad))
+    }
+
+    fn set_grad_impl(&self, grad: Option<Variable>) -> Result<()> {
         if let Some(g) = &grad {
             if g.same(self) {
                 return Err(Error::InvalidArgument(
@@ -662,6 +674,15 @@ impl Variable {
         inputs: &[&Variable],
         build: impl FnOnce(&[bool], &Variable) -> (R, SavedSlots),
     ) -> Variable {
+        let site = std::any::type_name_of_val(&build);
+        Variable::noted(Variable::record_unnoted(result, inputs, build), site)
+    }
+
+    fn record_unnoted<R: Into<Rule>>(
+        result: Tensor,
+        inputs: &[&Variable],
+        build: impl FnOnce(&[bool], &Variable) -> (R, SavedSlots),
+    ) -> Variable {
         let mut needs: SmallVec<[bool; 3]> = SmallVec::new();
         let mut volatile = false;
         let grad_enabled = grad_mode::is_grad_enabled() && !grad_mode::is_inference_mode_enabled();
@@ -700,6 +721,13 @@ impl Variable {
         out
     }
 
+    /// [`Variable::record`], telling a capture in progress which op made the result
+    /// (Note [Capture and replay]).
+    fn noted(out: Variable, site: &str) -> Variable {
+        crate::jit::note_result(&out, site);
+        out
+    }
+
     /// Like `record` for a view: the output also remembers its base.
     pub(crate) fn record_view<R: Into<Rule>>(
         &self,
@@ -707,7 +735,9 @@ impl Variable {
         op: impl FnOnce() -> R,
     ) -> Variable {
         let version = result.version();
-        let out = Variable::record(result, &[self], |_, _| (op(), SmallVec::new()));
+        let site = std::any::type_name_of_val(&op);
+        let out = Variable::record_unnoted(result, &[self], |_, _| (op(), SmallVec::new()));
+        let out = Variable::noted(out, site);
         let (base, multi_output, custom) = {
             let m = self.meta();
             (
@@ -745,6 +775,19 @@ impl Variable {
     /// are plain, as in `record`. `build` sees which inputs need grad and the outputs.
     /// See Note [Multi-output nodes].
     pub(crate) fn record_multi<R: Into<Rule>>(
+        results: Vec<Tensor>,
+        inputs: &[&Variable],
+        build: impl FnOnce(&[bool], &[Variable]) -> (R, SavedSlots),
+    ) -> Vec<Variable> {
+        let site = std::any::type_name_of_val(&build);
+        let outs = Variable::record_multi_unnoted(results, inputs, build);
+        for out in &outs {
+            crate::jit::note_result(out, site);
+        }
+        outs
+    }
+
+    fn record_multi_unnoted<R: Into<Rule>>(
         results: Vec<Tensor>,
         inputs: &[&Variable],
         build: impl FnOnce(&[bool], &[Variable]) -> (R, SavedSlots),
@@ -822,12 +865,19 @@ impl Variable {
         retain_graph: bool,
         create_graph: bool,
     ) -> Result<()> {
-        engine::backward(
-            std::slice::from_ref(self),
-            &[gradient.cloned()],
+        let op = || crate::jit::Op::Backward {
+            has_gradient: gradient.is_some(),
             retain_graph,
             create_graph,
-        )
+        };
+        crate::jit::op_opt(op, &[self], &[gradient], || {
+            engine::backward(
+                std::slice::from_ref(self),
+                &[gradient.cloned()],
+                retain_graph,
+                create_graph,
+            )
+        })
     }
 
     /// PyTorch's `torch.autograd.grad`: the gradients of `outputs` (weighted by
@@ -888,6 +938,7 @@ impl Variable {
         retain_graph: bool,
         create_graph: bool,
     ) -> Result<()> {
+        crate::jit::unsupported("backward(inputs=...)");
         engine::backward_inputs(outputs, grad_outputs, inputs, retain_graph, create_graph)
     }
 
@@ -1170,6 +1221,10 @@ impl Variable {
         direct: Option<BinaryOp>,
         compute: impl FnOnce(&Variable) -> Result<Variable>,
     ) -> Result<()> {
+        if crate::jit::is_capturing() {
+            let name = crate::jit::op_name_from_site(std::any::type_name_of_val(&compute));
+            crate::jit::unsupported(&format!("the in-place op `{name}`"));
+        }
         self.check_inference_write()?;
         let volatile = self.is_volatile() || operands.iter().any(|o| o.is_volatile());
         let inference = grad_mode::is_inference_mode_enabled();

@@ -861,11 +861,13 @@ impl PyTensor {
 
     /// The value of a one-element tensor as a Python number.
     fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::jit::warn_conversion(py, "number")?;
         convert::scalar_to_py(py, self.var.item().py()?)
     }
 
     /// The values as (nested) Python lists.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::jit::warn_conversion(py, "list")?;
         to_list(py, &self.var.tensor())
     }
 
@@ -1043,7 +1045,8 @@ impl PyTensor {
         }
     }
 
-    fn __bool__(&self) -> PyResult<bool> {
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
+        crate::jit::warn_conversion(py, "boolean")?;
         if self.var.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
                 "Boolean value of Tensor with {} values is ambiguous",

@@ -474,15 +474,16 @@ class Optimizer:
         """
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None:
-                    if set_to_none:
-                        p.grad = None
+                if set_to_none:
+                    # Unconditionally: a captured step (rustgrad.jit) must record the
+                    # reset even when the capture's first call starts without grads.
+                    p.grad = None
+                elif p.grad is not None:
+                    if p.grad.grad_fn is not None:
+                        p.grad.detach_()
                     else:
-                        if p.grad.grad_fn is not None:
-                            p.grad.detach_()
-                        else:
-                            p.grad.requires_grad_(False)
-                        p.grad.zero_()
+                        p.grad.requires_grad_(False)
+                    p.grad.zero_()
 
     def _group_has_state(self, group: dict[str, Any]) -> bool:
         """Whether the step keeps per-parameter state for ``group`` (SGD without

@@ -564,32 +564,39 @@ impl Tensor {
 }
 
 impl Variable {
-    fn binary(&self, other: &Variable, op: BinaryOp) -> Result<Variable> {
-        let result = self.tensor().binary(&other.tensor(), op)?;
-        Ok(Variable::record(result, &[self, other], |needs, out| {
-            let (a, b) = InputShape::pair(self, other, out);
-            let save_if = |cond: bool, v: &Variable| cond.then(|| SavedTensor::input(v));
-            match op {
-                BinaryOp::Add => (Rule::Add { a, b }, smallvec![]),
-                BinaryOp::Sub => (Rule::Sub { a, b }, smallvec![]),
-                BinaryOp::Mul => (
-                    Rule::Mul { a, b },
-                    smallvec![save_if(needs[1], self), save_if(needs[0], other)],
-                ),
-                BinaryOp::Div => (
-                    Rule::Div { a, b },
-                    smallvec![save_if(needs[1], self), Some(SavedTensor::input(other))],
-                ),
-                BinaryOp::Pow => (
-                    Rule::Pow { a, b },
-                    smallvec![
-                        Some(SavedTensor::input(self)),
-                        Some(SavedTensor::input(other)),
-                        save_if(needs[1], out).map(|_| SavedTensor::output(out, "PowBackward1")),
-                    ],
-                ),
-            }
-        }))
+    pub(crate) fn binary(&self, other: &Variable, op: BinaryOp) -> Result<Variable> {
+        crate::jit::op(
+            || crate::jit::Op::Binary(op),
+            &[self, other],
+            || {
+                let result = self.tensor().binary(&other.tensor(), op)?;
+                Ok(Variable::record(result, &[self, other], |needs, out| {
+                    let (a, b) = InputShape::pair(self, other, out);
+                    let save_if = |cond: bool, v: &Variable| cond.then(|| SavedTensor::input(v));
+                    match op {
+                        BinaryOp::Add => (Rule::Add { a, b }, smallvec![]),
+                        BinaryOp::Sub => (Rule::Sub { a, b }, smallvec![]),
+                        BinaryOp::Mul => (
+                            Rule::Mul { a, b },
+                            smallvec![save_if(needs[1], self), save_if(needs[0], other)],
+                        ),
+                        BinaryOp::Div => (
+                            Rule::Div { a, b },
+                            smallvec![save_if(needs[1], self), Some(SavedTensor::input(other))],
+                        ),
+                        BinaryOp::Pow => (
+                            Rule::Pow { a, b },
+                            smallvec![
+                                Some(SavedTensor::input(self)),
+                                Some(SavedTensor::input(other)),
+                                save_if(needs[1], out)
+                                    .map(|_| SavedTensor::output(out, "PowBackward1")),
+                            ],
+                        ),
+                    }
+                }))
+            },
+        )
     }
 
     /// `self + other` with broadcasting.
@@ -630,53 +637,59 @@ impl Variable {
 
     /// A [`MathBinaryOp`] of two tensors with broadcasting, recorded with its rule.
     pub fn math_binary(&self, other: &Variable, op: MathBinaryOp) -> Result<Variable> {
-        let result = self.tensor().math_binary(&other.tensor(), op)?;
-        Ok(Variable::record(result, &[self, other], |needs, out| {
-            let (a, b) = InputShape::pair(self, other, out);
-            let both = || {
-                smallvec![
-                    Some(SavedTensor::input(self)),
-                    Some(SavedTensor::input(other))
-                ]
-            };
-            match op {
-                MathBinaryOp::Atan2 => (Rule::Atan2 { a, b }, both()),
-                MathBinaryOp::Maximum => (Rule::Maximum { a, b }, both()),
-                MathBinaryOp::Minimum => (Rule::Minimum { a, b }, both()),
-                MathBinaryOp::Fmax => (Rule::Fmax { a, b }, both()),
-                MathBinaryOp::Fmin => (Rule::Fmin { a, b }, both()),
-                MathBinaryOp::Fmod | MathBinaryOp::Remainder => {
-                    let saved = if needs[1] { both() } else { smallvec![] };
-                    if op == MathBinaryOp::Fmod {
-                        (Rule::Fmod { a, b }, saved)
-                    } else {
-                        (Rule::Remainder { a, b }, saved)
+        crate::jit::op(
+            || crate::jit::Op::MathBinary(op),
+            &[self, other],
+            || {
+                let result = self.tensor().math_binary(&other.tensor(), op)?;
+                Ok(Variable::record(result, &[self, other], |needs, out| {
+                    let (a, b) = InputShape::pair(self, other, out);
+                    let both = || {
+                        smallvec![
+                            Some(SavedTensor::input(self)),
+                            Some(SavedTensor::input(other))
+                        ]
+                    };
+                    match op {
+                        MathBinaryOp::Atan2 => (Rule::Atan2 { a, b }, both()),
+                        MathBinaryOp::Maximum => (Rule::Maximum { a, b }, both()),
+                        MathBinaryOp::Minimum => (Rule::Minimum { a, b }, both()),
+                        MathBinaryOp::Fmax => (Rule::Fmax { a, b }, both()),
+                        MathBinaryOp::Fmin => (Rule::Fmin { a, b }, both()),
+                        MathBinaryOp::Fmod | MathBinaryOp::Remainder => {
+                            let saved = if needs[1] { both() } else { smallvec![] };
+                            if op == MathBinaryOp::Fmod {
+                                (Rule::Fmod { a, b }, saved)
+                            } else {
+                                (Rule::Remainder { a, b }, saved)
+                            }
+                        }
+                        MathBinaryOp::Hypot => (
+                            Rule::Hypot { a, b },
+                            smallvec![
+                                Some(SavedTensor::input(self)),
+                                Some(SavedTensor::input(other)),
+                                Some(SavedTensor::output(out, "HypotBackward0"))
+                            ],
+                        ),
+                        MathBinaryOp::Logaddexp => (Rule::Logaddexp { a, b }, both()),
+                        MathBinaryOp::DivTrunc | MathBinaryOp::DivFloor => {
+                            (Rule::DivRounding { a, b }, smallvec![])
+                        }
+                        MathBinaryOp::Logaddexp2 => (Rule::Logaddexp2 { a, b }, both()),
+                        MathBinaryOp::Xlogy => (Rule::Xlogy { a, b }, both()),
+                        MathBinaryOp::Xlog1py => (Rule::Xlog1py { a, b }, both()),
+                        MathBinaryOp::Copysign => (
+                            Rule::Copysign { a, b },
+                            smallvec![
+                                Some(SavedTensor::input(self)),
+                                Some(SavedTensor::output(out, "CopysignBackward0"))
+                            ],
+                        ),
                     }
-                }
-                MathBinaryOp::Hypot => (
-                    Rule::Hypot { a, b },
-                    smallvec![
-                        Some(SavedTensor::input(self)),
-                        Some(SavedTensor::input(other)),
-                        Some(SavedTensor::output(out, "HypotBackward0"))
-                    ],
-                ),
-                MathBinaryOp::Logaddexp => (Rule::Logaddexp { a, b }, both()),
-                MathBinaryOp::DivTrunc | MathBinaryOp::DivFloor => {
-                    (Rule::DivRounding { a, b }, smallvec![])
-                }
-                MathBinaryOp::Logaddexp2 => (Rule::Logaddexp2 { a, b }, both()),
-                MathBinaryOp::Xlogy => (Rule::Xlogy { a, b }, both()),
-                MathBinaryOp::Xlog1py => (Rule::Xlog1py { a, b }, both()),
-                MathBinaryOp::Copysign => (
-                    Rule::Copysign { a, b },
-                    smallvec![
-                        Some(SavedTensor::input(self)),
-                        Some(SavedTensor::output(out, "CopysignBackward0"))
-                    ],
-                ),
-            }
-        }))
+                }))
+            },
+        )
     }
 
     /// `fmod`, `remainder`, `copysign` or `xlogy` with a number as the second operand

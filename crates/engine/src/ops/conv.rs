@@ -780,7 +780,18 @@ impl Variable {
         dilation: &[i64],
         groups: i64,
     ) -> Result<Variable> {
-        self.conv_functional("conv2d", 2, weight, bias, stride, padding, dilation, groups)
+        crate::jit::op_opt(
+            || crate::jit::Op::Conv2d {
+                has_bias: bias.is_some(),
+                stride: stride.into(),
+                padding: crate::jit::Padding::of(&padding),
+                dilation: dilation.into(),
+                groups,
+            },
+            &[self, weight],
+            &[bias],
+            || self.conv_functional("conv2d", 2, weight, bias, stride, padding, dilation, groups),
+        )
     }
 
     /// `torch.nn.functional.conv3d(...)`: input `(N, C, D, H, W)` or `(C, D, H, W)`.
@@ -877,25 +888,34 @@ impl Variable {
     /// A 2-D input with a bias is one `addmm` (AddmmBackward0), as in PyTorch; other
     /// ranks go through `matmul`.
     pub fn linear(&self, weight: &Variable, bias: Option<&Variable>) -> Result<Variable> {
-        if self.dim() == 0 || weight.dim() == 0 {
-            return Err(invalid(format!(
-                "both arguments to linear need to be at least 1D, but they are {}D and {}D",
-                self.dim(),
-                weight.dim()
-            )));
-        }
-        let wt = if weight.dim() == 1 {
-            weight.clone()
-        } else {
-            weight.t()?
-        };
-        match bias {
-            Some(b) if self.dim() == 2 && weight.dim() == 2 => {
-                b.addmm(self, &wt, Scalar::Int(1), Scalar::Int(1))
-            }
-            Some(b) => self.matmul(&wt)?.add(b),
-            None => self.matmul(&wt),
-        }
+        crate::jit::op_opt(
+            || crate::jit::Op::Linear {
+                has_bias: bias.is_some(),
+            },
+            &[self, weight],
+            &[bias],
+            || {
+                if self.dim() == 0 || weight.dim() == 0 {
+                    return Err(invalid(format!(
+                        "both arguments to linear need to be at least 1D, but they are {}D and {}D",
+                        self.dim(),
+                        weight.dim()
+                    )));
+                }
+                let wt = if weight.dim() == 1 {
+                    weight.clone()
+                } else {
+                    weight.t()?
+                };
+                match bias {
+                    Some(b) if self.dim() == 2 && weight.dim() == 2 => {
+                        b.addmm(self, &wt, Scalar::Int(1), Scalar::Int(1))
+                    }
+                    Some(b) => self.matmul(&wt)?.add(b),
+                    None => self.matmul(&wt),
+                }
+            },
+        )
     }
 
     /// `torch.nn.functional.bilinear(input1, input2, weight, bias)`:

@@ -35,6 +35,34 @@ impl Variable {
         inplace: bool,
         generator: &Generator,
     ) -> Result<Variable> {
+        let default = std::ptr::eq(generator, &*crate::random::default_generator());
+        let Some(scope) = crate::jit::Scope::enter() else {
+            return self.dropout_impl(p, training, kind, inplace, generator);
+        };
+        if !default {
+            drop(scope);
+            crate::jit::unsupported("dropout with an explicit generator");
+            return self.dropout_impl(p, training, kind, inplace, generator);
+        }
+        let out = self.dropout_impl(p, training, kind, inplace, generator)?;
+        let op = || crate::jit::Op::Dropout {
+            p,
+            training,
+            kind,
+            inplace,
+        };
+        scope.finish(op, &[self], std::slice::from_ref(&out));
+        Ok(out)
+    }
+
+    fn dropout_impl(
+        &self,
+        p: f64,
+        training: bool,
+        kind: DropoutKind,
+        inplace: bool,
+        generator: &Generator,
+    ) -> Result<Variable> {
         if !(0.0..=1.0).contains(&p) {
             return Err(Error::InvalidArgument(format!(
                 "dropout probability has to be between 0 and 1, but got {p}"

@@ -63,28 +63,44 @@ impl Variable {
     #[track_caller]
     pub fn add_(&self, other: &Variable) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        self.in_place_binary(other, BinaryOp::Add, site, |s| s.add(other))
+        crate::jit::op(
+            || crate::jit::Op::InPlaceBinary(BinaryOp::Add),
+            &[self, other],
+            || self.in_place_binary(other, BinaryOp::Add, site, |s| s.add(other)),
+        )
     }
 
     /// In-place `self -= other`.
     #[track_caller]
     pub fn sub_(&self, other: &Variable) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        self.in_place_binary(other, BinaryOp::Sub, site, |s| s.sub(other))
+        crate::jit::op(
+            || crate::jit::Op::InPlaceBinary(BinaryOp::Sub),
+            &[self, other],
+            || self.in_place_binary(other, BinaryOp::Sub, site, |s| s.sub(other)),
+        )
     }
 
     /// In-place `self *= other`.
     #[track_caller]
     pub fn mul_(&self, other: &Variable) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        self.in_place_binary(other, BinaryOp::Mul, site, |s| s.mul(other))
+        crate::jit::op(
+            || crate::jit::Op::InPlaceBinary(BinaryOp::Mul),
+            &[self, other],
+            || self.in_place_binary(other, BinaryOp::Mul, site, |s| s.mul(other)),
+        )
     }
 
     /// In-place `self /= other`.
     #[track_caller]
     pub fn div_(&self, other: &Variable) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        self.in_place_binary(other, BinaryOp::Div, site, |s| s.div(other))
+        crate::jit::op(
+            || crate::jit::Op::InPlaceBinary(BinaryOp::Div),
+            &[self, other],
+            || self.in_place_binary(other, BinaryOp::Div, site, |s| s.div(other)),
+        )
     }
 
     /// In-place clamp.
@@ -125,7 +141,12 @@ impl Variable {
     /// In-place relu.
     #[track_caller]
     pub fn relu_(&self) -> Result<()> {
-        self.in_place(None, WriteSite::Rust(Location::caller()), |s| s.relu())
+        let site = WriteSite::Rust(Location::caller());
+        crate::jit::op(
+            || crate::jit::Op::ReluInPlace,
+            &[self],
+            || self.in_place(None, site, |s| s.relu()),
+        )
     }
 
     /// Fills with `value`.
@@ -147,7 +168,12 @@ impl Variable {
     /// Fills with zeros.
     #[track_caller]
     pub fn zero_(&self) -> Result<()> {
-        self.fill_impl(Scalar::Int(0), true, WriteSite::Rust(Location::caller()))
+        let site = WriteSite::Rust(Location::caller());
+        crate::jit::op(
+            || crate::jit::Op::ZeroInPlace,
+            &[self],
+            || self.fill_impl(Scalar::Int(0), true, site),
+        )
     }
 
     fn fill_impl(&self, value: Scalar, zero: bool, site: WriteSite) -> Result<()> {
@@ -164,32 +190,37 @@ impl Variable {
     #[track_caller]
     pub fn copy_(&self, src: &Variable) -> Result<()> {
         let site = WriteSite::Rust(Location::caller());
-        let (src_shape, src_dtype) = (shape_of(src), src.dtype());
-        let dtype = self.dtype();
-        self.in_place(Some(src), site, |s| {
-            let values =
-                src.tensor()
-                    .broadcast_to(&s.shape())
-                    .map_err(|_| Error::ShapeMismatch {
-                        op: "copy_",
-                        message: format!(
+        crate::jit::op(
+            || crate::jit::Op::CopyInPlace,
+            &[self, src],
+            || {
+                let (src_shape, src_dtype) = (shape_of(src), src.dtype());
+                let dtype = self.dtype();
+                self.in_place(Some(src), site, |s| {
+                    let values = src.tensor().broadcast_to(&s.shape()).map_err(|_| {
+                        Error::ShapeMismatch {
+                            op: "copy_",
+                            message: format!(
                             "The size of tensor a ({:?}) must match the size of tensor b ({:?})",
                             s.shape(),
                             src.shape()
                         ),
+                        }
                     })?;
-            // Not made contiguous: a broadcast scalar is written without materialising
-            // it (`Tensor::copy_from`).
-            let values = values.to_dtype(dtype)?;
-            Ok(Variable::record(values, &[s, src], |_, _| {
-                (
-                    Rule::Copy {
-                        src: src_shape,
-                        src_dtype,
-                    },
-                    smallvec![],
-                )
-            }))
-        })
+                    // Not made contiguous: a broadcast scalar is written without materialising
+                    // it (`Tensor::copy_from`).
+                    let values = values.to_dtype(dtype)?;
+                    Ok(Variable::record(values, &[s, src], |_, _| {
+                        (
+                            Rule::Copy {
+                                src: src_shape,
+                                src_dtype,
+                            },
+                            smallvec![],
+                        )
+                    }))
+                })
+            },
+        )
     }
 }

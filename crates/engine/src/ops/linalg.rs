@@ -426,85 +426,93 @@ impl Variable {
     /// Matrix product with PyTorch's `matmul` semantics (1-D operands are promoted and
     /// the added dim removed; batch dims broadcast).
     pub fn matmul(&self, other: &Variable) -> Result<Variable> {
-        match (self.dim(), other.dim()) {
-            (0, _) | (_, 0) => Err(Error::InvalidArgument(format!(
-                "both arguments to matmul need to be at least 1D, but they are {}D and {}D",
-                self.dim(),
-                other.dim()
-            ))),
-            (1, 1) => {
-                if self.shape() != other.shape() {
-                    return Err(Error::ShapeMismatch {
+        crate::jit::op(
+            || crate::jit::Op::Matmul,
+            &[self, other],
+            || {
+                match (self.dim(), other.dim()) {
+                    (0, _) | (_, 0) => Err(Error::InvalidArgument(format!(
+                        "both arguments to matmul need to be at least 1D, but they are {}D and {}D",
+                        self.dim(),
+                        other.dim()
+                    ))),
+                    (1, 1) => {
+                        if self.shape() != other.shape() {
+                            return Err(Error::ShapeMismatch {
                         op: "dot",
                         message: format!(
                             "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
                             self.numel(), other.numel(), self.numel(), other.numel()
                         ),
                     });
-                }
-                self.unsqueeze(0)?
-                    .matmul(&other.unsqueeze(1)?)?
-                    .reshape(&[])
-            }
-            (1, 2) => self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2),
-            (1, _) => {
-                let sb = other.shape();
-                if sb[sb.len() - 2] != self.numel() {
-                    // PyTorch computes this as `other.mT` folded to a matrix @ `self`.
-                    let rows = other.numel() / sb[sb.len() - 2].max(1);
-                    return Err(mv_size_mismatch(rows, sb[sb.len() - 2], self.numel()));
-                }
-                self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2)
-            }
-            (_, 1) => {
-                let sa = self.shape();
-                if sa[sa.len() - 1] != other.numel() {
-                    let rows = self.numel() / sa[sa.len() - 1].max(1);
-                    return Err(mv_size_mismatch(rows, sa[sa.len() - 1], other.numel()));
-                }
-                self.matmul(&other.unsqueeze(1)?)?.squeeze_dim(-1)
-            }
-            (da, db) => {
-                let (sa, sb) = (self.shape(), other.shape());
-                if db >= 3 && sa[da - 1] != sb[db - 2] {
-                    // PyTorch runs a batched product through bmm, and reports it so.
-                    let batch = crate::shape::broadcast_shapes(&sa[..da - 2], &sb[..db - 2])?;
-                    let batch: usize = batch.iter().product();
-                    // PyTorch's message has no op prefix here.
-                    return Err(Error::InvalidArgument(format!(
+                        }
+                        self.unsqueeze(0)?
+                            .matmul(&other.unsqueeze(1)?)?
+                            .reshape(&[])
+                    }
+                    (1, 2) => self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2),
+                    (1, _) => {
+                        let sb = other.shape();
+                        if sb[sb.len() - 2] != self.numel() {
+                            // PyTorch computes this as `other.mT` folded to a matrix @ `self`.
+                            let rows = other.numel() / sb[sb.len() - 2].max(1);
+                            return Err(mv_size_mismatch(rows, sb[sb.len() - 2], self.numel()));
+                        }
+                        self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2)
+                    }
+                    (_, 1) => {
+                        let sa = self.shape();
+                        if sa[sa.len() - 1] != other.numel() {
+                            let rows = self.numel() / sa[sa.len() - 1].max(1);
+                            return Err(mv_size_mismatch(rows, sa[sa.len() - 1], other.numel()));
+                        }
+                        self.matmul(&other.unsqueeze(1)?)?.squeeze_dim(-1)
+                    }
+                    (da, db) => {
+                        let (sa, sb) = (self.shape(), other.shape());
+                        if db >= 3 && sa[da - 1] != sb[db - 2] {
+                            // PyTorch runs a batched product through bmm, and reports it so.
+                            let batch =
+                                crate::shape::broadcast_shapes(&sa[..da - 2], &sb[..db - 2])?;
+                            let batch: usize = batch.iter().product();
+                            // PyTorch's message has no op prefix here.
+                            return Err(Error::InvalidArgument(format!(
                         "Expected size for first two dimensions of batch2 tensor to be: [{batch}, {}] but got: [{batch}, {}].",
                         sa[da - 1],
                         sb[db - 2]
                     )));
+                        }
+                        if da >= 3 && db == 2 {
+                            // PyTorch folds the batch dims of `self` into rows (at::matmul's
+                            // `should_fold`): one `mm` over every row, so the weight gradient
+                            // of a `Linear` on `(L, N, E)` input is one GEMM over `L·N` rows,
+                            // not `L` products summed. grad_fn UnsafeViewBackward0 over
+                            // MmBackward0, as PyTorch's.
+                            let k = sa[da - 1] as i64;
+                            let product = self.reshape(&[-1, k])?.matmul(other)?;
+                            let mut shape: Vec<i64> =
+                                sa[..da - 1].iter().map(|&s| s as i64).collect();
+                            shape.push(sb[1] as i64);
+                            return product.unsafe_view(&shape);
+                        }
+                        let result = self.tensor().matmul_nd(&other.tensor())?;
+                        let batched = da > 2 || db > 2;
+                        Ok(Variable::record(result, &[self, other], |needs, _| {
+                            let shapes = Box::new([self.shape(), other.shape()]);
+                            let column_major = [is_column_major(self), is_column_major(other)];
+                            (
+                                Rule::Matmul {
+                                    shapes,
+                                    batched,
+                                    column_major,
+                                },
+                                save_factors(needs, 0, self, other),
+                            )
+                        }))
+                    }
                 }
-                if da >= 3 && db == 2 {
-                    // PyTorch folds the batch dims of `self` into rows (at::matmul's
-                    // `should_fold`): one `mm` over every row, so the weight gradient
-                    // of a `Linear` on `(L, N, E)` input is one GEMM over `L·N` rows,
-                    // not `L` products summed. grad_fn UnsafeViewBackward0 over
-                    // MmBackward0, as PyTorch's.
-                    let k = sa[da - 1] as i64;
-                    let product = self.reshape(&[-1, k])?.matmul(other)?;
-                    let mut shape: Vec<i64> = sa[..da - 1].iter().map(|&s| s as i64).collect();
-                    shape.push(sb[1] as i64);
-                    return product.unsafe_view(&shape);
-                }
-                let result = self.tensor().matmul_nd(&other.tensor())?;
-                let batched = da > 2 || db > 2;
-                Ok(Variable::record(result, &[self, other], |needs, _| {
-                    let shapes = Box::new([self.shape(), other.shape()]);
-                    let column_major = [is_column_major(self), is_column_major(other)];
-                    (
-                        Rule::Matmul {
-                            shapes,
-                            batched,
-                            column_major,
-                        },
-                        save_factors(needs, 0, self, other),
-                    )
-                }))
-            }
-        }
+            },
+        )
     }
 
     /// Product of two matrices (`torch.mm`): no broadcasting, no 1-D operands.
@@ -604,8 +612,14 @@ impl Variable {
         beta: Scalar,
         alpha: Scalar,
     ) -> Result<Variable> {
-        check_mm("addmm", mat1, mat2)?;
-        self.scaled_product(Product::Mm, mat1, mat2, beta, alpha)
+        crate::jit::op(
+            || crate::jit::Op::Addmm(beta, alpha),
+            &[self, mat1, mat2],
+            || {
+                check_mm("addmm", mat1, mat2)?;
+                self.scaled_product(Product::Mm, mat1, mat2, beta, alpha)
+            },
+        )
     }
 
     /// `beta * self + alpha * (mat @ vec)` (`torch.addmv`).

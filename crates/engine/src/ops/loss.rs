@@ -280,28 +280,45 @@ impl Variable {
         ignore_index: i64,
         label_smoothing: f64,
     ) -> Result<Variable> {
-        if !(0.0..=1.0).contains(&label_smoothing) {
-            return Err(Error::InvalidArgument(format!(
-                "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
-            )));
-        }
-        if self.dim() >= 1 && self.shape() == target.shape() {
-            return self.cross_entropy_probabilities(target, weight, reduction, label_smoothing);
-        }
-        if self.dim() == 0 && target.dim() == 0 {
-            return Err(Error::InvalidArgument(format!(
-                "Expected floating point type for target with class probabilities, got {}",
-                target.dtype().scalar_type_name()
-            )));
-        }
-        let target = target.tensor().clone();
-        self.class_loss(
-            &target,
-            weight,
-            reduction,
-            ignore_index,
-            label_smoothing,
-            true,
+        crate::jit::op_opt(
+            || crate::jit::Op::CrossEntropy {
+                has_weight: weight.is_some(),
+                reduction,
+                ignore_index,
+                label_smoothing,
+            },
+            &[self, target],
+            &[weight],
+            || {
+                if !(0.0..=1.0).contains(&label_smoothing) {
+                    return Err(Error::InvalidArgument(format!(
+                        "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+                    )));
+                }
+                if self.dim() >= 1 && self.shape() == target.shape() {
+                    return self.cross_entropy_probabilities(
+                        target,
+                        weight,
+                        reduction,
+                        label_smoothing,
+                    );
+                }
+                if self.dim() == 0 && target.dim() == 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "Expected floating point type for target with class probabilities, got {}",
+                        target.dtype().scalar_type_name()
+                    )));
+                }
+                let target = target.tensor().clone();
+                self.class_loss(
+                    &target,
+                    weight,
+                    reduction,
+                    ignore_index,
+                    label_smoothing,
+                    true,
+                )
+            },
         )
     }
 
@@ -758,84 +775,97 @@ impl Variable {
         pos_weight: Option<&Variable>,
         reduction: Reduction,
     ) -> Result<Variable> {
-        match (kind, weight) {
-            (PointwiseLoss::Mse, Some(w)) => {
-                let squared = self.sub(target)?.pow_scalar_value(Scalar::Int(2))?;
-                return squared.weighted_loss(w, reduction, WeightedMean::ByWeightSum);
-            }
-            (PointwiseLoss::Huber { .. }, Some(w)) => {
-                let loss = self.pointwise_loss(target, kind, None, None, Reduction::None)?;
-                return loss.weighted_loss(w, reduction, WeightedMean::ByCount);
-            }
-            _ => {}
-        }
-        for operand in [self, target] {
-            if !operand.dtype().is_floating_point() {
-                return Err(Error::unsupported_dtype(
-                    kind.kernel_name(),
-                    operand.dtype(),
-                ));
-            }
-        }
-        if kind == PointwiseLoss::SoftMargin
-            && target.requires_grad()
-            && grad_mode::is_grad_enabled()
-        {
-            return Err(Error::InvalidArgument(
+        crate::jit::op_opt(
+            || crate::jit::Op::PointwiseLoss {
+                kind,
+                has_weight: weight.is_some(),
+                has_pos_weight: pos_weight.is_some(),
+                reduction,
+            },
+            &[self, target],
+            &[weight, pos_weight],
+            || {
+                match (kind, weight) {
+                    (PointwiseLoss::Mse, Some(w)) => {
+                        let squared = self.sub(target)?.pow_scalar_value(Scalar::Int(2))?;
+                        return squared.weighted_loss(w, reduction, WeightedMean::ByWeightSum);
+                    }
+                    (PointwiseLoss::Huber { .. }, Some(w)) => {
+                        let loss =
+                            self.pointwise_loss(target, kind, None, None, Reduction::None)?;
+                        return loss.weighted_loss(w, reduction, WeightedMean::ByCount);
+                    }
+                    _ => {}
+                }
+                for operand in [self, target] {
+                    if !operand.dtype().is_floating_point() {
+                        return Err(Error::unsupported_dtype(
+                            kind.kernel_name(),
+                            operand.dtype(),
+                        ));
+                    }
+                }
+                if kind == PointwiseLoss::SoftMargin
+                    && target.requires_grad()
+                    && grad_mode::is_grad_enabled()
+                {
+                    return Err(Error::InvalidArgument(
                 "The function 'soft_margin_loss' is not differentiable with respect to argument \
                  'target'. This input cannot have requires_grad True."
                     .into(),
             ));
-        }
-        let shape = crate::shape::broadcast_shapes(&self.shape(), &target.shape())?;
-        let dims: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
-        let x = if self.shape() == shape {
-            self.clone()
-        } else {
-            self.expand(&dims)?
-        };
-        let y = if target.shape() == shape {
-            target.clone()
-        } else {
-            target.expand(&dims)?
-        };
-        if kind == PointwiseLoss::BinaryCrossEntropy {
-            let t = x.tensor().to_dtype(DType::F64)?;
-            let values = t.try_to_vec::<f64>()?;
-            if values.iter().any(|v| !(0.0..=1.0).contains(v)) {
-                return Err(Error::InvalidArgument(
-                    "all elements of input should be between 0 and 1".into(),
-                ));
-            }
-        }
-        let (loss, loss_shape) = {
-            let _no_grad = grad_mode::GradModeGuard::new(false);
-            let elementwise = kind.elementwise(&x, &y, weight, pos_weight)?;
-            let loss_shape = elementwise.shape();
-            let loss = match reduction {
-                Reduction::None => elementwise,
-                Reduction::Mean => elementwise.mean()?,
-                Reduction::Sum => elementwise.sum()?,
-            };
-            (loss, loss_shape)
-        };
-        let result = loss.tensor().clone();
-        let params = Pointwise {
-            kind,
-            reduction,
-            shape: loss_shape.as_slice().into(),
-        };
-        Ok(Variable::record(result, &[&x, &y], |_, _| {
-            (
-                Rule::Pointwise(Box::new(params)),
-                smallvec![
-                    Some(SavedTensor::input(&x)),
-                    Some(SavedTensor::input(&y)),
-                    weight.map(SavedTensor::input),
-                    pos_weight.map(SavedTensor::input),
-                ],
-            )
-        }))
+                }
+                let shape = crate::shape::broadcast_shapes(&self.shape(), &target.shape())?;
+                let dims: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+                let x = if self.shape() == shape {
+                    self.clone()
+                } else {
+                    self.expand(&dims)?
+                };
+                let y = if target.shape() == shape {
+                    target.clone()
+                } else {
+                    target.expand(&dims)?
+                };
+                if kind == PointwiseLoss::BinaryCrossEntropy {
+                    let t = x.tensor().to_dtype(DType::F64)?;
+                    let values = t.try_to_vec::<f64>()?;
+                    if values.iter().any(|v| !(0.0..=1.0).contains(v)) {
+                        return Err(Error::InvalidArgument(
+                            "all elements of input should be between 0 and 1".into(),
+                        ));
+                    }
+                }
+                let (loss, loss_shape) = {
+                    let _no_grad = grad_mode::GradModeGuard::new(false);
+                    let elementwise = kind.elementwise(&x, &y, weight, pos_weight)?;
+                    let loss_shape = elementwise.shape();
+                    let loss = match reduction {
+                        Reduction::None => elementwise,
+                        Reduction::Mean => elementwise.mean()?,
+                        Reduction::Sum => elementwise.sum()?,
+                    };
+                    (loss, loss_shape)
+                };
+                let result = loss.tensor().clone();
+                let params = Pointwise {
+                    kind,
+                    reduction,
+                    shape: loss_shape.as_slice().into(),
+                };
+                Ok(Variable::record(result, &[&x, &y], |_, _| {
+                    (
+                        Rule::Pointwise(Box::new(params)),
+                        smallvec![
+                            Some(SavedTensor::input(&x)),
+                            Some(SavedTensor::input(&y)),
+                            weight.map(SavedTensor::input),
+                            pos_weight.map(SavedTensor::input),
+                        ],
+                    )
+                }))
+            },
+        )
     }
 }
 

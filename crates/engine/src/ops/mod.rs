@@ -342,7 +342,7 @@ pub(crate) fn shape_of(v: &Variable) -> Shape {
 }
 
 /// What a unary op saves for backward.
-#[derive(Copy, Clone)]
+#[derive(Copy, Clone, Debug)]
 pub(crate) enum Save {
     Nothing,
     Input,

@@ -262,77 +262,94 @@ impl Variable {
         momentum: f64,
         eps: f64,
     ) -> Result<Variable> {
-        let shape = self.shape();
-        let channels = if shape.len() >= 2 { shape[1] } else { 0 };
-        let dtype = self.dtype();
-        check_param("weight", weight, channels, dtype)?;
-        check_param("bias", bias, channels, dtype)?;
-        check_param("running_mean", running_mean, channels, dtype)?;
-        check_param("running_var", running_var, channels, dtype)?;
-        if !training && (running_mean.is_none() || running_var.is_none()) {
-            return Err(Error::InvalidArgument(
-                "running_mean must be defined in evaluation mode".into(),
-            ));
-        }
-        if !dtype.is_floating_point() || shape.len() < 2 {
-            return Err(Error::unsupported_dtype("batch_norm", dtype));
-        }
-        let inner: usize = shape[2..].iter().product();
-        let geom = NormGeom {
-            outer: shape[0],
-            groups: channels,
-            inner,
-            wmod: channels.max(1),
-            wdiv: inner.max(1),
-        };
-        let mut wshape: Dims = Dims::from_elem(1, shape.len());
-        wshape[1] = channels;
-        let given = if training {
-            None
-        } else {
-            let (Some(rm), Some(rv)) = (running_mean, running_var) else {
-                return Err(Error::InvalidArgument(
-                    "running_mean must be defined in evaluation mode".into(),
-                ));
-            };
-            let mean: Vec<f64> = rm.tensor().try_to_vec()?;
-            let var: Vec<f64> = rv.tensor().try_to_vec()?;
-            Some((mean, var))
-        };
-        let (out, mean, var) =
-            self.normalise(Kind::Batch, geom.clone(), given, weight, bias, eps, wshape)?;
-        if training && geom.count() > 0 {
-            if let (Some(rm), Some(rv)) = (running_mean, running_var) {
-                let n = geom.count() as f64;
-                let unbias = if n > 1.0 {
-                    n / (n - 1.0)
-                } else {
-                    f64::INFINITY
+        crate::jit::op_opt(
+            || crate::jit::Op::BatchNorm {
+                present: [
+                    running_mean.is_some(),
+                    running_var.is_some(),
+                    weight.is_some(),
+                    bias.is_some(),
+                ],
+                training,
+                momentum,
+                eps,
+            },
+            &[self],
+            &[running_mean, running_var, weight, bias],
+            || {
+                let shape = self.shape();
+                let channels = if shape.len() >= 2 { shape[1] } else { 0 };
+                let dtype = self.dtype();
+                check_param("weight", weight, channels, dtype)?;
+                check_param("bias", bias, channels, dtype)?;
+                check_param("running_mean", running_mean, channels, dtype)?;
+                check_param("running_var", running_var, channels, dtype)?;
+                if !training && (running_mean.is_none() || running_var.is_none()) {
+                    return Err(Error::InvalidArgument(
+                        "running_mean must be defined in evaluation mode".into(),
+                    ));
+                }
+                if !dtype.is_floating_point() || shape.len() < 2 {
+                    return Err(Error::unsupported_dtype("batch_norm", dtype));
+                }
+                let inner: usize = shape[2..].iter().product();
+                let geom = NormGeom {
+                    outer: shape[0],
+                    groups: channels,
+                    inner,
+                    wmod: channels.max(1),
+                    wdiv: inner.max(1),
                 };
-                let old_m: Vec<f64> = rm.tensor().try_to_vec()?;
-                let old_v: Vec<f64> = rv.tensor().try_to_vec()?;
-                let new_m: Vec<f64> = old_m
-                    .iter()
-                    .zip(&mean)
-                    .map(|(o, m)| (1.0 - momentum) * o + momentum * m)
-                    .collect();
-                let new_v: Vec<f64> = old_v
-                    .iter()
-                    .zip(&var)
-                    .map(|(o, v)| (1.0 - momentum) * o + momentum * v * unbias)
-                    .collect();
-                let site = || WriteSite::Rust(Location::caller());
-                rm.tensor().copy_from(
-                    &Tensor::from_vec(new_m, &rm.shape())?.to_dtype(dtype)?,
-                    site(),
-                )?;
-                rv.tensor().copy_from(
-                    &Tensor::from_vec(new_v, &rv.shape())?.to_dtype(dtype)?,
-                    site(),
-                )?;
-            }
-        }
-        Ok(out)
+                let mut wshape: Dims = Dims::from_elem(1, shape.len());
+                wshape[1] = channels;
+                let given = if training {
+                    None
+                } else {
+                    let (Some(rm), Some(rv)) = (running_mean, running_var) else {
+                        return Err(Error::InvalidArgument(
+                            "running_mean must be defined in evaluation mode".into(),
+                        ));
+                    };
+                    let mean: Vec<f64> = rm.tensor().try_to_vec()?;
+                    let var: Vec<f64> = rv.tensor().try_to_vec()?;
+                    Some((mean, var))
+                };
+                let (out, mean, var) =
+                    self.normalise(Kind::Batch, geom.clone(), given, weight, bias, eps, wshape)?;
+                if training && geom.count() > 0 {
+                    if let (Some(rm), Some(rv)) = (running_mean, running_var) {
+                        let n = geom.count() as f64;
+                        let unbias = if n > 1.0 {
+                            n / (n - 1.0)
+                        } else {
+                            f64::INFINITY
+                        };
+                        let old_m: Vec<f64> = rm.tensor().try_to_vec()?;
+                        let old_v: Vec<f64> = rv.tensor().try_to_vec()?;
+                        let new_m: Vec<f64> = old_m
+                            .iter()
+                            .zip(&mean)
+                            .map(|(o, m)| (1.0 - momentum) * o + momentum * m)
+                            .collect();
+                        let new_v: Vec<f64> = old_v
+                            .iter()
+                            .zip(&var)
+                            .map(|(o, v)| (1.0 - momentum) * o + momentum * v * unbias)
+                            .collect();
+                        let site = || WriteSite::Rust(Location::caller());
+                        rm.tensor().copy_from(
+                            &Tensor::from_vec(new_m, &rm.shape())?.to_dtype(dtype)?,
+                            site(),
+                        )?;
+                        rv.tensor().copy_from(
+                            &Tensor::from_vec(new_v, &rv.shape())?.to_dtype(dtype)?,
+                            site(),
+                        )?;
+                    }
+                }
+                Ok(out)
+            },
+        )
     }
 
     /// `layer_norm(input, normalized_shape, weight, bias, eps)`: normalises over the last

@@ -562,12 +562,20 @@ impl Variable {
 
     /// Sum of all elements (a 0-d variable).
     pub fn sum(&self) -> Result<Variable> {
-        self.sum_impl(None, false)
+        crate::jit::op(
+            || crate::jit::Op::Sum,
+            &[self],
+            || self.sum_impl(None, false),
+        )
     }
 
     /// Sum over `dims` (negative dims allowed), keeping them as size 1 if `keepdim`.
     pub fn sum_dims(&self, dims: &[i64], keepdim: bool) -> Result<Variable> {
-        self.sum_impl(Some(dims), keepdim)
+        crate::jit::op(
+            || crate::jit::Op::SumDims(dims.into(), keepdim),
+            &[self],
+            || self.sum_impl(Some(dims), keepdim),
+        )
     }
 
     fn sum_impl(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Variable> {
@@ -586,12 +594,20 @@ impl Variable {
 
     /// Mean of all elements.
     pub fn mean(&self) -> Result<Variable> {
-        self.mean_impl(None, false)
+        crate::jit::op(
+            || crate::jit::Op::Mean,
+            &[self],
+            || self.mean_impl(None, false),
+        )
     }
 
     /// Mean over `dims`, keeping them as size 1 if `keepdim`.
     pub fn mean_dims(&self, dims: &[i64], keepdim: bool) -> Result<Variable> {
-        self.mean_impl(Some(dims), keepdim)
+        crate::jit::op(
+            || crate::jit::Op::MeanDims(dims.into(), keepdim),
+            &[self],
+            || self.mean_impl(Some(dims), keepdim),
+        )
     }
 
     fn mean_impl(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Variable> {
@@ -790,12 +806,20 @@ impl Variable {
 
     /// `softmax(dim)`: `exp(x - max) / sum(exp(x - max))` along `dim` (float only).
     pub fn softmax(&self, dim: i64) -> Result<Variable> {
-        self.softmax_impl(dim, false)
+        crate::jit::op(
+            || crate::jit::Op::Softmax(dim),
+            &[self],
+            || self.softmax_impl(dim, false),
+        )
     }
 
     /// `log_softmax(dim)`: `(x - max) - log(sum(exp(x - max)))` along `dim`.
     pub fn log_softmax(&self, dim: i64) -> Result<Variable> {
-        self.softmax_impl(dim, true)
+        crate::jit::op(
+            || crate::jit::Op::LogSoftmax(dim),
+            &[self],
+            || self.softmax_impl(dim, true),
+        )
     }
 
     fn softmax_impl(&self, dim: i64, log: bool) -> Result<Variable> {

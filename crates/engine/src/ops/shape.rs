@@ -246,30 +246,42 @@ impl Rule {
 impl Variable {
     /// A view with another shape (one size may be -1).
     pub fn view(&self, shape: &[i64]) -> Result<Variable> {
-        let result = self.tensor().view(shape)?;
-        Ok(self.record_view(result, || Rule::View {
-            input: shape_of(self),
-            copied: false,
-        }))
+        crate::jit::op(
+            || crate::jit::Op::View(shape.into()),
+            &[self],
+            || {
+                let result = self.tensor().view(shape)?;
+                Ok(self.record_view(result, || Rule::View {
+                    input: shape_of(self),
+                    copied: false,
+                }))
+            },
+        )
     }
 
     /// Like `view`, copying when the strides do not allow a view.
     pub fn reshape(&self, shape: &[i64]) -> Result<Variable> {
-        let target = shape::infer_shape(shape, self.numel())?;
-        if self.tensor().can_view(&target) {
-            return self.view(shape);
-        }
-        crate::tensor::check_allocation(self.numel(), self.dtype())?;
-        let result = self.tensor().reshape(shape)?;
-        Ok(Variable::record(result, &[self], |_, _| {
-            (
-                Rule::View {
-                    input: shape_of(self),
-                    copied: true,
-                },
-                smallvec![],
-            )
-        }))
+        crate::jit::op(
+            || crate::jit::Op::Reshape(shape.into()),
+            &[self],
+            || {
+                let target = shape::infer_shape(shape, self.numel())?;
+                if self.tensor().can_view(&target) {
+                    return self.view(shape);
+                }
+                crate::tensor::check_allocation(self.numel(), self.dtype())?;
+                let result = self.tensor().reshape(shape)?;
+                Ok(Variable::record(result, &[self], |_, _| {
+                    (
+                        Rule::View {
+                            input: shape_of(self),
+                            copied: true,
+                        },
+                        smallvec![],
+                    )
+                }))
+            },
+        )
     }
 
     /// `_unsafe_view`: this contiguous tensor with another shape, recorded as a new
@@ -290,8 +302,14 @@ impl Variable {
 
     /// Swaps two dims.
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Variable> {
-        let (result, rule) = self.transposed(dim0, dim1, false)?;
-        Ok(self.record_view(result, || rule))
+        crate::jit::op(
+            || crate::jit::Op::Transpose(dim0, dim1),
+            &[self],
+            || {
+                let (result, rule) = self.transposed(dim0, dim1, false)?;
+                Ok(self.record_view(result, || rule))
+            },
+        )
     }
 
     /// `transpose_` / `swapaxes_` / `swapdims_`: swaps two dims of this tensor in place
@@ -317,8 +335,14 @@ impl Variable {
 
     /// Transpose of a tensor with at most 2 dims.
     pub fn t(&self) -> Result<Variable> {
-        let (result, rule) = self.transposed_2d("t", false)?;
-        Ok(self.record_view(result, || rule))
+        crate::jit::op(
+            || crate::jit::Op::T,
+            &[self],
+            || {
+                let (result, rule) = self.transposed_2d("t", false)?;
+                Ok(self.record_view(result, || rule))
+            },
+        )
     }
 
     /// `t_`: transposes this tensor of at most 2 dims in place.
@@ -348,12 +372,18 @@ impl Variable {
 
     /// Reorders dims.
     pub fn permute(&self, dims: &[i64]) -> Result<Variable> {
-        let result = self.tensor().permute(dims)?;
-        let wrapped = dims
-            .iter()
-            .map(|&d| shape::wrap_dim(d, self.dim()))
-            .collect::<Result<Shape>>()?;
-        Ok(self.record_view(result, || Rule::Permute { dims: wrapped }))
+        crate::jit::op(
+            || crate::jit::Op::Permute(dims.into()),
+            &[self],
+            || {
+                let result = self.tensor().permute(dims)?;
+                let wrapped = dims
+                    .iter()
+                    .map(|&d| shape::wrap_dim(d, self.dim()))
+                    .collect::<Result<Shape>>()?;
+                Ok(self.record_view(result, || Rule::Permute { dims: wrapped }))
+            },
+        )
     }
 
     /// Broadcasts to `sizes` (-1 keeps a size) without copying.
@@ -366,8 +396,14 @@ impl Variable {
 
     /// Inserts a size-1 dim.
     pub fn unsqueeze(&self, dim: i64) -> Result<Variable> {
-        let (result, rule) = self.unsqueezed(dim, false)?;
-        Ok(self.record_view(result, || rule))
+        crate::jit::op(
+            || crate::jit::Op::Unsqueeze(dim),
+            &[self],
+            || {
+                let (result, rule) = self.unsqueezed(dim, false)?;
+                Ok(self.record_view(result, || rule))
+            },
+        )
     }
 
     /// `unsqueeze_`: inserts a size-1 dim into this tensor in place.

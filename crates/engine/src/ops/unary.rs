@@ -502,7 +502,20 @@ impl Tensor {
 }
 
 impl Variable {
-    fn unary(&self, op: UnaryOp, kind: Rule, save: Save) -> Result<Variable> {
+    pub(crate) fn unary(&self, op: UnaryOp, kind: Rule, save: Save) -> Result<Variable> {
+        let Some(scope) = crate::jit::Scope::enter() else {
+            return self.unary_impl(op, kind, save);
+        };
+        let out = self.unary_impl(op, kind.clone(), save)?;
+        scope.finish(
+            || crate::jit::Op::Unary(op, kind, save),
+            &[self],
+            std::slice::from_ref(&out),
+        );
+        Ok(out)
+    }
+
+    fn unary_impl(&self, op: UnaryOp, kind: Rule, save: Save) -> Result<Variable> {
         let result = self.tensor().unary(op)?;
         Ok(Variable::record(result, &[self], |_, out| {
             let saved = match save {
@@ -606,17 +619,23 @@ impl Variable {
     /// A [`MathOp`] elementwise (see [`Tensor::math`] for dtypes), recorded with its
     /// backward rule.
     pub fn math(&self, op: MathOp) -> Result<Variable> {
-        check_math(op)?;
-        let result = self.tensor().math(op)?;
-        let kind = Rule::Math(op);
-        Ok(Variable::record(result, &[self], |_, out| {
-            let saved = match math_saves(op) {
-                Save::Nothing => smallvec![],
-                Save::Input => smallvec![Some(SavedTensor::input(self))],
-                Save::Output => smallvec![Some(SavedTensor::output(out, kind.name()))],
-            };
-            (kind, saved)
-        }))
+        crate::jit::op(
+            || crate::jit::Op::Math(op),
+            &[self],
+            || {
+                check_math(op)?;
+                let result = self.tensor().math(op)?;
+                let kind = Rule::Math(op);
+                Ok(Variable::record(result, &[self], |_, out| {
+                    let saved = match math_saves(op) {
+                        Save::Nothing => smallvec![],
+                        Save::Input => smallvec![Some(SavedTensor::input(self))],
+                        Save::Output => smallvec![Some(SavedTensor::output(out, kind.name()))],
+                    };
+                    (kind, saved)
+                }))
+            },
+        )
     }
 
     /// A [`MathOp`] in place (`sin_`, `floor_`, `elu_`, ...): through

@@ -110,6 +110,25 @@ pub fn step_group_at(
     states: &mut [ParamState],
     site: WriteSite,
 ) -> Result<()> {
+    let Some(scope) = crate::jit::Scope::enter() else {
+        return step_group_impl(options, params, states, site);
+    };
+    step_group_impl(options, params, states, site)?;
+    let inputs: Vec<&Variable> = params.iter().collect();
+    let op = || crate::jit::Op::OptimStep {
+        options: options.clone(),
+        states: std::sync::Mutex::new(states.to_vec()),
+    };
+    scope.finish(op, &inputs, &[]);
+    Ok(())
+}
+
+fn step_group_impl(
+    options: &Options,
+    params: &[Variable],
+    states: &mut [ParamState],
+    site: WriteSite,
+) -> Result<()> {
     if params.len() != states.len() {
         return Err(Error::InvalidArgument(format!(
             "rustgrad: step_group got {} parameters and {} states",
