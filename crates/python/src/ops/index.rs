@@ -435,7 +435,7 @@ fn index_var(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Variable> {
 }
 
 /// `index_copy` / `index_copy_`.
-fn index_copy_any<'py>(
+pub(super) fn index_copy_any<'py>(
     slf: &Bound<'py, PyTensor>,
     dim: &Bound<'py, PyAny>,
     index: &Bound<'py, PyAny>,
@@ -445,6 +445,73 @@ fn index_copy_any<'py>(
     let (d, idx) = (extract_int(dim)?, index_tensor(index, "index")?);
     let src = index_var(source, "source")?;
     out_or_in_place(slf, Some(&src), in_place, |x| x.index_copy(d, &idx, &src))
+}
+
+/// `scatter_add` / `scatter_add_`.
+pub(super) fn scatter_add_any<'py>(
+    slf: &Bound<'py, PyTensor>,
+    dim: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    src: &Bound<'py, PyAny>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    scatter_any(slf, dim, index, Some(src), None, Some("add"), in_place)
+}
+
+/// `scatter_reduce` / `scatter_reduce_`.
+pub(super) fn scatter_reduce_any<'py>(
+    slf: &Bound<'py, PyTensor>,
+    dim: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    src: &Bound<'py, PyAny>,
+    reduce: &str,
+    include_self: bool,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    let (d, idx, s) = (
+        extract_int(dim)?,
+        index_tensor(index, "index")?,
+        index_var(src, "src")?,
+    );
+    out_or_in_place(slf, Some(&s), in_place, |x| {
+        x.scatter_reduce(d, &idx, &s, reduce, include_self)
+    })
+}
+
+/// `index_fill` / `index_fill_`.
+pub(super) fn index_fill_any<'py>(
+    slf: &Bound<'py, PyTensor>,
+    dim: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    value: &Bound<'py, PyAny>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    let (d, idx) = (extract_int(dim)?, index_tensor(index, "index")?);
+    let val = operand_var(value, &slf.get().var)?;
+    out_or_in_place(slf, Some(&val), in_place, |x| x.index_fill(d, &idx, &val))
+}
+
+/// `masked_fill` / `masked_fill_`.
+pub(super) fn masked_fill_any<'py>(
+    slf: &Bound<'py, PyTensor>,
+    mask: &Bound<'py, PyAny>,
+    value: &Bound<'py, PyAny>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    let m = index_tensor(mask, "mask")?;
+    let val = operand_var(value, &slf.get().var)?;
+    out_or_in_place(slf, Some(&val), in_place, |x| x.masked_fill(&m, &val))
+}
+
+/// `masked_scatter` / `masked_scatter_`.
+pub(super) fn masked_scatter_any<'py>(
+    slf: &Bound<'py, PyTensor>,
+    mask: &Bound<'py, PyAny>,
+    source: &Bound<'py, PyAny>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    let (m, src) = (index_tensor(mask, "mask")?, index_var(source, "source")?);
+    out_or_in_place(slf, Some(&src), in_place, |x| x.masked_scatter(&m, &src))
 }
 
 /// The result of an out-of-place op, or that op run in place on `slf`.
@@ -465,7 +532,7 @@ fn out_or_in_place<'py>(
 }
 
 /// `scatter` / `scatter_` with a `src` tensor or a `value`, and PyTorch's `reduce=`.
-fn scatter_any<'py>(
+pub(super) fn scatter_any<'py>(
     slf: &Bound<'py, PyTensor>,
     dim: &Bound<'py, PyAny>,
     index: &Bound<'py, PyAny>,
@@ -573,203 +640,6 @@ impl PyTensor {
         let _ = sparse_grad;
         let idx = index_tensor(index, "index")?;
         new_tensor(py, self.var.gather(extract_int(dim)?, &idx).py()?)
-    }
-
-    /// A copy with `src` (or `value`) written at `index` along `dim`.
-    #[pyo3(signature = (dim, index, src = None, value = None, *, reduce = None))]
-    fn scatter<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        src: Option<&Bound<'py, PyAny>>,
-        value: Option<&Bound<'py, PyAny>>,
-        reduce: Option<&str>,
-    ) -> PyResult<Py<PyAny>> {
-        scatter_any(slf, dim, index, src, value, reduce, false)
-    }
-
-    /// In-place `scatter`.
-    #[pyo3(signature = (dim, index, src = None, value = None, *, reduce = None))]
-    fn scatter_<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        src: Option<&Bound<'py, PyAny>>,
-        value: Option<&Bound<'py, PyAny>>,
-        reduce: Option<&str>,
-    ) -> PyResult<Py<PyAny>> {
-        scatter_any(slf, dim, index, src, value, reduce, true)
-    }
-
-    /// A copy with `src` added at `index` along `dim`.
-    fn scatter_add<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        src: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        scatter_any(slf, dim, index, Some(src), None, Some("add"), false)
-    }
-
-    /// In-place `scatter_add`.
-    fn scatter_add_<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        src: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        scatter_any(slf, dim, index, Some(src), None, Some("add"), true)
-    }
-
-    /// A copy with `src` reduced into it at `index` along `dim` (`reduce`: `sum`,
-    /// `prod`, `mean`, `amax` or `amin`).
-    #[pyo3(signature = (dim, index, src, reduce, *, include_self = true))]
-    fn scatter_reduce<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        src: &Bound<'py, PyAny>,
-        reduce: &str,
-        include_self: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let (d, idx, s) = (
-            extract_int(dim)?,
-            index_tensor(index, "index")?,
-            index_var(src, "src")?,
-        );
-        out_or_in_place(slf, Some(&s), false, |x| {
-            x.scatter_reduce(d, &idx, &s, reduce, include_self)
-        })
-    }
-
-    /// In-place `scatter_reduce`.
-    #[pyo3(signature = (dim, index, src, reduce, *, include_self = true))]
-    fn scatter_reduce_<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        src: &Bound<'py, PyAny>,
-        reduce: &str,
-        include_self: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let (d, idx, s) = (
-            extract_int(dim)?,
-            index_tensor(index, "index")?,
-            index_var(src, "src")?,
-        );
-        out_or_in_place(slf, Some(&s), true, |x| {
-            x.scatter_reduce(d, &idx, &s, reduce, include_self)
-        })
-    }
-
-    /// A copy with `alpha * source` added at `index` along `dim`.
-    #[pyo3(signature = (dim, index, source, *, alpha = None))]
-    fn index_add<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        source: &Bound<'py, PyTensor>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        index_add_any(slf, dim, index, source, alpha, false)
-    }
-
-    /// In-place `index_add`.
-    #[pyo3(signature = (dim, index, source, *, alpha = None))]
-    fn index_add_<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        source: &Bound<'py, PyTensor>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        index_add_any(slf, dim, index, source, alpha, true)
-    }
-
-    /// A copy with `value` at `index` along `dim`.
-    fn index_fill<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        value: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        let (d, idx) = (extract_int(dim)?, index_tensor(index, "index")?);
-        let val = operand_var(value, &slf.get().var)?;
-        out_or_in_place(slf, Some(&val), false, |x| x.index_fill(d, &idx, &val))
-    }
-
-    /// In-place `index_fill`.
-    fn index_fill_<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        value: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        let (d, idx) = (extract_int(dim)?, index_tensor(index, "index")?);
-        let val = operand_var(value, &slf.get().var)?;
-        out_or_in_place(slf, Some(&val), true, |x| x.index_fill(d, &idx, &val))
-    }
-
-    /// A copy with `value` where the bool `mask` is true.
-    fn masked_fill<'py>(
-        slf: &Bound<'py, Self>,
-        mask: &Bound<'py, PyAny>,
-        value: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        let m = index_tensor(mask, "mask")?;
-        let val = operand_var(value, &slf.get().var)?;
-        out_or_in_place(slf, Some(&val), false, |x| x.masked_fill(&m, &val))
-    }
-
-    /// In-place `masked_fill`.
-    fn masked_fill_<'py>(
-        slf: &Bound<'py, Self>,
-        mask: &Bound<'py, PyAny>,
-        value: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        let m = index_tensor(mask, "mask")?;
-        let val = operand_var(value, &slf.get().var)?;
-        out_or_in_place(slf, Some(&val), true, |x| x.masked_fill(&m, &val))
-    }
-
-    /// A copy with the slices of `source` copied at `index` along `dim`.
-    fn index_copy<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        source: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        index_copy_any(slf, dim, index, source, false)
-    }
-
-    /// In-place `index_copy`.
-    fn index_copy_<'py>(
-        slf: &Bound<'py, Self>,
-        dim: &Bound<'py, PyAny>,
-        index: &Bound<'py, PyAny>,
-        source: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        index_copy_any(slf, dim, index, source, true)
-    }
-
-    /// A copy with the elements where `mask` is true taken from `source` in order.
-    fn masked_scatter<'py>(
-        slf: &Bound<'py, Self>,
-        mask: &Bound<'py, PyAny>,
-        source: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        let (m, src) = (index_tensor(mask, "mask")?, index_var(source, "source")?);
-        out_or_in_place(slf, Some(&src), false, |x| x.masked_scatter(&m, &src))
-    }
-
-    /// In-place `masked_scatter`.
-    fn masked_scatter_<'py>(
-        slf: &Bound<'py, Self>,
-        mask: &Bound<'py, PyAny>,
-        source: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        let (m, src) = (index_tensor(mask, "mask")?, index_var(source, "source")?);
-        out_or_in_place(slf, Some(&src), true, |x| x.masked_scatter(&m, &src))
     }
 
     /// A copy with `source` written (`accumulate`: added) at the flat positions `index`.
@@ -915,7 +785,8 @@ impl PyTensor {
     }
 }
 
-fn index_add_any<'py>(
+/// `index_add` / `index_add_`.
+pub(super) fn index_add_any<'py>(
     slf: &Bound<'py, PyTensor>,
     dim: &Bound<'py, PyAny>,
     index: &Bound<'py, PyAny>,

@@ -4,18 +4,16 @@
 
 use crate::convert::extract_scalar;
 use crate::errors::IntoPyResult;
-use crate::tensor::binary;
 use crate::tensor::mark_python_site;
 use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
-use crate::tensor::reflected;
 use crate::PyTensor;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use rustgrad::{Scalar, Variable};
 
 /// A product of `a` and `other` (`mm`, `bmm`, `mv`, ...), without the GIL when large.
-fn product(
+pub(super) fn product(
     py: Python<'_>,
     a: &Variable,
     other: &Bound<'_, PyTensor>,
@@ -44,10 +42,14 @@ fn coefficient(name: &str, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Scalar> {
 
 /// An op of the `addmm` family.
 #[derive(Clone, Copy)]
-enum ScaledOp {
+pub(super) enum ScaledOp {
+    /// `addmm`.
     Addmm,
+    /// `addmv`.
     Addmv,
+    /// `baddbmm`.
     Baddbmm,
+    /// `addbmm`.
     Addbmm,
 }
 
@@ -81,7 +83,7 @@ impl ScaledOp {
 }
 
 /// `beta * input + alpha * product(a, b)`, out of place.
-fn scaled(
+pub(super) fn scaled(
     py: Python<'_>,
     input: &Variable,
     a: &Bound<'_, PyTensor>,
@@ -101,7 +103,7 @@ fn scaled(
 
 /// `input = beta * input + alpha * product(a, b)`, in place; the result must have
 /// `input`'s shape ("Bad in-place call").
-fn scaled_<'py>(
+pub(super) fn scaled_<'py>(
     slf: Bound<'py, PyTensor>,
     a: &Bound<'py, PyTensor>,
     b: &Bound<'py, PyTensor>,
@@ -139,158 +141,6 @@ fn scaled_<'py>(
 
 #[pymethods]
 impl PyTensor {
-    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        if other.cast::<PyTensor>().is_err() {
-            return Ok(py.NotImplemented());
-        }
-        binary(py, &self.var, other, |a, b| a.matmul(b))
-    }
-
-    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        if other.cast::<PyTensor>().is_err() {
-            return Ok(py.NotImplemented());
-        }
-        reflected(py, &self.var, other, |a, b| a.matmul(b))
-    }
-
-    /// Matrix product (`@`).
-    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
-        product(py, &self.var, other, |a, b| a.matmul(b))
-    }
-
-    /// 2-D matrix product.
-    fn mm(&self, py: Python<'_>, mat2: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
-        product(py, &self.var, mat2, |a, b| a.mm(b))
-    }
-
-    /// Batched matrix product of two 3-D tensors.
-    fn bmm(&self, py: Python<'_>, mat2: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
-        product(py, &self.var, mat2, |a, b| a.bmm(b))
-    }
-
-    /// Matrix-vector product.
-    fn mv(&self, py: Python<'_>, vec: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
-        product(py, &self.var, vec, |a, b| a.mv(b))
-    }
-
-    /// Dot product of two 1-D tensors.
-    fn dot(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
-        product(py, &self.var, other, |a, b| a.dot(b))
-    }
-
-    /// Outer product of two 1-D tensors.
-    fn outer(&self, py: Python<'_>, vec2: &Bound<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
-        product(py, &self.var, vec2, |a, b| a.outer(b))
-    }
-
-    /// `beta * self + alpha * (mat1 @ mat2)`.
-    #[pyo3(signature = (mat1, mat2, *, beta = None, alpha = None))]
-    fn addmm(
-        &self,
-        py: Python<'_>,
-        mat1: &Bound<'_, PyTensor>,
-        mat2: &Bound<'_, PyTensor>,
-        beta: Option<&Bound<'_, PyAny>>,
-        alpha: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        scaled(py, &self.var, mat1, mat2, beta, alpha, ScaledOp::Addmm)
-    }
-
-    /// In-place `addmm`.
-    #[pyo3(signature = (mat1, mat2, *, beta = None, alpha = None))]
-    fn addmm_<'py>(
-        slf: Bound<'py, Self>,
-        mat1: &Bound<'py, PyTensor>,
-        mat2: &Bound<'py, PyTensor>,
-        beta: Option<&Bound<'py, PyAny>>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        scaled_(slf, mat1, mat2, beta, alpha, ScaledOp::Addmm)
-    }
-
-    /// `beta * self + alpha * (mat @ vec)`.
-    #[pyo3(signature = (mat, vec, *, beta = None, alpha = None))]
-    fn addmv(
-        &self,
-        py: Python<'_>,
-        mat: &Bound<'_, PyTensor>,
-        vec: &Bound<'_, PyTensor>,
-        beta: Option<&Bound<'_, PyAny>>,
-        alpha: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        scaled(py, &self.var, mat, vec, beta, alpha, ScaledOp::Addmv)
-    }
-
-    /// In-place `addmv`.
-    #[pyo3(signature = (mat, vec, *, beta = None, alpha = None))]
-    fn addmv_<'py>(
-        slf: Bound<'py, Self>,
-        mat: &Bound<'py, PyTensor>,
-        vec: &Bound<'py, PyTensor>,
-        beta: Option<&Bound<'py, PyAny>>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        scaled_(slf, mat, vec, beta, alpha, ScaledOp::Addmv)
-    }
-
-    /// `beta * self + alpha * (batch1 @ batch2)`, batch by batch.
-    #[pyo3(signature = (batch1, batch2, *, beta = None, alpha = None))]
-    fn baddbmm(
-        &self,
-        py: Python<'_>,
-        batch1: &Bound<'_, PyTensor>,
-        batch2: &Bound<'_, PyTensor>,
-        beta: Option<&Bound<'_, PyAny>>,
-        alpha: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        scaled(
-            py,
-            &self.var,
-            batch1,
-            batch2,
-            beta,
-            alpha,
-            ScaledOp::Baddbmm,
-        )
-    }
-
-    /// In-place `baddbmm`.
-    #[pyo3(signature = (batch1, batch2, *, beta = None, alpha = None))]
-    fn baddbmm_<'py>(
-        slf: Bound<'py, Self>,
-        batch1: &Bound<'py, PyTensor>,
-        batch2: &Bound<'py, PyTensor>,
-        beta: Option<&Bound<'py, PyAny>>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        scaled_(slf, batch1, batch2, beta, alpha, ScaledOp::Baddbmm)
-    }
-
-    /// `beta * self + alpha * sum_b(batch1[b] @ batch2[b])`.
-    #[pyo3(signature = (batch1, batch2, *, beta = None, alpha = None))]
-    fn addbmm(
-        &self,
-        py: Python<'_>,
-        batch1: &Bound<'_, PyTensor>,
-        batch2: &Bound<'_, PyTensor>,
-        beta: Option<&Bound<'_, PyAny>>,
-        alpha: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        scaled(py, &self.var, batch1, batch2, beta, alpha, ScaledOp::Addbmm)
-    }
-
-    /// In-place `addbmm`.
-    #[pyo3(signature = (batch1, batch2, *, beta = None, alpha = None))]
-    fn addbmm_<'py>(
-        slf: Bound<'py, Self>,
-        batch1: &Bound<'py, PyTensor>,
-        batch2: &Bound<'py, PyTensor>,
-        beta: Option<&Bound<'py, PyAny>>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        scaled_(slf, batch1, batch2, beta, alpha, ScaledOp::Addbmm)
-    }
-
     /// `torch.tensordot` with explicit dim lists (the Python function parses `dims`).
     fn _tensordot(
         &self,

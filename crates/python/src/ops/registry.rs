@@ -110,7 +110,9 @@ macro_rules! shell {
         }
     };
     // `(dim=None, keepdim=False, *, dtype=None)` over one optional int dim.
-    (reduce_opt_dim_dtype $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
+    (reduce_opt_dim_dtype $name:ident [] [$($doc:literal)*] {
+        keepdim = $kd:ident; $call:expr
+    }) => {
         #[pymethods]
         impl PyTensor {
             $(#[doc = $doc])*
@@ -263,6 +265,85 @@ macro_rules! shell {
             }
         }
     };
+
+    // ---- linalg: `@` with a tensor (NotImplemented for anything else) ------------
+    (tensor_operator $name:ident [] [$($doc:literal)*] { $helper:ident; $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                if other.cast::<PyTensor>().is_err() {
+                    return Ok(py.NotImplemented());
+                }
+                $helper(py, &self.var, other, $call)
+            }
+        }
+    };
+    // `(other)` with a tensor `other` named as PyTorch names it (`mat2`, `vec`, ...).
+    (product $name:ident [] [$($doc:literal)*] { $other:ident; $call:expr }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(
+                &self,
+                py: Python<'_>,
+                $other: &Bound<'_, PyTensor>,
+            ) -> PyResult<Py<PyTensor>> {
+                super::linalg::product(py, &self.var, $other, $call)
+            }
+        }
+    };
+    // `(a, b, *, beta=None, alpha=None)` of the `addmm` family and its in-place form.
+    (scaled $name:ident [$in_place:ident] [$($doc:literal)*] { $a:ident, $b:ident; $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = ($a, $b, *, beta = None, alpha = None))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                $a: &Bound<'_, PyTensor>,
+                $b: &Bound<'_, PyTensor>,
+                beta: Option<&Bound<'_, PyAny>>,
+                alpha: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Py<PyTensor>> {
+                let op = super::linalg::ScaledOp::$op;
+                super::linalg::scaled(py, &self.var, $a, $b, beta, alpha, op)
+            }
+
+            #[doc = concat!("In-place `", stringify!($name), "`.")]
+            #[pyo3(signature = ($a, $b, *, beta = None, alpha = None))]
+            fn $in_place<'py>(
+                slf: Bound<'py, Self>,
+                $a: &Bound<'py, PyTensor>,
+                $b: &Bound<'py, PyTensor>,
+                beta: Option<&Bound<'py, PyAny>>,
+                alpha: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, Self>> {
+                super::linalg::scaled_(slf, $a, $b, beta, alpha, super::linalg::ScaledOp::$op)
+            }
+        }
+    };
+
+    // ---- index: an op and its in-place form, one helper with a final `in_place` ---
+    (index_pair $name:ident [$in_place:ident] [$($doc:literal)*] {
+        signature = $sig:tt; $helper:ident($($arg:ident: $ty:ty),* $(,)?)
+    }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = $sig)]
+            fn $name(slf: &Bound<'_, Self>, $($arg: $ty),*) -> PyResult<Py<PyAny>> {
+                super::index::$helper(slf, $($arg,)* false)
+            }
+
+            #[doc = concat!("In-place `", stringify!($name), "`.")]
+            #[pyo3(signature = $sig)]
+            fn $in_place(slf: &Bound<'_, Self>, $($arg: $ty),*) -> PyResult<Py<PyAny>> {
+                super::index::$helper(slf, $($arg,)* true)
+            }
+        }
+    };
 }
 
 /// The registry table: writes every entry's method(s) through [`shell!`] and the
@@ -412,24 +493,78 @@ op_table! {
     index {
         __getitem__: manual {};
         __setitem__: manual {};
-        index_select: manual {};
-        gather: manual {};
-        scatter: manual {};
-        scatter_: manual {};
-        scatter_add: manual {};
-        scatter_add_: manual {};
-        scatter_reduce: manual {};
-        scatter_reduce_: manual {};
-        index_add: manual {};
-        index_add_: manual {};
-        index_fill: manual {};
-        index_fill_: manual {};
-        masked_fill: manual {};
-        masked_fill_: manual {};
-        index_copy: manual {};
-        index_copy_: manual {};
-        masked_scatter: manual {};
-        masked_scatter_: manual {};
+        index_select: manual {} onnx "Gather";
+        gather: manual {} onnx "GatherElements";
+        /// A copy with `src` (or `value`) written at `index` along `dim`.
+        scatter / scatter_: index_pair {
+            signature = (dim, index, src = None, value = None, *, reduce = None);
+            scatter_any(
+                dim: &Bound<'_, PyAny>,
+                index: &Bound<'_, PyAny>,
+                src: Option<&Bound<'_, PyAny>>,
+                value: Option<&Bound<'_, PyAny>>,
+                reduce: Option<&str>,
+            )
+        } onnx "ScatterElements";
+        /// A copy with `src` added at `index` along `dim`.
+        scatter_add / scatter_add_: index_pair {
+            signature = (dim, index, src);
+            scatter_add_any(
+                dim: &Bound<'_, PyAny>,
+                index: &Bound<'_, PyAny>,
+                src: &Bound<'_, PyAny>,
+            )
+        } onnx "ScatterElements";
+        /// A copy with `src` reduced into it at `index` along `dim` (`reduce`: `sum`,
+        /// `prod`, `mean`, `amax` or `amin`).
+        scatter_reduce / scatter_reduce_: index_pair {
+            signature = (dim, index, src, reduce, *, include_self = true);
+            scatter_reduce_any(
+                dim: &Bound<'_, PyAny>,
+                index: &Bound<'_, PyAny>,
+                src: &Bound<'_, PyAny>,
+                reduce: &str,
+                include_self: bool,
+            )
+        } onnx "ScatterElements";
+        /// A copy with `alpha * source` added at `index` along `dim`.
+        index_add / index_add_: index_pair {
+            signature = (dim, index, source, *, alpha = None);
+            index_add_any(
+                dim: &Bound<'_, PyAny>,
+                index: &Bound<'_, PyAny>,
+                source: &Bound<'_, PyTensor>,
+                alpha: Option<&Bound<'_, PyAny>>,
+            )
+        };
+        /// A copy with `value` at `index` along `dim`.
+        index_fill / index_fill_: index_pair {
+            signature = (dim, index, value);
+            index_fill_any(
+                dim: &Bound<'_, PyAny>,
+                index: &Bound<'_, PyAny>,
+                value: &Bound<'_, PyAny>,
+            )
+        };
+        /// A copy with `value` where the bool `mask` is true.
+        masked_fill / masked_fill_: index_pair {
+            signature = (mask, value);
+            masked_fill_any(mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>)
+        };
+        /// A copy with the slices of `source` copied at `index` along `dim`.
+        index_copy / index_copy_: index_pair {
+            signature = (dim, index, source);
+            index_copy_any(
+                dim: &Bound<'_, PyAny>,
+                index: &Bound<'_, PyAny>,
+                source: &Bound<'_, PyAny>,
+            )
+        };
+        /// A copy with the elements where `mask` is true taken from `source` in order.
+        masked_scatter / masked_scatter_: index_pair {
+            signature = (mask, source);
+            masked_scatter_any(mask: &Bound<'_, PyAny>, source: &Bound<'_, PyAny>)
+        };
         put: manual {};
         put_: manual {};
         fill_diagonal_: manual {};
@@ -439,7 +574,7 @@ op_table! {
         index_put_: manual {};
         as_strided: manual {};
         as_strided_: manual {};
-        nonzero: manual {};
+        nonzero: manual {} onnx "NonZero";
     }
     inplace {
         add_: manual {};
@@ -458,24 +593,30 @@ op_table! {
         __itruediv__: manual {};
     }
     linalg {
-        __matmul__: manual {};
-        __rmatmul__: manual {};
-        matmul: manual {};
-        mm: manual {};
-        bmm: manual {};
-        mv: manual {};
-        dot: manual {};
-        outer: manual {};
-        addmm: manual {};
-        addmm_: manual {};
-        addmv: manual {};
-        addmv_: manual {};
-        baddbmm: manual {};
-        baddbmm_: manual {};
-        addbmm: manual {};
-        addbmm_: manual {};
+        __matmul__: tensor_operator { binary; |a, b| a.matmul(b) } onnx "MatMul";
+        __rmatmul__: tensor_operator { reflected; |a, b| a.matmul(b) } onnx "MatMul";
+        /// Matrix product (`@`).
+        matmul: product { other; |a, b| a.matmul(b) } onnx "MatMul";
+        /// 2-D matrix product.
+        mm: product { mat2; |a, b| a.mm(b) } onnx "MatMul";
+        /// Batched matrix product of two 3-D tensors.
+        bmm: product { mat2; |a, b| a.bmm(b) } onnx "MatMul";
+        /// Matrix-vector product.
+        mv: product { vec; |a, b| a.mv(b) } onnx "MatMul";
+        /// Dot product of two 1-D tensors.
+        dot: product { other; |a, b| a.dot(b) };
+        /// Outer product of two 1-D tensors.
+        outer: product { vec2; |a, b| a.outer(b) };
+        /// `beta * self + alpha * (mat1 @ mat2)`.
+        addmm / addmm_: scaled { mat1, mat2; Addmm } onnx "Gemm";
+        /// `beta * self + alpha * (mat @ vec)`.
+        addmv / addmv_: scaled { mat, vec; Addmv };
+        /// `beta * self + alpha * (batch1 @ batch2)`, batch by batch.
+        baddbmm / baddbmm_: scaled { batch1, batch2; Baddbmm };
+        /// `beta * self + alpha * sum_b(batch1[b] @ batch2[b])`.
+        addbmm / addbmm_: scaled { batch1, batch2; Addbmm };
         _tensordot: manual {};
-        _einsum: manual {};
+        _einsum: manual {} onnx "Einsum";
     }
     logical {
         isnan: manual {};
