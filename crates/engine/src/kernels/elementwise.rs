@@ -4,25 +4,34 @@
 //! Every function checks at entry, in O(ndim), that its layouts stay inside the given
 //! slices (Note [Checked size arithmetic]): a bad layout is an `Err`, never a panic.
 
-use super::{for_each_run, for_each_strided, try_vec};
+use super::{for_each_run, for_each_strided};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::parallel::{self, CHUNK, PARALLEL_MIN_ELEMENTS};
 use crate::shape::Dims;
+use std::mem::MaybeUninit;
 
-/// Fills a new vector of `n` elements, chunk by chunk, calling `fill(start, out_chunk)`;
-/// chunks run on the pool when `n` is large. Chunk boundaries never depend on the
-/// thread count.
+/// Fills a new vector of `n` elements, chunk by chunk, calling `fill(start, out_chunk)`,
+/// which must write every slot of its chunk; chunks run on the pool when `n` is large.
+/// Chunk boundaries never depend on the thread count.
 ///
-/// A large output is not zeroed up front: each chunk is initialised to the default and
-/// filled by the task that owns it, so the first touch of the new pages (the page
-/// faults) and the writes are spread over the pool instead of a serial memset.
+/// The output is never zeroed up front: each slot is written once, by the task that
+/// owns its chunk, so the first touch of new pages (the page faults) and the writes are
+/// spread over the pool, with no serial memset before them.
 ///
 /// `fill` is taken as a trait object, so each kernel's loop is compiled once (as its
 /// closure) rather than once for the serial path and again for the parallel one, and
 /// this function once per element type (Note [One parallel loop]).
-fn fill_chunks<U: Element>(n: usize, fill: &(dyn Fn(usize, &mut [U]) + Sync)) -> Result<Vec<U>> {
+fn fill_chunks<U: Element>(
+    n: usize,
+    fill: &(dyn Fn(usize, &mut [MaybeUninit<U>]) + Sync),
+) -> Result<Vec<U>> {
+    let mut out: Vec<U> = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        bytes: n.saturating_mul(std::mem::size_of::<U>()),
+    })?;
+    let slots = &mut out.spare_capacity_mut()[..n];
     // Threshold (Note [Parallel thresholds]): measured on the 2-core machine with
     // `cargo run --profile quick -p rustgrad --example parallel_threshold`, a pool hand-off
     // costs 12-17 us, so a kernel of ~1 ns per element (exp, tanh, an Adam update, a norm
@@ -30,27 +39,13 @@ fn fill_chunks<U: Element>(n: usize, fill: &(dyn Fn(usize, &mut [U]) + Sync)) ->
     // A memory-bound map (an add: ~0.15 ns per element) breaks even only near 2^17,
     // but loses at most one hand-off below it.
     if n < PARALLEL_MIN_ELEMENTS {
-        let mut out = try_vec(n, U::default())?;
-        fill(0, &mut out);
-        return Ok(out);
+        fill(0, slots);
+    } else {
+        parallel::for_each_chunk_mut(slots, CHUNK, |c, chunk| fill(c * CHUNK, chunk));
     }
-    let mut out: Vec<U> = Vec::new();
-    out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
-        bytes: n.saturating_mul(std::mem::size_of::<U>()),
-    })?;
-    parallel::for_each_chunk_mut(&mut out.spare_capacity_mut()[..n], CHUNK, |c, chunk| {
-        for slot in chunk.iter_mut() {
-            slot.write(U::default());
-        }
-        // SAFETY: every element of `chunk` was initialised just above, and
-        // `MaybeUninit<U>` has `U`'s layout, so the cast yields a valid `&mut [U]` of the
-        // same length with the same exclusive borrow.
-        let chunk = unsafe { &mut *(chunk as *mut [std::mem::MaybeUninit<U>] as *mut [U]) };
-        fill(c * CHUNK, chunk);
-    });
-    // SAFETY: `for_each_chunk_mut` ran the closure on every chunk of the first `n`
-    // spare slots (it returns only after all of them, and a panic would unwind past
-    // this line), and the closure initialised each element of its chunk.
+    // SAFETY: `fill` wrote every slot of the first `n` (serially above, or chunk by
+    // chunk: `for_each_chunk_mut` returns only after every chunk, and a panic would
+    // unwind past this line).
     unsafe { out.set_len(n) };
     Ok(out)
 }
@@ -74,7 +69,7 @@ pub fn map1<T: Element, U: Element>(
         return fill_chunks(n, &|start, out| {
             let len = out.len();
             for (o, &x) in out.iter_mut().zip(&src[start..start + len]) {
-                *o = f(x);
+                o.write(f(x));
             }
         });
     }
@@ -89,11 +84,11 @@ pub fn map1<T: Element, U: Element>(
                 let out = &mut out[i - start..i - start + len];
                 if s == 1 {
                     for (d, &x) in out.iter_mut().zip(&src[o..o + len]) {
-                        *d = f(x);
+                        d.write(f(x));
                     }
                 } else {
                     for (r, d) in out.iter_mut().enumerate() {
-                        *d = f(src[o + r * s]);
+                        d.write(f(src[o + r * s]));
                     }
                 }
             },
@@ -139,24 +134,24 @@ pub fn map2<A: Element, B: Element, U: Element>(
                     [1, 1] => {
                         let (a, b) = (&a[oa..oa + len], &b[ob..ob + len]);
                         for ((d, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                            *d = f(x, y);
+                            d.write(f(x, y));
                         }
                     }
                     [1, 0] => {
                         let y = b[ob];
                         for (d, &x) in out.iter_mut().zip(&a[oa..oa + len]) {
-                            *d = f(x, y);
+                            d.write(f(x, y));
                         }
                     }
                     [0, 1] => {
                         let x = a[oa];
                         for (d, &y) in out.iter_mut().zip(&b[ob..ob + len]) {
-                            *d = f(x, y);
+                            d.write(f(x, y));
                         }
                     }
                     [sa, sb] => {
                         for (r, d) in out.iter_mut().enumerate() {
-                            *d = f(a[oa + r * sa], b[ob + r * sb]);
+                            d.write(f(a[oa + r * sa], b[ob + r * sb]));
                         }
                     }
                 }
@@ -192,24 +187,24 @@ pub fn map3<A: Element, B: Element, C: Element, U: Element>(
                     [1, 1, 1] => {
                         let (a, b, c) = (&a[oa..oa + len], &b[ob..ob + len], &c[oc..oc + len]);
                         for (((d, &x), &y), &z) in out.iter_mut().zip(a).zip(b).zip(c) {
-                            *d = f(x, y, z);
+                            d.write(f(x, y, z));
                         }
                     }
                     [1, 1, 0] => {
                         let (a, b, z) = (&a[oa..oa + len], &b[ob..ob + len], c[oc]);
                         for ((d, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                            *d = f(x, y, z);
+                            d.write(f(x, y, z));
                         }
                     }
                     [1, 0, 1] => {
                         let (a, y, c) = (&a[oa..oa + len], b[ob], &c[oc..oc + len]);
                         for ((d, &x), &z) in out.iter_mut().zip(a).zip(c) {
-                            *d = f(x, y, z);
+                            d.write(f(x, y, z));
                         }
                     }
                     [sa, sb, sc] => {
                         for (r, d) in out.iter_mut().enumerate() {
-                            *d = f(a[oa + r * sa], b[ob + r * sb], c[oc + r * sc]);
+                            d.write(f(a[oa + r * sa], b[ob + r * sb], c[oc + r * sc]));
                         }
                     }
                 }
