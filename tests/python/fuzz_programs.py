@@ -1788,6 +1788,115 @@ class Generator(_ShapeSteps, _NarrowScalarSteps):
         m.run(code, None, commit)
 
 
+# ----- every op of the registry on random layouts ------------------------------------
+#
+# The op list comes from the binding's op registry (`_op_registry()`, Note [Op
+# registry]) and each op's sample call from scripts/gen_ops_doc.py (which has one for
+# every registry op), so an op added to the table is fuzzed here with no edit. Each op
+# runs on random values in a contiguous tensor and in views of other layouts holding the
+# same values (transposed storage, a strided slice of a larger buffer, a storage
+# offset); the results must be equal (values, NaN positions, dtype, shape) or both calls
+# must raise the same ordinary exception. The tables above (BINARY, UNARY, ...) name
+# registry ops too: `registry_names()` checks them.
+
+# Ops whose result depends on the input's strides by definition: `as_strided` reads the
+# storage, `view` needs compatible strides (PyTorch raises on the transposed layout).
+LAYOUT_DEPENDENT = {"as_strided", "as_strided_", "view"}
+
+
+def registry_ops() -> list[dict[str, Any]]:
+    """The rows of the binding's op registry (name, family, form, onnx, in_place_of)."""
+    return list(torch._rustgrad._op_registry())
+
+
+def registry_names() -> set[str]:
+    """The Python names of the registry's ops."""
+    return {row["name"] for row in registry_ops()}
+
+
+def _sample_calls() -> Callable[[Any, str, Any], Any]:
+    """`gen_ops_doc.sample(torch, name, a)`: op `name` called on `a` (2x3) with its
+    sample arguments."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "gen_ops_doc.py"
+    spec = importlib.util.spec_from_file_location("gen_ops_doc", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.sample
+
+
+def _layouts(a: Any, draw: Callable) -> list[tuple[str, Any]]:
+    """Views with `a`'s values (2x3) and other strides or storage offsets."""
+    rows, cols = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    offset = draw(st.integers(0, 2))
+    big = torch.zeros(2 * rows + offset, 3 * cols + offset, dtype=a.dtype)
+    strided = big[offset::rows][:2, offset::cols][:, :3]
+    strided.copy_(a)
+    return [("transposed", a.t().contiguous().t()), ("strided", strided)]
+
+
+def _outcome(sample: Callable, name: str, x: Any) -> tuple[str, Any]:
+    """("ok", result) or ("raises", exception type name); a panic is a Crash."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(0)
+            return ("ok", sample(torch, name, x))
+    except Exception as e:
+        if type(e).__name__ == "PanicException" or not isinstance(e, ORDINARY):
+            raise Crash(f"{name}: {type(e).__name__}: {e}") from e
+        return ("raises", type(e).__name__)
+    except BaseException as e:  # noqa: B036 -- a panic is a BaseException
+        raise Crash(f"{name}: {type(e).__name__} (not an ordinary exception): {e}") from e
+
+
+def _tensors(out: Any) -> list[Any]:
+    items = out if isinstance(out, (tuple, list)) else [out]
+    return [t for t in items if isinstance(t, torch.Tensor)]
+
+
+def registry_layout_check(draw: Callable) -> int:
+    """Runs every registry op on random values in each layout; raises ``Crash`` when a
+    layout changes the result. Returns how many calls were compared."""
+    sample = _sample_calls()
+    dtype = draw(st.sampled_from(["float32", "float64", "int64", "bool"]))
+    if dtype == "bool":
+        values = draw(st.lists(st.booleans(), min_size=6, max_size=6))
+    elif dtype == "int64":
+        values = draw(st.lists(st.integers(-4, 6), min_size=6, max_size=6))
+    else:
+        values = draw(st.lists(st.sampled_from(FLOAT_VALUES + SPECIAL), min_size=6, max_size=6))
+    base = torch.tensor(values, dtype=getattr(torch, dtype)).reshape(2, 3)
+    compared = 0
+    for row in registry_ops():
+        name = row["name"]
+        if name in LAYOUT_DEPENDENT or (name.startswith("_") and not name.startswith("__")):
+            continue
+        expected = _outcome(sample, name, base.clone())
+        for layout, x in _layouts(base, draw):
+            got = _outcome(sample, name, x)
+            where = f"{name} on a {layout} {dtype} tensor {values}"
+            if got[0] != expected[0] or (got[0] == "raises" and got[1] != expected[1]):
+                raise Crash(
+                    f"{where}: {got[1] if got[0] == 'raises' else 'returns'}, "
+                    f"contiguous: {expected[1] if expected[0] == 'raises' else 'returns'}"
+                )
+            if got[0] == "raises":
+                continue
+            for e, g in zip(_tensors(expected[1]), _tensors(got[1])):
+                ev, gv = e.detach().double().numpy(), g.detach().double().numpy()
+                if e.dtype != g.dtype or ev.shape != gv.shape:
+                    raise Crash(f"{where}: {g.dtype} {gv.shape}, contiguous: {e.dtype} {ev.shape}")
+                if not np.array_equal(ev, gv, equal_nan=True):
+                    raise Crash(f"{where}: {gv.tolist()}, contiguous: {ev.tolist()}")
+            compared += 1
+    return compared
+
+
 # ----- whole programs ----------------------------------------------------------------
 
 FD_EPS = 1e-6

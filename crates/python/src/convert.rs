@@ -436,6 +436,10 @@ pub fn extract_int(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
         }
     }
     obj.extract::<i64>().map_err(|_| {
+        if obj.is_instance_of::<PyInt>() {
+            // PyTorch's parser on an int past int64.
+            return PyValueError::new_err("Overflow when unpacking long long");
+        }
         PyTypeError::new_err(format!(
             "expected an int, but got {}",
             obj.get_type()

@@ -60,59 +60,24 @@ macro_rules! shell {
     // Written by hand in the family file.
     (manual $name:ident [] [$($doc:literal)*] {}) => {};
 
-    // ---- reduce: `(dim=None, keepdim=False, *, dtype=None)` ------------------------
+    // ---- reduce: `(dim=None, keepdim=False, *, dtype=None)` over an int or a tuple
+    // of dims (`reduce_dims_dtype`) or one optional int dim (`reduce_opt_dim_dtype`),
+    // and the same without `dtype`.
     (reduce_dims_dtype $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
-            #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
-            fn $name(
-                &self,
-                py: Python<'_>,
-                dim: Option<&Bound<'_, PyAny>>,
-                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
-                dtype: Option<&Bound<'_, PyAny>>,
-            ) -> PyResult<Py<PyTensor>> {
-                self.reduce_dims(py, dim, keepdim, dtype, $call)
-            }
-        }
+        shell!(@keepdim_dtype reduce_dims $name [$($doc)*] $kd $call);
     };
-    // `(dim=None, keepdim=False)` over an int or a tuple of dims.
-    (reduce_dims $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
-            #[pyo3(signature = (dim = None, keepdim = false))]
-            fn $name(
-                &self,
-                py: Python<'_>,
-                dim: Option<&Bound<'_, PyAny>>,
-                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
-            ) -> PyResult<Py<PyTensor>> {
-                self.reduce_dims(py, dim, keepdim, None, $call)
-            }
-        }
-    };
-    // `(dim=None, keepdim=False)` over one optional int dim.
-    (reduce_opt_dim $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
-            #[pyo3(signature = (dim = None, keepdim = false))]
-            fn $name(
-                &self,
-                py: Python<'_>,
-                dim: Option<&Bound<'_, PyAny>>,
-                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
-            ) -> PyResult<Py<PyTensor>> {
-                self.reduce_opt_dim(py, dim, keepdim, None, $call)
-            }
-        }
-    };
-    // `(dim=None, keepdim=False, *, dtype=None)` over one optional int dim.
     (reduce_opt_dim_dtype $name:ident [] [$($doc:literal)*] {
         keepdim = $kd:ident; $call:expr
     }) => {
+        shell!(@keepdim_dtype reduce_opt_dim $name [$($doc)*] $kd $call);
+    };
+    (reduce_dims $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
+        shell!(@keepdim reduce_dims $name [$($doc)*] $kd $call);
+    };
+    (reduce_opt_dim $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident; $call:expr }) => {
+        shell!(@keepdim reduce_opt_dim $name [$($doc)*] $kd $call);
+    };
+    (@keepdim_dtype $helper:ident $name:ident [$($doc:literal)*] $kd:ident $call:expr) => {
         #[pymethods]
         impl PyTensor {
             $(#[doc = $doc])*
@@ -124,7 +89,22 @@ macro_rules! shell {
                 #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
                 dtype: Option<&Bound<'_, PyAny>>,
             ) -> PyResult<Py<PyTensor>> {
-                self.reduce_opt_dim(py, dim, keepdim, dtype, $call)
+                self.$helper(py, dim, keepdim, dtype, $call)
+            }
+        }
+    };
+    (@keepdim $helper:ident $name:ident [$($doc:literal)*] $kd:ident $call:expr) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (dim = None, keepdim = false))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                dim: Option<&Bound<'_, PyAny>>,
+                #[pyo3(from_py_with = crate::flag::$kd)] keepdim: bool,
+            ) -> PyResult<Py<PyTensor>> {
+                self.$helper(py, dim, keepdim, None, $call)
             }
         }
     };
@@ -167,7 +147,9 @@ macro_rules! shell {
         #[pymethods]
         impl PyTensor {
             $(#[doc = $doc])*
-            #[pyo3(signature = (dim = None, unbiased = None, keepdim = false, *, correction = None))]
+            #[pyo3(signature = (
+                dim = None, unbiased = None, keepdim = false, *, correction = None
+            ))]
             fn $name(
                 &self,
                 py: Python<'_>,

@@ -444,9 +444,9 @@ impl PyTensor {
     fn diagonal(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
-        offset: i64,
-        dim1: i64,
-        dim2: i64,
+        #[pyo3(from_py_with = crate::convert::extract_int)] offset: i64,
+        #[pyo3(from_py_with = crate::convert::extract_int)] dim1: i64,
+        #[pyo3(from_py_with = crate::convert::extract_int)] dim2: i64,
     ) -> PyResult<Py<PyTensor>> {
         let this = crate::tensor::viewed(slf)?;
         new_tensor(py, this.var.diagonal(offset, dim1, dim2).py()?)
@@ -454,7 +454,11 @@ impl PyTensor {
 
     /// A 1-d tensor as a diagonal matrix, or a matrix's diagonal.
     #[pyo3(signature = (diagonal = 0))]
-    fn diag(&self, py: Python<'_>, diagonal: i64) -> PyResult<Py<PyTensor>> {
+    fn diag(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = crate::convert::extract_int)] diagonal: i64,
+    ) -> PyResult<Py<PyTensor>> {
         new_tensor(py, self.var.diag(diagonal).py()?)
     }
 
@@ -463,9 +467,9 @@ impl PyTensor {
     fn diag_embed(
         &self,
         py: Python<'_>,
-        offset: i64,
-        dim1: i64,
-        dim2: i64,
+        #[pyo3(from_py_with = crate::convert::extract_int)] offset: i64,
+        #[pyo3(from_py_with = crate::convert::extract_int)] dim1: i64,
+        #[pyo3(from_py_with = crate::convert::extract_int)] dim2: i64,
     ) -> PyResult<Py<PyTensor>> {
         new_tensor(py, self.var.diag_embed(offset, dim1, dim2).py()?)
     }
