@@ -652,13 +652,13 @@ fn deep_nesting_and_huge_repeated_fields_are_errors() {
     // Length-delimited fields nested 100000 deep, as an unknown field and as the graph.
     let nested = pb::nested(1, 100_000);
     err_text(&pb::cat(&[pb::bytes(99, &nested), pb::bytes(7, &nested)]));
-    // 2**20 + 1 empty nodes: over the reader's budget of messages.
+    // 2**20 empty nodes (2 MiB of file): over the reader's 128 MiB budget.
     let empty_node = pb::bytes(1, b"");
-    let mut graph = Vec::with_capacity(2 * ((1 << 20) + 1));
-    for _ in 0..(1 << 20) + 1 {
+    let mut graph = Vec::with_capacity(2 << 20);
+    for _ in 0..1 << 20 {
         graph.extend_from_slice(&empty_node);
     }
-    assert_err(&pb::model(&graph), "more than 1048576");
+    assert_err(&pb::model(&graph), "more than 128 MiB of graph structure");
     // A packed dims field of a million entries that the data does not match.
     let mut dims = Vec::new();
     for _ in 0..1_000_000 {
@@ -984,6 +984,11 @@ fn hostile_attribute_values_and_shape_inputs_are_errors_never_panics() {
         ("Shape", &[("start", 0), ("end", 0)], &[], &[]),
         ("Cast", &[("to", 0)], &[], &[]),
         ("ConstantOfShape", &[], &[("s", 3)], &[]),
+        ("Expand", &[], &[("s", 4)], &[]),
+        ("Trilu", &[("upper", 0)], &[("k", 1)], &[]),
+        ("GatherND", &[("batch_dims", 0)], &[("g", 2)], &[]),
+        ("ReduceMax", &[("keepdims", 0)], &[("a", 2)], &[]),
+        ("Compress", &[("axis", 0)], &[("c", 3)], &[]),
         (
             "BatchNormalization",
             &[("training_mode", 0)],
@@ -1020,7 +1025,9 @@ fn hostile_attribute_values_and_shape_inputs_are_errors_never_panics() {
         };
         // Defaults that make the plain case valid, then one value at a time replaced.
         let plain = |len: usize| vec![1i64; len.max(1)];
-        let mut trials: Vec<(Vec<Vec<i64>>, Vec<Vec<i64>>)> = Vec::new();
+        // (attribute values, shape-input values) per trial.
+        type Trial = (Vec<Vec<i64>>, Vec<Vec<i64>>);
+        let mut trials: Vec<Trial> = Vec::new();
         let base_attrs: Vec<Vec<i64>> = attrs
             .iter()
             .map(|&(name, len)| match name {
@@ -1029,7 +1036,16 @@ fn hostile_attribute_values_and_shape_inputs_are_errors_never_panics() {
                 _ => plain(len),
             })
             .collect();
-        let base_inputs: Vec<Vec<i64>> = int_inputs.iter().map(|&(_, len)| plain(len)).collect();
+        let base_inputs: Vec<Vec<i64>> = int_inputs
+            .iter()
+            .map(|&(name, len)| {
+                if name == "g" {
+                    vec![0; len]
+                } else {
+                    plain(len)
+                }
+            })
+            .collect();
         for (k, &(_, len)) in attrs.iter().enumerate() {
             for pos in 0..len.max(1) {
                 for &v in &HOSTILE {
@@ -1089,17 +1105,12 @@ fn hostile_attribute_values_and_shape_inputs_are_errors_never_panics() {
                 names.remove(0);
             }
             let ins: Vec<&str> = names.iter().map(String::as_str).collect();
-            let outs: &[&str] = if op == "ConstantOfShape" {
-                &["y"]
-            } else {
-                &["y"]
-            };
             let mut graph_inputs = vec!["x"];
             if op == "ConstantOfShape" {
                 graph_inputs.clear();
             }
             let bytes = pb::model(&pb::graph(
-                &[pb::node(op, &ins, outs, &attr_protos)],
+                &[pb::node(op, &ins, &["y"], &attr_protos)],
                 &inits,
                 &graph_inputs,
                 &["y"],
@@ -1137,4 +1148,168 @@ fn hostile_attribute_values_and_shape_inputs_are_errors_never_panics() {
     assert!(errors > 100, "only {errors} errors");
     // Every op also ran with valid values (the sweep reaches the run-time checks).
     assert_eq!(ran.len(), cases.len() - 1, "ops that ran: {ran:?}");
+}
+
+/// Runs one `op` node on initializers `inputs` (in order) and returns its output.
+fn run_one(
+    op: &str,
+    inputs: &[Vec<u8>],
+    names: &[&str],
+    attrs: &[Vec<u8>],
+) -> rustgrad::Result<Variable> {
+    let bytes = pb::model(&pb::graph(
+        &[pb::node(op, names, &["y"], attrs)],
+        inputs,
+        &[],
+        &["y"],
+    ));
+    Ok(load_model_bytes(&bytes)?.run(&[])?.remove(0))
+}
+
+fn bool_init(name: &str, values: &[bool]) -> Vec<u8> {
+    let raw: Vec<u8> = values.iter().map(|&b| b as u8).collect();
+    pb::tensor(name, &[values.len() as i64], 9, &[pb::raw(&raw)])
+}
+
+fn f32_values(name: &str, dims: &[i64], values: &[f32]) -> Vec<u8> {
+    pb::tensor(name, dims, 1, &[pb::f32_raw(values)])
+}
+
+#[test]
+fn comparison_selection_and_index_ops_follow_the_onnx_definitions() {
+    // Values worked out by hand from the ONNX operator definitions.
+    let a = f32_values("a", &[2, 3], &[1.0, 5.0, 3.0, 4.0, 2.0, 6.0]);
+    let b = f32_values("b", &[3], &[1.0, 2.0, 6.0]);
+    // Opset 17: ReduceMax/Min take their axes as an attribute (an input from 18).
+    let axes = attr_ints("axes", &[1]);
+    let keep0 = pb::attr_int("keepdims", 0);
+    let y = run_one(
+        "ReduceMax",
+        std::slice::from_ref(&a),
+        &["a"],
+        &[axes.clone(), keep0.clone()],
+    )
+    .unwrap();
+    assert_eq!(y.to_vec::<f32>(), [5.0, 6.0]);
+    let y = run_one(
+        "ReduceMin",
+        std::slice::from_ref(&a),
+        &["a"],
+        &[axes, keep0],
+    )
+    .unwrap();
+    assert_eq!(y.to_vec::<f32>(), [1.0, 2.0]);
+    let y = run_one("ReduceMax", std::slice::from_ref(&a), &["a"], &[]).unwrap();
+    assert_eq!(
+        (y.to_vec::<f32>(), y.shape().to_vec()),
+        (vec![6.0], vec![1, 1])
+    );
+    for (op, want) in [
+        ("Equal", [true, false, false, false, true, true]),
+        ("Greater", [false, true, false, true, false, false]),
+        ("Less", [false, false, true, false, false, false]),
+        ("GreaterOrEqual", [true, true, false, true, true, true]),
+        ("LessOrEqual", [true, false, true, false, true, true]),
+    ] {
+        let y = run_one(op, &[a.clone(), b.clone()], &["a", "b"], &[]).unwrap();
+        assert_eq!(y.dtype(), DType::Bool, "{op}");
+        assert_eq!(y.to_vec::<bool>(), want, "{op}");
+    }
+    let c = bool_init("c", &[true, false, true]);
+    let y = run_one("Not", std::slice::from_ref(&c), &["c"], &[]).unwrap();
+    assert_eq!(y.to_vec::<bool>(), [false, true, false]);
+    // Where broadcasts the condition over rows.
+    let y = run_one(
+        "Where",
+        &[c.clone(), a.clone(), b.clone()],
+        &["c", "a", "b"],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(y.to_vec::<f32>(), [1.0, 2.0, 3.0, 4.0, 2.0, 6.0]);
+    // Trilu: upper with k = 1, lower with the default k = 0.
+    let k = ints_init("k", &[1]);
+    let y = run_one("Trilu", &[a.clone(), k], &["a", "k"], &[]).unwrap();
+    assert_eq!(y.to_vec::<f32>(), [0.0, 5.0, 3.0, 0.0, 0.0, 6.0]);
+    let y = run_one(
+        "Trilu",
+        std::slice::from_ref(&a),
+        &["a"],
+        &[pb::attr_int("upper", 0)],
+    )
+    .unwrap();
+    assert_eq!(y.to_vec::<f32>(), [1.0, 0.0, 0.0, 4.0, 2.0, 0.0]);
+    // Expand: (3,) to (2, 1, 3), numpy broadcasting in both directions.
+    let s = ints_init("s", &[2, 1, 1]);
+    let y = run_one("Expand", &[b.clone(), s], &["b", "s"], &[]).unwrap();
+    assert_eq!(y.shape().to_vec(), [2, 1, 3]);
+    assert_eq!(y.to_vec::<f32>(), [1.0, 2.0, 6.0, 1.0, 2.0, 6.0]);
+    let huge = ints_init("s", &[1 << 20, 1 << 20, 3]);
+    let err = run_one("Expand", &[b.clone(), huge], &["b", "s"], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("refusing to create shape"), "{err}");
+    let wrong = ints_init("s", &[2]);
+    let err = run_one("Expand", &[b.clone(), wrong], &["b", "s"], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not broadcast"), "{err}");
+    // NonZero: (rank, count) coordinates.
+    let z = f32_values("z", &[2, 2], &[0.0, 1.0, 2.0, 0.0]);
+    let y = run_one("NonZero", &[z], &["z"], &[]).unwrap();
+    assert_eq!(
+        (y.to_vec::<i64>(), y.shape().to_vec()),
+        (vec![0, 1, 1, 0], vec![2, 2])
+    );
+    // GatherND: full index tuples and row tuples, negative indices wrap.
+    let i = pb::tensor(
+        "i",
+        &[2, 2],
+        7,
+        &[pb::raw(
+            &[0i64, 1, -1, 2]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        )],
+    );
+    let y = run_one("GatherND", &[a.clone(), i], &["a", "i"], &[]).unwrap();
+    assert_eq!(y.to_vec::<f32>(), [5.0, 6.0]);
+    let rows = pb::tensor("i", &[1, 1], 7, &[pb::raw(&1i64.to_le_bytes())]);
+    let y = run_one("GatherND", &[a.clone(), rows], &["a", "i"], &[]).unwrap();
+    assert_eq!(
+        (y.to_vec::<f32>(), y.shape().to_vec()),
+        (vec![4.0, 2.0, 6.0], vec![1, 3])
+    );
+    let out = pb::tensor(
+        "i",
+        &[1, 2],
+        7,
+        &[pb::raw(
+            &[0i64, 3]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        )],
+    );
+    let err = run_one("GatherND", &[a.clone(), out], &["a", "i"], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("index out of range"), "{err}");
+    // Compress along an axis, and flattened without one.
+    let y = run_one(
+        "Compress",
+        &[a.clone(), c.clone()],
+        &["a", "c"],
+        &[pb::attr_int("axis", 1)],
+    )
+    .unwrap();
+    assert_eq!(y.to_vec::<f32>(), [1.0, 3.0, 4.0, 6.0]);
+    let y = run_one("Compress", &[a.clone(), c], &["a", "c"], &[]).unwrap();
+    assert_eq!(y.to_vec::<f32>(), [1.0, 3.0]);
+    let long = bool_init("c", &[true; 7]);
+    let err = run_one("Compress", &[a, long], &["a", "c"], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("condition of shape"), "{err}");
 }

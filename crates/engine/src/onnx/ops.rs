@@ -9,7 +9,7 @@ use crate::kernels::math::MathBinaryOp;
 use crate::ops::conv::ConvPadding;
 use crate::ops::pool::{Pool2d, Pool3d};
 use crate::ops::spatial::PadMode;
-use crate::tensor::{Scalar, Tensor};
+use crate::tensor::{CmpOp, Scalar, Tensor};
 use crate::variable::Variable;
 use crate::DType;
 
@@ -51,6 +51,20 @@ const OPS: &[(&str, usize, OpFn)] = &[
     ("Unsqueeze", 1, unsqueeze),
     ("Squeeze", 1, squeeze),
     ("ReduceMean", 1, reduce_mean),
+    ("ReduceMax", 1, |m, n, i| reduce_extreme(m, n, i, true)),
+    ("ReduceMin", 1, |m, n, i| reduce_extreme(m, n, i, false)),
+    ("Where", 3, where_),
+    ("Equal", 2, |_, n, i| compare(n, i, CmpOp::Eq)),
+    ("Greater", 2, |_, n, i| compare(n, i, CmpOp::Gt)),
+    ("Less", 2, |_, n, i| compare(n, i, CmpOp::Lt)),
+    ("GreaterOrEqual", 2, |_, n, i| compare(n, i, CmpOp::Ge)),
+    ("LessOrEqual", 2, |_, n, i| compare(n, i, CmpOp::Le)),
+    ("Not", 1, |_, n, i| one(req(n, i, 0)?.logical_not()?)),
+    ("Trilu", 1, trilu),
+    ("Expand", 2, expand),
+    ("NonZero", 1, nonzero),
+    ("GatherND", 2, gather_nd),
+    ("Compress", 2, compress),
     ("Constant", 0, constant),
     ("Shape", 1, shape),
     ("Dropout", 1, dropout),
@@ -722,18 +736,199 @@ fn squeeze(m: &OnnxModel, n: &OnnxNode, ins: Ins<'_>) -> Result<Vec<Variable>> {
 fn reduce_mean(m: &OnnxModel, n: &OnnxNode, ins: Ins<'_>) -> Result<Vec<Variable>> {
     let x = req(n, ins, 0)?;
     let keep = attr_int(n, "keepdims", 1)? != 0;
-    let axes = axes_of(m, n, ins, 18)?.unwrap_or_default();
-    let axes = if axes.is_empty() {
-        if attr_int(n, "noop_with_empty_axes", 0)? != 0 {
-            return one(x.clone());
-        }
-        (0..x.dim() as i64).collect()
-    } else {
-        axes.iter()
-            .map(|&a| axis(n, a, x.dim()))
-            .collect::<Result<Vec<_>>>()?
+    let Some(axes) = reduced_axes(m, n, ins, x)? else {
+        return one(x.clone());
     };
     one(x.mean_dims(&axes, keep)?)
+}
+
+/// The reduced axes of ReduceMean/Max/Min (an input from opset 18, else the
+/// attribute); `None` for `noop_with_empty_axes` with no axes.
+fn reduced_axes(
+    m: &OnnxModel,
+    n: &OnnxNode,
+    ins: Ins<'_>,
+    x: &Variable,
+) -> Result<Option<Vec<i64>>> {
+    let axes = axes_of(m, n, ins, 18)?.unwrap_or_default();
+    if axes.is_empty() {
+        if attr_int(n, "noop_with_empty_axes", 0)? != 0 {
+            return Ok(None);
+        }
+        return Ok(Some((0..x.dim() as i64).collect()));
+    }
+    axes.iter()
+        .map(|&a| axis(n, a, x.dim()))
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+fn reduce_extreme(m: &OnnxModel, n: &OnnxNode, ins: Ins<'_>, max: bool) -> Result<Vec<Variable>> {
+    let x = req(n, ins, 0)?;
+    let keep = attr_int(n, "keepdims", 1)? != 0;
+    let Some(axes) = reduced_axes(m, n, ins, x)? else {
+        return one(x.clone());
+    };
+    one(if max {
+        x.amax(&axes, keep)?
+    } else {
+        x.amin(&axes, keep)?
+    })
+}
+
+fn where_(_: &OnnxModel, n: &OnnxNode, ins: Ins<'_>) -> Result<Vec<Variable>> {
+    let cond = req(n, ins, 0)?.tensor().to_dtype(DType::Bool)?;
+    one(Variable::where_cond(
+        &cond,
+        req(n, ins, 1)?,
+        req(n, ins, 2)?,
+    )?)
+}
+
+fn compare(n: &OnnxNode, ins: Ins<'_>, op: CmpOp) -> Result<Vec<Variable>> {
+    one(req(n, ins, 0)?.compare(req(n, ins, 1)?, op)?)
+}
+
+fn trilu(_: &OnnxModel, n: &OnnxNode, ins: Ins<'_>) -> Result<Vec<Variable>> {
+    let x = req(n, ins, 0)?;
+    let k = match opt(ins, 1) {
+        Some(k) => *ints(k)?.first().ok_or_else(|| bad(n, "k is empty"))?,
+        None => 0,
+    };
+    if x.dim() < 2 {
+        return Err(bad(n, format!("input of rank {} (at least 2)", x.dim())));
+    }
+    one(x.tril_triu(k, attr_int(n, "upper", 1)? != 0)?)
+}
+
+fn expand(_: &OnnxModel, n: &OnnxNode, ins: Ins<'_>) -> Result<Vec<Variable>> {
+    let x = req(n, ins, 0)?;
+    let spec = ints(req(n, ins, 1)?)?;
+    let shape: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+    // numpy's broadcast of the input's shape with `spec` (either may be the longer).
+    let rank = shape.len().max(spec.len());
+    let dim = |v: &[i64], i: usize| -> i64 {
+        let pad = rank - v.len();
+        if i < pad {
+            1
+        } else {
+            v[i - pad]
+        }
+    };
+    let mut target = Vec::with_capacity(rank);
+    for i in 0..rank {
+        let (a, b) = (dim(&shape, i), dim(&spec, i));
+        let d = if a == b || b == 1 {
+            a
+        } else if a == 1 {
+            b
+        } else {
+            -1
+        };
+        if d < 0 || b < 0 {
+            return Err(bad(
+                n,
+                format!("shape {spec:?} does not broadcast with {shape:?}"),
+            ));
+        }
+        target.push(d);
+    }
+    let total = target
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));
+    if total.is_none_or(|t| t > MAX_CREATED_ELEMENTS) {
+        return Err(bad(n, format!("refusing to create shape {target:?}")));
+    }
+    one(x.expand(&target)?)
+}
+
+fn nonzero(_: &OnnxModel, n: &OnnxNode, ins: Ins<'_>) -> Result<Vec<Variable>> {
+    let mut x = req(n, ins, 0)?.clone();
+    if x.dim() == 0 {
+        x = x.reshape(&[1])?;
+    }
+    one(x.nonzero()?.t()?.contiguous()?)
+}
+
+fn gather_nd(_: &OnnxModel, n: &OnnxNode, ins: Ins<'_>) -> Result<Vec<Variable>> {
+    let (x, idx) = (req(n, ins, 0)?, req(n, ins, 1)?);
+    if attr_int(n, "batch_dims", 0)? != 0 {
+        return Err(Error::NotImplemented(format!(
+            "node '{}' (GatherND): batch_dims > 0",
+            n.name
+        )));
+    }
+    let ishape = idx.shape();
+    let xshape = x.shape();
+    let r = ishape.last().copied().unwrap_or(0);
+    if ishape.is_empty() || r < 1 || r > xshape.len() {
+        return Err(bad(n, format!("index depth {r} for rank {}", xshape.len())));
+    }
+    if idx.dtype().is_floating_point() || idx.dtype() == DType::Bool {
+        return Err(bad(n, "indices must be integers"));
+    }
+    // Each index tuple becomes one row of x viewed as (prod(shape[..r]), rest...).
+    let values = ints(idx)?;
+    let mut rows = Vec::with_capacity(values.len() / r);
+    for tuple in values.chunks_exact(r) {
+        let mut flat = 0i64;
+        for (j, &v) in tuple.iter().enumerate() {
+            let size = xshape[j] as i64;
+            if v < -size || v >= size {
+                return Err(Error::Index(format!(
+                    "node '{}' (GatherND): index out of range for dimension of size {size}",
+                    n.name
+                )));
+            }
+            flat = flat * size + v.rem_euclid(size.max(1));
+        }
+        rows.push(flat);
+    }
+    let outer = product(&xshape[..r]).ok_or_else(|| bad(n, "size overflow"))?;
+    let mut view: Vec<i64> = vec![outer as i64];
+    view.extend(xshape[r..].iter().map(|&d| d as i64));
+    let count = rows.len();
+    let picked = x
+        .reshape(&view)?
+        .index_select(0, &Tensor::from_vec(rows, &[count])?)?;
+    let target: Vec<i64> = ishape[..ishape.len() - 1]
+        .iter()
+        .chain(&xshape[r..])
+        .map(|&d| d as i64)
+        .collect();
+    one(picked.reshape(&target)?)
+}
+
+fn compress(_: &OnnxModel, n: &OnnxNode, ins: Ins<'_>) -> Result<Vec<Variable>> {
+    let (mut x, cond) = (req(n, ins, 0)?.clone(), req(n, ins, 1)?);
+    let a = match attr(n, "axis") {
+        None => {
+            x = x.reshape(&[-1])?;
+            0
+        }
+        Some(AttrValue::Int(a)) => axis(n, *a, x.dim())?,
+        Some(_) => return Err(bad(n, "attribute 'axis' must be an int")),
+    };
+    let size = x.shape()[a as usize];
+    if cond.dim() != 1 || cond.shape()[0] > size {
+        return Err(bad(
+            n,
+            format!(
+                "condition of shape {:?} for dimension of size {size}",
+                cond.shape()
+            ),
+        ));
+    }
+    let keep: Vec<i64> = cond
+        .tensor()
+        .try_to_vec::<bool>()?
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c)
+        .map(|(i, _)| i as i64)
+        .collect();
+    let count = keep.len();
+    one(x.index_select(a, &Tensor::from_vec(keep, &[count])?)?)
 }
 
 fn constant(_: &OnnxModel, n: &OnnxNode, _: Ins<'_>) -> Result<Vec<Variable>> {

@@ -12,10 +12,11 @@
 
 use crate::error::{Error, Result};
 
-/// The most messages and strings one file may decode to (nodes, attributes,
-/// initializers, names, ...). Real graphs have at most a few hundred thousand; each item
-/// costs the reader at most a few hundred bytes, so this bounds its memory.
-pub(crate) const MAX_ITEMS: usize = 1 << 20;
+/// The most bytes of messages and strings (nodes, attributes, initializers, names, ...)
+/// one file may decode to: 128 MiB. A graph of 100,000 nodes needs well under 100 MiB;
+/// a hostile file of many tiny messages (an empty node is 2 bytes of file and over 100
+/// bytes of struct) stops here instead of multiplying its size in memory.
+pub(crate) const MAX_DECODED_BYTES: usize = 1 << 27;
 
 fn malformed(what: impl std::fmt::Display) -> Error {
     Error::InvalidArgument(format!("could not parse ONNX model: {what}"))
@@ -111,19 +112,26 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Counts decoded items against [`MAX_ITEMS`].
+/// Counts the bytes of decoded messages and strings against [`MAX_DECODED_BYTES`].
 pub(crate) struct Budget(usize);
 
 impl Budget {
     pub(crate) fn new() -> Budget {
-        Budget(MAX_ITEMS)
+        Budget(MAX_DECODED_BYTES)
     }
 
-    fn spend(&mut self) -> Result<()> {
-        self.0 = self
-            .0
-            .checked_sub(1)
-            .ok_or_else(|| malformed(format!("more than {MAX_ITEMS} messages and strings")))?;
+    /// Spends the size of one `T`.
+    fn spend<T>(&mut self) -> Result<()> {
+        self.spend_bytes(std::mem::size_of::<T>())
+    }
+
+    fn spend_bytes(&mut self, n: usize) -> Result<()> {
+        self.0 = self.0.checked_sub(n).ok_or_else(|| {
+            malformed(format!(
+                "the file decodes to more than {} MiB of graph structure",
+                MAX_DECODED_BYTES >> 20
+            ))
+        })?;
         Ok(())
     }
 }
@@ -138,9 +146,11 @@ fn expect(wire: u8, want: u8, what: &str) -> Result<()> {
 
 fn string(r: &mut Reader<'_>, wire: u8, what: &str, budget: &mut Budget) -> Result<String> {
     expect(wire, LEN, what)?;
-    budget.spend()?;
+    let bytes = r.len_delimited()?;
+    // Lossy conversion writes at most 3 bytes per input byte.
+    budget.spend_bytes(std::mem::size_of::<String>() + 3 * bytes.len())?;
     // Invalid UTF-8 is replaced, not refused: names are only compared with each other.
-    Ok(String::from_utf8_lossy(r.len_delimited()?).into_owned())
+    Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
 fn int64(r: &mut Reader<'_>, wire: u8, what: &str) -> Result<i64> {
@@ -235,7 +245,7 @@ pub(crate) struct AttributeProto<'a> {
     pub f: f32,
     pub i: i64,
     pub s: &'a [u8],
-    pub t: Option<TensorProto<'a>>,
+    pub t: Option<Box<TensorProto<'a>>>,
     pub floats: Vec<f32>,
     pub ints: Vec<i64>,
     pub strings: Vec<String>,
@@ -296,7 +306,7 @@ pub(crate) fn parse_model(bytes: &[u8]) -> Result<ModelProto<'_>> {
             }
             8 => {
                 expect(wire, LEN, "opset_import")?;
-                budget.spend()?;
+                budget.spend::<(String, i64)>()?;
                 let mut o = Reader::new(r.len_delimited()?);
                 let (mut domain, mut version) = (String::new(), 0i64);
                 while !o.done() {
@@ -342,18 +352,17 @@ fn parse_graph<'a>(bytes: &'a [u8], budget: &mut Budget) -> Result<GraphProto<'a
         match field {
             1 => {
                 expect(wire, LEN, "node")?;
-                budget.spend()?;
+                budget.spend::<NodeProto<'_>>()?;
                 g.node.push(parse_node(r.len_delimited()?, budget)?);
             }
             5 => {
                 expect(wire, LEN, "initializer")?;
-                budget.spend()?;
+                budget.spend::<TensorProto<'_>>()?;
                 g.initializer
                     .push(parse_tensor(r.len_delimited()?, budget)?);
             }
             11 | 12 => {
                 expect(wire, LEN, "input/output")?;
-                budget.spend()?;
                 let name = value_info_name(r.len_delimited()?, budget)?;
                 if field == 11 {
                     &mut g.input
@@ -392,7 +401,7 @@ fn parse_node<'a>(bytes: &'a [u8], budget: &mut Budget) -> Result<NodeProto<'a>>
             7 => n.domain = string(&mut r, wire, "domain", budget)?,
             5 => {
                 expect(wire, LEN, "attribute")?;
-                budget.spend()?;
+                budget.spend::<AttributeProto<'_>>()?;
                 n.attribute
                     .push(parse_attribute(r.len_delimited()?, budget)?);
             }
@@ -436,8 +445,8 @@ fn parse_attribute<'a>(bytes: &'a [u8], budget: &mut Budget) -> Result<Attribute
                 if a.t.is_some() {
                     return Err(malformed("attribute with two 't' fields"));
                 }
-                budget.spend()?;
-                a.t = Some(parse_tensor(r.len_delimited()?, budget)?);
+                budget.spend::<TensorProto<'_>>()?;
+                a.t = Some(Box::new(parse_tensor(r.len_delimited()?, budget)?));
             }
             7 => {
                 let mut raw = Vec::new();
@@ -510,7 +519,7 @@ fn parse_tensor<'a>(bytes: &'a [u8], budget: &mut Budget) -> Result<TensorProto<
             11 => push_varints(&mut r, wire, "uint64_data", &mut t.uint64_data)?,
             13 => {
                 expect(wire, LEN, "external_data")?;
-                budget.spend()?;
+                budget.spend::<(String, String)>()?;
                 let mut e = Reader::new(r.len_delimited()?);
                 let (mut key, mut value) = (String::new(), String::new());
                 while !e.done() {
