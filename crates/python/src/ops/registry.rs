@@ -12,11 +12,12 @@
 //! Adding an op: its forward and rule in the engine's family file, and one entry
 //! here (plus a helper in the binding's family file when no form fits).
 
-use crate::tensor::{binary, compare_method, reflected, scaled_operand, subtrahend};
+use crate::errors::IntoPyResult;
+use crate::tensor::{binary, compare_method, new_tensor, reflected, scaled_operand, subtrahend};
 use crate::PyTensor;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use rustgrad::kernels::math::MathBinaryOp;
+use rustgrad::kernels::math::{MathBinaryOp, MathOp};
 use rustgrad::tensor::CmpOp;
 use rustgrad::Variable;
 
@@ -323,6 +324,60 @@ macro_rules! shell {
             #[pyo3(signature = $sig)]
             fn $in_place(slf: &Bound<'_, Self>, $($arg: $ty),*) -> PyResult<Py<PyAny>> {
                 super::index::$helper(slf, $($arg,)* true)
+            }
+        }
+    };
+
+    // ---- unary: `()`, and with `name / name_` its in-place form -------------------
+    // A `Variable` method, with the GIL released for large tensors.
+    (elementwise $name:ident [$($in_place:ident)?] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+                self.elementwise(py, Variable::$op)
+            }
+        }
+        $(shell!(unary_ $in_place [] [] { $op });)?
+    };
+    // A `Variable` method called with the GIL held.
+    (direct $name:ident [$($in_place:ident)?] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+                new_tensor(py, self.var.$op().py()?)
+            }
+        }
+        $(shell!(unary_ $in_place [] [] { $op });)?
+    };
+    // A `MathOp` (Note [Op families]).
+    (math $name:ident [$($in_place:ident)?] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+                self.math(py, MathOp::$op)
+            }
+        }
+        $(shell!(math_ $in_place [] [] { $op });)?
+    };
+    // In-place forms: `Variable::unary_` of a `Variable` method, or a `MathOp`.
+    (unary_ $name:ident [] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+                Self::unary_in_place(slf, Variable::$op)
+            }
+        }
+    };
+    (math_ $name:ident [] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+                Self::math_in_place(slf, MathOp::$op)
             }
         }
     };
@@ -786,101 +841,69 @@ op_table! {
         r#where: manual {};
     }
     unary {
-        __neg__: manual {};
+        __neg__: direct { neg } onnx "Neg";
         __pos__: manual {};
-        __abs__: manual {};
-        neg: manual {};
-        exp: manual {};
-        log: manual {};
-        sqrt: manual {};
-        tanh: manual {};
-        sigmoid: manual {};
-        relu: manual {};
-        abs: manual {};
-        sign: manual {};
-        sgn: manual {};
+        __abs__: direct { abs } onnx "Abs";
+        neg / neg_: direct { neg } onnx "Neg";
+        exp / exp_: elementwise { exp } onnx "Exp";
+        log / log_: elementwise { log } onnx "Log";
+        sqrt / sqrt_: elementwise { sqrt } onnx "Sqrt";
+        tanh / tanh_: elementwise { tanh } onnx "Tanh";
+        sigmoid / sigmoid_: elementwise { sigmoid } onnx "Sigmoid";
+        relu: elementwise { relu } onnx "Relu";
+        abs / abs_: direct { abs } onnx "Abs";
+        sign / sign_: direct { sign } onnx "Sign";
+        /// The sign for real dtypes (SgnBackward0).
+        sgn: direct { sgn };
         sgn_: manual {};
-        rsqrt: manual {};
-        exp2: manual {};
-        expm1: manual {};
-        log1p: manual {};
-        log2: manual {};
-        log10: manual {};
-        sin: manual {};
-        cos: manual {};
-        tan: manual {};
-        asin: manual {};
-        arcsin: manual {};
-        acos: manual {};
-        arccos: manual {};
-        atan: manual {};
-        arctan: manual {};
-        sinh: manual {};
-        cosh: manual {};
-        reciprocal: manual {};
-        square: manual {};
-        erf: manual {};
-        erfinv: manual {};
-        floor: manual {};
-        ceil: manual {};
-        round: manual {};
-        trunc: manual {};
-        fix: manual {};
-        frac: manual {};
-        neg_: manual {};
-        negative_: manual {};
-        exp_: manual {};
-        log_: manual {};
-        sqrt_: manual {};
-        tanh_: manual {};
-        sigmoid_: manual {};
-        abs_: manual {};
-        absolute_: manual {};
-        sign_: manual {};
+        rsqrt / rsqrt_: math { Rsqrt };
+        exp2 / exp2_: math { Exp2 };
+        expm1 / expm1_: math { Expm1 };
+        log1p / log1p_: math { Log1p };
+        log2 / log2_: math { Log2 };
+        log10 / log10_: math { Log10 };
+        sin / sin_: math { Sin } onnx "Sin";
+        cos / cos_: math { Cos } onnx "Cos";
+        tan / tan_: math { Tan } onnx "Tan";
+        asin / asin_: math { Asin } onnx "Asin";
+        arcsin / arcsin_: math { Asin } onnx "Asin";
+        acos / acos_: math { Acos } onnx "Acos";
+        arccos / arccos_: math { Acos } onnx "Acos";
+        atan / atan_: math { Atan } onnx "Atan";
+        arctan / arctan_: math { Atan } onnx "Atan";
+        sinh / sinh_: math { Sinh } onnx "Sinh";
+        cosh / cosh_: math { Cosh } onnx "Cosh";
+        reciprocal / reciprocal_: math { Reciprocal } onnx "Reciprocal";
+        square: elementwise { square };
+        erf / erf_: math { Erf } onnx "Erf";
+        erfinv / erfinv_: math { Erfinv };
+        floor / floor_: math { Floor } onnx "Floor";
+        ceil / ceil_: math { Ceil } onnx "Ceil";
+        round: manual {} onnx "Round";
+        trunc / trunc_: math { Trunc };
+        fix / fix_: math { Trunc };
+        frac / frac_: math { Frac };
+        negative_: unary_ { neg };
+        absolute_: unary_ { abs };
         pow_: manual {};
         clamp_min: manual {};
         clamp_max: manual {};
         clamp_min_: manual {};
         clamp_max_: manual {};
-        rsqrt_: manual {};
-        exp2_: manual {};
-        expm1_: manual {};
-        log1p_: manual {};
-        log2_: manual {};
-        log10_: manual {};
-        sin_: manual {};
-        cos_: manual {};
-        tan_: manual {};
-        asin_: manual {};
-        arcsin_: manual {};
-        acos_: manual {};
-        arccos_: manual {};
-        atan_: manual {};
-        arctan_: manual {};
-        sinh_: manual {};
-        cosh_: manual {};
-        reciprocal_: manual {};
         square_: manual {};
-        erf_: manual {};
-        erfinv_: manual {};
-        floor_: manual {};
-        ceil_: manual {};
         round_: manual {};
-        trunc_: manual {};
-        fix_: manual {};
-        frac_: manual {};
-        _selu: manual {};
-        _celu: manual {};
-        _elu: manual {};
-        _leaky_relu: manual {};
+        _selu: manual {} onnx "Selu";
+        _celu: manual {} onnx "Celu";
+        _elu: manual {} onnx "Elu";
+        _leaky_relu: manual {} onnx "LeakyRelu";
         _hardtanh: manual {};
         _silu: manual {};
-        _mish: manual {};
-        _hardsigmoid: manual {};
-        _hardswish: manual {};
-        _logsigmoid: manual {};
+        _mish: manual {} onnx "Mish";
+        _hardsigmoid: manual {} onnx "HardSigmoid";
+        _hardswish: manual {} onnx "HardSwish";
+        _logsigmoid: math { LogSigmoid };
         _gelu: manual {};
-        _softplus: manual {};
-        _softsign: manual {};
+        _softplus: manual {} onnx "Softplus";
+        _softsign: elementwise { softsign } onnx "Softsign";
     }
 }

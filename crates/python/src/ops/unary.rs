@@ -19,20 +19,20 @@ use rustgrad::Variable;
 
 impl PyTensor {
     /// `op` out of place, without the GIL when the tensor is large.
-    fn math(&self, py: Python<'_>, op: MathOp) -> PyResult<Py<PyTensor>> {
+    pub(super) fn math(&self, py: Python<'_>, op: MathOp) -> PyResult<Py<PyTensor>> {
         let out = maybe_detach(py, self.var.numel(), || self.var.math(op)).py()?;
         new_tensor(py, out)
     }
 
     /// `op` in place; returns `self`.
-    fn math_in_place(slf: Bound<'_, Self>, op: MathOp) -> PyResult<Bound<'_, Self>> {
+    pub(super) fn math_in_place(slf: Bound<'_, Self>, op: MathOp) -> PyResult<Bound<'_, Self>> {
         written(slf, |py, v| {
             maybe_detach(py, v.numel(), || v.math_(op)).py()
         })
     }
 
     /// A one-tensor op in place (`exp_`, `abs_`, ...); returns `self`.
-    fn unary_in_place(
+    pub(super) fn unary_in_place(
         slf: Bound<'_, Self>,
         op: fn(&Variable) -> rustgrad::Result<Variable>,
     ) -> PyResult<Bound<'_, Self>> {
@@ -83,57 +83,8 @@ fn gelu_tanh(approximate: &str) -> PyResult<bool> {
 
 #[pymethods]
 impl PyTensor {
-    fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.neg().py()?)
-    }
-
     fn __pos__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
-    }
-
-    fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.abs().py()?)
-    }
-
-    fn neg(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.neg().py()?)
-    }
-
-    fn exp(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::exp)
-    }
-
-    fn log(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::log)
-    }
-
-    fn sqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::sqrt)
-    }
-
-    fn tanh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::tanh)
-    }
-
-    fn sigmoid(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::sigmoid)
-    }
-
-    fn relu(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::relu)
-    }
-
-    fn abs(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.abs().py()?)
-    }
-
-    fn sign(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.sign().py()?)
-    }
-
-    /// The sign for real dtypes (SgnBackward0).
-    fn sgn(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.sgn().py()?)
     }
 
     /// `sgn` in place.
@@ -141,154 +92,10 @@ impl PyTensor {
         written(slf, |_, v| v.sgn_().py())
     }
 
-    fn rsqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Rsqrt)
-    }
-
-    fn exp2(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Exp2)
-    }
-
-    fn expm1(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Expm1)
-    }
-
-    fn log1p(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Log1p)
-    }
-
-    fn log2(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Log2)
-    }
-
-    fn log10(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Log10)
-    }
-
-    fn sin(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Sin)
-    }
-
-    fn cos(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Cos)
-    }
-
-    fn tan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Tan)
-    }
-
-    fn asin(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Asin)
-    }
-
-    fn arcsin(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Asin)
-    }
-
-    fn acos(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Acos)
-    }
-
-    fn arccos(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Acos)
-    }
-
-    fn atan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Atan)
-    }
-
-    fn arctan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Atan)
-    }
-
-    fn sinh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Sinh)
-    }
-
-    fn cosh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Cosh)
-    }
-
-    fn reciprocal(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Reciprocal)
-    }
-
-    fn square(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::square)
-    }
-
-    fn erf(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Erf)
-    }
-
-    fn erfinv(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Erfinv)
-    }
-
-    fn floor(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Floor)
-    }
-
-    fn ceil(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Ceil)
-    }
-
     /// Rounds half to even, to `decimals` decimal places.
     #[pyo3(signature = (*, decimals = 0))]
     fn round(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyTensor>> {
         self.math(py, MathOp::Round { decimals })
-    }
-
-    fn trunc(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Trunc)
-    }
-
-    fn fix(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Trunc)
-    }
-
-    fn frac(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::Frac)
-    }
-
-    fn neg_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::neg)
-    }
-
-    fn negative_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::neg)
-    }
-
-    fn exp_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::exp)
-    }
-
-    fn log_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::log)
-    }
-
-    fn sqrt_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::sqrt)
-    }
-
-    fn tanh_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::tanh)
-    }
-
-    fn sigmoid_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::sigmoid)
-    }
-
-    fn abs_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::abs)
-    }
-
-    fn absolute_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::abs)
-    }
-
-    fn sign_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::unary_in_place(slf, Variable::sign)
     }
 
     /// `self ** exponent` in place (a number or a tensor that broadcasts to `self`).
@@ -348,114 +155,14 @@ impl PyTensor {
         })
     }
 
-    fn rsqrt_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Rsqrt)
-    }
-
-    fn exp2_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Exp2)
-    }
-
-    fn expm1_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Expm1)
-    }
-
-    fn log1p_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Log1p)
-    }
-
-    fn log2_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Log2)
-    }
-
-    fn log10_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Log10)
-    }
-
-    fn sin_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Sin)
-    }
-
-    fn cos_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Cos)
-    }
-
-    fn tan_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Tan)
-    }
-
-    fn asin_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Asin)
-    }
-
-    fn arcsin_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Asin)
-    }
-
-    fn acos_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Acos)
-    }
-
-    fn arccos_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Acos)
-    }
-
-    fn atan_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Atan)
-    }
-
-    fn arctan_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Atan)
-    }
-
-    fn sinh_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Sinh)
-    }
-
-    fn cosh_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Cosh)
-    }
-
-    fn reciprocal_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Reciprocal)
-    }
-
     fn square_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
         written(slf, |_, v| v.square_().py())
-    }
-
-    fn erf_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Erf)
-    }
-
-    fn erfinv_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Erfinv)
-    }
-
-    fn floor_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Floor)
-    }
-
-    fn ceil_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Ceil)
     }
 
     /// Rounds in place.
     #[pyo3(signature = (*, decimals = 0))]
     fn round_(slf: Bound<'_, Self>, decimals: i64) -> PyResult<Bound<'_, Self>> {
         Self::math_in_place(slf, MathOp::Round { decimals })
-    }
-
-    fn trunc_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Trunc)
-    }
-
-    fn fix_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Trunc)
-    }
-
-    fn frac_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        Self::math_in_place(slf, MathOp::Frac)
     }
 
     // Activations that PyTorch's Tensor has as methods.
@@ -555,10 +262,6 @@ impl PyTensor {
         Self::activation(slf, MathOp::Hardswish, inplace)
     }
 
-    fn _logsigmoid(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.math(py, MathOp::LogSigmoid)
-    }
-
     #[pyo3(signature = (*, approximate = "none"))]
     fn _gelu(&self, py: Python<'_>, approximate: &str) -> PyResult<Py<PyTensor>> {
         self.math(
@@ -579,10 +282,6 @@ impl PyTensor {
         let beta = crate::convert::opt_scalar_f64(beta, 1.0)?;
         let threshold = crate::convert::opt_scalar_f64(threshold, 20.0)?;
         self.math(py, MathOp::Softplus { beta, threshold })
-    }
-
-    fn _softsign(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.elementwise(py, Variable::softsign)
     }
 }
 
