@@ -225,3 +225,34 @@ def test_exception_in_captured_function_stops_the_capture():
         1.0,
         1.0,
     ]
+
+
+def _mixed_chain(x, w):
+    y = x * w
+    for _ in range(3):
+        y = (y + x).sigmoid() * 1.5
+        y = y - w / 3.0
+        y = (-y).exp() / (w + 2.0)
+        y = y.tanh() * y + x * w * 0.25
+    return y
+
+
+@pytest.mark.parametrize("numel", [16, 40000], ids=["flat", "tensor-kernels"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_elementwise_chain_matches_eager_bitwise(numel, dtype):
+    def step(x, w):
+        loss = _mixed_chain(x, w).sum()
+        loss.backward()
+        return loss
+
+    torch.manual_seed(3)
+    x0 = torch.randn(numel, dtype=dtype)
+    w0 = torch.rand(numel, dtype=dtype) + 0.5
+    traced = torch.jit.trace(step, (x0.clone().requires_grad_(), w0.clone().requires_grad_()))
+    assert "fused_elementwise" in traced.op_names
+    for k in range(2):
+        x, w = (x0 * (k + 1)).requires_grad_(), w0.clone().requires_grad_()
+        xe, we = (x0 * (k + 1)).requires_grad_(), w0.clone().requires_grad_()
+        assert traced(x, w).item() == step(xe, we).item()
+        assert bool((x.grad == xe.grad).all())
+        assert bool((w.grad == we.grad).all())

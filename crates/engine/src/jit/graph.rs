@@ -47,12 +47,13 @@ pub struct Graph {
 impl Graph {
     pub(crate) fn new(
         sources: Vec<Source>,
+        meta: &[super::ValueMeta],
         nodes: Vec<Node>,
         outputs: Vec<ValueId>,
         input_meta: Vec<InputMeta>,
         grad_enabled: bool,
     ) -> Graph {
-        let nodes = super::fused::fuse(nodes, &sources, &outputs);
+        let nodes = super::fused::fuse(nodes, meta, &outputs);
         let nodes = eliminate_dead(nodes, &outputs, sources.len());
         let mut inputs = vec![0; input_meta.len()];
         let mut initial = vec![None; sources.len()];

@@ -16,6 +16,7 @@
 //! ```
 
 mod fused;
+pub(crate) use fused::FusedRule;
 mod graph;
 mod op;
 
@@ -52,6 +53,26 @@ pub(crate) enum Source {
     Op,
 }
 
+/// A value's metadata as captured.
+#[derive(Clone, Debug)]
+pub(crate) struct ValueMeta {
+    pub(crate) shape: crate::shape::Dims,
+    pub(crate) dtype: crate::dtype::DType,
+    /// A wrapped Python number (never requires grad, broadcasts anywhere).
+    pub(crate) wrapped: bool,
+}
+
+impl ValueMeta {
+    fn of(v: &Variable) -> ValueMeta {
+        let t = v.tensor();
+        ValueMeta {
+            shape: t.shape().into(),
+            dtype: t.dtype(),
+            wrapped: t.is_wrapped_number(),
+        }
+    }
+}
+
 /// One recorded op: what it does, the values it reads and the values it makes.
 #[derive(Debug)]
 pub(crate) struct Node {
@@ -63,6 +84,8 @@ pub(crate) struct Node {
 /// The state of a capture in progress.
 struct Recorder {
     sources: Vec<Source>,
+    /// Each value's shape and dtype as captured (the fusion pass reads them).
+    meta: Vec<ValueMeta>,
     /// Variable identity -> value; `keep` holds the variables so identities stay unique.
     ids: HashMap<usize, ValueId>,
     keep: Vec<Variable>,
@@ -97,6 +120,7 @@ impl Recorder {
     fn add(&mut self, source: Source, v: &Variable) -> ValueId {
         let id = self.sources.len();
         self.sources.push(source);
+        self.meta.push(ValueMeta::of(v));
         self.ids.insert(v.identity(), id);
         self.keep.push(v.clone());
         id
@@ -119,6 +143,7 @@ pub fn begin(inputs: &[Variable]) -> Result<()> {
     }
     let mut r = Recorder {
         sources: Vec::new(),
+        meta: Vec::new(),
         ids: HashMap::new(),
         keep: Vec::new(),
         nodes: Vec::new(),
@@ -169,6 +194,7 @@ pub fn end(outputs: &[Variable]) -> Result<Graph> {
     }
     Ok(Graph::new(
         r.sources,
+        &r.meta,
         r.nodes,
         outs,
         r.input_meta,

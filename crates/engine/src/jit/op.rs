@@ -378,7 +378,7 @@ impl Op {
                 crate::optim::step_group(options, inputs, &mut states)?;
                 Ok(Vec::new())
             }
-            Op::Fused(program) => one(program.run(inputs)?),
+            Op::Fused(program) => one(super::fused::run(program, inputs)?),
         }
     }
 }

@@ -76,6 +76,8 @@ pub(crate) enum Rule {
     Rnn(rnn::Rule),
     /// A rule of `attention.rs`.
     Attention(attention::Rule),
+    /// A fused elementwise chain of a replayed capture (Note [Capture and replay]).
+    Fused(crate::jit::FusedRule),
 }
 
 impl Rule {
@@ -101,6 +103,7 @@ impl Rule {
             Rule::Embedding(r) => r.name(),
             Rule::Attention(r) => r.name(),
             Rule::Rnn(r) => r.name(),
+            Rule::Fused(r) => r.name(),
         }
     }
 
@@ -132,6 +135,7 @@ impl Rule {
             Rule::Embedding(r) => r.apply(saved, grad, needs),
             Rule::Attention(r) => r.apply(saved, grad, needs),
             Rule::Rnn(r) => r.apply(saved, grad, needs),
+            Rule::Fused(r) => r.apply(grad, needs),
         }
     }
 }
@@ -296,6 +300,12 @@ impl From<inplace::Rule> for Rule {
 impl From<rnn::Rule> for Rule {
     fn from(rule: rnn::Rule) -> Rule {
         Rule::Rnn(rule)
+    }
+}
+
+impl From<crate::jit::FusedRule> for Rule {
+    fn from(rule: crate::jit::FusedRule) -> Rule {
+        Rule::Fused(rule)
     }
 }
 
