@@ -105,6 +105,22 @@ fn mlp_fixture_gives_pytorchs_output_and_gradient() {
         .collect();
     assert!(names.contains(&"fc1_weight".to_string()), "{names:?}");
     assert!(model.parameters().iter().all(|p| p.requires_grad()));
+    // Its state dict round-trips through the checkpoint format into a fresh import.
+    let bytes = nn::state_dict_to_bytes(&model.state_dict()).unwrap();
+    let fresh = load_model(fixture("mlp.onnx")).unwrap();
+    for p in fresh.parameters() {
+        let _guard = rustgrad::autograd::no_grad();
+        p.mul_(&Variable::from_tensor(Tensor::scalar(0.0, DType::F32)))
+            .unwrap();
+    }
+    fresh
+        .load_state_dict(&nn::load_state_dict_bytes(&bytes).unwrap(), true)
+        .unwrap();
+    let x = Variable::from_tensor(read_npz(&fixture("mlp_io.npz"))["input"].clone());
+    assert_eq!(
+        fresh.forward(&x).unwrap().to_vec::<f32>(),
+        model.forward(&x).unwrap().to_vec::<f32>()
+    );
 }
 
 #[test]
@@ -304,11 +320,17 @@ fn mutated_fixtures_are_errors_never_panics_or_hangs() {
     let start = Instant::now();
     let mut cases = 0;
     let mut loaded = 0;
+    // RUSTGRAD_ONNX_FUZZ_SCALE=N runs N times the cases, every model's forward included
+    // (a longer search by hand, in an optimised build).
+    let scale: usize = std::env::var("RUSTGRAD_ONNX_FUZZ_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
     for (k, file) in files.iter().enumerate() {
         // The small models also run on their input after a successful load; the larger
         // ones are only loaded (their forward passes would dominate the time).
-        let run = k < 2;
-        let count = if k < 3 { 1500 } else { 400 };
+        let run = k < 2 || scale > 1;
+        let count = scale * if k < 3 { 1500 } else { 400 };
         for case in 0..count {
             let bytes = mutate(&mut rng, file, &files);
             let t0 = Instant::now();
@@ -340,7 +362,7 @@ fn mutated_fixtures_are_errors_never_panics_or_hangs() {
     // Some mutations keep a valid file (a flipped weight bit) and many do not.
     assert!(loaded > 100 && loaded < cases, "{loaded} of {cases} loaded");
     assert!(
-        start.elapsed() < Duration::from_secs(120),
+        start.elapsed() < Duration::from_secs(120 * scale as u64),
         "{:?}",
         start.elapsed()
     );
