@@ -1335,3 +1335,19 @@ fn comparison_selection_and_index_ops_follow_the_onnx_definitions() {
         .to_string();
     assert!(err.contains("condition of shape"), "{err}");
 }
+
+#[test]
+fn integer_division_by_zero_or_overflow_is_not_a_panic() {
+    // ONNX's integer Div truncates; a zero divisor is PyTorch's ZeroDivisionError and
+    // i64::MIN / -1 wraps (PyTorch's CPU kernel dies of SIGFPE there).
+    let a = ints_init("a", &[7, i64::MIN, -7]);
+    let div = |divisor: &[i64]| {
+        let b = ints_init("b", divisor);
+        run_one("Div", &[a.clone(), b], &["a", "b"], &[]).map(|y| y.to_vec::<i64>())
+    };
+    assert_eq!(div(&[2, -1, 2]).unwrap(), [3, i64::MIN, -3]);
+    for divisor in [[2, -1, 0], [0, 0, 0]] {
+        let err = div(&divisor).unwrap_err().to_string();
+        assert!(err.contains("ZeroDivisionError"), "{err}");
+    }
+}
