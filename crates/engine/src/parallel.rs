@@ -21,6 +21,9 @@ pub const MAX_THREADS: usize = 1024;
 struct PoolState {
     threads: usize,
     pool: Option<Arc<ThreadPool>>,
+    /// The thread that built `pool` and is its worker 0 (Note [The calling thread
+    /// works]), if it could be made one.
+    driver: Option<std::thread::ThreadId>,
     /// Process that built `pool`: after a fork the child has the pool object but none of
     /// its threads, so it must build a new one rather than wait on dead workers.
     pid: u32,
@@ -46,6 +49,7 @@ fn with_state<R>(f: impl FnOnce(&mut PoolState) -> R) -> R {
     let state = guard.get_or_insert_with(|| PoolState {
         threads: default_threads(),
         pool: None,
+        driver: None,
         pid,
     });
     if state.pid != pid {
@@ -54,6 +58,7 @@ fn with_state<R>(f: impl FnOnce(&mut PoolState) -> R) -> R {
         if let Some(old) = state.pool.take() {
             std::mem::forget(old);
         }
+        state.driver = None;
         state.pid = pid;
     }
     f(state)
@@ -77,23 +82,34 @@ pub fn set_num_threads(threads: usize) -> Result<()> {
         if s.threads == threads {
             return Ok(());
         }
-        let pool = if threads > 1 {
-            Some(build_pool(threads)?)
+        let (pool, driver) = if threads > 1 {
+            let (pool, driver) = build_pool(threads)?;
+            (Some(pool), driver)
         } else {
-            None
+            (None, None)
         };
         s.threads = threads;
         s.pool = pool;
+        s.driver = driver;
         Ok(())
     })
 }
 
-fn build_pool(threads: usize) -> Result<Arc<ThreadPool>> {
-    ThreadPoolBuilder::new()
+/// A pool of `threads` threads, with the calling thread as its worker 0 when it can be
+/// one (it is not a worker of any pool yet, and `RUSTGRAD_POOL_DRIVER` is not `0`), and
+/// that thread's id then. See Note [The calling thread works].
+fn build_pool(threads: usize) -> Result<(Arc<ThreadPool>, Option<std::thread::ThreadId>)> {
+    let adopt = rayon::current_thread_index().is_none()
+        && std::env::var_os("RUSTGRAD_POOL_DRIVER").is_none_or(|v| v != "0");
+    let mut builder = ThreadPoolBuilder::new();
+    if adopt {
+        builder = builder.use_current_thread();
+    }
+    builder
         .num_threads(threads)
         .thread_name(|i| format!("rustgrad-{i}"))
         .build()
-        .map(Arc::new)
+        .map(|pool| (Arc::new(pool), adopt.then(|| std::thread::current().id())))
         .map_err(|e| {
             Error::InvalidArgument(format!(
                 "rustgrad: could not start a pool of {threads} threads: {e}"
@@ -114,7 +130,10 @@ fn pool() -> Option<Arc<ThreadPool>> {
         }
         if s.pool.is_none() {
             match build_pool(s.threads) {
-                Ok(pool) => s.pool = Some(pool),
+                Ok((pool, driver)) => {
+                    s.pool = Some(pool);
+                    s.driver = driver;
+                }
                 Err(e) => {
                     eprintln!("{e}; running kernels single-threaded");
                     s.threads = 1;
@@ -126,13 +145,18 @@ fn pool() -> Option<Arc<ThreadPool>> {
 }
 
 /// The engine's pool for the backward scheduler to spawn node tasks on, or `None` when
-/// only one thread is allowed or the caller already runs on a rayon pool thread (a
-/// task there must not block waiting on the pool). See Note [Parallel backward].
+/// only one thread is allowed or the caller is one of the pool's spawned workers (a
+/// task there must not block waiting on the pool; the worker 0 that drives the pool
+/// may). See Note [Parallel backward].
 pub(crate) fn backward_pool() -> Option<Arc<ThreadPool>> {
-    if rayon::current_thread_index().is_some() {
-        return None;
+    let pool = pool()?;
+    if pool.current_thread_index().is_none() {
+        return Some(pool);
     }
-    pool()
+    // The pool's worker 0 is the thread that drives it: it may wait for the node tasks
+    // (the other workers take them from its queue).
+    let me = std::thread::current().id();
+    with_state(|s| s.driver == Some(me)).then_some(pool)
 }
 
 /// Calls `f(i, chunk)` for every `chunk_len`-element chunk of `data` (the last may be
