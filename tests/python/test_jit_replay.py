@@ -234,6 +234,7 @@ def _mixed_chain(x, w):
         y = y - w / 3.0
         y = (-y).exp() / (w + 2.0)
         y = y.tanh() * y + x * w * 0.25
+        y = 1.0 - y
     return y
 
 

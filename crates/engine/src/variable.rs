@@ -855,7 +855,7 @@ impl Variable {
 
     /// Backpropagates from this scalar (gradient 1), accumulating into the leaves' `.grad`.
     pub fn backward(&self) -> Result<()> {
-        engine::backward(std::slice::from_ref(self), &[None], false, false)
+        self.backward_with(None, false, false)
     }
 
     /// Backpropagates with an explicit `gradient` (needed for non-scalars).
@@ -910,6 +910,8 @@ impl Variable {
         create_graph: bool,
         allow_unused: bool,
     ) -> Result<Vec<Option<Variable>>> {
+        crate::jit::unsupported("autograd.grad");
+        let _inside = crate::jit::Scope::enter();
         if outputs.len() != grad_outputs.len() && !grad_outputs.is_empty() {
             return Err(Error::InvalidArgument(format!(
                 "grad requires one grad_output per output: got {} tensors and {} gradients",
@@ -939,6 +941,8 @@ impl Variable {
         create_graph: bool,
     ) -> Result<()> {
         crate::jit::unsupported("backward(inputs=...)");
+        // Its rules' ops are not nodes of a capture (Note [Capture and replay]).
+        let _inside = crate::jit::Scope::enter();
         engine::backward_inputs(outputs, grad_outputs, inputs, retain_graph, create_graph)
     }
 

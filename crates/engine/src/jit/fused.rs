@@ -272,7 +272,8 @@ pub(crate) struct FusedRule(Arc<Saved>);
 fn kind_of(op: &Op) -> Option<Kind> {
     Some(match op {
         Op::Binary(BinaryOp::Add) => Kind::Add,
-        Op::Binary(BinaryOp::Sub) => Kind::Sub,
+        // `rsub(self, other)` is `other - self` with Sub's rule (inputs swapped).
+        Op::Binary(BinaryOp::Sub) | Op::Rsub => Kind::Sub,
         Op::Binary(BinaryOp::Mul) => Kind::Mul,
         Op::Binary(BinaryOp::Div) => Kind::Div,
         Op::Unary(UnaryOp::Neg, UnaryRule::Neg, _) => Kind::Neg,
@@ -634,8 +635,12 @@ fn build(run: Vec<Node>, meta: &[ValueMeta]) -> Node {
     };
     for n in &run {
         let kind = kind_of(&n.op).unwrap_or(Kind::Neg);
-        let a = operand(n.inputs[0], &made);
-        let b = n.inputs.get(1).map(|&v| operand(v, &made));
+        let (first, second) = match n.op {
+            Op::Rsub => (n.inputs[1], n.inputs.first().copied()),
+            _ => (n.inputs[0], n.inputs.get(1).copied()),
+        };
+        let a = operand(first, &made);
+        let b = second.map(|v| operand(v, &made));
         steps.push(Step { kind, a, b });
         made.push(n.outputs[0]);
     }

@@ -48,6 +48,8 @@ impl Padding {
 pub(crate) enum Op {
     /// `a op b` with broadcasting (`add`, `sub`, `mul`, `div`, `pow`).
     Binary(BinaryOp),
+    /// `other - self` (`rsub`: `number - tensor`), inputs `[self, other]`.
+    Rsub,
     /// A [`MathBinaryOp`] of two tensors.
     MathBinary(MathBinaryOp),
     /// A unary op of `unary.rs` with its rule and what it saves.
@@ -159,6 +161,7 @@ impl Op {
             Op::Binary(BinaryOp::Mul) => "mul",
             Op::Binary(BinaryOp::Div) => "div",
             Op::Binary(BinaryOp::Pow) => "pow",
+            Op::Rsub => "rsub",
             Op::MathBinary(_) => "math_binary",
             Op::Unary(_, r, _) => r.name(),
             Op::Math(_) => "math",
@@ -220,6 +223,7 @@ impl Op {
         };
         match self {
             Op::Binary(op) => one(arg(0)?.binary(arg(1)?, *op)?),
+            Op::Rsub => one(arg(0)?.rsub(arg(1)?)?),
             Op::MathBinary(op) => one(arg(0)?.math_binary(arg(1)?, *op)?),
             Op::Unary(op, rule, save) => one(arg(0)?.unary(*op, rule.clone(), *save)?),
             Op::Math(op) => one(arg(0)?.math(*op)?),

@@ -938,11 +938,17 @@ impl Variable {
 
     /// `other - self`, recorded as RsubBackward1 (used for `scalar - tensor`).
     pub fn rsub(&self, other: &Variable) -> Result<Variable> {
-        let result = other.tensor().binary(&self.tensor(), BinaryOp::Sub)?;
-        Ok(Variable::record(result, &[other, self], |_, out| {
-            let (a, b) = InputShape::pair(other, self, out);
-            (Rule::Rsub { a, b }, smallvec![])
-        }))
+        crate::jit::op(
+            || crate::jit::Op::Rsub,
+            &[self, other],
+            || {
+                let result = other.tensor().binary(&self.tensor(), BinaryOp::Sub)?;
+                Ok(Variable::record(result, &[other, self], |_, out| {
+                    let (a, b) = InputShape::pair(other, self, out);
+                    (Rule::Rsub { a, b }, smallvec![])
+                }))
+            },
+        )
     }
 
     /// Elementwise comparison; the bool result never requires grad.
