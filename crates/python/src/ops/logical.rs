@@ -4,12 +4,10 @@
 
 use crate::convert::extract_scalar;
 use crate::errors::IntoPyResult;
-use crate::tensor::binary;
 use crate::tensor::mark_python_site;
 use crate::tensor::maybe_detach;
 use crate::tensor::new_tensor;
 use crate::tensor::operand_var;
-use crate::tensor::reflected;
 use crate::tensor::written;
 use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
@@ -38,12 +36,12 @@ fn logical_name(op: LogicalOp) -> &'static str {
 }
 
 impl PyTensor {
-    fn class(&self, py: Python<'_>, class: FloatClass) -> PyResult<Py<PyTensor>> {
+    pub(super) fn class(&self, py: Python<'_>, class: FloatClass) -> PyResult<Py<PyTensor>> {
         let v = &self.var;
         new_tensor(py, maybe_detach(py, v.numel(), || v.is_class(class)).py()?)
     }
 
-    fn logical_op(
+    pub(super) fn logical_op(
         &self,
         py: Python<'_>,
         other: &Bound<'_, PyAny>,
@@ -54,7 +52,7 @@ impl PyTensor {
         new_tensor(py, out.py()?)
     }
 
-    fn logical_op_in_place<'py>(
+    pub(super) fn logical_op_in_place<'py>(
         slf: Bound<'py, Self>,
         other: &Bound<'py, PyAny>,
         op: LogicalOp,
@@ -63,7 +61,7 @@ impl PyTensor {
         written(slf, |_, v| v.logical_(&b, op).py())
     }
 
-    fn bitwise_op(
+    pub(super) fn bitwise_op(
         &self,
         py: Python<'_>,
         other: &Bound<'_, PyAny>,
@@ -74,7 +72,7 @@ impl PyTensor {
         new_tensor(py, out.py()?)
     }
 
-    fn bitwise_op_in_place<'py>(
+    pub(super) fn bitwise_op_in_place<'py>(
         slf: Bound<'py, Self>,
         other: &Bound<'py, PyAny>,
         op: LogicalOp,
@@ -89,31 +87,6 @@ impl PyTensor {
 
 #[pymethods]
 impl PyTensor {
-    /// True where the element is NaN.
-    fn isnan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.class(py, FloatClass::Nan)
-    }
-
-    /// True where the element is +inf or -inf.
-    fn isinf(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.class(py, FloatClass::Inf)
-    }
-
-    /// True where the element is neither NaN nor infinite.
-    fn isfinite(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.class(py, FloatClass::Finite)
-    }
-
-    /// True where the element is +inf.
-    fn isposinf(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.class(py, FloatClass::PosInf)
-    }
-
-    /// True where the element is -inf.
-    fn isneginf(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        self.class(py, FloatClass::NegInf)
-    }
-
     /// True where the sign bit is set (negative numbers, -0.0).
     fn signbit(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         let v = &self.var;
@@ -145,65 +118,14 @@ impl PyTensor {
         written(slf, |_, v| v.nan_to_num_(nan, posinf, neginf).py())
     }
 
-    /// Elementwise logical and (bool result).
-    fn logical_and(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.logical_op(py, other, LogicalOp::And)
-    }
-
-    /// Elementwise logical or (bool result).
-    fn logical_or(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.logical_op(py, other, LogicalOp::Or)
-    }
-
-    /// Elementwise logical exclusive or (bool result).
-    fn logical_xor(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.logical_op(py, other, LogicalOp::Xor)
-    }
-
     /// Elementwise logical not (bool result).
     fn logical_not(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         let v = &self.var;
         new_tensor(py, maybe_detach(py, v.numel(), || v.logical_not()).py()?)
     }
 
-    fn logical_and_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::logical_op_in_place(slf, other, LogicalOp::And)
-    }
-
-    fn logical_or_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::logical_op_in_place(slf, other, LogicalOp::Or)
-    }
-
-    fn logical_xor_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::logical_op_in_place(slf, other, LogicalOp::Xor)
-    }
-
     fn logical_not_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
         written(slf, |_, v| v.logical_not_().py())
-    }
-
-    /// Elementwise bitwise and of bool or int64 tensors (and numbers).
-    fn bitwise_and(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.bitwise_op(py, other, LogicalOp::And)
-    }
-
-    /// Elementwise bitwise or.
-    fn bitwise_or(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.bitwise_op(py, other, LogicalOp::Or)
-    }
-
-    /// Elementwise bitwise exclusive or.
-    fn bitwise_xor(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        self.bitwise_op(py, other, LogicalOp::Xor)
     }
 
     /// Elementwise bitwise not (`~`).
@@ -212,65 +134,8 @@ impl PyTensor {
         new_tensor(py, maybe_detach(py, v.numel(), || v.bitwise_not()).py()?)
     }
 
-    fn bitwise_and_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::bitwise_op_in_place(slf, other, LogicalOp::And)
-    }
-
-    fn bitwise_or_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::bitwise_op_in_place(slf, other, LogicalOp::Or)
-    }
-
-    fn bitwise_xor_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::bitwise_op_in_place(slf, other, LogicalOp::Xor)
-    }
-
     fn bitwise_not_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
         written(slf, |_, v| v.bitwise_not_().py())
-    }
-
-    fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::And))
-    }
-
-    fn __rand__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        reflected(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::And))
-    }
-
-    fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::Or))
-    }
-
-    fn __ror__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        reflected(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::Or))
-    }
-
-    fn __xor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::Xor))
-    }
-
-    fn __rxor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        reflected(py, &self.var, other, |a, b| a.bitwise(b, LogicalOp::Xor))
-    }
-
-    fn __iand__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
-        Self::bitwise_op_in_place(slf, other, LogicalOp::And).map(|_| ())
-    }
-
-    fn __ior__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
-        Self::bitwise_op_in_place(slf, other, LogicalOp::Or).map(|_| ())
-    }
-
-    fn __ixor__<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
-        Self::bitwise_op_in_place(slf, other, LogicalOp::Xor).map(|_| ())
     }
 
     /// `~self`: bitwise not of a bool or int64 tensor (PyTorch's TypeError otherwise).
@@ -287,7 +152,7 @@ impl PyTensor {
 impl PyTensor {
     /// An in-place comparison (`eq_`, `lt_`, ...): `self` becomes 1 where it holds and 0
     /// elsewhere, in its own dtype; `other` is a number or a tensor that broadcasts.
-    fn compare_in_place<'py>(
+    pub(super) fn compare_in_place<'py>(
         slf: Bound<'py, Self>,
         other: &Bound<'py, PyAny>,
         op: CmpOp,
@@ -305,32 +170,5 @@ impl PyTensor {
             },
         }
         })
-    }
-}
-
-#[pymethods]
-impl PyTensor {
-    fn eq_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::compare_in_place(slf, other, CmpOp::Eq, "eq_")
-    }
-
-    fn ne_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::compare_in_place(slf, other, CmpOp::Ne, "ne_")
-    }
-
-    fn lt_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::compare_in_place(slf, other, CmpOp::Lt, "lt_")
-    }
-
-    fn le_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::compare_in_place(slf, other, CmpOp::Le, "le_")
-    }
-
-    fn gt_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::compare_in_place(slf, other, CmpOp::Gt, "gt_")
-    }
-
-    fn ge_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        Self::compare_in_place(slf, other, CmpOp::Ge, "ge_")
     }
 }

@@ -17,9 +17,13 @@ use crate::tensor::{binary, compare_method, new_tensor, reflected, scaled_operan
 use crate::PyTensor;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use rustgrad::kernels::logical::{FloatClass, LogicalOp};
 use rustgrad::kernels::math::{MathBinaryOp, MathOp};
 use rustgrad::tensor::CmpOp;
 use rustgrad::Variable;
+
+/// An object argument, as the index helpers take it (keeps the table's entries short).
+type Obj<'py> = &'py Bound<'py, PyAny>;
 
 /// One row of the registry: what `_op_registry()` reports for a method.
 #[derive(Debug, Clone, Copy)]
@@ -381,6 +385,74 @@ macro_rules! shell {
             }
         }
     };
+
+    // ---- logical: predicates `()` over the float classes ----------------------------
+    (float_class $name:ident [] [$($doc:literal)*] { $class:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+                self.class(py, FloatClass::$class)
+            }
+        }
+    };
+    // `(other)` of a `LogicalOp`, logical (tensors only) or bitwise (numbers too), with
+    // its in-place form.
+    (logical $name:ident [$in_place:ident] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+                self.logical_op(py, other, LogicalOp::$op)
+            }
+
+            fn $in_place<'py>(
+                slf: Bound<'py, Self>,
+                other: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, Self>> {
+                Self::logical_op_in_place(slf, other, LogicalOp::$op)
+            }
+        }
+    };
+    (bitwise $name:ident [$in_place:ident] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+                self.bitwise_op(py, other, LogicalOp::$op)
+            }
+
+            fn $in_place<'py>(
+                slf: Bound<'py, Self>,
+                other: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, Self>> {
+                Self::bitwise_op_in_place(slf, other, LogicalOp::$op)
+            }
+        }
+    };
+    // `&=`, `|=`, `^=`.
+    (bitwise_assign $name:ident [] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
+                Self::bitwise_op_in_place(slf, other, LogicalOp::$op).map(|_| ())
+            }
+        }
+    };
+    // `eq_`, `lt_`, ...: `self` becomes 1 where the comparison holds, 0 elsewhere.
+    (compare_ $name:ident [] [$($doc:literal)*] { $op:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name<'py>(
+                slf: Bound<'py, Self>,
+                other: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, Self>> {
+                Self::compare_in_place(slf, other, CmpOp::$op, stringify!($name))
+            }
+        }
+    };
 }
 
 /// The registry table: writes every entry's method(s) through [`shell!`] and the
@@ -536,30 +608,26 @@ op_table! {
         scatter / scatter_: index_pair {
             signature = (dim, index, src = None, value = None, *, reduce = None);
             scatter_any(
-                dim: &Bound<'_, PyAny>,
-                index: &Bound<'_, PyAny>,
-                src: Option<&Bound<'_, PyAny>>,
-                value: Option<&Bound<'_, PyAny>>,
+                dim: Obj<'_>,
+                index: Obj<'_>,
+                src: Option<Obj<'_>>,
+                value: Option<Obj<'_>>,
                 reduce: Option<&str>,
             )
         } onnx "ScatterElements";
         /// A copy with `src` added at `index` along `dim`.
         scatter_add / scatter_add_: index_pair {
             signature = (dim, index, src);
-            scatter_add_any(
-                dim: &Bound<'_, PyAny>,
-                index: &Bound<'_, PyAny>,
-                src: &Bound<'_, PyAny>,
-            )
+            scatter_add_any(dim: Obj<'_>, index: Obj<'_>, src: Obj<'_>)
         } onnx "ScatterElements";
         /// A copy with `src` reduced into it at `index` along `dim` (`reduce`: `sum`,
         /// `prod`, `mean`, `amax` or `amin`).
         scatter_reduce / scatter_reduce_: index_pair {
             signature = (dim, index, src, reduce, *, include_self = true);
             scatter_reduce_any(
-                dim: &Bound<'_, PyAny>,
-                index: &Bound<'_, PyAny>,
-                src: &Bound<'_, PyAny>,
+                dim: Obj<'_>,
+                index: Obj<'_>,
+                src: Obj<'_>,
                 reduce: &str,
                 include_self: bool,
             )
@@ -568,39 +636,31 @@ op_table! {
         index_add / index_add_: index_pair {
             signature = (dim, index, source, *, alpha = None);
             index_add_any(
-                dim: &Bound<'_, PyAny>,
-                index: &Bound<'_, PyAny>,
+                dim: Obj<'_>,
+                index: Obj<'_>,
                 source: &Bound<'_, PyTensor>,
-                alpha: Option<&Bound<'_, PyAny>>,
+                alpha: Option<Obj<'_>>,
             )
         };
         /// A copy with `value` at `index` along `dim`.
         index_fill / index_fill_: index_pair {
             signature = (dim, index, value);
-            index_fill_any(
-                dim: &Bound<'_, PyAny>,
-                index: &Bound<'_, PyAny>,
-                value: &Bound<'_, PyAny>,
-            )
+            index_fill_any(dim: Obj<'_>, index: Obj<'_>, value: Obj<'_>)
         };
         /// A copy with `value` where the bool `mask` is true.
         masked_fill / masked_fill_: index_pair {
             signature = (mask, value);
-            masked_fill_any(mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>)
+            masked_fill_any(mask: Obj<'_>, value: Obj<'_>)
         };
         /// A copy with the slices of `source` copied at `index` along `dim`.
         index_copy / index_copy_: index_pair {
             signature = (dim, index, source);
-            index_copy_any(
-                dim: &Bound<'_, PyAny>,
-                index: &Bound<'_, PyAny>,
-                source: &Bound<'_, PyAny>,
-            )
+            index_copy_any(dim: Obj<'_>, index: Obj<'_>, source: Obj<'_>)
         };
         /// A copy with the elements where `mask` is true taken from `source` in order.
         masked_scatter / masked_scatter_: index_pair {
             signature = (mask, source);
-            masked_scatter_any(mask: &Bound<'_, PyAny>, source: &Bound<'_, PyAny>)
+            masked_scatter_any(mask: Obj<'_>, source: Obj<'_>)
         };
         put: manual {};
         put_: manual {};
@@ -656,46 +716,51 @@ op_table! {
         _einsum: manual {} onnx "Einsum";
     }
     logical {
-        isnan: manual {};
-        isinf: manual {};
-        isfinite: manual {};
-        isposinf: manual {};
-        isneginf: manual {};
+        /// True where the element is NaN.
+        isnan: float_class { Nan } onnx "IsNaN";
+        /// True where the element is +inf or -inf.
+        isinf: float_class { Inf } onnx "IsInf";
+        /// True where the element is neither NaN nor infinite.
+        isfinite: float_class { Finite };
+        /// True where the element is +inf.
+        isposinf: float_class { PosInf };
+        /// True where the element is -inf.
+        isneginf: float_class { NegInf };
         signbit: manual {};
         nan_to_num: manual {};
         nan_to_num_: manual {};
-        logical_and: manual {};
-        logical_or: manual {};
-        logical_xor: manual {};
-        logical_not: manual {};
-        logical_and_: manual {};
-        logical_or_: manual {};
-        logical_xor_: manual {};
+        /// Elementwise logical and (bool result).
+        logical_and / logical_and_: logical { And } onnx "And";
+        /// Elementwise logical or (bool result).
+        logical_or / logical_or_: logical { Or } onnx "Or";
+        /// Elementwise logical exclusive or (bool result).
+        logical_xor / logical_xor_: logical { Xor } onnx "Xor";
+        logical_not: manual {} onnx "Not";
         logical_not_: manual {};
-        bitwise_and: manual {};
-        bitwise_or: manual {};
-        bitwise_xor: manual {};
-        bitwise_not: manual {};
-        bitwise_and_: manual {};
-        bitwise_or_: manual {};
-        bitwise_xor_: manual {};
+        /// Elementwise bitwise and of bool or int64 tensors (and numbers).
+        bitwise_and / bitwise_and_: bitwise { And } onnx "BitwiseAnd";
+        /// Elementwise bitwise or.
+        bitwise_or / bitwise_or_: bitwise { Or } onnx "BitwiseOr";
+        /// Elementwise bitwise exclusive or.
+        bitwise_xor / bitwise_xor_: bitwise { Xor } onnx "BitwiseXor";
+        bitwise_not: manual {} onnx "BitwiseNot";
         bitwise_not_: manual {};
-        __and__: manual {};
-        __rand__: manual {};
-        __or__: manual {};
-        __ror__: manual {};
-        __xor__: manual {};
-        __rxor__: manual {};
-        __iand__: manual {};
-        __ior__: manual {};
-        __ixor__: manual {};
+        __and__: operator { binary; |a, b| a.bitwise(b, LogicalOp::And) };
+        __rand__: operator { reflected; |a, b| a.bitwise(b, LogicalOp::And) };
+        __or__: operator { binary; |a, b| a.bitwise(b, LogicalOp::Or) };
+        __ror__: operator { reflected; |a, b| a.bitwise(b, LogicalOp::Or) };
+        __xor__: operator { binary; |a, b| a.bitwise(b, LogicalOp::Xor) };
+        __rxor__: operator { reflected; |a, b| a.bitwise(b, LogicalOp::Xor) };
+        __iand__: bitwise_assign { And };
+        __ior__: bitwise_assign { Or };
+        __ixor__: bitwise_assign { Xor };
         __invert__: manual {};
-        eq_: manual {};
-        ne_: manual {};
-        lt_: manual {};
-        le_: manual {};
-        gt_: manual {};
-        ge_: manual {};
+        eq_: compare_ { Eq };
+        ne_: compare_ { Ne };
+        lt_: compare_ { Lt };
+        le_: compare_ { Le };
+        gt_: compare_ { Gt };
+        ge_: compare_ { Ge };
     }
     reduce {
         /// Sum of all elements, or over `dim` (int or tuple), keeping dims if `keepdim`.
