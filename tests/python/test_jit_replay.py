@@ -257,3 +257,21 @@ def test_fused_elementwise_chain_matches_eager_bitwise(numel, dtype):
         assert traced(x, w).item() == step(xe, we).item()
         assert bool((x.grad == xe.grad).all())
         assert bool((w.grad == we.grad).all())
+
+
+def test_dropout_replays_with_the_eager_random_stream():
+    def step(x):
+        return F.dropout(x, 0.5, training=True) * 2.0
+
+    x = torch.ones(64)
+    torch.manual_seed(5)
+    traced = torch.jit.trace(step, (x,))
+    replayed = [traced(x) for _ in range(3)]
+    torch.manual_seed(5)
+    eager = [step(x) for _ in range(4)][1:]
+    assert all(bool((a == b).all()) for a, b in zip(replayed, eager))
+
+
+def test_random_factory_in_captured_function_is_refused():
+    with pytest.raises(RuntimeError, match="random sampling"):
+        torch.jit.trace(lambda x: x + torch.randn(3), (torch.zeros(3),))

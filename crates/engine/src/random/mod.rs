@@ -183,6 +183,11 @@ impl Generator {
     }
 
     fn lock(&self) -> MutexGuard<'_, GeneratorState> {
+        // A capture replays ops, not draws: random numbers drawn outside a recorded op
+        // (dropout is one) would be constants of the replay (Note [Capture and replay]).
+        crate::jit::unsupported(
+            "random sampling (rand, randn, normal_, ...) in the captured function",
+        );
         // The state is valid after any panic (every update is a plain assignment).
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
