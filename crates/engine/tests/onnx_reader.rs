@@ -1351,3 +1351,156 @@ fn integer_division_by_zero_or_overflow_is_not_a_panic() {
         assert!(err.contains("ZeroDivisionError"), "{err}");
     }
 }
+
+/// A FLOAT attribute.
+fn attr_float(name: &str, v: f32) -> Vec<u8> {
+    let mut f = pb::bytes(1, name.as_bytes());
+    f.extend(pb::int(20, 1));
+    f.push((2 << 3) | 5);
+    f.extend(v.to_le_bytes());
+    f
+}
+
+/// A STRING attribute.
+fn attr_string(name: &str, v: &str) -> Vec<u8> {
+    pb::cat(&[
+        pb::bytes(1, name.as_bytes()),
+        pb::int(20, 3),
+        pb::bytes(4, v.as_bytes()),
+    ])
+}
+
+#[test]
+fn random_graphs_of_every_op_are_errors_never_panics() {
+    // Random wiring of the supported ops over float, int64 and bool values, with random
+    // attributes: reaches each op with the wrong dtypes, ranks and sizes.
+    let ops = onnx::supported_ops();
+    const SMALL: [i64; 10] = [-3, -2, -1, 0, 1, 1, 2, 2, 3, 5];
+    let int_attrs = [
+        "axis",
+        "group",
+        "keepdims",
+        "to",
+        "upper",
+        "start",
+        "end",
+        "transA",
+        "transB",
+        "hidden_size",
+        "ceil_mode",
+        "count_include_pad",
+        "allowzero",
+        "batch_dims",
+        "layout",
+        "noop_with_empty_axes",
+        "linear_before_reset",
+        "value_int",
+    ];
+    let ints_attrs = [
+        "axes",
+        "perm",
+        "kernel_shape",
+        "strides",
+        "pads",
+        "dilations",
+        "value_ints",
+    ];
+    let float_attrs = ["alpha", "beta", "epsilon", "value_float"];
+    let string_attrs = [
+        (
+            "direction",
+            ["forward", "reverse", "bidirectional", "sideways"],
+        ),
+        ("auto_pad", ["NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"]),
+    ];
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut rng = Rng(11);
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    let start = Instant::now();
+    let scale: usize = std::env::var("RUSTGRAD_ONNX_FUZZ_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    for case in 0..3000 * scale {
+        let x_dims: Vec<i64> = (0..rng.below(5)).map(|_| 1 + rng.below(4) as i64).collect();
+        let s_values: Vec<i64> = (0..1 + rng.below(4))
+            .map(|_| SMALL[rng.below(10)])
+            .collect();
+        let inits = vec![
+            f32_init("f", &x_dims),
+            ints_init("s", &s_values),
+            bool_init("b", &[true, false, true]),
+            f32_init("v", &[3]),
+        ];
+        let mut values: Vec<String> = ["f", "s", "b", "v"].map(String::from).to_vec();
+        let mut nodes = Vec::new();
+        for k in 0..1 + rng.below(3) {
+            let op = ops[rng.below(ops.len())];
+            let inputs: Vec<&str> = (0..rng.below(5))
+                .map(|_| values[rng.below(values.len())].as_str())
+                .collect();
+            let mut attrs = Vec::new();
+            for _ in 0..rng.below(4) {
+                attrs.push(match rng.below(4) {
+                    0 => pb::attr_int(int_attrs[rng.below(int_attrs.len())], SMALL[rng.below(10)]),
+                    1 => {
+                        let v: Vec<i64> = (0..rng.below(5)).map(|_| SMALL[rng.below(10)]).collect();
+                        attr_ints(ints_attrs[rng.below(ints_attrs.len())], &v)
+                    }
+                    2 => attr_float(
+                        float_attrs[rng.below(float_attrs.len())],
+                        SMALL[rng.below(10)] as f32 * 0.5,
+                    ),
+                    _ => {
+                        let (name, options) = string_attrs[rng.below(2)];
+                        attr_string(name, options[rng.below(4)])
+                    }
+                });
+            }
+            let outputs = [format!("o{k}a"), format!("o{k}b")];
+            let out_refs: Vec<&str> = outputs[..1 + rng.below(2)]
+                .iter()
+                .map(String::as_str)
+                .collect();
+            nodes.push(pb::node(op, &inputs, &out_refs, &attrs));
+            values.extend(out_refs.iter().map(|o| o.to_string()));
+        }
+        let last = values.last().unwrap().clone();
+        let bytes = pb::model(&pb::graph(&nodes, &inits, &[], &[last.as_str()]));
+        let t0 = Instant::now();
+        let outcome =
+            std::panic::catch_unwind(|| load_model_bytes(&bytes).and_then(|m| m.run(&[])));
+        match outcome {
+            Err(_) => failures.push(case),
+            Ok(Ok(_)) => ran += 1,
+            Ok(Err(_)) => {}
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "case {case} took {:?}",
+            t0.elapsed()
+        );
+        if failures.len() == 1 && failures[0] == case {
+            std::fs::write(
+                std::env::temp_dir().join("onnx_random_graph_failure.onnx"),
+                &bytes,
+            )
+            .ok();
+        }
+    }
+    std::panic::set_hook(hook);
+    assert!(
+        failures.is_empty(),
+        "{} panics, first cases {:?}",
+        failures.len(),
+        &failures[..failures.len().min(10)]
+    );
+    assert!(ran > 100, "only {ran} graphs ran");
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        start.elapsed()
+    );
+}

@@ -159,12 +159,14 @@ fn ints(v: &Variable) -> Result<Vec<i64>> {
 }
 
 /// `a` normalised into `[0, rank)`, or an error naming the node.
+/// (ONNX's `[-rank, rank - 1]`: a 0-d tensor has no axis, as in the operator
+/// definitions; the callers index the shape with the result.)
 fn axis(n: &OnnxNode, a: i64, rank: usize) -> Result<i64> {
     let r = rank as i64;
-    if a < -r || a >= r.max(1) {
+    if a < -r || a >= r {
         return Err(bad(n, format!("axis {a} out of range for rank {rank}")));
     }
-    Ok(if r == 0 { 0 } else { a.rem_euclid(r) })
+    Ok(a.rem_euclid(r))
 }
 
 fn product(dims: &[usize]) -> Option<u64> {
