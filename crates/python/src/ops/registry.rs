@@ -453,6 +453,17 @@ macro_rules! shell {
             }
         }
     };
+
+    // ---- copy: `t.float()` and the like (the tensor itself when it has the dtype) --
+    (convert $name:ident [] [$($doc:literal)*] { $dtype:ident }) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            fn $name(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+                super::copy::convert_dtype(slf, rustgrad::DType::$dtype)
+            }
+        }
+    };
 }
 
 /// The registry table: writes every entry's method(s) through [`shell!`] and the
@@ -582,16 +593,28 @@ op_table! {
         ge: compare { Ge } onnx "GreaterOrEqual";
     }
     copy {
-        float: manual {};
-        double: manual {};
-        long: manual {};
-        int: manual {};
-        short: manual {};
-        char: manual {};
-        byte: manual {};
-        half: manual {};
-        bfloat16: manual {};
-        bool: manual {};
+        /// Converts to float32 (the tensor itself when it is float32 already).
+        float: convert { F32 } onnx "Cast";
+        /// Converts to float64 (the tensor itself when it is float64 already).
+        double: convert { F64 } onnx "Cast";
+        /// Converts to int64 (the tensor itself when it is int64 already).
+        long: convert { I64 } onnx "Cast";
+        /// Converts to int32 (the tensor itself when it is int32 already).
+        int: convert { I32 } onnx "Cast";
+        /// Converts to int16 (the tensor itself when it is int16 already).
+        short: convert { I16 } onnx "Cast";
+        /// Converts to int8 (the tensor itself when it is int8 already).
+        char: convert { I8 } onnx "Cast";
+        /// Converts to uint8 (the tensor itself when it is uint8 already).
+        byte: convert { U8 } onnx "Cast";
+        /// Converts to float16, rounding to nearest even (the tensor itself when it is
+        /// float16 already; differentiable).
+        half: convert { F16 } onnx "Cast";
+        /// Converts to bfloat16, rounding to nearest even (the tensor itself when it is
+        /// bfloat16 already; differentiable).
+        bfloat16: convert { BF16 } onnx "Cast";
+        /// Converts to bool (the tensor itself when it is bool already).
+        bool: convert { Bool } onnx "Cast";
         contiguous: manual {};
         clone: manual {};
     }
