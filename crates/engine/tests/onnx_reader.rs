@@ -330,7 +330,7 @@ fn mutated_fixtures_are_errors_never_panics_or_hangs() {
         // The small models also run on their input after a successful load; the larger
         // ones are only loaded (their forward passes would dominate the time).
         let run = k < 2 || scale > 1;
-        let count = scale * if k < 3 { 1500 } else { 400 };
+        let count = scale * if k < 3 { 1000 } else { 250 };
         for case in 0..count {
             let bytes = mutate(&mut rng, file, &files);
             let t0 = Instant::now();
