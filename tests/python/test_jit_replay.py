@@ -275,3 +275,40 @@ def test_dropout_replays_with_the_eager_random_stream():
 def test_random_factory_in_captured_function_is_refused():
     with pytest.raises(RuntimeError, match="random sampling"):
         torch.jit.trace(lambda x: x + torch.randn(3), (torch.zeros(3),))
+
+
+def test_compile_recaptures_when_a_scheduler_changes_the_learning_rate():
+    data = _mlp_data()[:6]
+
+    def train(captured):
+        torch.manual_seed(0)
+        model = Mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = model.loss(x, y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = torch.compile(step) if captured else step
+        for x, y in data:
+            run(x, y)
+            sched.step()
+        return _params(model)
+
+    assert _bitwise_equal(train(False), train(True))
+    model = Mlp()
+    traced_opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step2(x, y):
+        traced_opt.zero_grad()
+        model.loss(x, y).backward()
+        traced_opt.step()
+
+    traced = torch.jit.trace(step2, data[0])
+    traced_opt.param_groups[0]["lr"] = 0.05
+    with pytest.raises(RuntimeError, match="options changed"):
+        traced(*data[1])

@@ -55,14 +55,56 @@ def _unflatten(spec: Any, tensors: list[Tensor], pos: list[int]) -> Any:
     return kind(_unflatten(s, tensors, pos) for s in items)
 
 
-def _capture(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any, Any]:
-    """Runs ``fn(*args)`` eagerly while capturing: (its result, the graph, output spec).
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Tensor) or isinstance(b, Tensor) or type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _options(group: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in group.items() if k != "params"}
+
+
+class _Groups:
+    """The optimizer param groups a captured step updated, with their options then: a
+    replay is valid only while they are unchanged (a scheduler's new ``lr``)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    def changed(self) -> bool:
+        for group, options in self.seen:
+            now = _options(group)
+            if now.keys() != options.keys():
+                return True
+            if any(not _same(now[k], v) for k, v in options.items()):
+                return True
+        return False
+
+
+def _capture(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any, Any, _Groups]:
+    """Runs ``fn(*args)`` eagerly while capturing: (its result, the graph, output spec,
+    the optimizer groups it stepped).
 
     Raises what ``fn`` raises, and RuntimeError (naming the op) when an op the capture
     does not support made a value the result depends on.
     """
     tensors = [a for a in args if isinstance(a, Tensor)]
+    groups = _Groups()
+    native_step = _rustgrad._optim_step
+
+    def recording_step(kind: str, group: Any, params: Any, states: Any) -> Any:
+        if _rustgrad._jit_is_capturing():
+            groups.seen.append((group, dict(_options(group))))
+        return native_step(kind, group, params, states)
+
     _rustgrad._jit_begin(tensors)
+    _rustgrad._optim_step = recording_step
     try:
         result = fn(*args)
         flat: list[Tensor] = []
@@ -70,11 +112,13 @@ def _capture(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any, A
     except BaseException:
         _rustgrad._jit_abort()
         raise
+    finally:
+        _rustgrad._optim_step = native_step
     try:
         graph = _rustgrad._jit_end(flat)
     except RuntimeError as err:
         raise _CaptureFailed(str(err), result) from None
-    return result, graph, spec
+    return result, graph, spec, groups
 
 
 class _CaptureFailed(RuntimeError):
@@ -88,8 +132,11 @@ class _CaptureFailed(RuntimeError):
 class TracedFunction:
     """A captured function: calling it replays the captured graph."""
 
-    def __init__(self, fn: Callable[..., Any], graph: Any, spec: Any, args: tuple[Any, ...]):
+    def __init__(
+        self, fn: Callable[..., Any], graph: Any, spec: Any, args: tuple[Any, ...], groups: _Groups
+    ):
         self._fn = fn
+        self._groups = groups
         self.graph = graph
         self._spec = spec
         self._tensor_at = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
@@ -112,6 +159,12 @@ class TracedFunction:
                 raise TypeError(
                     f"traced function: argument {i} must be a Tensor, not {type(a).__name__}"
                 )
+        if self._groups.changed():
+            raise RuntimeError(
+                "traced function: an optimizer's options changed since the capture (a "
+                "learning-rate scheduler?); the captured step would use the old ones, so "
+                "trace it again"
+            )
         outs = self.graph.run([args[i] for i in self._tensor_at])
         return _unflatten(self._spec, outs, [0])
 
@@ -143,8 +196,8 @@ def trace(
         args = (example_inputs,)
     else:
         args = tuple(example_inputs)
-    _result, graph, spec = _capture(func, args)
-    return TracedFunction(func, graph, spec, args)
+    _result, graph, spec, groups = _capture(func, args)
+    return TracedFunction(func, graph, spec, args, groups)
 
 
 def _signature(args: tuple[Any, ...]) -> Any:
@@ -187,10 +240,10 @@ class _Compiled:
         entry = self._cache.get(key)
         if entry is _EAGER:
             return self._fn(*args)
-        if entry is not None:
+        if entry is not None and not entry._groups.changed():
             return entry(*args)
         try:
-            result, graph, spec = _capture(self._fn, args)
+            result, graph, spec, groups = _capture(self._fn, args)
         except _CaptureFailed as err:
             # The function ran eagerly during the capture: its result stands.
             warnings.warn(
@@ -201,7 +254,7 @@ class _Compiled:
             )
             self._cache[key] = _EAGER
             return err.result
-        self._cache[key] = TracedFunction(self._fn, graph, spec, args)
+        self._cache[key] = TracedFunction(self._fn, graph, spec, args, groups)
         return result
 
 
