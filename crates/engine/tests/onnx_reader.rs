@@ -1504,3 +1504,24 @@ fn random_graphs_of_every_op_are_errors_never_panics() {
         start.elapsed()
     );
 }
+
+#[test]
+fn a_long_chain_of_nodes_runs_and_backpropagates_without_recursion() {
+    // 30,000 nodes in a line (deeper than a recursive walk survives on a test
+    // thread's 2 MiB stack): the topological sort, the interpreter, backward and the
+    // teardown of the recorded graph are all iterative.
+    let n = 30_000;
+    let names: Vec<String> = (0..=n).map(|i| format!("v{i}")).collect();
+    let nodes: Vec<Vec<u8>> = (0..n)
+        .rev() // stored in reverse: the sort has to reorder every node
+        .map(|i| pb::node("Relu", &[&names[i]], &[&names[i + 1]], &[]))
+        .collect();
+    let w = f32_values("v0", &[2], &[1.5, -1.0]);
+    let bytes = pb::model(&pb::graph(&nodes, &[w], &[], &[&names[n]]));
+    let model = load_model_bytes(&bytes).unwrap();
+    let y = model.run(&[]).unwrap().remove(0);
+    assert_eq!(y.to_vec::<f32>(), [1.5, 0.0]);
+    y.sum().unwrap().backward().unwrap();
+    let w = model.initializer("v0").unwrap();
+    assert_eq!(w.grad().unwrap().to_vec::<f32>(), [1.0, 0.0]);
+}
