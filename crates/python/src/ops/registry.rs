@@ -312,22 +312,23 @@ macro_rules! shell {
         }
     };
 
-    // ---- index: an op and its in-place form, one helper with a final `in_place` ---
-    (index_pair $name:ident [$in_place:ident] [$($doc:literal)*] {
-        signature = $sig:tt; $helper:ident($($arg:ident: $ty:ty),* $(,)?)
+    // ---- an op and its in-place form: one helper of the family file with a final
+    // `in_place` (index, ternary).
+    (pair $name:ident [$in_place:ident] [$($doc:literal)*] {
+        signature = $sig:tt; $family:ident::$helper:ident($($arg:ident: $ty:ty),* $(,)?)
     }) => {
         #[pymethods]
         impl PyTensor {
             $(#[doc = $doc])*
             #[pyo3(signature = $sig)]
             fn $name(slf: &Bound<'_, Self>, $($arg: $ty),*) -> PyResult<Py<PyAny>> {
-                super::index::$helper(slf, $($arg,)* false)
+                super::$family::$helper(slf, $($arg,)* false)
             }
 
             #[doc = concat!("In-place `", stringify!($name), "`.")]
             #[pyo3(signature = $sig)]
             fn $in_place(slf: &Bound<'_, Self>, $($arg: $ty),*) -> PyResult<Py<PyAny>> {
-                super::index::$helper(slf, $($arg,)* true)
+                super::$family::$helper(slf, $($arg,)* true)
             }
         }
     };
@@ -461,6 +462,33 @@ macro_rules! shell {
             $(#[doc = $doc])*
             fn $name(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
                 super::copy::convert_dtype(slf, rustgrad::DType::$dtype)
+            }
+        }
+    };
+
+    // ---- ternary: `clamp` / `clip` and their in-place forms ------------------------
+    (clamp $name:ident [$in_place:ident] [$($doc:literal)*] {}) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            #[pyo3(signature = (min = None, max = None))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                min: Option<&Bound<'_, PyAny>>,
+                max: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Py<PyTensor>> {
+                self.clamp_any(py, min, max)
+            }
+
+            #[doc = concat!("`", stringify!($name), "` in place.")]
+            #[pyo3(signature = (min = None, max = None))]
+            fn $in_place<'py>(
+                slf: Bound<'py, Self>,
+                min: Option<&Bound<'py, PyAny>>,
+                max: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, Self>> {
+                Self::clamp_any_(slf, min, max)
             }
         }
     };
@@ -628,9 +656,9 @@ op_table! {
         index_select: manual {} onnx "Gather";
         gather: manual {} onnx "GatherElements";
         /// A copy with `src` (or `value`) written at `index` along `dim`.
-        scatter / scatter_: index_pair {
+        scatter / scatter_: pair {
             signature = (dim, index, src = None, value = None, *, reduce = None);
-            scatter_any(
+            index::scatter_any(
                 dim: Obj<'_>,
                 index: Obj<'_>,
                 src: Option<Obj<'_>>,
@@ -639,15 +667,15 @@ op_table! {
             )
         } onnx "ScatterElements";
         /// A copy with `src` added at `index` along `dim`.
-        scatter_add / scatter_add_: index_pair {
+        scatter_add / scatter_add_: pair {
             signature = (dim, index, src);
-            scatter_add_any(dim: Obj<'_>, index: Obj<'_>, src: Obj<'_>)
+            index::scatter_add_any(dim: Obj<'_>, index: Obj<'_>, src: Obj<'_>)
         } onnx "ScatterElements";
         /// A copy with `src` reduced into it at `index` along `dim` (`reduce`: `sum`,
         /// `prod`, `mean`, `amax` or `amin`).
-        scatter_reduce / scatter_reduce_: index_pair {
+        scatter_reduce / scatter_reduce_: pair {
             signature = (dim, index, src, reduce, *, include_self = true);
-            scatter_reduce_any(
+            index::scatter_reduce_any(
                 dim: Obj<'_>,
                 index: Obj<'_>,
                 src: Obj<'_>,
@@ -656,9 +684,9 @@ op_table! {
             )
         } onnx "ScatterElements";
         /// A copy with `alpha * source` added at `index` along `dim`.
-        index_add / index_add_: index_pair {
+        index_add / index_add_: pair {
             signature = (dim, index, source, *, alpha = None);
-            index_add_any(
+            index::index_add_any(
                 dim: Obj<'_>,
                 index: Obj<'_>,
                 source: &Bound<'_, PyTensor>,
@@ -666,24 +694,24 @@ op_table! {
             )
         };
         /// A copy with `value` at `index` along `dim`.
-        index_fill / index_fill_: index_pair {
+        index_fill / index_fill_: pair {
             signature = (dim, index, value);
-            index_fill_any(dim: Obj<'_>, index: Obj<'_>, value: Obj<'_>)
+            index::index_fill_any(dim: Obj<'_>, index: Obj<'_>, value: Obj<'_>)
         };
         /// A copy with `value` where the bool `mask` is true.
-        masked_fill / masked_fill_: index_pair {
+        masked_fill / masked_fill_: pair {
             signature = (mask, value);
-            masked_fill_any(mask: Obj<'_>, value: Obj<'_>)
+            index::masked_fill_any(mask: Obj<'_>, value: Obj<'_>)
         };
         /// A copy with the slices of `source` copied at `index` along `dim`.
-        index_copy / index_copy_: index_pair {
+        index_copy / index_copy_: pair {
             signature = (dim, index, source);
-            index_copy_any(dim: Obj<'_>, index: Obj<'_>, source: Obj<'_>)
+            index::index_copy_any(dim: Obj<'_>, index: Obj<'_>, source: Obj<'_>)
         };
         /// A copy with the elements where `mask` is true taken from `source` in order.
-        masked_scatter / masked_scatter_: index_pair {
+        masked_scatter / masked_scatter_: pair {
             signature = (mask, source);
-            masked_scatter_any(mask: Obj<'_>, source: Obj<'_>)
+            index::masked_scatter_any(mask: Obj<'_>, source: Obj<'_>)
         };
         put: manual {};
         put_: manual {};
@@ -916,17 +944,26 @@ op_table! {
         _affine_grid: manual {};
     }
     ternary {
-        clamp: manual {};
-        clip: manual {};
-        clamp_: manual {};
-        clip_: manual {};
-        lerp: manual {};
-        lerp_: manual {};
-        addcmul: manual {};
-        addcmul_: manual {};
-        addcdiv: manual {};
-        addcdiv_: manual {};
-        r#where: manual {};
+        /// Clamps into `[min, max]` (numbers, or tensors that broadcast).
+        clamp / clamp_: clamp {} onnx "Clip";
+        /// Alias of `clamp`.
+        clip / clip_: clamp {} onnx "Clip";
+        /// `self + weight * (end - self)`; `weight` is a number or a tensor.
+        lerp / lerp_: pair {
+            signature = (end, weight);
+            ternary::lerp_any(end: Obj<'_>, weight: Obj<'_>)
+        };
+        /// `self + value * tensor1 * tensor2`.
+        addcmul / addcmul_: pair {
+            signature = (tensor1, tensor2, *, value = None);
+            ternary::addcmul_any(tensor1: Obj<'_>, tensor2: Obj<'_>, value: Option<Obj<'_>>)
+        };
+        /// `self + value * tensor1 / tensor2`.
+        addcdiv / addcdiv_: pair {
+            signature = (tensor1, tensor2, *, value = None);
+            ternary::addcdiv_any(tensor1: Obj<'_>, tensor2: Obj<'_>, value: Option<Obj<'_>>)
+        };
+        r#where: manual {} onnx "Where";
     }
     unary {
         __neg__: direct { neg } onnx "Neg";

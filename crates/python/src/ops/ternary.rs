@@ -103,7 +103,7 @@ fn clamp_bounds(
 
 impl PyTensor {
     /// `clamp` out of place.
-    fn clamp_any(
+    pub(super) fn clamp_any(
         &self,
         py: Python<'_>,
         min: Option<&Bound<'_, PyAny>>,
@@ -120,7 +120,7 @@ impl PyTensor {
     }
 
     /// `clamp_`; returns `self`.
-    fn clamp_any_<'py>(
+    pub(super) fn clamp_any_<'py>(
         slf: Bound<'py, Self>,
         min: Option<&Bound<'py, PyAny>>,
         max: Option<&Bound<'py, PyAny>>,
@@ -133,183 +133,101 @@ impl PyTensor {
         mark_python_site(slf.py(), v);
         Ok(slf)
     }
+}
 
-    /// `lerp` out of place or in place (`self` is returned for the latter).
-    fn lerp_any(
-        slf: &Bound<'_, Self>,
-        end: &Bound<'_, PyAny>,
-        weight: &Bound<'_, PyAny>,
-        in_place: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let op = if in_place { "lerp_" } else { "lerp" };
-        let v = &slf.get().var;
-        let end = tensor_arg(end, op, "end", 1)?;
-        let weight = match extract_scalar(weight)? {
-            Some(w) => Operand::Scalar(w),
-            None => Operand::Tensor(tensor_arg(weight, op, "weight", 2)?),
-        };
-        if in_place {
-            match &weight {
-                Operand::Scalar(w) => v.lerp_scalar_(&end, w.to_f64()).py()?,
-                Operand::Tensor(w) => v.lerp_(&end, w).py()?,
-            }
-            mark_python_site(py, v);
-            return Ok(slf.clone().into_any().unbind());
+/// `lerp` out of place or in place (`self` is returned for the latter).
+pub(super) fn lerp_any(
+    slf: &Bound<'_, PyTensor>,
+    end: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    let op = if in_place { "lerp_" } else { "lerp" };
+    let v = &slf.get().var;
+    let end = tensor_arg(end, op, "end", 1)?;
+    let weight = match extract_scalar(weight)? {
+        Some(w) => Operand::Scalar(w),
+        None => Operand::Tensor(tensor_arg(weight, op, "weight", 2)?),
+    };
+    if in_place {
+        match &weight {
+            Operand::Scalar(w) => v.lerp_scalar_(&end, w.to_f64()).py()?,
+            Operand::Tensor(w) => v.lerp_(&end, w).py()?,
         }
-        let out = maybe_detach(py, v.numel().max(end.numel()), || match &weight {
-            Operand::Scalar(w) => v.lerp_scalar(&end, w.to_f64()),
-            Operand::Tensor(w) => v.lerp(&end, w),
-        });
-        Ok(new_tensor(py, out.py()?)?.into_any())
+        mark_python_site(py, v);
+        return Ok(slf.clone().into_any().unbind());
     }
+    let out = maybe_detach(py, v.numel().max(end.numel()), || match &weight {
+        Operand::Scalar(w) => v.lerp_scalar(&end, w.to_f64()),
+        Operand::Tensor(w) => v.lerp(&end, w),
+    });
+    Ok(new_tensor(py, out.py()?)?.into_any())
+}
 
-    /// `addcmul` / `addcdiv` (`div`), out of place or in place.
-    fn addc_any(
-        slf: &Bound<'_, Self>,
-        tensors: (&Bound<'_, PyAny>, &Bound<'_, PyAny>),
-        value: Option<&Bound<'_, PyAny>>,
-        div: bool,
-        in_place: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let op = match (div, in_place) {
-            (false, false) => "addcmul",
-            (false, true) => "addcmul_",
-            (true, false) => "addcdiv",
-            (true, true) => "addcdiv_",
-        };
-        let v = &slf.get().var;
-        let t1 = tensor_arg(tensors.0, op, "tensor1", 1)?;
-        let t2 = tensor_arg(tensors.1, op, "tensor2", 2)?;
-        let value = value_arg(value, op)?;
-        if in_place {
-            if div {
-                v.addcdiv_(&t1, &t2, value).py()?;
-            } else {
-                v.addcmul_(&t1, &t2, value).py()?;
-            }
-            mark_python_site(py, v);
-            return Ok(slf.clone().into_any().unbind());
+/// `addcmul` / `addcdiv` (`div`), out of place or in place.
+fn addc_any(
+    slf: &Bound<'_, PyTensor>,
+    tensors: (&Bound<'_, PyAny>, &Bound<'_, PyAny>),
+    value: Option<&Bound<'_, PyAny>>,
+    div: bool,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    let op = match (div, in_place) {
+        (false, false) => "addcmul",
+        (false, true) => "addcmul_",
+        (true, false) => "addcdiv",
+        (true, true) => "addcdiv_",
+    };
+    let v = &slf.get().var;
+    let t1 = tensor_arg(tensors.0, op, "tensor1", 1)?;
+    let t2 = tensor_arg(tensors.1, op, "tensor2", 2)?;
+    let value = value_arg(value, op)?;
+    if in_place {
+        if div {
+            v.addcdiv_(&t1, &t2, value).py()?;
+        } else {
+            v.addcmul_(&t1, &t2, value).py()?;
         }
-        let work = v.numel().max(t1.numel()).max(t2.numel());
-        let out = maybe_detach(py, work, || {
-            if div {
-                v.addcdiv(&t1, &t2, value)
-            } else {
-                v.addcmul(&t1, &t2, value)
-            }
-        });
-        Ok(new_tensor(py, out.py()?)?.into_any())
+        mark_python_site(py, v);
+        return Ok(slf.clone().into_any().unbind());
     }
+    let work = v.numel().max(t1.numel()).max(t2.numel());
+    let out = maybe_detach(py, work, || {
+        if div {
+            v.addcdiv(&t1, &t2, value)
+        } else {
+            v.addcmul(&t1, &t2, value)
+        }
+    });
+    Ok(new_tensor(py, out.py()?)?.into_any())
+}
+
+/// `addcmul` / `addcmul_`.
+pub(super) fn addcmul_any(
+    slf: &Bound<'_, PyTensor>,
+    tensor1: &Bound<'_, PyAny>,
+    tensor2: &Bound<'_, PyAny>,
+    value: Option<&Bound<'_, PyAny>>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    addc_any(slf, (tensor1, tensor2), value, false, in_place)
+}
+
+/// `addcdiv` / `addcdiv_`.
+pub(super) fn addcdiv_any(
+    slf: &Bound<'_, PyTensor>,
+    tensor1: &Bound<'_, PyAny>,
+    tensor2: &Bound<'_, PyAny>,
+    value: Option<&Bound<'_, PyAny>>,
+    in_place: bool,
+) -> PyResult<Py<PyAny>> {
+    addc_any(slf, (tensor1, tensor2), value, true, in_place)
 }
 
 #[pymethods]
 impl PyTensor {
-    /// Clamps into `[min, max]` (numbers, or tensors that broadcast).
-    #[pyo3(signature = (min = None, max = None))]
-    fn clamp(
-        &self,
-        py: Python<'_>,
-        min: Option<&Bound<'_, PyAny>>,
-        max: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        self.clamp_any(py, min, max)
-    }
-
-    /// Alias of `clamp`.
-    #[pyo3(signature = (min = None, max = None))]
-    fn clip(
-        &self,
-        py: Python<'_>,
-        min: Option<&Bound<'_, PyAny>>,
-        max: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensor>> {
-        self.clamp_any(py, min, max)
-    }
-
-    /// Clamps in place.
-    #[pyo3(signature = (min = None, max = None))]
-    fn clamp_<'py>(
-        slf: Bound<'py, Self>,
-        min: Option<&Bound<'py, PyAny>>,
-        max: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::clamp_any_(slf, min, max)
-    }
-
-    /// Alias of `clamp_`.
-    #[pyo3(signature = (min = None, max = None))]
-    fn clip_<'py>(
-        slf: Bound<'py, Self>,
-        min: Option<&Bound<'py, PyAny>>,
-        max: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        Self::clamp_any_(slf, min, max)
-    }
-
-    /// `self + weight * (end - self)`; `weight` is a number or a tensor.
-    fn lerp(
-        slf: &Bound<'_, Self>,
-        end: &Bound<'_, PyAny>,
-        weight: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        Self::lerp_any(slf, end, weight, false)
-    }
-
-    /// `lerp` in place.
-    fn lerp_(
-        slf: &Bound<'_, Self>,
-        end: &Bound<'_, PyAny>,
-        weight: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        Self::lerp_any(slf, end, weight, true)
-    }
-
-    /// `self + value * tensor1 * tensor2`.
-    #[pyo3(signature = (tensor1, tensor2, *, value = None))]
-    fn addcmul(
-        slf: &Bound<'_, Self>,
-        tensor1: &Bound<'_, PyAny>,
-        tensor2: &Bound<'_, PyAny>,
-        value: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        Self::addc_any(slf, (tensor1, tensor2), value, false, false)
-    }
-
-    /// `addcmul` in place.
-    #[pyo3(signature = (tensor1, tensor2, *, value = None))]
-    fn addcmul_(
-        slf: &Bound<'_, Self>,
-        tensor1: &Bound<'_, PyAny>,
-        tensor2: &Bound<'_, PyAny>,
-        value: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        Self::addc_any(slf, (tensor1, tensor2), value, false, true)
-    }
-
-    /// `self + value * tensor1 / tensor2`.
-    #[pyo3(signature = (tensor1, tensor2, *, value = None))]
-    fn addcdiv(
-        slf: &Bound<'_, Self>,
-        tensor1: &Bound<'_, PyAny>,
-        tensor2: &Bound<'_, PyAny>,
-        value: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        Self::addc_any(slf, (tensor1, tensor2), value, true, false)
-    }
-
-    /// `addcdiv` in place.
-    #[pyo3(signature = (tensor1, tensor2, *, value = None))]
-    fn addcdiv_(
-        slf: &Bound<'_, Self>,
-        tensor1: &Bound<'_, PyAny>,
-        tensor2: &Bound<'_, PyAny>,
-        value: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        Self::addc_any(slf, (tensor1, tensor2), value, true, true)
-    }
-
     /// `where(condition, self, other)`: `self` where `condition` holds, else `other` (a
     /// tensor or a number, wrapped with PyTorch's promotion).
     #[pyo3(name = "where")]
