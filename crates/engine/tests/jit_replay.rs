@@ -76,7 +76,7 @@ fn check_replay_matches_eager(options: Options) -> Result<()> {
     jit::begin(&[x0.clone(), y0.clone()])?;
     let loss = model.step(x0, y0);
     let graph = match loss {
-        Ok(loss) => jit::end(&[loss.clone()]).map(|g| (g, loss)),
+        Ok(loss) => jit::end(std::slice::from_ref(&loss)).map(|g| (g, loss)),
         Err(e) => {
             jit::abort();
             Err(e)
@@ -131,14 +131,14 @@ fn fused_chain_replays_forward_and_backward_bitwise() -> Result<()> {
     let vals: Vec<f32> = (0..16).map(|i| 0.05 * (i as f32 - 8.0)).collect();
     let x = Variable::from_slice(&vals, &[16])?;
     x.set_requires_grad(true)?;
-    jit::begin(&[x.clone()])?;
+    jit::begin(std::slice::from_ref(&x))?;
     let loss = chain(&x)?;
     loss.backward()?;
     let graph = jit::end(&[loss])?;
     assert_eq!(graph.op_names(), ["fused_elementwise", "sum", "backward"]);
     let x2 = Variable::from_slice(&vals, &[16])?;
     x2.set_requires_grad(true)?;
-    let out = graph.run(&[x2.clone()])?;
+    let out = graph.run(std::slice::from_ref(&x2))?;
     assert_eq!(bits(&out[0]), bits(&chain(&x)?));
     let (g, g2) = (x.grad().map(|g| bits(&g)), x2.grad().map(|g| bits(&g)));
     assert!(g.is_some());
@@ -149,7 +149,7 @@ fn fused_chain_replays_forward_and_backward_bitwise() -> Result<()> {
 #[test]
 fn replay_refuses_inputs_unlike_the_captured_ones() -> Result<()> {
     let x = Variable::from_slice(&[1.0f32, 2.0], &[2])?;
-    jit::begin(&[x.clone()])?;
+    jit::begin(std::slice::from_ref(&x))?;
     let y = x.mul_scalar(2.0)?;
     let graph = jit::end(&[y])?;
     assert!(graph.run(&[]).is_err());
@@ -167,7 +167,7 @@ fn replay_refuses_inputs_unlike_the_captured_ones() -> Result<()> {
 #[test]
 fn unsupported_op_fails_the_capture_naming_it() -> Result<()> {
     let x = Variable::from_slice(&[1.0f32, 2.0], &[2])?;
-    jit::begin(&[x.clone()])?;
+    jit::begin(std::slice::from_ref(&x))?;
     let y = x.cumsum(0)?.mul_scalar(2.0)?;
     let err = jit::end(&[y]).expect_err("cumsum is not captured");
     assert!(err.to_string().contains("cumsum"), "{err}");
