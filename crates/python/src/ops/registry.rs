@@ -62,6 +62,15 @@ const fn python_name(name: &'static str) -> &'static str {
 /// with the entry's engine call; the argument parsing, error messages and GIL release
 /// (`maybe_detach`) are the helper's, shared by every op of the form.
 macro_rules! shell {
+    // Wraps a form's method(s) in a `#[pymethods]` block, the entry's doc on the first.
+    (@method [$($doc:literal)*] $($item:tt)*) => {
+        #[pymethods]
+        impl PyTensor {
+            $(#[doc = $doc])*
+            $($item)*
+        }
+    };
+
     // Written by hand in the family file.
     (manual $name:ident [] [$($doc:literal)*] {}) => {};
 
@@ -83,9 +92,7 @@ macro_rules! shell {
         shell!(@keepdim reduce_opt_dim $name [$($doc)*] $kd $call);
     };
     (@keepdim_dtype $helper:ident $name:ident [$($doc:literal)*] $kd:ident $call:expr) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = (dim = None, keepdim = false, *, dtype = None))]
             fn $name(
                 &self,
@@ -96,12 +103,10 @@ macro_rules! shell {
             ) -> PyResult<Py<PyTensor>> {
                 self.$helper(py, dim, keepdim, dtype, $call)
             }
-        }
+        );
     };
     (@keepdim $helper:ident $name:ident [$($doc:literal)*] $kd:ident $call:expr) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = (dim = None, keepdim = false))]
             fn $name(
                 &self,
@@ -111,13 +116,11 @@ macro_rules! shell {
             ) -> PyResult<Py<PyTensor>> {
                 self.$helper(py, dim, keepdim, None, $call)
             }
-        }
+        );
     };
     // `(dim, dtype=None)` or `(dim, *, dtype=None)`: the entry gives the signature.
     (along_dim $name:ident [] [$($doc:literal)*] { signature = $sig:tt; $call:expr }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = $sig)]
             fn $name(
                 &self,
@@ -127,13 +130,11 @@ macro_rules! shell {
             ) -> PyResult<Py<PyTensor>> {
                 self.along_dim(py, dim, dtype, $call)
             }
-        }
+        );
     };
     // `max` / `min`: `()`, `(dim, keepdim=False)` or `(other)`.
     (extremum $name:ident [] [$($doc:literal)*] { keepdim = $kd:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = (dim = None, keepdim = false))]
             fn $name(
                 &self,
@@ -143,15 +144,13 @@ macro_rules! shell {
             ) -> PyResult<Py<PyAny>> {
                 self.extremum(py, stringify!($name), dim, keepdim)
             }
-        }
+        );
     };
     // `var` / `std`: `(dim=None, unbiased=None, keepdim=False, *, correction=None)`.
     (corrected $name:ident [] [$($doc:literal)*] {
         unbiased = $ub:ident, keepdim = $kd:ident; $call:expr
     }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = (
                 dim = None, unbiased = None, keepdim = false, *, correction = None
             ))]
@@ -165,44 +164,36 @@ macro_rules! shell {
             ) -> PyResult<Py<PyTensor>> {
                 self.corrected(py, stringify!($name), dim, unbiased, keepdim, correction, $call)
             }
-        }
+        );
     };
 
     // ---- binary: `(other)` operators, returning NotImplemented for other types ---
     (operator $name:ident [] [$($doc:literal)*] { $helper:ident; $call:expr }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
                 $helper(py, &self.var, other, $call)
             }
-        }
+        );
     };
     // `eq`, `lt`, ...: a TypeError for other types.
     (compare $name:ident [] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
                 compare_method(py, &self.var, other, CmpOp::$op)
             }
-        }
+        );
     };
     // `(other)`: a tensor or a number.
     (with_operand $name:ident [] [$($doc:literal)*] { $call:expr }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
                 self.with_operand(py, other, $call)
             }
-        }
+        );
     };
     // `(other, *, alpha=None)`.
     (with_alpha $name:ident [] [$($doc:literal)*] { $operand:ident; $call:expr }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = (other, *, alpha = None))]
             fn $name(
                 &self,
@@ -212,13 +203,11 @@ macro_rules! shell {
             ) -> PyResult<Py<PyTensor>> {
                 self.with_alpha(py, other, alpha, $operand, $call)
             }
-        }
+        );
     };
     // `(other, *, rounding_mode=None)`.
     (divide $name:ident [] [$($doc:literal)*] {}) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = (other, *, rounding_mode = None))]
             fn $name(
                 &self,
@@ -228,17 +217,15 @@ macro_rules! shell {
             ) -> PyResult<Py<PyTensor>> {
                 self.div_any(py, other, rounding_mode)
             }
-        }
+        );
     };
     // `(other)` of a `MathBinaryOp`, and with `name / name_` its in-place form.
     (math_binary $name:ident [] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
                 self.math_binary(py, other, MathBinaryOp::$op)
             }
-        }
+        );
     };
     (math_binary $name:ident [$in_place:ident] [$($doc:literal)*] { $op:ident }) => {
         shell!(math_binary $name [] [$($doc)*] { $op });
@@ -255,22 +242,18 @@ macro_rules! shell {
 
     // ---- linalg: `@` with a tensor (NotImplemented for anything else) ------------
     (tensor_operator $name:ident [] [$($doc:literal)*] { $helper:ident; $call:expr }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
                 if other.cast::<PyTensor>().is_err() {
                     return Ok(py.NotImplemented());
                 }
                 $helper(py, &self.var, other, $call)
             }
-        }
+        );
     };
     // `(other)` with a tensor `other` named as PyTorch names it (`mat2`, `vec`, ...).
     (product $name:ident [] [$($doc:literal)*] { $other:ident; $call:expr }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(
                 &self,
                 py: Python<'_>,
@@ -278,13 +261,11 @@ macro_rules! shell {
             ) -> PyResult<Py<PyTensor>> {
                 super::linalg::product(py, &self.var, $other, $call)
             }
-        }
+        );
     };
     // `(a, b, *, beta=None, alpha=None)` of the `addmm` family and its in-place form.
     (scaled $name:ident [$in_place:ident] [$($doc:literal)*] { $a:ident, $b:ident; $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = ($a, $b, *, beta = None, alpha = None))]
             fn $name(
                 &self,
@@ -309,7 +290,7 @@ macro_rules! shell {
             ) -> PyResult<Bound<'py, Self>> {
                 super::linalg::scaled_(slf, $a, $b, beta, alpha, super::linalg::ScaledOp::$op)
             }
-        }
+        );
     };
 
     // ---- an op and its in-place form: one helper of the family file with a final
@@ -317,9 +298,7 @@ macro_rules! shell {
     (pair $name:ident [$in_place:ident] [$($doc:literal)*] {
         signature = $sig:tt; $family:ident::$helper:ident($($arg:ident: $ty:ty),* $(,)?)
     }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = $sig)]
             fn $name(slf: &Bound<'_, Self>, $($arg: $ty),*) -> PyResult<Py<PyAny>> {
                 super::$family::$helper(slf, $($arg,)* false)
@@ -330,79 +309,65 @@ macro_rules! shell {
             fn $in_place(slf: &Bound<'_, Self>, $($arg: $ty),*) -> PyResult<Py<PyAny>> {
                 super::$family::$helper(slf, $($arg,)* true)
             }
-        }
+        );
     };
 
     // ---- unary: `()`, and with `name / name_` its in-place form -------------------
     // A `Variable` method, with the GIL released for large tensors.
     (elementwise $name:ident [$($in_place:ident)?] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
                 self.elementwise(py, Variable::$op)
             }
-        }
+        );
         $(shell!(unary_ $in_place [] [] { $op });)?
     };
     // A `Variable` method called with the GIL held.
     (direct $name:ident [$($in_place:ident)?] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
                 new_tensor(py, self.var.$op().py()?)
             }
-        }
+        );
         $(shell!(unary_ $in_place [] [] { $op });)?
     };
     // A `MathOp` (Note [Op families]).
     (math $name:ident [$($in_place:ident)?] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
                 self.math(py, MathOp::$op)
             }
-        }
+        );
         $(shell!(math_ $in_place [] [] { $op });)?
     };
     // In-place forms: `Variable::unary_` of a `Variable` method, or a `MathOp`.
     (unary_ $name:ident [] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
                 Self::unary_in_place(slf, Variable::$op)
             }
-        }
+        );
     };
     (math_ $name:ident [] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
                 Self::math_in_place(slf, MathOp::$op)
             }
-        }
+        );
     };
 
     // ---- logical: predicates `()` over the float classes ----------------------------
     (float_class $name:ident [] [$($doc:literal)*] { $class:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
                 self.class(py, FloatClass::$class)
             }
-        }
+        );
     };
     // `(other)` of a `LogicalOp`, logical (tensors only) or bitwise (numbers too), with
     // its in-place form.
     (logical $name:ident [$in_place:ident] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
                 self.logical_op(py, other, LogicalOp::$op)
             }
@@ -413,12 +378,10 @@ macro_rules! shell {
             ) -> PyResult<Bound<'py, Self>> {
                 Self::logical_op_in_place(slf, other, LogicalOp::$op)
             }
-        }
+        );
     };
     (bitwise $name:ident [$in_place:ident] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
                 self.bitwise_op(py, other, LogicalOp::$op)
             }
@@ -429,48 +392,40 @@ macro_rules! shell {
             ) -> PyResult<Bound<'py, Self>> {
                 Self::bitwise_op_in_place(slf, other, LogicalOp::$op)
             }
-        }
+        );
     };
     // `&=`, `|=`, `^=`.
     (bitwise_assign $name:ident [] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<()> {
                 Self::bitwise_op_in_place(slf, other, LogicalOp::$op).map(|_| ())
             }
-        }
+        );
     };
     // `eq_`, `lt_`, ...: `self` becomes 1 where the comparison holds, 0 elsewhere.
     (compare_ $name:ident [] [$($doc:literal)*] { $op:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name<'py>(
                 slf: Bound<'py, Self>,
                 other: &Bound<'py, PyAny>,
             ) -> PyResult<Bound<'py, Self>> {
                 Self::compare_in_place(slf, other, CmpOp::$op, stringify!($name))
             }
-        }
+        );
     };
 
     // ---- copy: `t.float()` and the like (the tensor itself when it has the dtype) --
     (convert $name:ident [] [$($doc:literal)*] { $dtype:ident }) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             fn $name(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
                 super::copy::convert_dtype(slf, rustgrad::DType::$dtype)
             }
-        }
+        );
     };
 
     // ---- ternary: `clamp` / `clip` and their in-place forms ------------------------
     (clamp $name:ident [$in_place:ident] [$($doc:literal)*] {}) => {
-        #[pymethods]
-        impl PyTensor {
-            $(#[doc = $doc])*
+        shell!(@method [$($doc)*]
             #[pyo3(signature = (min = None, max = None))]
             fn $name(
                 &self,
@@ -490,7 +445,7 @@ macro_rules! shell {
             ) -> PyResult<Bound<'py, Self>> {
                 Self::clamp_any_(slf, min, max)
             }
-        }
+        );
     };
 }
 
