@@ -694,7 +694,10 @@ fn deep_nesting_and_huge_repeated_fields_are_errors() {
     ]);
     assert_err(&matmul_model(&t), "raw data has 8 bytes, expected 4");
     // A length prefix far beyond the file, and a varint longer than 64 bits.
-    assert_err(&[0x3a, 0xff, 0xff, 0xff, 0xff, 0x0f], "past the end");
+    assert_err(
+        &[0x3a, 0xff, 0xff, 0xff, 0xff, 0x0f],
+        "could not parse ONNX model '<bytes>': a length runs past the end",
+    );
     assert_err(
         &[
             0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,

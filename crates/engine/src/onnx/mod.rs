@@ -322,7 +322,6 @@ fn sort_nodes(
     initializers: &HashSet<String>,
     output_names: &[String],
 ) -> Result<Vec<OnnxNode>> {
-    let available = |v: &str| initializers.contains(v) || input_names.iter().any(|i| i == v);
     let available_set: HashSet<&str> = input_names
         .iter()
         .map(String::as_str)
@@ -390,7 +389,7 @@ fn sort_nodes(
         )));
     }
     for out in output_names {
-        if !producer.contains_key(out) && !available(out) {
+        if !producer.contains_key(out) && !available_set.contains(out.as_str()) {
             return Err(invalid(format!("graph output '{out}' is never produced")));
         }
     }

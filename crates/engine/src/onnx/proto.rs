@@ -18,8 +18,9 @@ use crate::error::{Error, Result};
 /// bytes of struct) stops here instead of multiplying its size in memory.
 pub(crate) const MAX_DECODED_BYTES: usize = 1 << 27;
 
+/// A wire-format error; `load_model` prefixes "could not parse ONNX model '<path>'".
 fn malformed(what: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!("could not parse ONNX model: {what}"))
+    Error::InvalidArgument(what.to_string())
 }
 
 /// Protobuf wire types.
