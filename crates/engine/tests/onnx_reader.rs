@@ -330,7 +330,7 @@ fn mutated_fixtures_are_errors_never_panics_or_hangs() {
         // The small models also run on their input after a successful load; the larger
         // ones are only loaded (their forward passes would dominate the time).
         let run = k < 2 || scale > 1;
-        let count = scale * if k < 3 { 1000 } else { 250 };
+        let count = scale * if k < 3 { 800 } else { 200 };
         for case in 0..count {
             let bytes = mutate(&mut rng, file, &files);
             let t0 = Instant::now();
@@ -354,6 +354,16 @@ fn mutated_fixtures_are_errors_never_panics_or_hangs() {
     for len in 0..files[0].len() {
         if !survives(&files[0][..len], Some(&inputs[0])) {
             failures.push(format!("mlp truncated to {len}"));
+        }
+        cases += 1;
+    }
+    // Every single-bit flip of the small misc model (17,000 files), loaded (the random
+    // flips above run their models).
+    for bit in 0..8 * files[1].len() {
+        let mut flipped = files[1].clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        if !survives(&flipped, None) {
+            failures.push(format!("misc with bit {bit} flipped"));
         }
         cases += 1;
     }
