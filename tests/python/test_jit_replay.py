@@ -312,3 +312,26 @@ def test_compile_recaptures_when_a_scheduler_changes_the_learning_rate():
     traced_opt.param_groups[0]["lr"] = 0.05
     with pytest.raises(RuntimeError, match="options changed"):
         traced(*data[1])
+
+
+def test_captured_lenet_training_matches_eager_bitwise():
+    from rustgrad.models import LeNet
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = LeNet(num_classes=3)
+
+        def loss(self, x, y):
+            return F.cross_entropy(self.net(x), y)
+
+    torch.manual_seed(4)
+    data = [(torch.randn(2, 3, 32, 32), torch.randint(0, 3, (2,))) for _ in range(4)]
+
+    def make_opt(p):
+        return torch.optim.Adam(p, lr=0.01)
+
+    eager, eager_losses = _train(Net, make_opt, data, captured=False)
+    replayed, replay_losses = _train(Net, make_opt, data, captured=True)
+    assert replay_losses == eager_losses
+    assert _bitwise_equal(eager, replayed)

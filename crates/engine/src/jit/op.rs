@@ -82,6 +82,16 @@ pub(crate) enum Op {
         momentum: f64,
         eps: f64,
     },
+    MaxPool2d(crate::Pool2d),
+    AdaptiveMaxPool2d([i64; 2]),
+    AvgPool2d(crate::Pool2d, bool, Option<i64>),
+    AdaptiveAvgPool2d([i64; 2]),
+    LayerNorm {
+        shape: Shape64,
+        has_weight: bool,
+        has_bias: bool,
+        eps: f64,
+    },
     View(Shape64),
     Reshape(Shape64),
     Transpose(i64, i64),
@@ -184,6 +194,11 @@ impl Op {
             Op::Addmm(..) => "addmm",
             Op::Conv2d { .. } => "conv2d",
             Op::BatchNorm { .. } => "batch_norm",
+            Op::MaxPool2d(_) => "max_pool2d",
+            Op::AdaptiveMaxPool2d(_) => "adaptive_max_pool2d",
+            Op::AvgPool2d(..) => "avg_pool2d",
+            Op::AdaptiveAvgPool2d(_) => "adaptive_avg_pool2d",
+            Op::LayerNorm { .. } => "layer_norm",
             Op::View(_) => "view",
             Op::Reshape(_) => "reshape",
             Op::Transpose(..) => "transpose",
@@ -288,6 +303,29 @@ impl Op {
                     *momentum,
                     *eps,
                 )?)
+            }
+            Op::MaxPool2d(p) => {
+                let (out, indices) = arg(0)?.max_pool2d_with_indices(p)?;
+                Ok(vec![out, indices])
+            }
+            Op::AdaptiveMaxPool2d(size) => {
+                let (out, indices) = arg(0)?.adaptive_max_pool2d(size)?;
+                Ok(vec![out, indices])
+            }
+            Op::AvgPool2d(p, count_include_pad, divisor) => {
+                one(arg(0)?.avg_pool2d(p, *count_include_pad, *divisor)?)
+            }
+            Op::AdaptiveAvgPool2d(size) => one(arg(0)?.adaptive_avg_pool2d(size)?),
+            Op::LayerNorm {
+                shape,
+                has_weight,
+                has_bias,
+                eps,
+            } => {
+                let mut next = 1;
+                let w = opt(*has_weight, inputs, &mut next);
+                let b = opt(*has_bias, inputs, &mut next);
+                one(arg(0)?.layer_norm(shape, w.as_ref(), b.as_ref(), *eps)?)
             }
             Op::View(s) => one(arg(0)?.view(s)?),
             Op::Reshape(s) => one(arg(0)?.reshape(s)?),

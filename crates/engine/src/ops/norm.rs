@@ -361,23 +361,33 @@ impl Variable {
         bias: Option<&Variable>,
         eps: f64,
     ) -> Result<Variable> {
-        let shape = self.shape();
-        let k = normalized_shape.len();
-        if k == 0 {
-            return Err(Error::InvalidArgument(
+        crate::jit::op_opt(
+            || crate::jit::Op::LayerNorm {
+                shape: normalized_shape.into(),
+                has_weight: weight.is_some(),
+                has_bias: bias.is_some(),
+                eps,
+            },
+            &[self],
+            &[weight, bias],
+            || {
+                let shape = self.shape();
+                let k = normalized_shape.len();
+                if k == 0 {
+                    return Err(Error::InvalidArgument(
                 "Expected normalized_shape to be at least 1-dimensional, i.e., containing at \
                  least one element, but got normalized_shape = []"
                     .into(),
             ));
-        }
-        let fits = k >= 1
-            && shape.len() >= k
-            && shape[shape.len() - k..]
-                .iter()
-                .zip(normalized_shape)
-                .all(|(&s, &n)| s as i64 == n);
-        if !fits {
-            return Err(Error::InvalidArgument(format!(
+                }
+                let fits = k >= 1
+                    && shape.len() >= k
+                    && shape[shape.len() - k..]
+                        .iter()
+                        .zip(normalized_shape)
+                        .all(|(&s, &n)| s as i64 == n);
+                if !fits {
+                    return Err(Error::InvalidArgument(format!(
                 "Given normalized_shape={normalized_shape:?}, expected input with shape [*{}], \
                  but got input of size{shape:?}",
                 normalized_shape
@@ -385,42 +395,44 @@ impl Variable {
                     .map(|d| format!(", {d}"))
                     .collect::<String>()
             )));
-        }
-        for (name, p) in [("weight", weight), ("bias", bias)] {
-            if let Some(p) = p {
-                if super::ints(&p.shape()) != normalized_shape {
-                    return Err(Error::InvalidArgument(format!(
-                        "Expected {name} to be of same shape as normalized_shape, but got \
-                         {name} of shape {:?} and normalized_shape = {normalized_shape:?}",
-                        p.shape()
-                    )));
                 }
-                if p.dtype() != self.dtype() {
-                    return Err(Error::InvalidArgument(
-                        "mixed dtype (CPU): all inputs must share same datatype.".into(),
+                for (name, p) in [("weight", weight), ("bias", bias)] {
+                    if let Some(p) = p {
+                        if super::ints(&p.shape()) != normalized_shape {
+                            return Err(Error::InvalidArgument(format!(
+                                "Expected {name} to be of same shape as normalized_shape, but got \
+                         {name} of shape {:?} and normalized_shape = {normalized_shape:?}",
+                                p.shape()
+                            )));
+                        }
+                        if p.dtype() != self.dtype() {
+                            return Err(Error::InvalidArgument(
+                                "mixed dtype (CPU): all inputs must share same datatype.".into(),
+                            ));
+                        }
+                    }
+                }
+                if !self.dtype().is_floating_point() {
+                    return Err(Error::unsupported_dtype(
+                        "LayerNormKernelImpl",
+                        self.dtype(),
                     ));
                 }
-            }
-        }
-        if !self.dtype().is_floating_point() {
-            return Err(Error::unsupported_dtype(
-                "LayerNormKernelImpl",
-                self.dtype(),
-            ));
-        }
-        let inner: usize = shape[shape.len() - k..].iter().product();
-        let rows: usize = shape[..shape.len() - k].iter().product();
-        let geom = NormGeom {
-            outer: 1,
-            groups: rows,
-            inner,
-            wmod: 1,
-            wdiv: 1,
-        };
-        let wshape: Dims = shape[shape.len() - k..].into();
-        Ok(self
-            .normalise(Kind::Layer, geom, None, weight, bias, eps, wshape)?
-            .0)
+                let inner: usize = shape[shape.len() - k..].iter().product();
+                let rows: usize = shape[..shape.len() - k].iter().product();
+                let geom = NormGeom {
+                    outer: 1,
+                    groups: rows,
+                    inner,
+                    wmod: 1,
+                    wdiv: 1,
+                };
+                let wshape: Dims = shape[shape.len() - k..].into();
+                Ok(self
+                    .normalise(Kind::Layer, geom, None, weight, bias, eps, wshape)?
+                    .0)
+            },
+        )
     }
 
     /// `group_norm(input, num_groups, weight, bias, eps)` over `(N, C, *)`: the channels

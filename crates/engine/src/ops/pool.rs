@@ -452,7 +452,11 @@ impl Variable {
     /// `h * W + w` within the input plane (int64). Input `(N, C, H, W)` or `(C, H, W)`.
     /// NaN propagates (a window with a NaN gives NaN, pointing at its last NaN).
     pub fn max_pool2d_with_indices(&self, p: &Pool2d) -> Result<(Variable, Variable)> {
-        self.max_pool_fixed(&p.into(), "max_pool2d_with_indices")
+        crate::jit::op(
+            || crate::jit::Op::MaxPool2d(p.clone()),
+            &[self],
+            || self.max_pool_fixed(&p.into(), "max_pool2d_with_indices"),
+        )
     }
 
     /// `max_pool3d(..., return_indices=True)` over `(N, C, D, H, W)` or `(C, D, H, W)`:
@@ -501,10 +505,16 @@ impl Variable {
     /// adaptive windows (`floor(i * H / oH) .. ceil((i + 1) * H / oH)`), values and flat
     /// indices.
     pub fn adaptive_max_pool2d(&self, output_size: &[i64; 2]) -> Result<(Variable, Variable)> {
-        self.adaptive_max(
-            &[1, output_size[0], output_size[1]],
-            2,
-            "adaptive_max_pool2d",
+        crate::jit::op(
+            || crate::jit::Op::AdaptiveMaxPool2d(*output_size),
+            &[self],
+            || {
+                self.adaptive_max(
+                    &[1, output_size[0], output_size[1]],
+                    2,
+                    "adaptive_max_pool2d",
+                )
+            },
         )
     }
 
@@ -779,7 +789,11 @@ impl Variable {
         count_include_pad: bool,
         divisor_override: Option<i64>,
     ) -> Result<Variable> {
-        self.avg_pool_fixed(&p.into(), count_include_pad, divisor_override)
+        crate::jit::op(
+            || crate::jit::Op::AvgPool2d(p.clone(), count_include_pad, divisor_override),
+            &[self],
+            || self.avg_pool_fixed(&p.into(), count_include_pad, divisor_override),
+        )
     }
 
     /// `avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -893,10 +907,16 @@ impl Variable {
 
     /// `adaptive_avg_pool2d(input, output_size)`: the mean of each adaptive window.
     pub fn adaptive_avg_pool2d(&self, output_size: &[i64; 2]) -> Result<Variable> {
-        self.adaptive_avg(
-            &[1, output_size[0], output_size[1]],
-            2,
-            "adaptive_avg_pool2d",
+        crate::jit::op(
+            || crate::jit::Op::AdaptiveAvgPool2d(*output_size),
+            &[self],
+            || {
+                self.adaptive_avg(
+                    &[1, output_size[0], output_size[1]],
+                    2,
+                    "adaptive_avg_pool2d",
+                )
+            },
         )
     }
 
