@@ -88,6 +88,10 @@ impl PyTensor {
     }
 }
 
+/// How `add` / `sub` scale their operand by `alpha` (`scaled_operand`, `subtrahend`).
+type AlphaOperand =
+    fn(&Variable, &Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>) -> PyResult<Variable>;
+
 impl PyTensor {
     /// `f(self, other)` for a tensor or number `other` (`mul`, `floor_divide`, ...).
     pub(super) fn with_operand(
@@ -108,7 +112,7 @@ impl PyTensor {
         py: Python<'_>,
         other: &Bound<'_, PyAny>,
         alpha: Option<&Bound<'_, PyAny>>,
-        operand: fn(&Variable, &Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>) -> PyResult<Variable>,
+        operand: AlphaOperand,
         f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<Variable> + Send,
     ) -> PyResult<Py<PyTensor>> {
         let v = &self.var;
