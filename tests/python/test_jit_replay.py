@@ -335,3 +335,11 @@ def test_captured_lenet_training_matches_eager_bitwise():
     replayed, replay_losses = _train(Net, make_opt, data, captured=True)
     assert replay_losses == eager_losses
     assert _bitwise_equal(eager, replayed)
+
+
+def test_compiled_function_inside_a_capture_is_inlined():
+    inner = torch.compile(lambda x: x * 2.0)
+    outer = torch.jit.trace(lambda x: inner(x).tanh(), (torch.randn(3),))
+    assert outer.op_names == ["fused_elementwise"]  # mul and tanh, one chain
+    x = torch.randn(3)
+    assert bool((outer(x) == (x * 2.0).tanh()).all())

@@ -236,6 +236,9 @@ class _Compiled:
                 stacklevel=2,
             )
             return self._fn(*args, **kwargs)
+        if _rustgrad._jit_is_capturing():
+            # Inside another capture: the ops are recorded into that one.
+            return self._fn(*args)
         key = _signature(args)
         entry = self._cache.get(key)
         if entry is _EAGER:
