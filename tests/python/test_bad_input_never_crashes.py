@@ -3192,6 +3192,31 @@ CASES.update(
 )
 
 
+def _traced_double():
+    return torch.jit.trace(lambda t: t * 2.0, (torch.zeros(3),))
+
+
+def _trace_unsupported():
+    return torch.jit.trace(lambda t: t.cumsum(0), (torch.zeros(3),))
+
+
+# Capture and replay (Note [Capture and replay]): wrong inputs to a traced function and
+# captures that cannot be replayed.
+CASES.update(
+    {
+        "jit_replay_wrong_count": (lambda: _traced_double()(x, x), TE, "takes 1 arguments"),
+        "jit_replay_wrong_shape": (lambda: _traced_double()(x), RT, "captured with shape"),
+        "jit_replay_not_a_tensor": (lambda: _traced_double()([1.0]), TE, "must be a Tensor"),
+        "jit_trace_unsupported_op": (_trace_unsupported, RT, "cumsum"),
+        "jit_trace_returns_a_number": (
+            lambda: torch.jit.trace(lambda t: 3, (x,)),
+            TE,
+            "must return tensors",
+        ),
+    }
+)
+
+
 def test_every_nn_functional_has_a_bad_input_case():
     """A functional added to ``rustgrad.nn.functional.__all__`` without a bad-input case
     fails here."""
