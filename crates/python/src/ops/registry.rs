@@ -16,7 +16,7 @@ use crate::errors::IntoPyResult;
 use crate::tensor::{binary, compare_method, new_tensor, reflected, scaled_operand, subtrahend};
 use crate::PyTensor;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use rustgrad::kernels::logical::{FloatClass, LogicalOp};
 use rustgrad::kernels::math::{MathBinaryOp, MathOp};
 use rustgrad::tensor::CmpOp;
@@ -447,6 +447,50 @@ macro_rules! shell {
             }
         );
     };
+
+    // ---- shape: sizes as varargs or one sequence (`(*shape)`) ----------------------
+    (sizes_view $name:ident [] [$($doc:literal)*] { $sizes:ident; $call:expr }) => {
+        shell!(@method [$($doc)*]
+            #[pyo3(signature = (*$sizes))]
+            fn $name(
+                slf: &Bound<'_, Self>,
+                py: Python<'_>,
+                $sizes: &Bound<'_, PyTuple>,
+            ) -> PyResult<Py<PyTensor>> {
+                Self::sizes_view(slf, py, $sizes, $call)
+            }
+        );
+    };
+    (with_sizes $name:ident [] [$($doc:literal)*] { $sizes:ident; $call:expr }) => {
+        shell!(@method [$($doc)*]
+            #[pyo3(signature = (*$sizes))]
+            fn $name(&self, py: Python<'_>, $sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+                self.with_sizes(py, $sizes, $call)
+            }
+        );
+    };
+    // `tril` / `triu` and their in-place forms: `(diagonal=0)`.
+    (triangle $name:ident [$in_place:ident] [$($doc:literal)*] { upper = $upper:literal }) => {
+        shell!(@method [$($doc)*]
+            #[pyo3(signature = (diagonal = None))]
+            fn $name(
+                &self,
+                py: Python<'_>,
+                diagonal: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Py<PyTensor>> {
+                self.triangle(py, diagonal, $upper)
+            }
+
+            #[doc = concat!("In-place `", stringify!($name), "`.")]
+            #[pyo3(signature = (diagonal = None))]
+            fn $in_place<'py>(
+                slf: Bound<'py, Self>,
+                diagonal: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, Self>> {
+                Self::triangle_(slf, diagonal, $upper)
+            }
+        );
+    };
 }
 
 /// The registry table: writes every entry's method(s) through [`shell!`] and the
@@ -854,35 +898,40 @@ op_table! {
         unique: manual {} onnx "Unique";
     }
     shape {
-        view: manual {};
-        reshape: manual {};
-        transpose: manual {};
-        flatten: manual {};
+        view: manual {} onnx "Reshape";
+        /// Like view, copying when needed.
+        reshape: sizes_view { shape; |v, s| v.reshape(s) } onnx "Reshape";
+        transpose: manual {} onnx "Transpose";
+        flatten: manual {} onnx "Flatten";
         t: manual {};
-        permute: manual {};
-        expand: manual {};
-        unsqueeze: manual {};
-        squeeze: manual {};
+        /// Reorders dims (`permute(1, 0)` or `permute((1, 0))`).
+        permute: sizes_view { dims; |v, s| v.permute(s) } onnx "Transpose";
+        /// Broadcasts to a larger size without copying (-1 keeps a size).
+        expand: sizes_view { sizes; |v, s| v.expand(s) } onnx "Expand";
+        unsqueeze: manual {} onnx "Unsqueeze";
+        squeeze: manual {} onnx "Squeeze";
         squeeze_: manual {};
         unsqueeze_: manual {};
         transpose_: manual {};
         t_: manual {};
-        _cat: manual {};
+        _cat: manual {} onnx "Concat";
         _stack: manual {};
-        split: manual {};
+        split: manual {} onnx "Split";
         split_with_sizes: manual {};
         chunk: manual {};
         unbind: manual {};
         narrow: manual {};
         select: manual {};
-        flip: manual {};
+        /// Reverses the order of elements along `dims`.
+        flip: with_sizes { dims; |v, s| v.flip(s) };
         roll: manual {};
-        repeat: manual {};
+        /// Repeats the tensor along each dim (`repeat(2, 3)` or `repeat((2, 3))`).
+        repeat: with_sizes { sizes; |v, s| v.repeat(s) } onnx "Tile";
         tile: manual {};
-        tril: manual {};
-        triu: manual {};
-        tril_: manual {};
-        triu_: manual {};
+        /// The lower triangle of the last two dims (zero above diagonal `diagonal`).
+        tril / tril_: triangle { upper = false } onnx "Trilu";
+        /// The upper triangle of the last two dims (zero below diagonal `diagonal`).
+        triu / triu_: triangle { upper = true } onnx "Trilu";
         diagonal: manual {};
         diag: manual {};
         diag_embed: manual {};

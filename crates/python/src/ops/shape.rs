@@ -10,7 +10,54 @@ use crate::PyTensor;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use rustgrad::Squeeze;
+use rustgrad::{Result, Squeeze, Variable};
+
+impl PyTensor {
+    /// A view with sizes given as varargs or one sequence (`reshape(2, 3)`,
+    /// `reshape((2, 3))`): the shell of `reshape`, `permute`, `expand`.
+    pub(super) fn sizes_view(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        sizes: &Bound<'_, PyTuple>,
+        f: impl FnOnce(&Variable, &[i64]) -> Result<Variable>,
+    ) -> PyResult<Py<PyTensor>> {
+        let this = crate::tensor::viewed(slf)?;
+        new_tensor(py, f(&this.var, &extract_sizes(sizes)?).py()?)
+    }
+
+    /// A copy made with sizes given as varargs or one sequence (`flip`, `repeat`).
+    pub(super) fn with_sizes(
+        &self,
+        py: Python<'_>,
+        sizes: &Bound<'_, PyTuple>,
+        f: impl FnOnce(&Variable, &[i64]) -> Result<Variable>,
+    ) -> PyResult<Py<PyTensor>> {
+        new_tensor(py, f(&self.var, &extract_sizes(sizes)?).py()?)
+    }
+
+    /// `tril` / `triu` (`upper`) above or below diagonal `diagonal` (0 when absent).
+    pub(super) fn triangle(
+        &self,
+        py: Python<'_>,
+        diagonal: Option<&Bound<'_, PyAny>>,
+        upper: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
+        new_tensor(py, self.var.tril_triu(k, upper).py()?)
+    }
+
+    /// `tril_` / `triu_`.
+    pub(super) fn triangle_<'py>(
+        slf: Bound<'py, Self>,
+        diagonal: Option<&Bound<'py, PyAny>>,
+        upper: bool,
+    ) -> PyResult<Bound<'py, Self>> {
+        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
+        written(slf, |_, v| {
+            v.in_place_with(None, |s| s.tril_triu(k, upper)).py()
+        })
+    }
+}
 
 #[pymethods]
 impl PyTensor {
@@ -34,17 +81,6 @@ impl PyTensor {
             }
         }
         new_tensor(py, this.var.view(&extract_sizes(shape)?).py()?)
-    }
-
-    /// Like view, copying when needed.
-    #[pyo3(signature = (*shape))]
-    fn reshape(
-        slf: &Bound<'_, Self>,
-        py: Python<'_>,
-        shape: &Bound<'_, PyTuple>,
-    ) -> PyResult<Py<PyTensor>> {
-        let this = crate::tensor::viewed(slf)?;
-        new_tensor(py, this.var.reshape(&extract_sizes(shape)?).py()?)
     }
 
     /// Swaps two dims.
@@ -94,28 +130,6 @@ impl PyTensor {
     fn t(slf: &Bound<'_, Self>, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         let this = crate::tensor::viewed(slf)?;
         new_tensor(py, this.var.t().py()?)
-    }
-
-    /// Reorders dims (`permute(1, 0)` or `permute((1, 0))`).
-    #[pyo3(signature = (*dims))]
-    fn permute(
-        slf: &Bound<'_, Self>,
-        py: Python<'_>,
-        dims: &Bound<'_, PyTuple>,
-    ) -> PyResult<Py<PyTensor>> {
-        let this = crate::tensor::viewed(slf)?;
-        new_tensor(py, this.var.permute(&extract_sizes(dims)?).py()?)
-    }
-
-    /// Broadcasts to a larger size without copying (-1 keeps a size).
-    #[pyo3(signature = (*sizes))]
-    fn expand(
-        slf: &Bound<'_, Self>,
-        py: Python<'_>,
-        sizes: &Bound<'_, PyTuple>,
-    ) -> PyResult<Py<PyTensor>> {
-        let this = crate::tensor::viewed(slf)?;
-        new_tensor(py, this.var.expand(&extract_sizes(sizes)?).py()?)
     }
 
     /// Inserts a size-1 dim.
@@ -366,12 +380,6 @@ impl PyTensor {
         new_tensor(py, this.var.select(d as i64, i).py()?)
     }
 
-    /// Reverses the order of elements along `dims`.
-    #[pyo3(signature = (*dims))]
-    fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.flip(&extract_sizes(dims)?).py()?)
-    }
-
     /// Rolls elements by `shifts` along `dims` (of the flattened tensor without dims).
     #[pyo3(signature = (shifts, dims = None))]
     fn roll(
@@ -385,12 +393,6 @@ impl PyTensor {
         new_tensor(py, self.var.roll(&s, &d).py()?)
     }
 
-    /// Repeats the tensor along each dim (`repeat(2, 3)` or `repeat((2, 3))`).
-    #[pyo3(signature = (*sizes))]
-    fn repeat(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        new_tensor(py, self.var.repeat(&extract_sizes(sizes)?).py()?)
-    }
-
     /// `repeat` with the sizes padded with leading 1s to the tensor's dims.
     #[pyo3(signature = (*dims))]
     fn tile(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
@@ -399,44 +401,6 @@ impl PyTensor {
             sizes.insert(0, 1);
         }
         new_tensor(py, self.var.repeat(&sizes).py()?)
-    }
-
-    /// The lower triangle of the last two dims (zero above diagonal `diagonal`).
-    #[pyo3(signature = (diagonal = None))]
-    fn tril(&self, py: Python<'_>, diagonal: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
-        new_tensor(py, self.var.tril_triu(k, false).py()?)
-    }
-
-    /// The upper triangle of the last two dims (zero below diagonal `diagonal`).
-    #[pyo3(signature = (diagonal = None))]
-    fn triu(&self, py: Python<'_>, diagonal: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
-        new_tensor(py, self.var.tril_triu(k, true).py()?)
-    }
-
-    /// In-place `tril`.
-    #[pyo3(signature = (diagonal = None))]
-    fn tril_<'py>(
-        slf: Bound<'py, Self>,
-        diagonal: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
-        written(slf, |_, v| {
-            v.in_place_with(None, |s| s.tril_triu(k, false)).py()
-        })
-    }
-
-    /// In-place `triu`.
-    #[pyo3(signature = (diagonal = None))]
-    fn triu_<'py>(
-        slf: Bound<'py, Self>,
-        diagonal: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        let k = diagonal.map(extract_int).transpose()?.unwrap_or(0);
-        written(slf, |_, v| {
-            v.in_place_with(None, |s| s.tril_triu(k, true)).py()
-        })
     }
 
     /// The diagonal `offset` of dims `dim1`, `dim2` (a view; the diagonal is last).
