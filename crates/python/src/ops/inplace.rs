@@ -5,43 +5,35 @@ use crate::convert::extract_scalar;
 use crate::errors::IntoPyResult;
 use crate::tensor::mark_python_site;
 use crate::tensor::operand_var;
-use crate::tensor::scaled_operand;
-use crate::tensor::subtrahend;
 use crate::tensor::written;
 use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use rustgrad::Variable;
+
+/// How `add_` / `sub_` scale their operand by `alpha` (`scaled_operand`, `subtrahend`).
+type AlphaOperand =
+    fn(&Variable, &Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>) -> PyResult<Variable>;
+
+impl PyTensor {
+    /// `f(self, alpha * other)` in place (`add_`, `sub_`); returns `self`.
+    pub(super) fn with_alpha_in_place<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        alpha: Option<&Bound<'py, PyAny>>,
+        operand: AlphaOperand,
+        f: impl FnOnce(&Variable, &Variable) -> rustgrad::Result<()>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v = &slf.get().var;
+        let b = operand(v, other, alpha)?;
+        f(v, &b).py()?;
+        mark_python_site(slf.py(), v);
+        Ok(slf)
+    }
+}
 
 #[pymethods]
 impl PyTensor {
-    /// In-place `self += alpha * other`.
-    #[pyo3(signature = (other, *, alpha = None))]
-    fn add_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        let b = scaled_operand(v, other, alpha)?;
-        v.add_(&b).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
-    /// In-place `self -= alpha * other`.
-    #[pyo3(signature = (other, *, alpha = None))]
-    fn sub_<'py>(
-        slf: Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-        alpha: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, Self>> {
-        let v = &slf.get().var;
-        let b = subtrahend(v, other, alpha)?;
-        v.sub_(&b).py()?;
-        mark_python_site(slf.py(), v);
-        Ok(slf)
-    }
-
     /// In-place `self *= other`.
     fn mul_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         written(slf, |_, v| v.mul_(&operand_var(other, v)?).py())

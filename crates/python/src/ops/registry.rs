@@ -491,6 +491,21 @@ macro_rules! shell {
             }
         );
     };
+
+    // ---- inplace: `(other, *, alpha=None)` in place -----------------------------
+    (with_alpha_ $name:ident [] [$($doc:literal)*] { $operand:ident; $call:expr }) => {
+        shell!(@method [$($doc)*]
+            #[pyo3(signature = (other, *, alpha = None))]
+            // `pub`: `+=` / `-=` (inplace.rs) call them.
+            pub(crate) fn $name<'py>(
+                slf: Bound<'py, Self>,
+                other: &Bound<'py, PyAny>,
+                alpha: Option<&Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, Self>> {
+                Self::with_alpha_in_place(slf, other, alpha, $operand, $call)
+            }
+        );
+    };
 }
 
 /// The registry table: writes every entry's method(s) through [`shell!`] and the
@@ -724,8 +739,10 @@ op_table! {
         nonzero: manual {} onnx "NonZero";
     }
     inplace {
-        add_: manual {};
-        sub_: manual {};
+        /// In-place `self += alpha * other`.
+        add_: with_alpha_ { scaled_operand; |v, b| v.add_(b) };
+        /// In-place `self -= alpha * other`.
+        sub_: with_alpha_ { subtrahend; |v, b| v.sub_(b) };
         mul_: manual {};
         div_: manual {};
         divide_: manual {};
