@@ -88,8 +88,9 @@ impl PyTensor {
     }
 }
 
-/// How `add` / `sub` scale their operand by `alpha` (`scaled_operand`, `subtrahend`).
-type AlphaOperand =
+/// How `add` / `sub` (and `add_` / `sub_`) scale their operand by `alpha`
+/// (`scaled_operand`, `subtrahend`).
+pub(super) type AlphaOperand =
     fn(&Variable, &Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>) -> PyResult<Variable>;
 
 impl PyTensor {

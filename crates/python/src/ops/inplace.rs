@@ -1,6 +1,7 @@
 //! `Tensor` methods for in-place ops (`add_`, `fill_`, `copy_`, `t += u`, ...): the
 //! binding of `rustgrad::ops::inplace`.
 
+use super::binary::AlphaOperand;
 use crate::convert::extract_scalar;
 use crate::errors::IntoPyResult;
 use crate::tensor::mark_python_site;
@@ -10,10 +11,6 @@ use crate::PyTensor;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use rustgrad::Variable;
-
-/// How `add_` / `sub_` scale their operand by `alpha` (`scaled_operand`, `subtrahend`).
-type AlphaOperand =
-    fn(&Variable, &Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>) -> PyResult<Variable>;
 
 impl PyTensor {
     /// `f(self, alpha * other)` in place (`add_`, `sub_`); returns `self`.
