@@ -147,6 +147,22 @@ impl PyTensor {
     }
 }
 
+/// `sum` / `mean`: of every element (`whole`) with no dims, else over `dims` (`over`);
+/// `sum(None, keepdim=True)` keeps every dim as size 1, as PyTorch's.
+pub(super) fn whole_or_dims(
+    v: &Variable,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    whole: fn(&Variable) -> Result<Variable>,
+    over: fn(&Variable, &[i64], bool) -> Result<Variable>,
+) -> Result<Variable> {
+    match dims {
+        None if !keepdim => whole(v),
+        None => over(v, &[], true),
+        Some(d) => over(v, d, keepdim),
+    }
+}
+
 /// `var`/`std`'s correction from PyTorch's overloads: `(dim, unbiased, keepdim)`,
 /// `(unbiased)` and `(dim, *, correction, keepdim)`.
 fn correction_of(

@@ -12,6 +12,7 @@
 //! Adding an op: its forward and rule in the engine's family file, and one entry
 //! here (plus a helper in the binding's family file when no form fits).
 
+use super::reduce::whole_or_dims;
 use crate::errors::IntoPyResult;
 use crate::tensor::{binary, compare_method, new_tensor, reflected, scaled_operand, subtrahend};
 use crate::PyTensor;
@@ -69,6 +70,29 @@ macro_rules! shell {
             $(#[doc = $doc])*
             $($item)*
         }
+    };
+
+    // `(other)` through the family's helper, `self.$helper(py, other, $arg)`, and with
+    // `[name_]` its in-place form, `Self::$helper_(slf, other, $arg)`.
+    (@other $name:ident [] [$($doc:literal)*] $helper:ident, $helper_:ident, $arg:expr) => {
+        shell!(@method [$($doc)*]
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+                self.$helper(py, other, $arg)
+            }
+        );
+    };
+    (@other $name:ident [$in_place:ident] [$($doc:literal)*]
+        $helper:ident, $helper_:ident, $arg:expr
+    ) => {
+        shell!(@other $name [] [$($doc)*] $helper, $helper_, $arg);
+        shell!(@method []
+            fn $in_place<'py>(
+                slf: Bound<'py, Self>,
+                other: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, Self>> {
+                Self::$helper_(slf, other, $arg)
+            }
+        );
     };
 
     // Written by hand in the family file.
@@ -185,11 +209,7 @@ macro_rules! shell {
     };
     // `(other)`: a tensor or a number.
     (with_operand $name:ident [] [$($doc:literal)*] { $call:expr }) => {
-        shell!(@method [$($doc)*]
-            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                self.with_operand(py, other, $call)
-            }
-        );
+        shell!(@other $name [] [$($doc)*] with_operand, with_operand, $call);
     };
     // `(other, *, alpha=None)`.
     (with_alpha $name:ident [] [$($doc:literal)*] { $operand:ident; $call:expr }) => {
@@ -220,24 +240,9 @@ macro_rules! shell {
         );
     };
     // `(other)` of a `MathBinaryOp`, and with `name / name_` its in-place form.
-    (math_binary $name:ident [] [$($doc:literal)*] { $op:ident }) => {
-        shell!(@method [$($doc)*]
-            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                self.math_binary(py, other, MathBinaryOp::$op)
-            }
-        );
-    };
-    (math_binary $name:ident [$in_place:ident] [$($doc:literal)*] { $op:ident }) => {
-        shell!(math_binary $name [] [$($doc)*] { $op });
-        #[pymethods]
-        impl PyTensor {
-            fn $in_place<'py>(
-                slf: Bound<'py, Self>,
-                other: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, Self>> {
-                Self::math_binary_in_place(slf, other, MathBinaryOp::$op)
-            }
-        }
+    (math_binary $name:ident [$($in_place:ident)?] [$($doc:literal)*] { $op:ident }) => {
+        shell!(@other $name [$($in_place)?] [$($doc)*]
+            math_binary, math_binary_in_place, MathBinaryOp::$op);
     };
 
     // ---- linalg: `@` with a tensor (NotImplemented for anything else) ------------
@@ -367,32 +372,12 @@ macro_rules! shell {
     // `(other)` of a `LogicalOp`, logical (tensors only) or bitwise (numbers too), with
     // its in-place form.
     (logical $name:ident [$in_place:ident] [$($doc:literal)*] { $op:ident }) => {
-        shell!(@method [$($doc)*]
-            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                self.logical_op(py, other, LogicalOp::$op)
-            }
-
-            fn $in_place<'py>(
-                slf: Bound<'py, Self>,
-                other: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, Self>> {
-                Self::logical_op_in_place(slf, other, LogicalOp::$op)
-            }
-        );
+        shell!(@other $name [$in_place] [$($doc)*]
+            logical_op, logical_op_in_place, LogicalOp::$op);
     };
     (bitwise $name:ident [$in_place:ident] [$($doc:literal)*] { $op:ident }) => {
-        shell!(@method [$($doc)*]
-            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                self.bitwise_op(py, other, LogicalOp::$op)
-            }
-
-            fn $in_place<'py>(
-                slf: Bound<'py, Self>,
-                other: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, Self>> {
-                Self::bitwise_op_in_place(slf, other, LogicalOp::$op)
-            }
-        );
+        shell!(@other $name [$in_place] [$($doc)*]
+            bitwise_op, bitwise_op_in_place, LogicalOp::$op);
     };
     // `&=`, `|=`, `^=`.
     (bitwise_assign $name:ident [] [$($doc:literal)*] { $op:ident }) => {
@@ -833,21 +818,12 @@ op_table! {
         /// Sum of all elements, or over `dim` (int or tuple), keeping dims if `keepdim`.
         sum: reduce_dims_dtype {
             keepdim = sum_keepdim;
-            // `sum(None, keepdim=True)` keeps every dim as size 1, as PyTorch's.
-            |v, dims, keepdim| match dims {
-                None if !keepdim => v.sum(),
-                None => v.sum_dims(&[], true),
-                Some(d) => v.sum_dims(d, keepdim),
-            }
+            |v, dims, keepdim| whole_or_dims(v, dims, keepdim, Variable::sum, Variable::sum_dims)
         } onnx "ReduceSum";
         /// Mean of all elements, or over `dim`.
         mean: reduce_dims_dtype {
             keepdim = mean_keepdim;
-            |v, dims, keepdim| match dims {
-                None if !keepdim => v.mean(),
-                None => v.mean_dims(&[], true),
-                Some(d) => v.mean_dims(d, keepdim),
-            }
+            |v, dims, keepdim| whole_or_dims(v, dims, keepdim, Variable::mean, Variable::mean_dims)
         } onnx "ReduceMean";
         /// `max()`: the largest element; `max(dim, keepdim)`: `(values, indices)`.
         max: extremum { keepdim = max_keepdim } onnx "ReduceMax";
