@@ -78,6 +78,9 @@ def test_every_registry_row_is_a_tensor_method_of_its_form():
         if row["in_place_of"] is not None:
             assert row["name"] == row["in_place_of"] + "_", row
             assert row["in_place_of"] in names, row
+    signatures = {row["name"]: row["signature"] for row in rows}
+    assert signatures["sum"] == "($self, dim=None, keepdim=False, *, dtype=None)"
+    assert signatures["addmm_"] == "($self, mat1, mat2, *, beta=None, alpha=None)"
     assert {"sum": "ReduceSum", "softmax": "Softmax"}.items() <= {
         row["name"]: row["onnx"] for row in rows
     }.items()

@@ -530,12 +530,21 @@ macro_rules! op_table {
 }
 
 /// The registry's rows as a list of dicts (`name`, `family`, `form`, `onnx`,
-/// `in_place_of`): the source docs/ops.md and the tests derive their op lists from.
+/// `in_place_of`, and `signature`: the method's Python signature as PyO3 writes it,
+/// `($self, dim=None, keepdim=False, *, dtype=None)`, None where Python has none):
+/// the source docs/ops.md and the tests derive their op lists from.
 #[pyfunction]
 pub(crate) fn _op_registry(py: Python<'_>) -> PyResult<Py<PyList>> {
     let rows = PyList::empty(py);
+    let tensor = py.get_type::<PyTensor>();
     for op in OPS {
         let row = PyDict::new(py);
+        let signature = tensor
+            .getattr(op.name)?
+            .getattr("__text_signature__")
+            .ok()
+            .filter(|s| !s.is_none());
+        row.set_item("signature", signature)?;
         row.set_item("name", op.name)?;
         row.set_item("family", op.family)?;
         row.set_item("form", op.form)?;
