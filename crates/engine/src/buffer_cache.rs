@@ -25,8 +25,14 @@ pub const MIN_CACHED: usize = 256 << 10;
 /// The most blocks the cache holds.
 const SLOTS: usize = 64;
 
-/// Cached bytes kept even when an allocation misses (see [`BufferCache`]).
-pub const SLACK: usize = 32 << 20;
+/// Cached bytes kept even when an allocation misses, at least (see [`BufferCache`]).
+pub const MIN_SLACK: usize = 64 << 20;
+
+/// Cached bytes kept when an allocation misses: a quarter of the tensor memory now
+/// live ([`crate::memory::allocated`]), at least [`MIN_SLACK`].
+fn slack() -> usize {
+    (crate::memory::allocated() / 4).max(MIN_SLACK)
+}
 
 /// The most bytes the cache holds.
 pub const LIMIT: usize = 1 << 30;
@@ -85,11 +91,14 @@ impl Slots {
 /// [`LIMIT`] bytes) and hands them back to allocations of the same class.
 ///
 /// Peak memory stays what the live blocks need: an allocation that finds no block of
-/// its class first releases the oldest cached blocks until at most [`SLACK`] bytes
-/// remain cached, so cached memory only ever stands in for memory the program freed.
+/// its class first releases the oldest cached blocks until at most a quarter of the live
+/// tensor memory (at least [`MIN_SLACK`]) remains cached, so cached memory stands in for
+/// memory the program freed, and peak memory grows by at most that quarter.
 pub struct BufferCache {
     slots: Mutex<Slots>,
     disabled: AtomicBool,
+    /// The bytes a miss leaves cached ([`slack`]; tests fix it).
+    slack: fn() -> usize,
 }
 
 impl Default for BufferCache {
@@ -108,6 +117,7 @@ impl BufferCache {
                 bytes: 0,
             }),
             disabled: AtomicBool::new(false),
+            slack,
         }
     }
 
@@ -143,7 +153,7 @@ impl BufferCache {
             let keep = if self.disabled.load(Ordering::Relaxed) {
                 0
             } else {
-                SLACK.saturating_sub(class)
+                (self.slack)().saturating_sub(class)
             };
             while slots.bytes > keep {
                 match slots.pop_oldest() {
@@ -278,8 +288,8 @@ mod tests {
             assert!(std::slice::from_raw_parts(b, 1_000_000)
                 .iter()
                 .all(|&x| x == 0));
-            // A different class misses, and the cache (below SLACK) keeps nothing it
-            // does not need to release.
+            // A different class misses, and the cache (below the slack) keeps what it
+            // holds.
             let c = cache.alloc(Layout::from_size_align(4 << 20, 4).unwrap());
             assert_ne!(c, b);
             let grown = cache.realloc(b, Layout::from_size_align(1_000_000, 4).unwrap(), 1 << 20);
@@ -292,14 +302,17 @@ mod tests {
 
     #[test]
     fn a_miss_releases_cached_blocks_beyond_the_slack() {
-        let cache = BufferCache::new();
-        let big = Layout::from_size_align(SLACK, 8).unwrap();
+        let cache = BufferCache {
+            slack: || MIN_SLACK,
+            ..BufferCache::new()
+        };
+        let big = Layout::from_size_align(MIN_SLACK, 8).unwrap();
         // SAFETY: as above.
         unsafe {
             let a = cache.alloc(big);
             cache.dealloc(a, big);
             assert_eq!(cache.slots().len, 1);
-            let other = Layout::from_size_align(SLACK / 2 + 12_345, 8).unwrap();
+            let other = Layout::from_size_align(MIN_SLACK / 2 + 12_345, 8).unwrap();
             let b = cache.alloc(other);
             assert_eq!(
                 cache.slots().len,
