@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 
 /// Elementwise ops on fewer elements than this run inline on the calling thread:
 /// handing work to the pool costs more than it saves below it.
@@ -157,6 +157,44 @@ pub(crate) fn backward_pool() -> Option<Arc<ThreadPool>> {
     // (the other workers take them from its queue).
     let me = std::thread::current().id();
     with_state(|s| s.driver == Some(me)).then_some(pool)
+}
+
+/// Idle rounds (each an attempt to run a pool job, then a `sched_yield`) a pool thread
+/// waiting in [`recv_helping`] spins before it polls with short sleeps.
+const HELP_SPIN_ROUNDS: u32 = 2000;
+
+/// Receives from `rx`. A thread that is one of the pool's workers (the thread that
+/// drives the pool, Note [The calling thread works]) runs pool jobs meanwhile instead of
+/// sleeping: what it waits for (a backward node task on another worker) splits its
+/// kernels into jobs that only pool threads take, so a sleeping worker 0 would leave
+/// them to the others alone. After [`HELP_SPIN_ROUNDS`] rounds without work it polls
+/// every 100 µs.
+pub(crate) fn recv_helping<T>(rx: &mpsc::Receiver<T>) -> std::result::Result<T, mpsc::RecvError> {
+    if rayon::current_thread_index().is_none() {
+        return rx.recv();
+    }
+    let mut idle = 0u32;
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(mpsc::TryRecvError::Disconnected) => return Err(mpsc::RecvError),
+            Err(mpsc::TryRecvError::Empty) => {}
+        }
+        if rayon::yield_now() == Some(rayon::Yield::Executed) {
+            idle = 0;
+            continue;
+        }
+        idle = idle.saturating_add(1);
+        if idle < HELP_SPIN_ROUNDS {
+            std::thread::yield_now();
+            continue;
+        }
+        match rx.recv_timeout(std::time::Duration::from_micros(100)) {
+            Ok(v) => return Ok(v),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(mpsc::RecvError),
+        }
+    }
 }
 
 /// Calls `f(i, chunk)` for every `chunk_len`-element chunk of `data` (the last may be

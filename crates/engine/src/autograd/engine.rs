@@ -328,7 +328,7 @@ fn execute<V: Value>(
                 Some(next) => Some(next),
                 None if running.is_empty() => break,
                 None => {
-                    finished.push(done_rx.recv().map_err(|_| {
+                    finished.push(crate::parallel::recv_helping(&done_rx).map_err(|_| {
                         Error::NotImplemented(
                             "rustgrad internal error: lost a backward task".into(),
                         )

@@ -409,14 +409,49 @@ fn par_parts<A: Send>(parts: Vec<A>, f: impl Fn(A) + Sync + Send) {
 }
 
 /// `out[j] = Σ_r m[r, j]` over `rows` rows of width `w`, in row order.
-fn column_sums<T: Float>(m: &[T], rows: usize, w: usize) -> Result<Vec<T>> {
+/// Columns are summed in blocks of [`SUM_COLUMNS`] on the pool; each column's sum runs
+/// over the rows in order whichever task takes it, so the bits never depend on the
+/// thread count.
+fn column_sums<T: Float + Send + Sync>(m: &[T], rows: usize, w: usize) -> Result<Vec<T>> {
     let mut out = try_vec(w, T::ZERO)?;
-    for row in m.chunks_exact(w.max(1)).take(rows) {
-        for (o, &v) in out.iter_mut().zip(row) {
-            *o += v;
+    let rows = rows.min(m.len() / w.max(1));
+    let sum_block = |c: usize, block: &mut [T]| {
+        let from = c * SUM_COLUMNS;
+        for row in m.chunks_exact(w).take(rows) {
+            for (o, &v) in block.iter_mut().zip(&row[from..]) {
+                *o += v;
+            }
         }
+    };
+    if rows.saturating_mul(w) < crate::parallel::PARALLEL_MIN_ELEMENTS {
+        out.chunks_mut(SUM_COLUMNS)
+            .enumerate()
+            .for_each(|(c, b)| sum_block(c, b));
+    } else {
+        crate::parallel::for_each_chunk_mut(&mut out, SUM_COLUMNS, sum_block);
     }
     Ok(out)
+}
+
+/// Columns per task of [`column_sums`] (and rows' worth of bias per task of
+/// [`add_bias_rows`]).
+const SUM_COLUMNS: usize = 128;
+
+/// `m[r, :] += bias` for every row of width `bias.len()`, in row blocks on the pool.
+fn add_bias_rows<T: Float + Send + Sync>(m: &mut [T], bias: &[T]) {
+    let w = bias.len().max(1);
+    let add = |_: usize, rows: &mut [T]| {
+        for row in rows.chunks_exact_mut(w) {
+            for (o, &b) in row.iter_mut().zip(bias) {
+                *o += b;
+            }
+        }
+    };
+    if m.len() < crate::parallel::PARALLEL_MIN_ELEMENTS {
+        add(0, m);
+    } else {
+        crate::parallel::for_each_chunk_mut(m, SUM_COLUMNS * w, add);
+    }
 }
 
 fn check_len<T>(what: &str, s: &[T], n: usize) -> Result<()> {
@@ -488,11 +523,7 @@ fn forward_in_pool<T: Gemm + Float + Send + Sync>(
         }
     }
     if gh > 0 && (w.b_ih.is_some() || w.b_hh.is_some()) {
-        for row in xw.chunks_exact_mut(gh) {
-            for (o, &b) in row.iter_mut().zip(&bias) {
-                *o += b;
-            }
-        }
+        add_bias_rows(&mut xw, &bias);
     }
 
     let sg = g.cell.saved_gates() * h;
