@@ -21,26 +21,7 @@ import time
 from typing import Any, Callable
 
 import rustgrad
-
-CHAIN_LENGTH = 100
-NUMEL = 16
-START_VALUES = [0.05 * (i - NUMEL / 2) for i in range(NUMEL)]
-
-
-def chain(x: Any) -> Any:
-    """bench_chain.py's chain: CHAIN_LENGTH cheap elementwise ops."""
-    y = x
-    for i in range(CHAIN_LENGTH):
-        step = i % 4
-        if step == 0:
-            y = y + x
-        elif step == 1:
-            y = y * 0.5
-        elif step == 2:
-            y = y.tanh()
-        else:
-            y = y - 0.25
-    return y
+from bench_chain import CHAIN_LENGTH, NUMEL, START_VALUES, chain
 
 
 def step(x: Any) -> Any:

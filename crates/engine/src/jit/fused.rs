@@ -245,19 +245,11 @@ fn flat_backward<T: FlatElem>(
                 None,
             ),
         };
-        for (target, contribution) in [(Some(step.a), ga), (step.b, gb)] {
-            let (Some(target), Some(c)) = (target, contribution) else {
-                continue;
-            };
-            let slot = match target {
-                Operand::Input(k) => &mut input_grads[k],
-                Operand::Local(j) => &mut local_grads[j],
-            };
-            *slot = Some(match slot.take() {
-                None => c,
-                Some(acc) => bin((&acc, false), (&c, false), n, |x, y| x.add_w(y)),
-            });
-        }
+        accumulate(
+            (&mut input_grads, &mut local_grads),
+            [(Some(step.a), ga), (step.b, gb)],
+            |acc, c| Ok(bin((acc, false), (c, false), n, |x, y| x.add_w(y))),
+        )?;
     }
     Ok(input_grads
         .into_iter()
@@ -493,22 +485,38 @@ impl FusedRule {
                     (ga, None)
                 }
             };
-            for (target, contribution) in [(Some(step.a), ga), (b, gb)] {
-                let (Some(target), Some(c)) = (target, contribution) else {
-                    continue;
-                };
-                let slot = match target {
-                    Operand::Input(k) => &mut input_grads[k],
-                    Operand::Local(j) => &mut local_grads[j],
-                };
-                *slot = Some(match slot.take() {
-                    None => c,
-                    Some(acc) => acc.binary(&c, BinaryOp::Add)?,
-                });
-            }
+            accumulate(
+                (&mut input_grads, &mut local_grads),
+                [(Some(step.a), ga), (b, gb)],
+                |acc, c| acc.binary(c, BinaryOp::Add),
+            )?;
         }
         Ok(to_grads(input_grads))
     }
+}
+
+/// Adds one step's gradient contributions `(target, c)` into their slots: the first
+/// contribution to a slot is moved in, later ones are added to it with `add`, in the
+/// order the eager engine sums them.
+fn accumulate<G>(
+    (input_grads, local_grads): (&mut [Option<G>], &mut [Option<G>]),
+    contributions: [(Option<Operand>, Option<G>); 2],
+    add: impl Fn(&G, &G) -> Result<G>,
+) -> Result<()> {
+    for (target, contribution) in contributions {
+        let (Some(target), Some(c)) = (target, contribution) else {
+            continue;
+        };
+        let slot = match target {
+            Operand::Input(k) => &mut input_grads[k],
+            Operand::Local(j) => &mut local_grads[j],
+        };
+        *slot = Some(match slot.take() {
+            None => c,
+            Some(acc) => add(&acc, &c)?,
+        });
+    }
+    Ok(())
 }
 
 /// Replaces the chains it can fuse exactly by one node each; the other nodes stay.
