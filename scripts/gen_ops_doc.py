@@ -463,13 +463,14 @@ def probe_python(torch: Any, form: str) -> tuple[list[str], str]:
     return accepted, backward_of(call(a.requires_grad_()), a)
 
 
-def registry() -> list[dict[str, Any]]:
-    """The binding's op registry (Note [Op registry]): one row per Tensor method with
-    its `name`, `family`, `form` (`manual` when written by hand), `onnx` and
-    `in_place_of`, in table order."""
+def registry(kind: str = "method") -> list[dict[str, Any]]:
+    """The binding's op registry (Note [Op registry]), the rows of one `kind`: one row
+    per Tensor method (`method`) or per module-level op function (`function`) with its
+    `name`, `family`, `form` (`manual` when written by hand), `onnx` and `in_place_of`,
+    in table order."""
     from rustgrad import _rustgrad
 
-    return list(_rustgrad._op_registry())
+    return [row for row in _rustgrad._op_registry() if row["kind"] == kind]
 
 
 def binding_ops() -> dict[str, list[str]]:
@@ -500,6 +501,41 @@ def hand_written_ops() -> dict[str, list[str]]:
                 if m:
                     names.append(rename or m.group(1))
                     rename = None
+        if names:
+            families[path.stem] = names
+    return families
+
+
+def hand_written_functions() -> dict[str, list[str]]:
+    """The module-level op functions written in each family's binding file, in source
+    order: every `#[pyfunction]` of `crates/python/src/ops/<family>.rs` (its Python
+    name: `#[pyo3(name = ...)]` or the Rust one). The registry's `function` rows must
+    be exactly these."""
+    families: dict[str, list[str]] = {}
+    for path in sorted(BINDING.glob("*.rs")):
+        if path.stem in ("mod", "registry"):
+            continue
+        names = []
+        for attrs, name in re.findall(
+            r"^#\[pyfunction[^\n]*\n((?:#\[[^\n]*\n)*)(?:pub(?:\(crate\))? )?fn (\w+)",
+            path.read_text(),
+            re.M,
+        ):
+            rename = re.search(r"name\s*=\s*\"(\w+)\"", attrs)
+            names.append(rename.group(1) if rename else name)
+        if names:
+            families[path.stem] = names
+    return families
+
+
+def registered_functions() -> dict[str, list[str]]:
+    """The functions each family's binding file adds to the module
+    (`m.add_function(wrap_pyfunction!(name, m)?)` in its `register`)."""
+    families: dict[str, list[str]] = {}
+    for path in sorted(BINDING.glob("*.rs")):
+        if path.stem in ("mod", "registry"):
+            continue
+        names = re.findall(r"wrap_pyfunction!\((\w+)", path.read_text())
         if names:
             families[path.stem] = names
     return families
@@ -600,6 +636,21 @@ def render() -> str:
         if operators:
             lines += ["", "Operators: " + ", ".join(f"`{o}`" for o in operators) + "."]
         lines.append("")
+    lines += [
+        "## module functions",
+        "",
+        "The binding's module-level op functions (`rustgrad._rustgrad.<name>`, the",
+        "registry's `function` rows): the kernels behind `rustgrad.nn.functional` and",
+        "`torch.convolution`, whose Python forms are the python-level rows below.",
+        "",
+        "| op | family | signature | ONNX |",
+        "| --- | --- | --- | --- |",
+    ]
+    for row in registry("function"):
+        signature = f"`{row['signature']}`" if row["signature"] else ""
+        onnx = row["onnx"] or ""
+        lines.append(f"| {row['name']} | {row['family']} | {signature} | {onnx} |")
+    lines.append("")
     lines += [
         "## python-level ops",
         "",

@@ -11,13 +11,18 @@
 //!
 //! Adding an op: its forward and rule in the engine's family file, and one entry
 //! here (plus a helper in the binding's family file when no form fits).
+//!
+//! The module-level op functions (`_rustgrad._conv`, `_batch_norm`, ... behind
+//! `rustgrad.nn.functional`) are the table's second section, [`FUNCTIONS`]
+//! (`function_table!`): each is a `#[pyfunction]` written and registered by its family
+//! file (`manual`), listed here with its family and ONNX operator.
 
 use super::reduce::whole_or_dims;
 use crate::errors::IntoPyResult;
 use crate::tensor::{binary, compare_method, new_tensor, reflected, scaled_operand, subtrahend};
 use crate::PyTensor;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyModule, PyTuple};
 use rustgrad::kernels::logical::{FloatClass, LogicalOp};
 use rustgrad::kernels::math::{MathBinaryOp, MathOp};
 use rustgrad::tensor::CmpOp;
@@ -529,27 +534,61 @@ macro_rules! op_table {
     };
 }
 
+/// The table's second section: the module-level op functions of the binding, each a
+/// `#[pyfunction]` written by hand and registered (`register`) in its family file
+/// `crates/python/src/ops/<family>.rs`. Writes the rows of [`FUNCTIONS`], in table
+/// order; only the `manual` form exists for functions.
+macro_rules! function_table {
+    ($(
+        $family:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $name:ident : manual {} $(onnx $onnx:literal)?;
+            )*
+        }
+    )*) => {
+        /// Every module-level op function of the binding (`_rustgrad.<name>`), in
+        /// table order.
+        pub(crate) const FUNCTIONS: &[OpEntry] = &[$($(
+            OpEntry {
+                name: stringify!($name),
+                family: stringify!($family),
+                form: "manual",
+                onnx: onnx(&[$($onnx)?]),
+                in_place_of: None,
+            },
+        )*)*];
+    };
+}
+
 /// The registry's rows as a list of dicts (`name`, `family`, `form`, `onnx`,
-/// `in_place_of`, and `signature`: the method's Python signature as PyO3 writes it,
-/// `($self, dim=None, keepdim=False, *, dtype=None)`, None where Python has none):
-/// the source docs/ops.md and the tests derive their op lists from.
-#[pyfunction]
-pub(crate) fn _op_registry(py: Python<'_>) -> PyResult<Py<PyList>> {
+/// `in_place_of`, `kind`: `method` for a `Tensor` method of [`OPS`], `function` for a
+/// module function of [`FUNCTIONS`], listed after the methods; and `signature`: the
+/// Python signature as PyO3 writes it, `($self, dim=None, keepdim=False, *,
+/// dtype=None)`, None where Python has none or the module lacks the function): the
+/// source docs/ops.md and the tests derive their op lists from.
+#[pyfunction(pass_module)]
+pub(crate) fn _op_registry(module: &Bound<'_, PyModule>) -> PyResult<Py<PyList>> {
+    let py = module.py();
     let rows = PyList::empty(py);
     let tensor = py.get_type::<PyTensor>();
-    for op in OPS {
+    let methods = OPS.iter().map(|op| (op, "method"));
+    let functions = FUNCTIONS.iter().map(|op| (op, "function"));
+    for (op, kind) in methods.chain(functions) {
         let row = PyDict::new(py);
-        let signature = tensor
-            .getattr(op.name)?
-            .getattr("__text_signature__")
-            .ok()
-            .filter(|s| !s.is_none());
+        let signature = match kind {
+            "method" => Some(tensor.getattr(op.name)?),
+            _ => module.getattr(op.name).ok(),
+        }
+        .and_then(|f| f.getattr("__text_signature__").ok())
+        .filter(|s| !s.is_none());
         row.set_item("signature", signature)?;
         row.set_item("name", op.name)?;
         row.set_item("family", op.family)?;
         row.set_item("form", op.form)?;
         row.set_item("onnx", op.onnx)?;
         row.set_item("in_place_of", op.in_place_of)?;
+        row.set_item("kind", kind)?;
         rows.append(row)?;
     }
     Ok(rows.unbind())
@@ -1036,5 +1075,82 @@ op_table! {
         _gelu: manual {};
         _softplus: manual {} onnx "Softplus";
         _softsign: elementwise { softsign } onnx "Softsign";
+    }
+}
+
+function_table! {
+    activation {
+        _glu: manual {};
+        _hardshrink: manual {} onnx "Shrink";
+        _softshrink: manual {} onnx "Shrink";
+        _tanhshrink: manual {};
+        _threshold: manual {};
+        _prelu: manual {} onnx "PRelu";
+        _rrelu: manual {};
+        _dropout: manual {} onnx "Dropout";
+    }
+    attention {
+        _scaled_dot_product_attention: manual {} onnx "Attention";
+    }
+    conv {
+        _conv: manual {} onnx "Conv";
+        _conv_transpose: manual {} onnx "ConvTranspose";
+        /// `torch.convolution`: `Conv` or `ConvTranspose` by its `transposed` flag.
+        convolution: manual {};
+        _linear: manual {};
+        _bilinear: manual {};
+        _unfold: manual {};
+        _fold: manual {} onnx "Col2Im";
+        _pixel_shuffle: manual {} onnx "DepthToSpace";
+        _pixel_unshuffle: manual {};
+    }
+    embedding {
+        _embedding: manual {} onnx "Gather";
+        _embedding_bag: manual {};
+        _one_hot: manual {} onnx "OneHot";
+    }
+    loss {
+        _nll_loss: manual {} onnx "NegativeLogLikelihoodLoss";
+        _cross_entropy: manual {} onnx "SoftmaxCrossEntropyLoss";
+        _pointwise_loss: manual {};
+        _l1_loss: manual {};
+        _weighted_loss: manual {};
+        _kl_div: manual {};
+        _poisson_nll_loss: manual {};
+        _cosine_similarity: manual {};
+        _pairwise_distance: manual {};
+        _cosine_embedding_loss: manual {};
+        _margin_ranking_loss: manual {};
+        _triplet_margin_loss: manual {};
+        _multi_margin_loss: manual {};
+        _multilabel_margin_loss: manual {};
+        _ctc_loss: manual {};
+    }
+    norm {
+        _batch_norm: manual {} onnx "BatchNormalization";
+        _layer_norm: manual {} onnx "LayerNormalization";
+        _group_norm: manual {} onnx "GroupNormalization";
+        _instance_norm: manual {} onnx "InstanceNormalization";
+        _rms_norm: manual {} onnx "RMSNormalization";
+        _local_response_norm: manual {} onnx "LRN";
+        _normalize: manual {};
+    }
+    pool {
+        _max_pool2d_with_indices: manual {} onnx "MaxPool";
+        _avg_pool2d: manual {} onnx "AveragePool";
+        _adaptive_avg_pool2d: manual {};
+        _adaptive_max_pool2d: manual {};
+        _max_unpool2d: manual {} onnx "MaxUnpool";
+        _max_pool3d_with_indices: manual {} onnx "MaxPool";
+        _avg_pool3d: manual {} onnx "AveragePool";
+        _adaptive_avg_pool3d: manual {};
+        _adaptive_max_pool3d: manual {};
+        _max_unpool3d: manual {} onnx "MaxUnpool";
+        _fractional_max_pool2d: manual {};
+        _fractional_max_pool3d: manual {};
+    }
+    rnn {
+        /// One layer of `RNN` / `LSTM` / `GRU` (ONNX `RNN`, `LSTM`, `GRU` by its mode).
+        _rnn_layer: manual {};
     }
 }
