@@ -3217,6 +3217,21 @@ CASES.update(
 )
 
 
+# The binding's module functions outside nn.functional (the registry's `function` rows,
+# Note [Op registry]): `torch.convolution` (crates/python/src/ops/conv.rs).
+CASES.update(
+    {
+        "convolution/channels_mismatch": (
+            lambda: torch.convolution(
+                torch.randn(1, 2, 5), torch.randn(3, 4, 3), None, [1], [0], [1], False, [0], 1
+            ),
+            RT,
+            "expected input[1, 2, 5] to have 4 channels, but got 2 channels instead",
+        ),
+    }
+)
+
+
 def test_every_nn_functional_has_a_bad_input_case():
     """A functional added to ``rustgrad.nn.functional.__all__`` without a bad-input case
     fails here."""
@@ -3332,3 +3347,53 @@ def test_every_registry_op_refuses_bad_arguments_with_an_ordinary_exception():
 def test_int_arguments_past_int64_are_pytorchs_valueerror(call):
     with pytest.raises(ValueError, match="Overflow when unpacking long long"):
         call()
+
+
+# Registry functions no bad input reaches, with the reason: the sweep must reach every
+# other `function` row of the op registry.
+UNREACHED_FUNCTIONS = {
+    # Called by huber_loss only with a weight after its Python checks (weight shape,
+    # reduction, dtypes) accepted the call; any weight they pass is a valid one.
+    "_weighted_loss",
+}
+
+
+def test_the_sweep_reaches_every_registry_function():
+    """Every module op function of the binding's op registry (its `function` rows, the
+    kernels behind nn.functional, Note [Op registry]) is called by some case of the
+    sweep (CASES, NN_CASES among them), or is in UNREACHED_FUNCTIONS: a function added
+    to the table without a bad-input case that reaches it fails here. Each function is
+    wrapped by a recorder wherever rustgrad's modules hold it while the cases run."""
+    functions = [r["name"] for r in torch._rustgrad._op_registry() if r["kind"] == "function"]
+    by_id = {id(getattr(torch._rustgrad, name)): name for name in functions}
+    reached: set[str] = set()
+
+    def recorder(name, function):
+        def record(*args, **kwargs):
+            reached.add(name)
+            return function(*args, **kwargs)
+
+        return record
+
+    patched = []
+    modules = [m for k, m in sys.modules.items() if k == "rustgrad" or k.startswith("rustgrad.")]
+    for module in modules:
+        for attr, value in list(vars(module).items()):
+            if id(value) in by_id and value is getattr(torch._rustgrad, by_id[id(value)], None):
+                patched.append((module, attr, value))
+    try:
+        for module, attr, value in patched:
+            setattr(module, attr, recorder(by_id[id(value)], value))
+        for bad, _, _ in CASES.values():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    bad()
+            except BaseException:  # noqa: B036, S110 -- the cases raise; only calls count
+                pass
+    finally:
+        for module, attr, value in patched:
+            setattr(module, attr, value)
+    assert UNREACHED_FUNCTIONS <= set(functions)
+    assert sorted(set(functions) - reached - UNREACHED_FUNCTIONS) == []
+    assert not reached & UNREACHED_FUNCTIONS, "reached now: drop it from UNREACHED_FUNCTIONS"
