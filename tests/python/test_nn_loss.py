@@ -346,6 +346,22 @@ def test_legacy_reduction_arguments() -> None:
     assert none.tolist() == [-1.0, -2.0]
 
 
+@pytest.mark.parametrize("fn", [F.mse_loss, F.l1_loss, F.huber_loss])
+def test_bad_reduction_of_a_weighted_loss_has_pytorchs_message(fn: Callable[..., Any]) -> None:
+    # PyTorch 2.15 checks a weighted loss's reduction in its weighted branch, after the
+    # weight's shape, with its own message (strings from PyTorch 2.15).
+    x, t = rustgrad.randn(3), rustgrad.randn(3)
+    with pytest.raises(ValueError, match="^bogus is not a valid value for reduction$"):
+        fn(x, t, reduction="bogus")
+    with pytest.raises(
+        ValueError,
+        match=r"^Invalid reduction mode: bogus\. Expected one of 'none', 'mean', 'sum'\.$",
+    ):
+        fn(x, t, weight=rustgrad.ones(3), reduction="bogus")
+    with pytest.raises(ValueError, match="^Weights and input must have the same size\\.$"):
+        fn(x, t, weight=rustgrad.ones(2), reduction="bogus")
+
+
 def test_nan_propagates() -> None:
     x = rustgrad.tensor([[0.0, float("nan")], [1.0, 2.0]], requires_grad=True)
     loss = F.cross_entropy(x, _idx([0, 1]), reduction="none")

@@ -59,12 +59,27 @@ def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
     return reduction
 
 
-def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+def _reduction(
+    size_average: bool | None, reduce: bool | None, reduction: str, weighted: bool = False
+) -> str:
+    """The reduction after the legacy flags; a bad one raises here, except for a
+    weighted loss, whose reduction PyTorch checks after the weight
+    (``_check_weighted_reduction``)."""
     if size_average is not None or reduce is not None:
         return _legacy_reduction(size_average, reduce)
-    if reduction not in ("none", "mean", "sum"):
+    if reduction not in ("none", "mean", "sum") and not weighted:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
+
+
+def _check_weighted_reduction(weight: Tensor | None, reduction: str) -> None:
+    """PyTorch 2.15's message for a bad reduction of ``mse_loss``, ``l1_loss`` and
+    ``huber_loss`` given a ``weight``: raised after the weight's checks, where its
+    weighted branch reduces."""
+    if weight is not None and reduction not in ("none", "mean", "sum"):
+        raise ValueError(
+            f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'."
+        )
 
 
 def _check_class_targets(input: Tensor, target: Tensor) -> None:
@@ -199,9 +214,10 @@ def mse_loss(
         >>> F.mse_loss(rustgrad.tensor([1.0, 2.0]), rustgrad.tensor([0.0, 0.0])).item()
         2.5
     """
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction, weight is not None)
     _size_warning(input, target)
     _check_weight(input, weight)
+    _check_weighted_reduction(weight, reduction)
     input, target = _promoted(input, target)
     return _pointwise_loss(input, target, "mse", 0.0, weight, None, reduction)
 
@@ -270,11 +286,12 @@ def huber_loss(
         >>> F.huber_loss(rustgrad.tensor([0.5, 3.0]), rustgrad.zeros(2), delta=2.0).item()
         2.0625
     """
-    reduction = _reduction(None, None, reduction)
+    reduction = _reduction(None, None, reduction, weight is not None)
     _size_warning(input, target)
     _check_weight(input, weight)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_weighted_reduction(weight, reduction)
     dtype = input.dtype if isinstance(input, Tensor) else None
     input, target = _promoted(input, target)
     # With a weight, PyTorch weights the unreduced loss (in the input's dtype).
@@ -386,9 +403,10 @@ def l1_loss(
         >>> F.l1_loss(rustgrad.tensor([1.0, -3.0]), rustgrad.zeros(2)).item()
         2.0
     """
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _reduction(size_average, reduce, reduction, weight is not None)
     _size_warning(input, target)
     _check_weight(input, weight)
+    _check_weighted_reduction(weight, reduction)
     return _rustgrad._l1_loss(input, target, reduction, weight)
 
 
