@@ -26,12 +26,12 @@ pub const MIN_CACHED: usize = 256 << 10;
 const SLOTS: usize = 64;
 
 /// Cached bytes kept even when an allocation misses, at least (see [`BufferCache`]).
-pub const MIN_SLACK: usize = 64 << 20;
+pub const MIN_SLACK: usize = 8 << 20;
 
-/// Cached bytes kept when an allocation misses: a quarter of the tensor memory now
-/// live ([`crate::memory::allocated`]), at least [`MIN_SLACK`].
+/// Cached bytes kept when an allocation misses: a quarter of the most tensor memory
+/// live at once ([`crate::memory::peak`]), at least [`MIN_SLACK`].
 fn slack() -> usize {
-    (crate::memory::allocated() / 4).max(MIN_SLACK)
+    (crate::memory::peak() / 2).max(MIN_SLACK)
 }
 
 /// The most bytes the cache holds.
@@ -91,9 +91,10 @@ impl Slots {
 /// [`LIMIT`] bytes) and hands them back to allocations of the same class.
 ///
 /// Peak memory stays what the live blocks need: an allocation that finds no block of
-/// its class first releases the oldest cached blocks until at most a quarter of the live
-/// tensor memory (at least [`MIN_SLACK`]) remains cached, so cached memory stands in for
-/// memory the program freed, and peak memory grows by at most that quarter.
+/// its class first releases the oldest cached blocks until at most a quarter of the peak
+/// of live tensor memory (at least [`MIN_SLACK`]) remains cached, so cached memory
+/// stands in for memory the program freed, and peak memory grows by at most that
+/// quarter.
 pub struct BufferCache {
     slots: Mutex<Slots>,
     disabled: AtomicBool,
