@@ -84,6 +84,16 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def machine_info() -> dict[str, Any]:
+    """The machine a JSON report was measured on."""
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+    }
+
+
 def check_same_gradients(frameworks: dict[str, ModuleType]) -> None:
     """Both frameworks must compute the same thing, or the timing means nothing."""
     grads = {name: run_once(fw)[1].tolist() for name, fw in frameworks.items()}
@@ -158,12 +168,7 @@ def main() -> None:
             "reps": args.reps,
             "results": results,
             "ratio_rustgrad_over_torch": ratio,
-            "machine": {
-                "platform": platform.platform(),
-                "processor": platform.processor() or platform.machine(),
-                "cpu_count": os.cpu_count(),
-                "python": platform.python_version(),
-            },
+            "machine": machine_info(),
         }
         with open(args.json, "w") as out:
             json.dump(report, out, indent=2)

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import time
 from typing import Any, Callable
 
 import rustgrad
-from bench_chain import CHAIN_LENGTH, NUMEL, START_VALUES, chain
+from bench_chain import CHAIN_LENGTH, NUMEL, START_VALUES, chain, machine_info, percentile
 
 
 def step(x: Any) -> Any:
@@ -42,11 +40,6 @@ def timed(run: Callable[[Any], Any]) -> tuple[int, Any]:
     run(x)
     elapsed = time.process_time_ns() - start
     return elapsed, x.grad
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:
@@ -103,12 +96,7 @@ def main() -> None:
             "threads": rustgrad.get_num_threads(),
             "results": results,
             "ratio_replay_over_eager": ratio,
-            "machine": {
-                "platform": platform.platform(),
-                "processor": platform.processor() or platform.machine(),
-                "cpu_count": os.cpu_count(),
-                "python": platform.python_version(),
-            },
+            "machine": machine_info(),
         }
         with open(args.json, "w") as out:
             json.dump(report, out, indent=2)
