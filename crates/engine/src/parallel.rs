@@ -246,7 +246,8 @@ pub fn fill_each<T: Send>(out: &mut [T], f: impl Fn(usize) -> T + Sync + Send) {
 }
 
 /// Runs `f` on one of the engine's pool threads (on this thread when the pool has one
-/// thread), returning its result. For kernels that run many small parallel jobs in a
+/// thread, or when this thread is the pool's worker 0: Note [The calling thread
+/// works]), returning its result. For kernels that run many small parallel jobs in a
 /// sequence (a recurrent layer's time loop: a GEMM and the gate arithmetic per step):
 /// inside the pool each job is split by work-stealing among threads that are still
 /// awake from the last one, instead of being handed in from outside and waking them.
